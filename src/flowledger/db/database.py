@@ -1,0 +1,120 @@
+"""Engine creation and transactions for both backends.
+
+SQLite: WAL, a busy timeout, foreign keys on, ``BEGIN IMMEDIATE`` for every
+writing transaction (readers use a deferred ``BEGIN``) and an in-process write
+lock so writers of one process queue fairly instead of spinning in SQLite's
+busy handler. PostgreSQL: psycopg 3 async with a connection pool, plus an
+autocommit view of the same pool for single-statement hot paths (claim and
+batch settlement) that are atomic on their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, nullcontext
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from flowledger.db import wake
+from flowledger.db.urls import async_url, is_sqlite
+
+_READONLY = "flowledger_readonly"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _sqlite_engine(url: URL, pool_size: int) -> AsyncEngine:
+    engine = create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+    )
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        readonly = conn.get_execution_options().get(_READONLY, False)
+        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _postgres_engine(url: URL, pool_size: int) -> AsyncEngine:
+    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+class Database:
+    """One database: its engine, its transactions and its in-process wake hub."""
+
+    def __init__(self, raw_url: str, *, pool_size: int = 10) -> None:
+        self.raw_url = raw_url
+        self.url = async_url(raw_url)
+        self.is_sqlite = is_sqlite(self.url)
+        self.dialect = "sqlite" if self.is_sqlite else "postgresql"
+        if self.is_sqlite:
+            self.engine = _sqlite_engine(self.url, pool_size)
+        else:
+            self.engine = _postgres_engine(self.url, pool_size)
+        self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        self.hub = wake.WakeHub()
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        """A writing transaction; wake hints are published after commit."""
+        lock = self._write_lock if self._write_lock is not None else nullcontext()
+        async with lock, self.engine.connect() as conn:
+            wake.begin_tracking(conn)
+            try:
+                async with conn.begin():
+                    yield conn
+            finally:
+                pools = wake.take_pending(conn)
+        # reached only when the transaction committed
+        for pool in pools:
+            self.hub.signal(pool)
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction (deferred on SQLite, so it never blocks writers)."""
+        async with self.engine.connect() as conn:
+            await conn.execution_options(**{_READONLY: True})
+            async with conn.begin():
+                yield conn
+
+    @asynccontextmanager
+    async def single_statement(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for one self-contained statement: autocommit on
+        PostgreSQL (one round trip), a writing transaction on SQLite."""
+        if self.is_sqlite:
+            async with self.begin() as conn:
+                yield conn
+        else:
+            async with self._autocommit.connect() as conn:
+                yield conn
+
+    async def now(self) -> datetime:
+        """The database server's clock."""
+        if self.is_sqlite:
+            return datetime.now(UTC)
+        async with self.engine.connect() as conn:
+            value = (await conn.execute(text("SELECT clock_timestamp()"))).scalar_one()
+        assert isinstance(value, datetime)
+        return value.astimezone(UTC)
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

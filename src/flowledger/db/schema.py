@@ -1,0 +1,176 @@
+"""The declared schema (SQLAlchemy Core metadata) of the job ledger and the
+worker registry. Alembic migrations must produce exactly this (checked by
+``tests/integration/test_migrations.py``). Owns table and index definitions
+only; no queries live here.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+from flowledger.db.types import BigId, JsonType, UTCDateTime
+from flowledger.states import AttemptStatus, JobStatus
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING)
+
+
+def _in(column: str, values: list[str]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+_PENDING = text("status = 'pending'")
+_RUNNING = text("status = 'running'")
+
+workflow_jobs = Table(
+    "workflow_jobs",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("type", String(64), nullable=False),
+    Column("pool", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("payload", JsonType, nullable=False),
+    Column("tenant_id", String(64)),
+    Column("instance_id", BigInteger),
+    Column("task_id", BigInteger),
+    Column("node_key", String(128)),
+    Column("priority", Integer, nullable=False),
+    Column("run_at", UTCDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("lease_token", String(36)),
+    Column("lease_owner", String(128)),
+    Column("lease_until", UTCDateTime),
+    Column("execution_timeout_ms", Integer, nullable=False),
+    Column("execution_deadline", UTCDateTime),
+    Column("paused_remaining_ms", BigInteger),
+    Column("side_effect_at", UTCDateTime),
+    Column("operation_key", String(128), nullable=False),
+    Column("trace_id", String(64), nullable=False),
+    Column("idempotency_key", String(255)),
+    Column("result", JsonType),
+    Column("last_error", Text),
+    Column("last_error_code", String(64)),
+    Column("cancel_reason", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    CheckConstraint(_in("status", [s.value for s in JobStatus]), name="status"),
+    CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="attempts"),
+    UniqueConstraint("idempotency_key"),
+    # claim paths (SPEC L-7): priority order and earliest-due order, per pool
+    Index(
+        "ix_workflow_jobs_claim_priority",
+        "pool",
+        "priority",
+        "run_at",
+        "id",
+        postgresql_where=_PENDING,
+        sqlite_where=_PENDING,
+    ),
+    Index(
+        "ix_workflow_jobs_claim_due",
+        "pool",
+        "run_at",
+        "id",
+        postgresql_where=_PENDING,
+        sqlite_where=_PENDING,
+    ),
+    # drain / stuck detection (SPEC L-20, L-23)
+    Index(
+        "ix_workflow_jobs_running_lease",
+        "lease_until",
+        postgresql_where=_RUNNING,
+        sqlite_where=_RUNNING,
+    ),
+    # pause / resume / cleanup by instance (SPEC L-18, L-22)
+    Index("ix_workflow_jobs_instance", "instance_id", "status"),
+    Index("ix_workflow_jobs_trace", "trace_id"),
+    Index("ix_workflow_jobs_status_type", "status", "type"),
+)
+
+workflow_job_executions = Table(
+    "workflow_job_executions",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column(
+        "job_id", BigInteger, ForeignKey("workflow_jobs.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("generation", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("node_id", String(128)),
+    Column("scheduled_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Column("duration_ms", Integer),
+    Column("request", JsonType),
+    Column("response", JsonType),
+    Column("error", Text),
+    Column("error_code", String(64)),
+    Column("side_effect_at", UTCDateTime),
+    CheckConstraint(_in("status", [s.value for s in AttemptStatus]), name="status"),
+    Index("ix_workflow_job_executions_job", "job_id", "generation", "attempt"),
+    Index("ix_workflow_job_executions_started", "started_at"),
+)
+
+workflow_job_effects = Table(
+    "workflow_job_effects",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("operation_key", String(128), nullable=False),
+    Column("step_key", String(128), nullable=False),
+    Column(
+        "job_id", BigInteger, ForeignKey("workflow_jobs.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("generation", Integer, nullable=False),
+    Column("result", JsonType),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("operation_key", "step_key"),
+    Index("ix_workflow_job_effects_job", "job_id"),
+)
+
+system_scheduler_nodes = Table(
+    "system_scheduler_nodes",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("hostname", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("roles", JsonType, nullable=False),
+    Column("pools", JsonType, nullable=False),
+    Column("slots_capacity", Integer, nullable=False),
+    Column("slots_in_use", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+    CheckConstraint("status IN ('active', 'stopped')", name="status"),
+    Index("ix_system_scheduler_nodes_heartbeat", "heartbeat_at"),
+)
+
+system_leader_leases = Table(
+    "system_leader_leases",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("holder", String(128), nullable=False),
+    Column("lease_until", UTCDateTime, nullable=False),
+)

@@ -1,0 +1,118 @@
+"""Plain data passed in and out of the ledger: what to enqueue, what a claim
+hands to an executor (including its fence), and how an attempt ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A job to enqueue. Budget fields left as None take the job type's."""
+
+    type: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    run_at: datetime | None = None
+    delay_ms: int = 0
+    priority: int | None = None
+    max_attempts: int | None = None
+    execution_timeout_ms: int | None = None
+    idempotency_key: str | None = None
+    operation_key: str | None = None
+    trace_id: str | None = None
+    tenant_id: str | None = None
+    instance_id: int | None = None
+    task_id: int | None = None
+    node_key: str | None = None
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    job_id: int
+    created: bool  # False when the idempotencyKey already named a job
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What an executor must present to write anything for its job (L-9, L-10)."""
+
+    job_id: int
+    generation: int
+    lease_token: str
+    execution_id: int
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: int
+    type: str
+    pool: str
+    payload: dict[str, Any]
+    generation: int
+    attempt: int
+    max_attempts: int
+    lease_token: str
+    lease_until: datetime
+    execution_deadline: datetime
+    execution_id: int
+    scheduled_at: datetime
+    started_at: datetime
+    operation_key: str
+    trace_id: str
+    tenant_id: str | None
+    instance_id: int | None
+    task_id: int | None
+    node_key: str | None
+
+    @property
+    def fence(self) -> Fence:
+        return Fence(self.id, self.generation, self.lease_token, self.execution_id)
+
+
+class OutcomeKind(StrEnum):
+    SUCCESS = "success"
+    SKIPPED = "skipped"
+    RETRY = "retry"  # failed; retried with backoff while budget remains, else dead
+    DEAD = "dead"  # permanent failure
+    UNCONFIRMED = "unconfirmed"  # SPEC L-17 dead letter
+    RELEASED = "released"  # given back on shutdown; the attempt does not count
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: OutcomeKind
+    result: Any = None
+    error: str | None = None
+    error_code: str | None = None
+    retry_delay_ms: int | None = None
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+
+    @staticmethod
+    def success(result: Any = None) -> Outcome:
+        return Outcome(OutcomeKind.SUCCESS, result=result)
+
+    @staticmethod
+    def skipped(reason: str) -> Outcome:
+        return Outcome(OutcomeKind.SKIPPED, result={"skipped": reason})
+
+    @staticmethod
+    def retry(error: str, *, code: str = "error", delay_ms: int | None = None) -> Outcome:
+        return Outcome(OutcomeKind.RETRY, error=error, error_code=code, retry_delay_ms=delay_ms)
+
+    @staticmethod
+    def dead(error: str, *, code: str = "permanent") -> Outcome:
+        return Outcome(OutcomeKind.DEAD, error=error, error_code=code)
+
+    @staticmethod
+    def unconfirmed(error: str) -> Outcome:
+        return Outcome(
+            OutcomeKind.UNCONFIRMED, error=error, error_code="external_outcome_unconfirmed"
+        )
+
+    @staticmethod
+    def released(reason: str) -> Outcome:
+        return Outcome(OutcomeKind.RELEASED, error=reason, error_code="released")

@@ -1,0 +1,110 @@
+"""The rescuer behind the ``workflow-jobs-drain`` system task (SPEC L-20):
+running jobs whose lease expired or whose execution deadline passed go back
+to pending with backoff, or to dead when their attempts are exhausted or an
+unsafe external call's outcome is unknown; and the pools that have due work
+get their wake hints again. It never runs a handler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db import wake
+from flowledger.db.schema import workflow_job_executions as executions
+from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.ledger.backoff import backoff_ms
+from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, AttemptStatus, JobStatus
+
+RESCUE_BATCH = 500
+
+
+@dataclass
+class RescueReport:
+    retried: list[int] = field(default_factory=list)
+    dead: list[int] = field(default_factory=list)
+    hinted_pools: list[str] = field(default_factory=list)
+
+
+async def jobs_rescue(
+    conn: AsyncConnection, *, now: datetime, limit: int = RESCUE_BATCH
+) -> RescueReport:
+    """Reclaim expired running jobs and republish hints, in the caller's transaction."""
+    report = RescueReport()
+    rows = (
+        await conn.execute(
+            select(
+                jobs.c.id,
+                jobs.c.attempts,
+                jobs.c.max_attempts,
+                jobs.c.side_effect_at,
+                jobs.c.lease_until,
+                jobs.c.execution_deadline,
+            )
+            .where(
+                jobs.c.status == "running",
+                or_(
+                    jobs.c.lease_until.is_(None),
+                    jobs.c.lease_until < now,
+                    jobs.c.execution_deadline <= now,
+                ),
+            )
+            .order_by(jobs.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+    ).all()
+    for row in rows:
+        deadline_passed = row.execution_deadline is not None and row.execution_deadline <= now
+        error = (
+            "execution deadline passed"
+            if deadline_passed
+            else "lease expired: the executor stopped renewing"
+        )
+        code = "deadline_exceeded" if deadline_passed else "lease_expired"
+        values: dict[str, Any] = {}
+        if row.side_effect_at is not None:
+            status, code = JobStatus.DEAD, EXTERNAL_OUTCOME_UNCONFIRMED
+        elif row.attempts >= row.max_attempts:
+            status = JobStatus.DEAD
+        else:
+            status = JobStatus.PENDING
+            values = {"run_at": now + timedelta(milliseconds=backoff_ms(row.attempts))}
+        await conn.execute(
+            update(executions)
+            .where(executions.c.job_id == row.id, executions.c.status == "running")
+            .values(status=AttemptStatus.FAILED, finished_at=now, error=error, error_code=code)
+        )
+        await conn.execute(
+            update(jobs)
+            .where(jobs.c.id == row.id)
+            .values(
+                status=status,
+                last_error=error,
+                last_error_code=code,
+                updated_at=now,
+                lease_token=None,
+                lease_until=None,
+                lease_owner=None,
+                **values,
+            )
+        )
+        (report.dead if status is JobStatus.DEAD else report.retried).append(row.id)
+    pools = (
+        (
+            await conn.execute(
+                select(jobs.c.pool)
+                .where(jobs.c.status == "pending", jobs.c.run_at <= now)
+                .distinct()
+            )
+        )
+        .scalars()
+        .all()
+    )
+    for pool in sorted(pools):
+        await wake.hint(conn, pool)
+        report.hinted_pools.append(pool)
+    return report

@@ -1,0 +1,41 @@
+"""Process settings, read from the environment with the ``FLOWLEDGER_`` prefix.
+
+Owns every tunable knob of a flowledger process and the normalisation of
+database URLs as users write them (``postgresql://user@host:5432/db``,
+``sqlite:///path``) into the async driver URLs SQLAlchemy needs. It must never
+open a connection.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite:///./flowledger.db"
+
+
+class Settings(BaseSettings):
+    """All settings of one flowledger process."""
+
+    model_config = SettingsConfigDict(env_prefix="FLOWLEDGER_", extra="ignore")
+
+    database_url: str = Field(default=DEFAULT_DATABASE_URL)
+    db_pool_size: int = Field(default=10, ge=1, le=200)
+
+    # worker (SPEC L-6, L-10, L-11)
+    ledger_slots: int = Field(default=4, ge=1, le=256)
+    outbound_slots: int = Field(default=4, ge=1, le=256)
+    poll_interval_s: float = Field(default=2.0, gt=0)
+    lease_ms: int = Field(default=60_000, ge=1_000)
+    lease_renew_interval_s: float = Field(default=15.0, gt=0)
+    shutdown_grace_s: float = Field(default=30.0, ge=0)
+    heartbeat_interval_s: float = Field(default=15.0, gt=0)
+    drain_interval_s: float = Field(default=60.0, gt=0)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The settings of this process, read once."""
+    return Settings()
