@@ -1,0 +1,1 @@
+"""The ``flowledger`` command line (Typer + rich)."""

@@ -1,0 +1,115 @@
+"""Runs one claimed job's handler and turns what happened into an
+:class:`~flowledger.ledger.models.Outcome` (or None when the executor lost
+the job and must write nothing).
+
+Classification: return value → success (``Skip`` → skipped);
+RetryableError → retry; PermanentError → dead; ExternalOutcomeUnconfirmed →
+the L-17 dead letter; LeaseLostError or an abort for a lost lease → nothing;
+deadline abort → retry (or unconfirmed after a side-effect marker); any other
+exception → retry, except after a side-effect marker, where the outcome of the
+external write is unknown and the job goes to the unconfirmed dead letter.
+An unknown job type goes dead with a clear error; it never crashes the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import structlog
+
+from flowledger.errors import (
+    ExternalOutcomeUnconfirmed,
+    LeaseLostError,
+    PermanentError,
+    RetryableError,
+)
+from flowledger.ledger.models import Outcome
+from flowledger.worker.context import AbortReason, JobContext, Skip
+from flowledger.worker.registry import Handler
+
+log = structlog.get_logger("flowledger.worker")
+
+
+def _aborted_outcome(ctx: JobContext) -> Outcome | None:
+    if ctx.abort_reason == AbortReason.LEASE_LOST:
+        return None
+    if ctx.abort_reason == AbortReason.SHUTDOWN:
+        if ctx.side_effect_marked:
+            return Outcome.unconfirmed("worker shut down during an unsafe external call")
+        return Outcome.released("worker shut down before the handler finished")
+    message = "execution deadline passed; the handler was aborted"
+    if ctx.side_effect_marked:
+        return Outcome.unconfirmed(message)
+    return Outcome.retry(message, code="deadline_exceeded")
+
+
+def _result_outcome(result: Any) -> Outcome:
+    if isinstance(result, Skip):
+        return Outcome.skipped(result.reason)
+    if result is not None:
+        try:
+            json.dumps(result)
+        except (TypeError, ValueError):
+            return Outcome.dead(
+                f"handler returned a value that is not JSON: {type(result).__name__}",
+                code="bad_result",
+            )
+    return Outcome.success(result)
+
+
+def _error_outcome(ctx: JobContext, exc: BaseException) -> Outcome | None:
+    if isinstance(exc, LeaseLostError):
+        return None
+    if isinstance(exc, ExternalOutcomeUnconfirmed):
+        return Outcome.unconfirmed(str(exc))
+    if isinstance(exc, PermanentError):
+        return Outcome.dead(str(exc), code=exc.code)
+    if isinstance(exc, RetryableError):
+        return Outcome.retry(str(exc), code=exc.code, delay_ms=exc.next_retry_delay_ms)
+    message = f"{type(exc).__name__}: {exc}"
+    if ctx.side_effect_marked:
+        return Outcome.unconfirmed(message)
+    return Outcome.retry(message, code=type(exc).__name__)
+
+
+async def execute(
+    ctx: JobContext, handler: Handler | None, *, abort_grace_s: float
+) -> Outcome | None:
+    """Run the handler; on abort give it ``abort_grace_s`` to return, then cancel it."""
+    if handler is None:
+        return Outcome.dead(
+            f"no handler is registered for job type {ctx.job.type!r} in this worker "
+            "(start it with --import for the module that registers it)",
+            code="unknown_job_type",
+        )
+    task = asyncio.ensure_future(handler.fn(ctx))
+    if not task.done():
+        abort_wait = asyncio.ensure_future(ctx.abort.wait())
+        try:
+            await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort_wait.cancel()
+        if not task.done():
+            done, _ = await asyncio.wait({task}, timeout=abort_grace_s)
+            if not done:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled():
+        return _aborted_outcome(ctx)
+    exc = task.exception()
+    if ctx.abort_reason == AbortReason.LEASE_LOST:
+        return None  # someone else owns the job now: write nothing
+    if exc is None:
+        return _result_outcome(task.result())  # finished, even if late
+    if ctx.aborted:
+        return _aborted_outcome(ctx)
+    log.info(
+        "job_failed",
+        job_id=ctx.job.id,
+        type=ctx.job.type,
+        error=str(exc),
+        trace_id=ctx.job.trace_id,
+    )
+    return _error_outcome(ctx, exc)

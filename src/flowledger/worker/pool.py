@@ -1,0 +1,135 @@
+"""One execution pool of a worker process (SPEC L-6, L-7): a number of slots;
+it claims only when a slot is free, as many jobs as there are free slots,
+refills as soon as a slot frees, and otherwise sleeps until a wake hint or
+the poll interval (2 s). Every fourth claim orders by earliest due."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+
+from flowledger.clock import Clock
+from flowledger.db.database import Database
+from flowledger.ledger.claim import claim_order, jobs_claim
+from flowledger.ledger.models import ClaimedJob
+from flowledger.worker.context import AbortReason, JobContext
+from flowledger.worker.executor import execute
+from flowledger.worker.registry import get_handler
+from flowledger.worker.settler import Settler
+
+log = structlog.get_logger("flowledger.worker")
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    name: str
+    slots: int = 4
+    poll_interval_s: float = 2.0
+    lease_ms: int = 60_000
+    abort_grace_s: float = 5.0
+
+
+class PoolRunner:
+    def __init__(
+        self, db: Database, clock: Clock, settler: Settler, node_id: str, config: PoolConfig
+    ) -> None:
+        self.db, self.clock, self.settler, self.node_id = db, clock, settler, node_id
+        self.config = config
+        self.poke = db.hub.subscribe(config.name)
+        self.busy = 0
+        self.claims = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.contexts: dict[int, JobContext] = {}
+
+    async def run(self, stop_claiming: asyncio.Event) -> None:
+        try:
+            while not stop_claiming.is_set():
+                self.poke.clear()
+                free = self.config.slots - self.busy
+                if free > 0 and self.settler.backlog < self.config.slots * 4:
+                    claimed = await self._claim(free)
+                    for job in claimed:
+                        self._spawn(job)
+                    if claimed and len(claimed) == free:
+                        continue  # saturated: take the next batch as soon as slots free
+                try:
+                    async with asyncio.timeout(self.config.poll_interval_s):
+                        await self.poke.wait()
+                except TimeoutError:
+                    pass
+        finally:
+            self.db.hub.unsubscribe(self.config.name, self.poke)
+
+    def wake(self) -> None:
+        self.poke.set()
+
+    async def _claim(self, free: int) -> list[ClaimedJob]:
+        order = claim_order(self.claims + 1)
+        try:
+            claimed = await jobs_claim(
+                self.db,
+                pool=self.config.name,
+                limit=free,
+                node_id=self.node_id,
+                now=self.clock.now(),
+                order=order,
+                lease_ms=self.config.lease_ms,
+            )
+        except Exception as exc:
+            log.warning("claim_failed", pool=self.config.name, error=str(exc))
+            await asyncio.sleep(min(self.config.poll_interval_s, 1.0))
+            return []
+        self.claims += 1
+        return claimed
+
+    def _spawn(self, job: ClaimedJob) -> None:
+        self.busy += 1
+        ctx = JobContext(job, self.db, self.clock)
+        self.contexts[job.id] = ctx
+        task = asyncio.ensure_future(self._run_job(ctx))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run_job(self, ctx: JobContext) -> None:
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(
+            _seconds_until(ctx.job.execution_deadline, self.clock.now()),
+            ctx.fire_abort,
+            AbortReason.DEADLINE,
+        )
+        try:
+            outcome = await execute(
+                ctx, get_handler(ctx.job.type), abort_grace_s=self.config.abort_grace_s
+            )
+        except Exception as exc:  # a bug in the executor itself must not kill the pool
+            log.error("executor_failed", job_id=ctx.job.id, error=str(exc))
+            outcome = None
+        finally:
+            timer.cancel()
+            self.busy -= 1
+            self.poke.set()
+        try:
+            if outcome is not None:
+                await self.settler.settle(ctx.job, outcome)
+        except Exception as exc:
+            log.error("settle_lost", job_id=ctx.job.id, error=str(exc))
+        finally:
+            self.contexts.pop(ctx.job.id, None)
+
+    def abort_all(self, reason: str) -> None:
+        for ctx in list(self.contexts.values()):
+            ctx.fire_abort(reason)
+
+    async def wait_idle(self, within_s: float | None) -> bool:
+        """Wait for running jobs to finish and settle; True when none is left."""
+        if not self._tasks:
+            return True
+        _, pending = await asyncio.wait(set(self._tasks), timeout=within_s)
+        return not pending
+
+
+def _seconds_until(when: datetime, now: datetime) -> float:
+    return max(0.0, (when - now).total_seconds())

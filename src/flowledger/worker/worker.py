@@ -1,0 +1,169 @@
+"""The worker process (SPEC L-6, L-20, L-21): registers a node, runs the two
+pools, the settler, the wake listener, lease renewal, heartbeats and the
+drain, and shuts down gracefully — stop claiming, let running handlers finish
+within the grace period, abort and release the rest, flush settlements, mark
+the node stopped. If any sub-service dies, the whole worker stops (it is
+better to restart than to run half a worker)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import structlog
+
+from flowledger.clock import Clock, DatabaseClock, SystemClock
+from flowledger.db.database import Database
+from flowledger.ledger.nodes import NodeInfo, new_node, node_register, node_stop
+from flowledger.settings import Settings
+from flowledger.states import Pool
+from flowledger.worker import wake
+from flowledger.worker.context import AbortReason, JobContext
+from flowledger.worker.pool import PoolConfig, PoolRunner
+from flowledger.worker.services import Drain, Heartbeat, LeaseRenewer
+from flowledger.worker.settler import Settler
+
+log = structlog.get_logger("flowledger.worker")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    pools: dict[str, int] = field(
+        default_factory=lambda: {Pool.LEDGER.value: 4, Pool.OUTBOUND.value: 4}
+    )
+    poll_interval_s: float = 2.0
+    lease_ms: int = 60_000
+    lease_renew_interval_s: float = 15.0
+    heartbeat_interval_s: float = 15.0
+    drain_interval_s: float = 60.0
+    shutdown_grace_s: float = 30.0
+    abort_grace_s: float = 5.0
+    run_drain: bool = True
+    listen: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkerConfig:
+        return cls(
+            pools={
+                Pool.LEDGER.value: settings.ledger_slots,
+                Pool.OUTBOUND.value: settings.outbound_slots,
+            },
+            poll_interval_s=settings.poll_interval_s,
+            lease_ms=settings.lease_ms,
+            lease_renew_interval_s=settings.lease_renew_interval_s,
+            heartbeat_interval_s=settings.heartbeat_interval_s,
+            drain_interval_s=settings.drain_interval_s,
+            shutdown_grace_s=settings.shutdown_grace_s,
+        )
+
+
+class Worker:
+    def __init__(
+        self,
+        db: Database,
+        config: WorkerConfig | None = None,
+        *,
+        clock: Clock | None = None,
+        roles: list[str] | None = None,
+    ) -> None:
+        self.db = db
+        self.config = config or WorkerConfig()
+        self.clock: Clock = clock or (SystemClock() if db.is_sqlite else DatabaseClock())
+        self.node: NodeInfo = new_node(roles or ["worker"], dict(self.config.pools))
+        self.settler = Settler(db, self.clock)
+        self.pools = [
+            PoolRunner(
+                db,
+                self.clock,
+                self.settler,
+                self.node.id,
+                PoolConfig(
+                    name,
+                    slots,
+                    self.config.poll_interval_s,
+                    self.config.lease_ms,
+                    self.config.abort_grace_s,
+                ),
+            )
+            for name, slots in self.config.pools.items()
+        ]
+        self.renewer = LeaseRenewer(
+            db,
+            self.clock,
+            self.inflight,
+            interval_s=self.config.lease_renew_interval_s,
+            lease_ms=self.config.lease_ms,
+        )
+        self.heartbeat = Heartbeat(
+            db,
+            self.clock,
+            self.node.id,
+            self.slots_in_use,
+            interval_s=self.config.heartbeat_interval_s,
+        )
+        self.drain = Drain(db, self.clock, self.node.id, interval_s=self.config.drain_interval_s)
+        self.started = asyncio.Event()
+
+    def inflight(self) -> list[JobContext]:
+        return [ctx for pool in self.pools for ctx in pool.contexts.values()]
+
+    def slots_in_use(self) -> int:
+        return sum(pool.busy for pool in self.pools)
+
+    async def _calibrate_clock(self) -> None:
+        if isinstance(self.clock, DatabaseClock):
+            before = SystemClock().now()
+            db_now = await self.db.now()
+            self.clock.calibrate(db_now, before, SystemClock().now())
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set (or a sub-service dies), then shut down."""
+        await self._calibrate_clock()
+        async with self.db.begin() as conn:
+            await node_register(conn, self.node, now=self.clock.now())
+        log.info("worker_started", node=self.node.id, pools=self.config.pools)
+        stop_claiming = asyncio.Event()
+        stop_services = asyncio.Event()
+        claimers = [asyncio.ensure_future(pool.run(stop_claiming)) for pool in self.pools]
+        services = [
+            asyncio.ensure_future(self.settler.run(stop_services)),
+            asyncio.ensure_future(self.renewer.run(stop_services)),
+            asyncio.ensure_future(self.heartbeat.run(stop_services)),
+        ]
+        if self.config.listen:
+            services.append(asyncio.ensure_future(wake.listen(self.db, stop_services)))
+        if self.config.run_drain:
+            services.append(asyncio.ensure_future(self.drain.run(stop_services)))
+        stop_wait = asyncio.ensure_future(stop.wait())
+        self.started.set()
+        try:
+            done, _ = await asyncio.wait(
+                [stop_wait, *claimers, *services], return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in done:
+                if task is not stop_wait and task.exception() is not None:
+                    log.error("worker_service_died", error=str(task.exception()))
+        finally:
+            stop_wait.cancel()
+            stop_claiming.set()
+            for pool in self.pools:
+                pool.wake()
+            await asyncio.gather(*claimers, return_exceptions=True)
+            await self._finish_running()
+            stop_services.set()
+            await asyncio.gather(*services, return_exceptions=True)
+            try:
+                async with self.db.begin() as conn:
+                    await node_stop(conn, self.node.id, now=self.clock.now())
+            except Exception as exc:
+                log.warning("node_stop_failed", error=str(exc))
+            log.info("worker_stopped", node=self.node.id)
+
+    async def _finish_running(self) -> None:
+        grace = self.config.shutdown_grace_s
+        idle = await asyncio.gather(*(p.wait_idle(grace) for p in self.pools))
+        if all(idle):
+            return
+        for pool in self.pools:
+            pool.abort_all(AbortReason.SHUTDOWN)
+        await asyncio.gather(*(p.wait_idle(self.config.abort_grace_s + 5) for p in self.pools))
