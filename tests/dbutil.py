@@ -19,8 +19,8 @@ PG_SERVER_URL = os.environ.get(
 
 
 def _server_conninfo() -> str:
-    return make_url(PG_SERVER_URL).set(drivername="postgresql").render_as_string(
-        hide_password=False
+    return (
+        make_url(PG_SERVER_URL).set(drivername="postgresql").render_as_string(hide_password=False)
     )
 
 

@@ -112,6 +112,4 @@ async def count_rows(db: Database, table: Any) -> int:
 async def force_status(db: Database, job_id: int, status: str, **values: Any) -> None:
     """Put a job into a state no ledger call reaches directly (e.g. ``failed``)."""
     async with db.begin() as conn:
-        await conn.execute(
-            update(jobs).where(jobs.c.id == job_id).values(status=status, **values)
-        )
+        await conn.execute(update(jobs).where(jobs.c.id == job_id).values(status=status, **values))

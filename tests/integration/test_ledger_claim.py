@@ -20,6 +20,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.errors import FlowledgerError
 from flowledger.ledger.claim import claim_order, jobs_claim
 from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
@@ -87,9 +88,7 @@ async def test_every_fourth_claim_takes_earliest_due_over_higher_priority_L7(
     assert await claim(db, clock.now()) == []
 
 
-async def test_future_job_is_not_claimed_before_run_at_L3(
-    db: Database, clock: ManualClock
-) -> None:
+async def test_future_job_is_not_claimed_before_run_at_L3(db: Database, clock: ManualClock) -> None:
     start = clock.now()
     job_id = await add_job(db, start, delay_ms=5_000)
     assert await claim(db, clock.now()) == []
@@ -129,14 +128,29 @@ async def test_claim_writes_one_attempt_row_with_lease_L1_L10(
     assert len(await attempt_rows(db, job_id)) == 1
 
 
-async def test_lease_never_exceeds_execution_deadline_L11(
-    db: Database, clock: ManualClock
-) -> None:
+async def test_lease_never_exceeds_execution_deadline_L11(db: Database, clock: ManualClock) -> None:
     job_id = await add_job(db, clock.now(), execution_timeout_ms=20_000)
     job = await claim_one(db, clock.now())
     assert job.id == job_id
     assert job.execution_deadline == clock.now() + timedelta(seconds=20)
     assert job.lease_until == job.execution_deadline
+
+
+# BUG (src/flowledger/ledger/enqueue.py, _row): JobSpec budget fields are documented as
+# "left as None take the job type's", and _row rejects maxAttempts < 1 — but it uses
+# ``spec.max_attempts or default`` / ``spec.execution_timeout_ms or default``, so 0 silently
+# becomes the type's default, and a negative executionTimeoutMs is stored as is (every claim
+# then starts past its own deadline: lease_until < started_at). Expected: FlowledgerError.
+# This test fails until enqueue validates these fields.
+@pytest.mark.parametrize(
+    "budget", [{"max_attempts": 0}, {"execution_timeout_ms": 0}, {"execution_timeout_ms": -1}]
+)
+async def test_enqueue_rejects_non_positive_budgets_L5_L11(
+    budget: dict[str, int], db: Database, clock: ManualClock
+) -> None:
+    with pytest.raises(FlowledgerError):
+        await add_job(db, clock.now(), **budget)
+    assert await count_rows(db, jobs) == 0
 
 
 async def test_each_claim_gets_its_own_attempt_row_L1(db: Database, clock: ManualClock) -> None:
@@ -222,9 +236,7 @@ async def test_concurrent_claimers_never_claim_twice_L7(
             (await conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status))).all()
         )
         per_job = (
-            await conn.execute(
-                select(func.count(), func.count(func.distinct(executions.c.job_id)))
-            )
+            await conn.execute(select(func.count(), func.count(func.distinct(executions.c.job_id))))
         ).one()
     assert set(claimed) == all_ids
     assert statuses == {"running": total}

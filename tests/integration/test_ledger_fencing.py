@@ -144,9 +144,7 @@ async def test_lock_fenced_accepts_owner_and_rejects_stale_fences_L13(
         await _lock(db, job.fence, clock)
 
 
-async def test_lock_fenced_rejects_after_deadline_L11_L13(
-    db: Database, clock: ManualClock
-) -> None:
+async def test_lock_fenced_rejects_after_deadline_L11_L13(db: Database, clock: ManualClock) -> None:
     await add_job(db, clock.now(), execution_timeout_ms=30_000)
     job = await claim_one(db, clock.now())
     clock.advance(seconds=29, ms=999)
@@ -181,9 +179,7 @@ async def test_side_effect_marker_then_lease_expiry_dead_letters_L17(
     assert await claim(db, clock.advance(seconds=3_600)) == []
 
 
-async def test_stale_executor_cannot_mark_side_effect_L9(
-    db: Database, clock: ManualClock
-) -> None:
+async def test_stale_executor_cannot_mark_side_effect_L9(db: Database, clock: ManualClock) -> None:
     job_id = await add_job(db, clock.now())
     job = await claim_one(db, clock.now())
     async with db.begin() as conn:

@@ -61,9 +61,7 @@ class Step:
         self.calls += 1
         row_id = (
             await conn.execute(
-                insert(business)
-                .values(job_id=self.job_id, note=self.note)
-                .returning(business.c.id)
+                insert(business).values(job_id=self.job_id, note=self.note).returning(business.c.id)
             )
         ).scalar_one()
         if self.fail is not None:
@@ -76,7 +74,9 @@ async def _business_count(db: Database) -> int:
         return int((await conn.execute(select(func.count()).select_from(business))).scalar_one())
 
 
-async def _step(db: Database, job: ClaimedJob, fn: Step, clock: ManualClock, key: str = "s1") -> Any:
+async def _step(
+    db: Database, job: ClaimedJob, fn: Step, clock: ManualClock, key: str = "s1"
+) -> Any:
     return await run_step(db, job.fence, job.operation_key, key, fn, now=clock.now)
 
 
@@ -96,8 +96,9 @@ async def test_step_commits_business_write_and_receipt_together_L14(
         order.append("step")
         return await step(conn)
 
+    key = job.operation_key
     result = await run_step(
-        bdb, job.fence, job.operation_key, "create-child", fn, now=clock.now, lock_first=lock_instance
+        bdb, job.fence, key, "create-child", fn, now=clock.now, lock_first=lock_instance
     )
     assert order == ["instance", "step"]
     assert result == {"row_id": 1, "note": "created"}

@@ -138,9 +138,7 @@ async def test_retry_with_explicit_delay_uses_it_L5(db: Database, clock: ManualC
 
 
 @pytest.mark.parametrize("path", SETTLE_PATHS)
-async def test_exhausted_attempts_go_dead_L5(
-    path: str, db: Database, clock: ManualClock
-) -> None:
+async def test_exhausted_attempts_go_dead_L5(path: str, db: Database, clock: ManualClock) -> None:
     job_id = await add_job(db, clock.now(), max_attempts=2)
     job = await claim_one(db, clock.now())
     assert await _settle(path, db, job, Outcome.retry("first"), clock)
@@ -264,3 +262,36 @@ async def test_stale_executor_cannot_settle_after_drain_reclaim_L20(
         ("failed", "lease_expired"), ("running", None),
     ]  # fmt: skip
     assert before_job.lease_owner == "fast-node"
+
+
+async def test_batch_settles_live_jobs_and_fences_out_stale_ones_L9(
+    db: Database, clock: ManualClock
+) -> None:
+    stale_id = await add_job(db, clock.now())
+    live_id = await add_job(db, clock.now())
+    stale, live = await claim(db, clock.now())
+    assert (stale.id, live.id) == (stale_id, live_id)
+    async with db.begin() as conn:
+        await job_cancel(conn, stale_id, now=clock.now())
+    items = [(stale, Outcome.success({"s": 1})), (live, Outcome.skipped("nothing"))]
+    assert await settle_batch(db, items, clock.now()) == {live_id}
+    assert ((await job_row(db, stale_id)).status, (await job_row(db, live_id)).status) == (
+        "canceled", "succeeded",
+    )  # fmt: skip
+    assert [a.status for a in await attempt_rows(db, stale_id)] == ["canceled"]
+    assert [a.status for a in await attempt_rows(db, live_id)] == ["skipped"]
+
+
+@pytest.mark.parametrize("path", SETTLE_PATHS)
+async def test_released_attempt_does_not_count_L6(
+    path: str, db: Database, clock: ManualClock
+) -> None:
+    job_id = await add_job(db, clock.now())
+    job = await claim_one(db, clock.now())
+    now = clock.advance(seconds=4)
+    assert await _settle(path, db, job, Outcome.released("worker shutting down"), clock)
+    row = await job_row(db, job_id)
+    assert (row.status, row.attempts, row.run_at, row.lease_token) == ("pending", 0, now, None)
+    (attempt,) = await attempt_rows(db, job_id)
+    assert (attempt.status, attempt.finished_at) == ("canceled", now)
+    assert (await claim_one(db, now)).attempt == 1

@@ -35,9 +35,16 @@ def _row(spec: JobSpec, now: datetime) -> dict[str, Any]:
     if spec.delay_ms < 0:
         raise FlowledgerError("delay must not be negative", field="delayMs")
     run_at = spec.run_at or now + timedelta(milliseconds=spec.delay_ms)
-    max_attempts = spec.max_attempts or job_type.max_attempts
+    max_attempts = job_type.max_attempts if spec.max_attempts is None else spec.max_attempts
     if max_attempts < 1:
         raise FlowledgerError("maxAttempts must be at least 1", field="maxAttempts")
+    timeout_ms = (
+        job_type.execution_timeout_ms
+        if spec.execution_timeout_ms is None
+        else spec.execution_timeout_ms
+    )
+    if timeout_ms < 1:
+        raise FlowledgerError("executionTimeoutMs must be positive", field="executionTimeoutMs")
     return {
         "type": job_type.name,
         "pool": job_type.pool,
@@ -52,7 +59,7 @@ def _row(spec: JobSpec, now: datetime) -> dict[str, Any]:
         "attempts": 0,
         "max_attempts": max_attempts,
         "generation": 1,
-        "execution_timeout_ms": spec.execution_timeout_ms or job_type.execution_timeout_ms,
+        "execution_timeout_ms": timeout_ms,
         "operation_key": spec.operation_key or new_key(),
         "trace_id": spec.trace_id or new_key(),
         "idempotency_key": spec.idempotency_key,

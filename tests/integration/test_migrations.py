@@ -1,0 +1,62 @@
+"""Migrations (SPEC L-1, L-21): Alembic's upgrade on a fresh database of each
+backend produces exactly the declared schema (``flowledger.db.schema``), and
+the database reports the head revision afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from flowledger.db.database import Database
+from flowledger.db.migrate import current_revision, head_revision, upgrade
+from flowledger.db.schema import metadata
+
+
+@pytest.fixture
+async def fresh(db_url: str) -> AsyncIterator[Database]:
+    """A Database on an empty database (unlike ``db``, no create_all)."""
+    database = Database(db_url)
+    try:
+        yield database
+    finally:
+        await database.dispose()
+
+
+def _diff(sync_conn: Any) -> list[Any]:
+    context = MigrationContext.configure(
+        sync_conn, opts={"compare_type": True, "compare_server_default": True}
+    )
+    return list(compare_metadata(context, metadata))
+
+
+def _tables(sync_conn: Any) -> set[str]:
+    return set(inspect(sync_conn).get_table_names())
+
+
+async def test_fresh_database_has_no_revision_L1(fresh: Database) -> None:
+    assert await current_revision(fresh) is None
+    async with fresh.engine.connect() as conn:
+        assert await conn.run_sync(_tables) == set()
+
+
+async def test_upgrade_produces_declared_schema_L1(fresh: Database) -> None:
+    await upgrade(fresh)
+    async with fresh.engine.connect() as conn:
+        assert await conn.run_sync(_tables) == set(metadata.tables) | {"alembic_version"}
+        assert await conn.run_sync(_diff) == []
+
+
+async def test_upgrade_reaches_head_and_is_idempotent_L1(fresh: Database) -> None:
+    head = head_revision()
+    assert head is not None
+    await upgrade(fresh)
+    assert await current_revision(fresh) == head
+    await upgrade(fresh)  # a second run is a no-op
+    assert await current_revision(fresh) == head
+    async with fresh.engine.connect() as conn:
+        assert await conn.run_sync(_diff) == []
