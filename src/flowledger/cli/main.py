@@ -114,3 +114,7 @@ def main() -> None:
     except FlowledgerError as exc:
         console.print(f"[red]error[/red] ({exc.code}): {exc.message}")
         raise SystemExit(2) from exc
+
+
+if __name__ == "__main__":
+    main()

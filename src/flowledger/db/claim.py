@@ -71,19 +71,23 @@ _ORDERS = {
 }
 
 
-def _pg_statement(order: str) -> Any:
+def pg_claim_sql(order: str, *, paramstyle: str = "pyformat") -> str:
+    """The PostgreSQL claim statement for ``order`` ("priority" or "due")."""
     inner, outer = _ORDERS[order]
     sql = _PG_CLAIM.format(order=inner, outer_order=outer, returned=_RETURNED.replace(", ", ", j."))
+    if paramstyle == "pyformat":
+        for name in ("pool", "now", "limit", "node", "lease_until"):
+            sql = sql.replace(f":{name}", f"%({name})s")
+    return sql
+
+
+def _pg_statement(order: str) -> Any:
     return (
-        text(sql)
+        text(pg_claim_sql(order, paramstyle="named"))
         .bindparams(
             bindparam("now", type_=UTCDateTime), bindparam("lease_until", type_=UTCDateTime)
         )
-        .columns(
-            lease_until=UTCDateTime,
-            execution_deadline=UTCDateTime,
-            run_at=UTCDateTime,
-        )
+        .columns(lease_until=UTCDateTime, execution_deadline=UTCDateTime, run_at=UTCDateTime)
     )
 
 

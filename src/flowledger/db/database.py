@@ -21,7 +21,8 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from flowledger.db import wake
-from flowledger.db.urls import async_url, is_sqlite
+from flowledger.db.pg_hotpath import PgHotPath
+from flowledger.db.urls import async_url, is_sqlite, libpq_conninfo
 
 _READONLY = "flowledger_readonly"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -106,6 +107,10 @@ class Database:
         else:
             async with self._autocommit.connect() as conn:
                 yield conn
+
+    def hot_path(self) -> PgHotPath | None:
+        """A dedicated hot-path connection (PostgreSQL only; None on SQLite)."""
+        return None if self.is_sqlite else PgHotPath(libpq_conninfo(self.url))
 
     async def now(self) -> datetime:
         """The database server's clock."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from flowledger.db.claim import claim_rows
 from flowledger.db.database import Database
+from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.ledger.models import ClaimedJob
 
 DEFAULT_LEASE_MS = 60_000
@@ -52,10 +53,17 @@ async def jobs_claim(
     now: datetime,
     order: str = "priority",
     lease_ms: int = DEFAULT_LEASE_MS,
+    hot: PgHotPath | None = None,
 ) -> list[ClaimedJob]:
-    """Claim up to ``limit`` jobs of ``pool`` in their own transaction."""
+    """Claim up to ``limit`` jobs of ``pool`` in their own transaction
+    (through ``hot``, the PostgreSQL hot-path connection, when given)."""
     if limit <= 0:
         return []
+    if hot is not None:
+        rows = await hot.claim(
+            pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
+        )
+        return [_to_claimed(row) for row in rows]
     async with db.single_statement() as conn:
         rows = await claim_rows(
             conn, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.claim import fence_clause
 from flowledger.db.database import Database
+from flowledger.db.pg_hotpath import PgHotPath, SuccessRow
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.db.types import JsonType
@@ -118,7 +119,11 @@ async def job_settle(
 
 
 async def jobs_settle_many(
-    db: Database, items: Sequence[tuple[ClaimedJob, Outcome]], *, now: datetime
+    db: Database,
+    items: Sequence[tuple[ClaimedJob, Outcome]],
+    *,
+    now: datetime,
+    hot: PgHotPath | None = None,
 ) -> set[int]:
     """Settle a batch; returns the ids actually settled (the rest were fenced out).
 
@@ -135,7 +140,23 @@ async def jobs_settle_many(
     plain_ids = {job.id for job, _ in plain}
     other = [(job, o) for job, o in items if job.id not in plain_ids]
     settled: set[int] = set()
-    if plain:
+    if plain and hot is not None:
+        settled |= await hot.settle_successes(
+            [
+                SuccessRow(
+                    job.id,
+                    job.generation,
+                    job.lease_token,
+                    job.execution_id,
+                    _duration_ms(job.started_at, now),
+                    o.kind is OutcomeKind.SKIPPED,
+                    o.result,
+                )
+                for job, o in plain
+            ],
+            now=now,
+        )
+    elif plain:
         settled |= await _settle_successes(db, plain, now=now)
     if other:
         async with db.begin() as conn:

@@ -43,6 +43,7 @@ class PoolRunner:
         self.claims = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self.contexts: dict[int, JobContext] = {}
+        self.hot = db.hot_path()
 
     async def run(self, stop_claiming: asyncio.Event) -> None:
         try:
@@ -62,6 +63,8 @@ class PoolRunner:
                     pass
         finally:
             self.db.hub.unsubscribe(self.config.name, self.poke)
+            if self.hot is not None:
+                await self.hot.close()
 
     def wake(self) -> None:
         self.poke.set()
@@ -77,6 +80,7 @@ class PoolRunner:
                 now=self.clock.now(),
                 order=order,
                 lease_ms=self.config.lease_ms,
+                hot=self.hot,
             )
         except Exception as exc:
             log.warning("claim_failed", pool=self.config.name, error=str(exc))

@@ -7,6 +7,7 @@ leased (and renewed) until their settlement lands or is fenced out."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -31,12 +32,23 @@ class _Item:
 
 
 class Settler:
-    def __init__(self, db: Database, clock: Clock, *, retry_for_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        *,
+        retry_for_s: float = 60.0,
+        linger_s: float = 0.002,
+        linger_batch: int = 16,
+    ) -> None:
+        self.linger_s, self.linger_batch = linger_s, linger_batch
+        self.on_flushed: list[Callable[[], None]] = []
         self.db = db
         self.clock = clock
         self.retry_for_s = retry_for_s
         self._queue: list[_Item] = []
         self._ready = asyncio.Event()
+        self.hot = db.hot_path()
 
     @property
     def backlog(self) -> int:
@@ -58,7 +70,10 @@ class Settler:
         while True:
             try:
                 settled = await jobs_settle_many(
-                    self.db, [(i.job, i.outcome) for i in batch], now=self.clock.now()
+                    self.db,
+                    [(i.job, i.outcome) for i in batch],
+                    now=self.clock.now(),
+                    hot=self.hot,
                 )
                 break
             except Exception as exc:  # database unreachable: keep trying a while
@@ -75,6 +90,8 @@ class Settler:
         for item in batch:
             if not item.done.done():
                 item.done.set_result(item.job.id in settled)
+        for callback in self.on_flushed:
+            callback()  # pools held back by a full backlog may claim again
         return len(batch)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -87,4 +104,8 @@ class Settler:
                 stop_wait.cancel()
                 ready_wait.cancel()
                 continue
+            if len(self._queue) < self.linger_batch and not stop.is_set():
+                await asyncio.sleep(self.linger_s)  # let a bigger batch gather
             await self.flush_once()
+        if self.hot is not None:
+            await self.hot.close()

@@ -87,6 +87,7 @@ class Worker:
             )
             for name, slots in self.config.pools.items()
         ]
+        self.settler.on_flushed.extend(pool.wake for pool in self.pools)
         self.renewer = LeaseRenewer(
             db,
             self.clock,

@@ -1,0 +1,5 @@
+"""``python -m flowledger`` runs the CLI."""
+
+from flowledger.cli.main import main
+
+main()
