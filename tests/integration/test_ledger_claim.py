@@ -193,11 +193,10 @@ async def test_jobs_of_another_pool_are_not_claimed_L2(db: Database, clock: Manu
     assert {j.pool for j in outbound} == {OUTBOUND}
 
 
+@pytest.mark.parametrize("backend", ["postgresql"])  # PostgreSQL-only property
 async def test_concurrent_claimers_never_claim_twice_L7(
     backend: str, db: Database, db_url: str, clock: ManualClock
 ) -> None:
-    if backend != "postgresql":
-        pytest.skip("SKIP LOCKED concurrency is a PostgreSQL property (L-7)")
     total, claimers = 2_000, 8
     now = clock.now()
     async with db.begin() as conn:

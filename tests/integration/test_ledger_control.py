@@ -94,11 +94,10 @@ async def _wait_for_lock_waiter(db: Database) -> None:
 
 
 @pytest.mark.parametrize("first_commits", [True, False])
+@pytest.mark.parametrize("backend", ["postgresql"])  # PostgreSQL-only property
 async def test_concurrent_duplicate_enqueue_creates_one_row_L15(
     first_commits: bool, backend: str, db: Database, clock: ManualClock
 ) -> None:
-    if backend != "postgresql":
-        pytest.skip("two concurrent writers need PostgreSQL (SQLite has one writer)")
     spec = JobSpec(type=TEST_TYPE.name, idempotency_key="evt-1")
     inserted, release = asyncio.Event(), asyncio.Event()
 

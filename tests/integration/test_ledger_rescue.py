@@ -159,11 +159,10 @@ async def test_wake_hub_signals_only_after_commit_L8(db: Database, clock: Manual
     assert len(await claim(db, clock.now())) == 1  # the rolled-back job does not exist
 
 
+@pytest.mark.parametrize("backend", ["postgresql"])  # PostgreSQL-only property
 async def test_postgres_notify_only_after_commit_L8(
     backend: str, db: Database, db_url: str, clock: ManualClock
 ) -> None:
-    if backend != "postgresql":
-        pytest.skip("LISTEN/NOTIFY is the PostgreSQL hint transport")
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
         await listener.execute(f"LISTEN {WAKE_CHANNEL}")
         await _enqueue(db, clock, commit=False)
@@ -175,11 +174,10 @@ async def test_postgres_notify_only_after_commit_L8(
         assert [(n.channel, n.payload) for n in received] == [(WAKE_CHANNEL, LEDGER)]
 
 
+@pytest.mark.parametrize("backend", ["postgresql"])  # PostgreSQL-only property
 async def test_postgres_notify_is_coalesced_per_transaction_L8(
     backend: str, db: Database, db_url: str, clock: ManualClock
 ) -> None:
-    if backend != "postgresql":
-        pytest.skip("LISTEN/NOTIFY is the PostgreSQL hint transport")
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
         await listener.execute(f"LISTEN {WAKE_CHANNEL}")
         async with db.begin() as conn:
