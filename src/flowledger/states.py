@@ -54,3 +54,39 @@ CANCELABLE_JOB_STATUSES = frozenset(
 )
 
 EXTERNAL_OUTCOME_UNCONFIRMED = "external_outcome_unconfirmed"
+
+
+class InstanceStatus(StrEnum):
+    """SPEC E-6."""
+
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    WITHDRAWN = "withdrawn"
+    CANCELED = "canceled"
+
+
+TERMINAL_INSTANCE_STATUSES = frozenset(
+    {InstanceStatus.APPROVED, InstanceStatus.REJECTED, InstanceStatus.WITHDRAWN,
+     InstanceStatus.CANCELED}
+)
+
+
+class TokenState(StrEnum):
+    """SPEC E-4."""
+
+    ACTIVE = "active"
+    PARKED = "parked"
+    CONSUMED = "consumed"
+
+
+class TaskStatus(StrEnum):
+    """SPEC E-5: pending (actionable), waiting (system / external), end states."""
+
+    PENDING = "pending"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    SKIPPED = "skipped"
+    CANCELED = "canceled"
+    CC = "cc"

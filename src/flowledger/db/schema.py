@@ -174,3 +174,6 @@ system_leader_leases = Table(
     Column("holder", String(128), nullable=False),
     Column("lease_until", UTCDateTime, nullable=False),
 )
+
+# The engine's tables live in their own module but share this metadata.
+from flowledger.db import engine_schema as _engine_schema  # noqa: E402,F401

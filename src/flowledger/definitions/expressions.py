@@ -1,0 +1,303 @@
+"""The sandboxed expression language of definitions (SPEC E-1, E-3).
+
+Owns edge conditions (``form.amount > 1000``) and value expressions
+(``form.vendor`` in inputMapping / outputMapping / ``assignees.expr``).
+
+Expressions are Python-flavoured and run on simpleeval, never ``eval``. They
+are checked twice:
+
+* at compile time, against a whitelist of syntax: comparisons, ``and`` /
+  ``or`` / ``not``, ``in``, arithmetic, conditional expressions, list/tuple
+  literals (for ``in``), string and number literals, ``True`` / ``False`` /
+  ``None`` (also ``true`` / ``false`` / ``null``), the names ``form`` and
+  ``system``, attribute and subscript reads, and calls of the whitelisted
+  functions ``len``, ``lower``, ``upper`` and ``contains`` only. Names starting
+  with ``_`` (dunders) are refused, as are f-strings, lambdas, comprehensions,
+  keyword arguments and anything else not listed;
+* at run time, by the evaluator: attribute and subscript reads only look into
+  mappings and sequences (``getattr`` is never called), powers, string and
+  list sizes are bounded, and ``%`` is numeric only.
+
+Semantics a user would expect from a form-driven condition:
+
+* a missing field reads as ``None``, and so does any path through it
+  (``form.a.b`` with no ``a``);
+* an ordering comparison (``<``, ``<=``, ``>``, ``>=``) with ``None`` on either
+  side is false, so ``form.amount > 1000`` is false while amount is unset;
+* ``x in None`` is false; ``len(None)`` is 0; ``lower(None)`` is ``None``;
+* any other run-time failure (``"a" > 1``, division by zero) raises
+  :class:`ExpressionError`; the caller decides what a failed condition means.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator as op
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import simpleeval
+
+from flowledger.errors import FlowledgerError
+
+MAX_EXPRESSION_LENGTH = 2000
+MAX_SEQUENCE_LENGTH = 100_000
+MAX_POWER_EXPONENT = 1000
+MAX_INT_BITS = 4096
+
+_CONSTANT_NAMES: dict[str, Any] = {"true": True, "false": False, "null": None}
+_CONTEXT_NAMES = ("form", "system")
+
+
+class ExpressionError(FlowledgerError):
+    """An expression or template that does not compile, or fails to evaluate."""
+
+    code = "expression_invalid"
+
+
+# ------------------------------------------------------------ run-time helpers
+
+
+def _too_long(value: Any) -> bool:
+    return isinstance(value, str | list | tuple) and len(value) > MAX_SEQUENCE_LENGTH
+
+
+def _safe_add(a: Any, b: Any) -> Any:
+    result = a + b
+    if _too_long(result):
+        raise ExpressionError("result too long")
+    return result
+
+
+def _safe_mult(a: Any, b: Any) -> Any:
+    for seq, times in ((a, b), (b, a)):
+        sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
+        if sized and len(seq) * times > MAX_SEQUENCE_LENGTH:
+            raise ExpressionError("result too long")
+    return a * b
+
+
+def _check_power(a: Any, b: Any) -> None:
+    if isinstance(b, int | float) and abs(b) > MAX_POWER_EXPONENT:
+        raise ExpressionError(f"exponent {b} too large (max {MAX_POWER_EXPONENT})")
+    if isinstance(a, int) and isinstance(b, int) and a.bit_length() * abs(b) > MAX_INT_BITS:
+        raise ExpressionError("power result too large")
+
+
+def _safe_power(a: Any, b: Any) -> Any:
+    _check_power(a, b)
+    return a**b
+
+
+def _safe_mod(a: Any, b: Any) -> Any:
+    if isinstance(a, str) or isinstance(b, str):
+        raise ExpressionError("'%' works on numbers only")
+    return a % b
+
+
+def _ordered(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def compare(a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return False
+        return fn(a, b)
+
+    return compare
+
+
+def _contains(container: Any, item: Any) -> bool:
+    if container is None:
+        return False
+    return bool(item in container)
+
+
+def _len(value: Any) -> int:
+    return 0 if value is None else len(value)
+
+
+def _lower(value: Any) -> Any:
+    return None if value is None else str(value).lower()
+
+
+def _upper(value: Any) -> Any:
+    return None if value is None else str(value).upper()
+
+
+_OPERATORS: dict[type, Callable[..., Any]] = {
+    ast.Add: _safe_add,
+    ast.Sub: op.sub,
+    ast.Mult: _safe_mult,
+    ast.Div: op.truediv,
+    ast.FloorDiv: op.floordiv,
+    ast.Mod: _safe_mod,
+    ast.Pow: _safe_power,
+    ast.Eq: op.eq,
+    ast.NotEq: op.ne,
+    ast.Lt: _ordered(op.lt),
+    ast.LtE: _ordered(op.le),
+    ast.Gt: _ordered(op.gt),
+    ast.GtE: _ordered(op.ge),
+    ast.In: lambda a, b: _contains(b, a),
+    ast.NotIn: lambda a, b: not _contains(b, a),
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+    ast.Not: op.not_,
+    ast.USub: op.neg,
+    ast.UAdd: op.pos,
+}
+
+# function name -> (implementation, number of arguments)
+FUNCTIONS: dict[str, tuple[Callable[..., Any], int]] = {
+    "len": (_len, 1),
+    "lower": (_lower, 1),
+    "upper": (_upper, 1),
+    "contains": (_contains, 2),
+}
+
+# ------------------------------------------------------------ compile time
+
+_ALLOWED_NODES: tuple[type, ...] = (
+    ast.Expression,
+    ast.BoolOp,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Constant,
+    ast.Call,
+    ast.List,
+    ast.Tuple,
+    ast.Load,
+    *_OPERATORS,
+    ast.And,
+    ast.Or,
+)
+
+
+def _check_tree(tree: ast.Expression, text: str) -> None:
+    callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ExpressionError(f"{type(node).__name__} is not allowed in {text!r}")
+        if isinstance(node, ast.Name) and id(node) not in callees:
+            if node.id not in _CONTEXT_NAMES and node.id not in _CONSTANT_NAMES:
+                raise ExpressionError(
+                    f"unknown name {node.id!r} in {text!r} (use form.<field> or system.<name>)"
+                )
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                raise ExpressionError(f"access to {node.attr!r} is not allowed in {text!r}")
+        elif isinstance(node, ast.Constant):
+            if not isinstance(node.value, str | int | float | bool | type(None)):
+                raise ExpressionError(f"literal {node.value!r} is not allowed in {text!r}")
+        elif isinstance(node, ast.Call):
+            _check_call(node, text)
+        elif (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Pow)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.right, ast.Constant)
+        ):
+            _check_power(node.left.value, node.right.value)
+
+
+def _check_call(node: ast.Call, text: str) -> None:
+    name = node.func.id if isinstance(node.func, ast.Name) else None
+    if name is None or name not in FUNCTIONS:
+        allowed = ", ".join(sorted(FUNCTIONS))
+        shown = name or ast.unparse(node.func)
+        raise ExpressionError(f"call of {shown!r} is not allowed in {text!r} (allowed: {allowed})")
+    if node.keywords:
+        raise ExpressionError(f"keyword arguments are not allowed in {text!r}")
+    arity = FUNCTIONS[name][1]
+    if len(node.args) != arity:
+        raise ExpressionError(f"{name}() takes {arity} argument(s) in {text!r}")
+
+
+class _Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc,unused-ignore]
+    """simpleeval with mapping-only attribute reads and null-safe paths."""
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        super().__init__(
+            operators=_OPERATORS,
+            functions={name: fn for name, (fn, _) in FUNCTIONS.items()},
+            names=names,
+        )
+        for kind in (ast.Dict, ast.Set, ast.ListComp, ast.GeneratorExp, ast.DictComp):
+            self.nodes.pop(kind, None)
+
+    def _eval_attribute(self, node: ast.Attribute) -> Any:
+        return _read(self._eval(node.value), node.attr)
+
+    def _eval_subscript(self, node: ast.Subscript) -> Any:
+        return _read(self._eval(node.value), self._eval(node.slice))
+
+
+def _read(container: Any, key: Any) -> Any:
+    if container is None:
+        return None
+    if isinstance(container, Mapping):
+        return container.get(key)
+    if isinstance(container, Sequence) and isinstance(key, int) and not isinstance(key, bool):
+        try:
+            return container[key]
+        except IndexError:
+            return None
+    raise ExpressionError(f"cannot read {key!r} of a {type(container).__name__}")
+
+
+class CompiledCondition:
+    """A checked expression, ready to evaluate any number of times (thread-safe)."""
+
+    __slots__ = ("_tree", "text")
+
+    def __init__(self, text: str, tree: ast.Expression) -> None:
+        self.text = text
+        self._tree = tree
+
+    def __repr__(self) -> str:
+        return f"CompiledCondition({self.text!r})"
+
+    def value(self, form: Mapping[str, Any], system: Mapping[str, Any] | None = None) -> Any:
+        """The raw value of the expression."""
+        names: dict[str, Any] = {"form": form, "system": system or {}, **_CONSTANT_NAMES}
+        try:
+            return _Evaluator(names).eval(self.text, previously_parsed=self._tree.body)
+        except ExpressionError as exc:
+            raise ExpressionError(f"cannot evaluate {self.text!r}: {exc.message}") from exc
+        except (simpleeval.InvalidExpression, ArithmeticError, TypeError, ValueError) as exc:
+            raise ExpressionError(f"cannot evaluate {self.text!r}: {exc}") from exc
+        except (LookupError, AttributeError, RecursionError) as exc:
+            raise ExpressionError(f"cannot evaluate {self.text!r}: {exc!r}") from exc
+
+    def evaluate(self, form: Mapping[str, Any], system: Mapping[str, Any] | None = None) -> bool:
+        """The truth of the expression (a condition)."""
+        return bool(self.value(form, system))
+
+
+@lru_cache(maxsize=2048)
+def compile_condition(text: str) -> CompiledCondition:
+    """Parse and check ``text``; raise :class:`ExpressionError` if it is not a
+    valid expression of the language. Results are cached by text."""
+    if not isinstance(text, str) or not text.strip():
+        raise ExpressionError("expression is empty")
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise ExpressionError(f"expression longer than {MAX_EXPRESSION_LENGTH} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"syntax error in {text!r}: {exc.msg}") from exc
+    except ValueError as exc:  # e.g. null bytes
+        raise ExpressionError(f"cannot parse {text!r}: {exc}") from exc
+    _check_tree(tree, text)
+    return CompiledCondition(text, tree)
+
+
+def evaluate_value(
+    text: str, form: Mapping[str, Any], system: Mapping[str, Any] | None = None
+) -> Any:
+    """Evaluate a value expression (inputMapping, outputMapping, assignees.expr)."""
+    return compile_condition(text).value(form, system)

@@ -1,0 +1,108 @@
+"""Text templates with ``{{ path }}`` placeholders (SPEC C-4, X-4, X-6).
+
+Owns checking, listing and rendering of the templates used in trigger calls,
+external dispatches, compensation actions and automation rules:
+``{{instanceId}}``, ``{{form.amount}}``, ``{{nodeKey}}``, ``{{error}}``,
+``{{system.now}}``, ``{{formData.vendor}}`` — any dotted path into the values
+given to :func:`render`.
+
+Only ``{{`` opens a placeholder; a lone ``}}`` is literal text, so JSON bodies
+such as ``{"a": {"b": "{{form.b}}"}}`` need no escaping. A placeholder holds a
+dotted path of names (letters, digits, ``_`` and ``-``; the first segment
+starts with a letter or ``_``), surrounding spaces allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from typing import Any
+from urllib.parse import quote
+
+from flowledger.definitions.expressions import ExpressionError
+
+OPEN = "{{"
+CLOSE = "}}"
+_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
+_PLACEHOLDER = re.compile(r"\{\{\s*(" + _PATH.pattern + r")\s*\}\}")
+
+
+def validate_template(text: str) -> None:
+    """Raise :class:`ExpressionError` for an unclosed, empty or malformed placeholder."""
+    pos = 0
+    while (start := text.find(OPEN, pos)) >= 0:
+        end = text.find(CLOSE, start + len(OPEN))
+        if end < 0:
+            raise ExpressionError(f"unclosed '{OPEN}' at position {start} in template {text!r}")
+        inner = text[start + len(OPEN) : end]
+        if OPEN in inner:
+            raise ExpressionError(f"unclosed '{OPEN}' at position {start} in template {text!r}")
+        path = inner.strip()
+        if not path:
+            raise ExpressionError(f"empty placeholder at position {start} in template {text!r}")
+        if not _PATH.fullmatch(path):
+            raise ExpressionError(
+                f"bad placeholder {OPEN}{inner}{CLOSE} at position {start} in template "
+                f"{text!r} (expected a dotted name such as form.amount)"
+            )
+        pos = end + len(CLOSE)
+
+
+def placeholders(text: str) -> list[str]:
+    """The distinct placeholder paths of ``text``, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for match in _PLACEHOLDER.finditer(text):
+        seen.setdefault(match.group(1), None)
+    return list(seen)
+
+
+def resolve(values: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` of ``values`` (None when missing). A flat
+    key equal to the whole path (``{"form.amount": 1}``) wins."""
+    if path in values:
+        return values[path]
+    current: Any = values
+    for segment in path.split("."):
+        if isinstance(current, Mapping):
+            current = current.get(segment)
+        elif (
+            isinstance(current, Sequence)
+            and not isinstance(current, str | bytes)
+            and segment.isdigit()
+            and int(segment) < len(current)
+        ):
+            current = current[int(segment)]
+        else:
+            return None
+    return current
+
+
+def format_value(value: Any) -> str:
+    """How a value is written into text: None as empty, booleans as
+    true/false, dates in ISO 8601, mappings and lists as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    return str(value)
+
+
+def render(text: str, values: Mapping[str, Any], *, url_encode: bool = False) -> str:
+    """Substitute every placeholder of ``text`` from ``values``; a missing value
+    renders as the empty string. With ``url_encode`` each substituted value is
+    percent-encoded (``quote(safe="")``), as X-4 asks for URLs. Malformed
+    placeholders are left as they are (:func:`validate_template` reports them)."""
+
+    def substitute(match: re.Match[str]) -> str:
+        rendered = format_value(resolve(values, match.group(1)))
+        return quote(rendered, safe="") if url_encode else rendered
+
+    return _PLACEHOLDER.sub(substitute, text)

@@ -1,0 +1,116 @@
+"""Human-task actions (SPEC E-3, E-5, E-11): approve, reject, handle,
+transfer and comment. Each runs in the caller's step (instance row locked
+first) and checks: instance running (a suspended instance must be resumed),
+task pending, the action fits the task's kind, and the task's node still
+holds an active token (E-4) — otherwise the submission is refused.
+
+Approval ``mode: any`` completes on the first approval and cancels the
+sibling tasks; ``mode: all`` waits for every assignee. A rejection rejects
+the instance (E-6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import update
+
+from flowledger.db.engine_schema import workflow_comments, workflow_tasks
+from flowledger.engine import lifecycle, runner
+from flowledger.engine.errors import TaskNotFound, TaskStateError, TaskWithoutToken
+from flowledger.engine.forms import write_form
+from flowledger.engine.step import Step
+from flowledger.engine.tasks import close_open_tasks, finish_task, lock_task, open_tasks
+from flowledger.engine.tokens import Token, get_token
+from flowledger.states import InstanceStatus, TaskStatus, TokenState
+
+ACTIONS_BY_KIND = {
+    "approval": {"approve", "reject"},
+    "handle": {"handle"},
+    "catch": {"handle"},
+    "resubmit": {"handle"},
+}
+
+
+async def _actionable(step: Step, task_id: int, action: str) -> tuple[Any, Token]:
+    task = await lock_task(step, task_id)
+    if task is None or task.instance_id != step.instance_id:
+        raise TaskNotFound(f"task {task_id} not found", field="taskId")
+    lifecycle.require_status(step, InstanceStatus.RUNNING)
+    if task.status != TaskStatus.PENDING:
+        raise TaskStateError(
+            f"task {task_id} is {task.status}, not pending", field="status", status=task.status
+        )
+    if action not in ACTIONS_BY_KIND.get(task.kind, set()):
+        raise TaskStateError(f"a {task.kind} task cannot be {action}d", field="action")
+    found = await get_token(step, task.token_id) if task.token_id is not None else None
+    if found is None or found[1] != TokenState.ACTIVE or found[0].node_key != task.node_key:
+        raise TaskWithoutToken(
+            f"task {task_id} at {task.node_key!r} holds no active token; repair the instance "
+            "with a force jump",
+            field="taskId",
+        )
+    return task, found[0]
+
+
+async def complete(
+    step: Step,
+    task_id: int,
+    action: str,
+    *,
+    comment: str | None = None,
+    form: dict[str, Any] | None = None,
+) -> None:
+    task, token = await _actionable(step, task_id, action)
+    if form:
+        await write_form(step, form, source=f"task:{task_id}")
+    node = step.defn.node(task.node_key)
+    await finish_task(step, task_id, status=TaskStatus.COMPLETED, action=action, comment=comment)
+    if action == "reject":
+        await lifecycle.finish(step, InstanceStatus.REJECTED, reason=comment)
+        return
+    siblings = [t for t in await open_tasks(step, token_id=token.id) if t.id != task_id]
+    if task.kind == "approval" and node.mode == "all" and siblings:
+        return  # wait for the other approvers
+    if siblings:
+        await close_open_tasks(
+            step,
+            status=TaskStatus.CANCELED,
+            token_id=token.id,
+            comment="completed by another assignee",
+        )
+    await runner.run(step, await runner.leave(step, token, node))
+
+
+async def transfer(step: Step, task_id: int, to_user: str, *, comment: str | None = None) -> None:
+    task = await lock_task(step, task_id)
+    if task is None or task.instance_id != step.instance_id:
+        raise TaskNotFound(f"task {task_id} not found", field="taskId")
+    if task.status != TaskStatus.PENDING:
+        raise TaskStateError(f"task {task_id} is {task.status}, not pending", field="status")
+    await step.conn.execute(
+        update(workflow_tasks).where(workflow_tasks.c.id == task_id).values(assignee=to_user)
+    )
+    await step.trace(
+        "task_transferred",
+        task_id=task_id,
+        detail={"from": task.assignee, "to": to_user, "comment": comment},
+    )
+    await step.emit("task.transferred", {"taskId": task_id, "from": task.assignee, "to": to_user})
+
+
+async def add_comment(step: Step, body: str, *, task_id: int | None = None) -> int:
+    comment_id = (
+        await step.conn.execute(
+            workflow_comments.insert()
+            .values(
+                instance_id=step.instance_id,
+                task_id=task_id,
+                author=step.actor,
+                body=body,
+                created_at=step.now,
+            )
+            .returning(workflow_comments.c.id)
+        )
+    ).scalar_one()
+    await step.trace("comment_added", task_id=task_id, detail={"commentId": comment_id})
+    return int(comment_id)

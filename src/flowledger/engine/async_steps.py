@@ -1,0 +1,155 @@
+"""The engine side of its ledger jobs: what ``delay_wake``, ``task_timeout``,
+``subprocess_spawn``, ``subprocess_join`` and ``schedule_launch`` do once
+their handler holds the job (the handlers in :mod:`flowledger.handlers` wrap
+each call in a fenced step receipt, instance row locked first).
+
+Every function re-checks the state it acts on — instance running, task still
+waiting or pending, token still active — and returns a short reason when
+there is nothing to do (the handler reports that as ``skipped``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from flowledger.db.engine_schema import workflow_instances, workflow_tasks
+from flowledger.definitions.expressions import evaluate_value
+from flowledger.engine import actions, runner
+from flowledger.engine.forms import write_form
+from flowledger.engine.instances import start_instance
+from flowledger.engine.snapshots import SnapshotCache
+from flowledger.engine.step import Step
+from flowledger.engine.tasks import SYSTEM, finish_task
+from flowledger.engine.tokens import Token, get_token
+from flowledger.states import InstanceStatus, TaskStatus, TokenState
+
+
+async def _waiting(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, Token] | str:
+    if step.instance["status"] != InstanceStatus.RUNNING:
+        return f"instance is {step.instance['status']}"
+    task = (
+        await step.conn.execute(
+            select(workflow_tasks).where(workflow_tasks.c.id == task_id).with_for_update()
+        )
+    ).first()
+    if task is None or task.status != status:
+        return f"task {task_id} is no longer {status.value}"
+    found = await get_token(step, task.token_id) if task.token_id is not None else None
+    if found is None or found[1] != TokenState.ACTIVE:
+        return f"task {task_id} holds no active token"
+    return task, found[0]
+
+
+async def wake_delay(step: Step, task_id: int) -> str | None:
+    found = await _waiting(step, task_id, TaskStatus.WAITING)
+    if isinstance(found, str):
+        return found
+    task, token = found
+    await finish_task(step, task_id, status=TaskStatus.COMPLETED, action="handle", by=SYSTEM)
+    await runner.run(step, await runner.leave(step, token, step.defn.node(task.node_key)))
+    return None
+
+
+async def task_timed_out(step: Step, task_id: int) -> str | None:
+    found = await _waiting(step, task_id, TaskStatus.PENDING)
+    if isinstance(found, str):
+        return found
+    task, _token = found
+    policy = step.defn.node(task.node_key).timeout
+    if policy is None:
+        return "the node has no timeout policy"
+    await step.trace(
+        "task_timeout", task_id=task_id, node_key=task.node_key, detail={"action": policy.action}
+    )
+    if policy.action == "auto_approve":
+        action = "approve" if task.kind == "approval" else "handle"
+        await actions.complete(step, task_id, action, comment="[timeout] auto-approved")
+    elif policy.action == "auto_reject":
+        if task.kind != "approval":
+            return "auto_reject applies to approval tasks only"
+        await actions.complete(step, task_id, "reject", comment="[timeout] auto-rejected")
+    elif policy.action == "transfer":
+        assert policy.transfer_to is not None
+        await actions.transfer(step, task_id, policy.transfer_to, comment="[timeout] transferred")
+    else:  # notify
+        await step.emit(
+            "task.overdue", {"taskId": task_id, "assignee": task.assignee, "nodeKey": task.node_key}
+        )
+    return None
+
+
+async def spawn_child(step: Step, task_id: int, *, snapshots: SnapshotCache) -> int | str:
+    found = await _waiting(step, task_id, TaskStatus.WAITING)
+    if isinstance(found, str):
+        return found
+    task, _token = found
+    node = step.defn.node(task.node_key)
+    assert node.definition_key is not None
+    form = {
+        field: evaluate_value(expr, step.form, None) for field, expr in node.input_mapping.items()
+    }
+    child_id = await start_instance(
+        step.conn,
+        node.definition_key,
+        form=form,
+        initiator=step.instance["initiator"],
+        tenant=step.instance["tenant_id"],
+        now=step.now,
+        snapshots=snapshots,
+        version=node.definition_version,
+        parent_instance_id=step.instance_id,
+        parent_task_id=task_id,
+        trace_id=step.trace_id,
+    )
+    await step.trace(
+        "subprocess_spawned",
+        node_key=node.key,
+        task_id=task_id,
+        detail={"childInstanceId": child_id},
+    )
+    return child_id
+
+
+async def join_child(step: Step, task_id: int, child_instance_id: int) -> str | None:
+    found = await _waiting(step, task_id, TaskStatus.WAITING)
+    if isinstance(found, str):
+        return found
+    task, token = found
+    node = step.defn.node(task.node_key)
+    child = (
+        await step.conn.execute(
+            select(workflow_instances.c.status, workflow_instances.c.form_data).where(
+                workflow_instances.c.id == child_instance_id
+            )
+        )
+    ).first()
+    if child is None:
+        return f"child instance {child_instance_id} not found"
+    if child.status != InstanceStatus.APPROVED:
+        await finish_task(step, task_id, status=TaskStatus.COMPLETED, action="reject", by=SYSTEM)
+        await runner.run(
+            step,
+            await runner.fail(
+                step,
+                token,
+                node,
+                "subprocess_failed",
+                f"child instance {child_instance_id} ended {child.status}",
+            ),
+        )
+        return None
+    changes = {
+        field: evaluate_value(expr, child.form_data, None)
+        for field, expr in node.output_mapping.items()
+    }
+    await write_form(step, changes, source=f"subprocess:{child_instance_id}")
+    await finish_task(step, task_id, status=TaskStatus.COMPLETED, action="handle", by=SYSTEM)
+    await step.trace(
+        "subprocess_joined",
+        node_key=node.key,
+        task_id=task_id,
+        detail={"childInstanceId": child_instance_id},
+    )
+    await runner.run(step, await runner.leave(step, token, node))
+    return None

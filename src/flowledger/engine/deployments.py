@@ -1,0 +1,68 @@
+"""Deploying definitions (SPEC E-1): full validation, then a new immutable
+version per key and tenant. Versions are numbered 1, 2, …; two concurrent
+deploys of one key cannot take the same number (unique constraint)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import workflow_definitions
+from flowledger.definitions.model import ProcessDefinition
+from flowledger.definitions.validate import load_definition
+from flowledger.engine.errors import DefinitionNotFound
+from flowledger.engine.snapshots import snapshot_of
+
+
+async def deploy(
+    conn: AsyncConnection,
+    source: str | bytes | dict[str, Any],
+    *,
+    tenant: str,
+    actor: str,
+    now: datetime,
+) -> dict[str, Any]:
+    defn: ProcessDefinition = load_definition(source)
+    latest = (
+        await conn.execute(
+            select(func.max(workflow_definitions.c.version)).where(
+                workflow_definitions.c.tenant_id == tenant, workflow_definitions.c.key == defn.key
+            )
+        )
+    ).scalar_one()
+    version = (latest or 0) + 1
+    row = {
+        "tenant_id": tenant,
+        "key": defn.key,
+        "version": version,
+        "name": defn.name,
+        "source": snapshot_of(defn),
+        "deployed_by": actor,
+        "deployed_at": now,
+    }
+    row["id"] = (
+        await conn.execute(
+            workflow_definitions.insert().values(**row).returning(workflow_definitions.c.id)
+        )
+    ).scalar_one()
+    return row
+
+
+async def get_version(
+    conn: AsyncConnection, key: str, *, tenant: str, version: int | None = None
+) -> dict[str, Any]:
+    query = select(workflow_definitions).where(
+        workflow_definitions.c.tenant_id == tenant, workflow_definitions.c.key == key
+    )
+    if version is None:
+        query = query.order_by(workflow_definitions.c.version.desc()).limit(1)
+    else:
+        query = query.where(workflow_definitions.c.version == version)
+    row = (await conn.execute(query)).mappings().first()
+    if row is None:
+        what = f"{key!r}" + (f" version {version}" if version is not None else "")
+        raise DefinitionNotFound(f"definition {what} not found", field="definitionKey")
+    return dict(row)

@@ -1,0 +1,206 @@
+"""The engine's Python API (SPEC E-11): one method per user-visible action,
+each one transaction that locks the instance row first. The REST API, the CLI
+and the job handlers all go through this class."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.clock import Clock, SystemClock
+from flowledger.db.database import Database
+from flowledger.db.engine_schema import workflow_tasks
+from flowledger.engine import actions, deployments, lifecycle, schedules
+from flowledger.engine.errors import TaskNotFound
+from flowledger.engine.instances import start_instance
+from flowledger.engine.snapshots import SnapshotCache
+from flowledger.engine.step import Step, open_step
+from flowledger.states import InstanceStatus
+
+T = TypeVar("T")
+DEFAULT_TENANT = "default"
+
+
+class Engine:
+    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+        self.db = db
+        self.clock = clock or SystemClock()
+        self.snapshots = SnapshotCache()
+
+    @asynccontextmanager
+    async def step(
+        self, conn: AsyncConnection, instance_id: int, actor: str
+    ) -> AsyncIterator[Step]:
+        yield await open_step(
+            conn, instance_id, now=self.clock.now(), actor=actor, snapshots=self.snapshots
+        )
+
+    async def _in_step(self, instance_id: int, actor: str, fn: Callable[[Step], Awaitable[T]]) -> T:
+        async with self.db.begin() as conn, self.step(conn, instance_id, actor) as step:
+            return await fn(step)
+
+    # ------------------------------------------------------------ definitions
+
+    async def deploy(
+        self, source: str | bytes | dict[str, Any], *, actor: str, tenant: str = DEFAULT_TENANT
+    ) -> dict[str, Any]:
+        async with self.db.begin() as conn:
+            return await deployments.deploy(
+                conn, source, tenant=tenant, actor=actor, now=self.clock.now()
+            )
+
+    # -------------------------------------------------------------- instances
+
+    async def start(
+        self,
+        key: str,
+        *,
+        form: dict[str, Any],
+        initiator: str,
+        tenant: str = DEFAULT_TENANT,
+        version: int | None = None,
+    ) -> int:
+        async with self.db.begin() as conn:
+            return await start_instance(
+                conn,
+                key,
+                form=form,
+                initiator=initiator,
+                tenant=tenant,
+                now=self.clock.now(),
+                snapshots=self.snapshots,
+                version=version,
+            )
+
+    async def withdraw(self, instance_id: int, *, actor: str, reason: str | None = None) -> None:
+        await self._in_step(
+            instance_id, actor, lambda s: lifecycle.terminate(s, InstanceStatus.WITHDRAWN, reason)
+        )
+
+    async def cancel(self, instance_id: int, *, actor: str, reason: str | None = None) -> None:
+        await self._in_step(
+            instance_id, actor, lambda s: lifecycle.terminate(s, InstanceStatus.CANCELED, reason)
+        )
+
+    async def return_to_initiator(
+        self, instance_id: int, *, actor: str, reason: str | None = None
+    ) -> int:
+        return await self._in_step(
+            instance_id, actor, lambda s: lifecycle.return_to_initiator(s, reason)
+        )
+
+    async def suspend(
+        self, instance_id: int, *, actor: str, reason: str | None = None
+    ) -> list[int]:
+        return await self._in_step(instance_id, actor, lambda s: lifecycle.suspend(s, reason))
+
+    async def resume(self, instance_id: int, *, actor: str) -> list[int]:
+        return await self._in_step(instance_id, actor, lifecycle.resume)
+
+    async def comment(
+        self, instance_id: int, body: str, *, actor: str, task_id: int | None = None
+    ) -> int:
+        return await self._in_step(
+            instance_id, actor, lambda s: actions.add_comment(s, body, task_id=task_id)
+        )
+
+    # ------------------------------------------------------------------ tasks
+
+    async def _task_instance(self, task_id: int) -> int:
+        async with self.db.read() as conn:
+            instance_id = (
+                await conn.execute(
+                    select(workflow_tasks.c.instance_id).where(workflow_tasks.c.id == task_id)
+                )
+            ).scalar_one_or_none()
+        if instance_id is None:
+            raise TaskNotFound(f"task {task_id} not found", field="taskId")
+        return int(instance_id)
+
+    async def act(
+        self,
+        task_id: int,
+        action: str,
+        *,
+        actor: str,
+        comment: str | None = None,
+        form: dict[str, Any] | None = None,
+    ) -> None:
+        """approve / reject / handle a task."""
+        instance_id = await self._task_instance(task_id)
+        await self._in_step(
+            instance_id,
+            actor,
+            lambda s: actions.complete(s, task_id, action, comment=comment, form=form),
+        )
+
+    async def approve(
+        self,
+        task_id: int,
+        *,
+        actor: str,
+        comment: str | None = None,
+        form: dict[str, Any] | None = None,
+    ) -> None:
+        await self.act(task_id, "approve", actor=actor, comment=comment, form=form)
+
+    async def reject(self, task_id: int, *, actor: str, comment: str | None = None) -> None:
+        await self.act(task_id, "reject", actor=actor, comment=comment)
+
+    async def handle(
+        self,
+        task_id: int,
+        *,
+        actor: str,
+        comment: str | None = None,
+        form: dict[str, Any] | None = None,
+    ) -> None:
+        await self.act(task_id, "handle", actor=actor, comment=comment, form=form)
+
+    async def transfer(
+        self, task_id: int, to_user: str, *, actor: str, comment: str | None = None
+    ) -> None:
+        instance_id = await self._task_instance(task_id)
+        await self._in_step(
+            instance_id, actor, lambda s: actions.transfer(s, task_id, to_user, comment=comment)
+        )
+
+    # -------------------------------------------------------------- schedules
+
+    async def create_schedule(
+        self,
+        *,
+        definition_key: str,
+        cron: str,
+        form: dict[str, Any],
+        initiator: str,
+        name: str | None = None,
+        timezone: str = "UTC",
+        tenant: str = DEFAULT_TENANT,
+    ) -> int:
+        async with self.db.begin() as conn:
+            await deployments.get_version(conn, definition_key, tenant=tenant)
+            return await schedules.create_schedule(
+                conn,
+                tenant=tenant,
+                name=name or definition_key,
+                definition_key=definition_key,
+                cron=cron,
+                timezone=timezone,
+                form=form,
+                initiator=initiator,
+                now=self.clock.now(),
+            )
+
+    async def launch_schedule(self, schedule_id: int, *, tenants: list[str] | None = None) -> int:
+        async with self.db.begin() as conn:
+            schedule = await schedules.get_schedule(conn, schedule_id, tenants=tenants)
+            return await schedules.launch_manually(conn, schedule, now=self.clock.now())
+
+    async def plan_schedules(self) -> list[int]:
+        async with self.db.begin() as conn:
+            return await schedules.plan_due(conn, now=self.clock.now())

@@ -1,0 +1,120 @@
+"""Instance lifecycle (SPEC E-6, L-18, L-22): finishing in a terminal state
+(approved, rejected, withdrawn, canceled), return to initiator, suspend and
+resume — each with the ledger's cleanup or pause/resume in the same
+transaction, and a parent's ``subprocess_join`` job when a child ends."""
+
+from __future__ import annotations
+
+from flowledger.engine.errors import InstanceStateError
+from flowledger.engine.step import Step
+from flowledger.engine.tasks import close_open_tasks, create_task
+from flowledger.engine.tokens import consume_all_tokens, count_live_tokens, create_token
+from flowledger.ledger.control import (
+    jobs_cleanup_for_instance,
+    jobs_pause_for_instance,
+    jobs_resume_for_instance,
+)
+from flowledger.states import InstanceStatus, TaskStatus
+
+LIVE = (InstanceStatus.RUNNING, InstanceStatus.SUSPENDED)
+
+
+def require_status(step: Step, *allowed: InstanceStatus) -> None:
+    status = step.instance["status"]
+    if status not in allowed:
+        raise InstanceStateError(
+            f"instance {step.instance_id} is {status}; this needs "
+            + " or ".join(s.value for s in allowed),
+            field="status",
+            status=status,
+        )
+
+
+async def finish_if_done(step: Step) -> None:
+    """Approve the instance once no token is left (every path reached an end)."""
+    if await count_live_tokens(step) == 0:
+        await finish(step, InstanceStatus.APPROVED)
+
+
+async def finish(
+    step: Step,
+    status: InstanceStatus,
+    *,
+    reason: str | None = None,
+    task_status: TaskStatus = TaskStatus.CANCELED,
+) -> None:
+    """End the instance: close open tasks, consume tokens, cancel advancement
+    jobs (L-22), emit the event, and wake a waiting parent."""
+    await close_open_tasks(step, status=task_status, comment=reason)
+    await consume_all_tokens(step)
+    canceled = await jobs_cleanup_for_instance(
+        step.conn, step.instance_id, now=step.now, reason=f"instance {status.value}"
+    )
+    await step.set_instance(status=status, finished_at=step.now)
+    step.finished = True
+    await step.trace(
+        "instance_finished",
+        detail={"status": status.value, "reason": reason, "canceledJobs": canceled},
+    )
+    await step.emit("instance.finished", {"status": status.value})
+    parent = step.instance.get("parent_instance_id")
+    if parent is not None:
+        await step.enqueue(
+            "subprocess_join",
+            payload={
+                "childInstanceId": step.instance_id,
+                "parentInstanceId": parent,
+                "taskId": step.instance["parent_task_id"],
+            },
+            idempotency_key=f"join:{step.instance_id}",
+            instance_id=int(parent),
+            task_id=step.instance["parent_task_id"],
+        )
+
+
+async def return_to_initiator(step: Step, reason: str | None) -> int:
+    """退回发起人: everything in flight stops; the initiator gets a resubmission
+    task holding a token at the start node. Returns the new task id."""
+    require_status(step, InstanceStatus.RUNNING)
+    await close_open_tasks(step, status=TaskStatus.CANCELED, comment=reason)
+    await consume_all_tokens(step)
+    await jobs_cleanup_for_instance(
+        step.conn, step.instance_id, now=step.now, reason="returned to initiator"
+    )
+    start = step.defn.start_node()
+    token = await create_token(step, start.key, [])
+    task_id = await create_task(
+        step,
+        node_key=start.key,
+        token_id=token.id,
+        kind="resubmit",
+        status=TaskStatus.PENDING,
+        assignee=step.instance["initiator"],
+    )
+    await step.trace("instance_returned", detail={"reason": reason, "taskId": task_id})
+    await step.emit("instance.returned", {"reason": reason})
+    return task_id
+
+
+async def suspend(step: Step, reason: str | None) -> list[int]:
+    require_status(step, InstanceStatus.RUNNING)
+    paused = await jobs_pause_for_instance(step.conn, step.instance_id, now=step.now)
+    await step.set_instance(status=InstanceStatus.SUSPENDED)
+    await step.trace("instance_suspended", detail={"reason": reason, "pausedJobs": paused})
+    await step.emit("instance.suspended", {"reason": reason})
+    return paused
+
+
+async def resume(step: Step) -> list[int]:
+    require_status(step, InstanceStatus.SUSPENDED)
+    resumed = await jobs_resume_for_instance(step.conn, step.instance_id, now=step.now)
+    await step.set_instance(status=InstanceStatus.RUNNING)
+    await step.trace("instance_resumed", detail={"resumedJobs": resumed})
+    await step.emit("instance.resumed", {})
+    return resumed
+
+
+async def terminate(step: Step, status: InstanceStatus, reason: str | None) -> None:
+    """Withdraw or cancel a live instance."""
+    require_status(step, *LIVE)
+    await finish(step, status, reason=reason)

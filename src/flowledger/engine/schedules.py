@@ -1,0 +1,142 @@
+"""Schedules (SPEC E-9): a cron rule that starts instances of a definition.
+
+The planner (a periodic service, run by workers) turns each due fire time
+into one ``schedule_launch`` job whose idempotencyKey is ``schedule:<id>:<fire
+time>`` — so two workers planning the same tick create one job, and the
+launch handler's step receipt makes a retried launch start one instance.
+A manual launch enqueues a launch job with a key of its own."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import workflow_schedules
+from flowledger.errors import FlowledgerError, NotFoundError
+from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.models import JobSpec
+
+
+class ScheduleInvalid(FlowledgerError):
+    code = "schedule_invalid"
+
+
+def next_fire(cron: str, tz: str, after: datetime) -> datetime:
+    try:
+        zone = ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ScheduleInvalid(f"unknown time zone {tz!r}", field="timezone") from exc
+    if not croniter.is_valid(cron):
+        raise ScheduleInvalid(f"not a cron expression: {cron!r}", field="cron")
+    local = after.astimezone(zone)
+    fire: datetime = croniter(cron, local).get_next(datetime)
+    return fire.astimezone(after.tzinfo)
+
+
+async def create_schedule(
+    conn: AsyncConnection,
+    *,
+    tenant: str,
+    name: str,
+    definition_key: str,
+    cron: str,
+    timezone: str,
+    form: dict[str, Any],
+    initiator: str,
+    now: datetime,
+    enabled: bool = True,
+) -> int:
+    first = next_fire(cron, timezone, now)
+    return int(
+        (
+            await conn.execute(
+                workflow_schedules.insert()
+                .values(
+                    tenant_id=tenant,
+                    name=name,
+                    definition_key=definition_key,
+                    cron=cron,
+                    timezone=timezone,
+                    form=form,
+                    initiator=initiator,
+                    enabled=enabled,
+                    next_run_at=first,
+                    created_at=now,
+                )
+                .returning(workflow_schedules.c.id)
+            )
+        ).scalar_one()
+    )
+
+
+async def get_schedule(
+    conn: AsyncConnection, schedule_id: int, *, tenants: list[str] | None = None
+) -> dict[str, Any]:
+    query = select(workflow_schedules).where(workflow_schedules.c.id == schedule_id)
+    if tenants is not None:
+        query = query.where(workflow_schedules.c.tenant_id.in_(tenants))
+    row = (await conn.execute(query)).mappings().first()
+    if row is None:
+        raise NotFoundError(f"schedule {schedule_id} not found", field="scheduleId")
+    return dict(row)
+
+
+async def launch_manually(conn: AsyncConnection, schedule: dict[str, Any], *, now: datetime) -> int:
+    result = await enqueue(
+        conn,
+        JobSpec(
+            type="schedule_launch",
+            payload={"scheduleId": schedule["id"], "fireAt": now.isoformat(), "manual": True},
+            tenant_id=schedule["tenant_id"],
+            idempotency_key=f"schedule:{schedule['id']}:manual:{uuid.uuid4().hex}",
+        ),
+        now=now,
+    )
+    return result.job_id
+
+
+async def plan_due(conn: AsyncConnection, *, now: datetime, limit: int = 100) -> list[int]:
+    """Enqueue a launch job for every due fire time and move the schedules on."""
+    rows = (
+        (
+            await conn.execute(
+                select(workflow_schedules)
+                .where(
+                    workflow_schedules.c.enabled.is_(True), workflow_schedules.c.next_run_at <= now
+                )
+                .order_by(workflow_schedules.c.next_run_at)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
+        )
+        .mappings()
+        .all()
+    )
+    jobs = []
+    for row in rows:
+        fire_at = row["next_run_at"]
+        job = await enqueue(
+            conn,
+            JobSpec(
+                type="schedule_launch",
+                payload={"scheduleId": row["id"], "fireAt": fire_at.isoformat(), "manual": False},
+                tenant_id=row["tenant_id"],
+                run_at=fire_at,
+                idempotency_key=f"schedule:{row['id']}:{fire_at.isoformat()}",
+            ),
+            now=now,
+        )
+        if job.created:
+            jobs.append(job.job_id)
+        await conn.execute(
+            update(workflow_schedules)
+            .where(workflow_schedules.c.id == row["id"])
+            .values(next_run_at=next_fire(row["cron"], row["timezone"], now), last_run_at=fire_at)
+        )
+    return jobs

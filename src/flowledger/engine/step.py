@@ -1,0 +1,163 @@
+"""One engine step: the transaction, its clock reading, the locked instance
+and its frozen definition, and the writes every step makes — engine trace
+rows (E-8), outbox events (E-10) and ledger jobs (L-13: instance row locked
+first, jobs after)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import (
+    workflow_event_outbox,
+    workflow_instances,
+    workflow_trace,
+)
+from flowledger.definitions.model import ProcessDefinition
+from flowledger.engine.errors import InstanceNotFound
+from flowledger.engine.snapshots import SnapshotCache
+from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.models import JobSpec
+
+
+@dataclass
+class Step:
+    conn: AsyncConnection
+    now: datetime
+    actor: str
+    instance: dict[str, Any]
+    defn: ProcessDefinition
+    finished: bool = False
+    changed: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def instance_id(self) -> int:
+        return int(self.instance["id"])
+
+    @property
+    def trace_id(self) -> str:
+        return str(self.instance["trace_id"])
+
+    @property
+    def form(self) -> dict[str, Any]:
+        form: dict[str, Any] = self.instance["form_data"]
+        return form
+
+    async def trace(
+        self,
+        event: str,
+        *,
+        node_key: str | None = None,
+        token_id: int | None = None,
+        task_id: int | None = None,
+        job_id: int | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        await self.conn.execute(
+            workflow_trace.insert().values(
+                instance_id=self.instance_id,
+                trace_id=self.trace_id,
+                event=event,
+                node_key=node_key,
+                token_id=token_id,
+                task_id=task_id,
+                job_id=job_id,
+                detail=detail,
+                created_at=self.now,
+            )
+        )
+
+    async def emit(self, event_type: str, payload: dict[str, Any]) -> None:
+        body = {
+            "instanceId": self.instance_id,
+            "definitionKey": self.instance["definition_key"],
+            **payload,
+        }
+        await self.conn.execute(
+            workflow_event_outbox.insert().values(
+                tenant_id=self.instance["tenant_id"],
+                instance_id=self.instance_id,
+                definition_key=self.instance["definition_key"],
+                event_type=event_type,
+                payload=body,
+                status="pending",
+                trace_id=self.trace_id,
+                created_at=self.now,
+            )
+        )
+        await self.trace("event_emitted", detail={"eventType": event_type})
+
+    async def enqueue(
+        self,
+        job_type: str,
+        *,
+        payload: dict[str, Any] | None = None,
+        task_id: int | None = None,
+        node_key: str | None = None,
+        run_at: datetime | None = None,
+        idempotency_key: str | None = None,
+        instance_id: int | None = None,
+    ) -> int:
+        """Enqueue a job of this instance (or, for a child's join, of its parent)."""
+        result = await enqueue(
+            self.conn,
+            JobSpec(
+                type=job_type,
+                payload=payload or {},
+                run_at=run_at,
+                idempotency_key=idempotency_key,
+                trace_id=self.trace_id,
+                tenant_id=self.instance["tenant_id"],
+                instance_id=self.instance_id if instance_id is None else instance_id,
+                task_id=task_id,
+                node_key=node_key,
+            ),
+            now=self.now,
+        )
+        await self.trace(
+            "job_enqueued",
+            node_key=node_key,
+            task_id=task_id,
+            job_id=result.job_id,
+            detail={"type": job_type},
+        )
+        return result.job_id
+
+    async def set_instance(self, **values: Any) -> None:
+        values["updated_at"] = self.now
+        await self.conn.execute(
+            update(workflow_instances)
+            .where(workflow_instances.c.id == self.instance_id)
+            .values(**values)
+        )
+        self.instance.update(values)
+
+
+async def lock_instance(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
+    """Lock the instance row (always the first lock of a step, L-13)."""
+    row = (
+        (
+            await conn.execute(
+                select(workflow_instances)
+                .where(workflow_instances.c.id == instance_id)
+                .with_for_update()
+            )
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
+    return dict(row)
+
+
+async def open_step(
+    conn: AsyncConnection, instance_id: int, *, now: datetime, actor: str, snapshots: SnapshotCache
+) -> Step:
+    instance = await lock_instance(conn, instance_id)
+    defn = snapshots.get(instance["definition_id"], instance["snapshot"])
+    return Step(conn=conn, now=now, actor=actor, instance=instance, defn=defn)

@@ -1,0 +1,164 @@
+"""Task rows (SPEC E-5): human tasks are ``pending`` (actionable), system
+waits are ``waiting``; cc tasks are ``cc``; end states completed / skipped /
+canceled. Assignees come from users, roles (the users table) or an
+expression over the form."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from flowledger.db.engine_schema import users, workflow_tasks
+from flowledger.definitions.expressions import evaluate_value
+from flowledger.definitions.model import Assignees
+from flowledger.engine.step import Step
+from flowledger.states import TaskStatus
+
+SYSTEM = "system"
+
+
+async def create_task(
+    step: Step,
+    *,
+    node_key: str,
+    token_id: int | None,
+    kind: str,
+    status: TaskStatus,
+    assignee: str,
+    due_at: datetime | None = None,
+) -> int:
+    task_id = int(
+        (
+            await step.conn.execute(
+                workflow_tasks.insert()
+                .values(
+                    instance_id=step.instance_id,
+                    tenant_id=step.instance["tenant_id"],
+                    node_key=node_key,
+                    token_id=token_id,
+                    kind=kind,
+                    status=status,
+                    assignee=assignee,
+                    due_at=due_at,
+                    created_at=step.now,
+                    finished_at=step.now if status is TaskStatus.CC else None,
+                )
+                .returning(workflow_tasks.c.id)
+            )
+        ).scalar_one()
+    )
+    await step.trace(
+        "task_created",
+        node_key=node_key,
+        token_id=token_id,
+        task_id=task_id,
+        detail={"kind": kind, "assignee": assignee, "status": status.value},
+    )
+    if status is not TaskStatus.WAITING:
+        await step.emit(
+            "task.created",
+            {"taskId": task_id, "nodeKey": node_key, "assignee": assignee, "kind": kind},
+        )
+    return task_id
+
+
+async def finish_task(
+    step: Step,
+    task_id: int,
+    *,
+    status: TaskStatus,
+    action: str | None,
+    comment: str | None = None,
+    by: str | None = None,
+) -> None:
+    await step.conn.execute(
+        update(workflow_tasks)
+        .where(workflow_tasks.c.id == task_id)
+        .values(
+            status=status,
+            action=action,
+            comment=comment,
+            finished_at=step.now,
+            finished_by=by or step.actor,
+        )
+    )
+    await step.trace(
+        "task_completed", task_id=task_id, detail={"status": status.value, "action": action}
+    )
+    await step.emit("task.completed", {"taskId": task_id, "status": status.value, "action": action})
+
+
+async def lock_task(step: Step, task_id: int) -> Any:
+    return (
+        await step.conn.execute(
+            select(workflow_tasks).where(workflow_tasks.c.id == task_id).with_for_update()
+        )
+    ).first()
+
+
+async def open_tasks(
+    step: Step,
+    *,
+    node_key: str | None = None,
+    token_id: int | None = None,
+    statuses: tuple[TaskStatus, ...] = (TaskStatus.PENDING, TaskStatus.WAITING),
+) -> list[Any]:
+    query = select(workflow_tasks).where(
+        workflow_tasks.c.instance_id == step.instance_id, workflow_tasks.c.status.in_(statuses)
+    )
+    if node_key is not None:
+        query = query.where(workflow_tasks.c.node_key == node_key)
+    if token_id is not None:
+        query = query.where(workflow_tasks.c.token_id == token_id)
+    return list((await step.conn.execute(query.order_by(workflow_tasks.c.id))).all())
+
+
+async def close_open_tasks(
+    step: Step,
+    *,
+    status: TaskStatus,
+    comment: str | None = None,
+    exclude: int | None = None,
+    token_id: int | None = None,
+) -> list[int]:
+    """End every pending/waiting task of the instance (or of one token)."""
+    rows = await open_tasks(step, token_id=token_id)
+    ids = [int(row.id) for row in rows if row.id != exclude]
+    if ids:
+        await step.conn.execute(
+            update(workflow_tasks)
+            .where(workflow_tasks.c.id.in_(ids))
+            .values(status=status, finished_at=step.now, finished_by=step.actor, comment=comment)
+        )
+        for task_id in ids:
+            await step.trace(
+                "task_completed", task_id=task_id, detail={"status": status.value, "action": None}
+            )
+    return ids
+
+
+async def resolve_assignees(step: Step, assignees: Assignees | None) -> list[str]:
+    """The users a human node is assigned to, in a stable order, deduplicated."""
+    if assignees is None:
+        return []
+    found: list[str] = list(assignees.users)
+    if assignees.roles:
+        rows = (
+            await step.conn.execute(
+                select(users.c.id, users.c.roles, users.c.tenants).order_by(users.c.id)
+            )
+        ).all()
+        tenant = step.instance["tenant_id"]
+        for row in rows:
+            in_tenant = "*" in (row.tenants or []) or tenant in (row.tenants or [])
+            if in_tenant and set(row.roles or []) & set(assignees.roles):
+                found.append(row.id)
+    if assignees.expr:
+        value = evaluate_value(assignees.expr, step.form, {"initiator": step.instance["initiator"]})
+        if isinstance(value, str) and value:
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(str(v) for v in value if v)
+    return list(dict.fromkeys(found))

@@ -1,0 +1,148 @@
+"""Execution tokens and fork frames (SPEC E-4). A token is one execution path
+at one node: ``active`` (moving, or holding a wait state), ``parked`` (waiting
+at a join) or ``consumed``. A fork pushes a frame (its id, gateway kind and
+the number of branches actually taken) onto each new token's stack; the
+matching join fires when that many tokens with the frame on top are parked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from flowledger.db.engine_schema import workflow_forks, workflow_tokens
+from flowledger.engine.step import Step
+from flowledger.states import TokenState
+
+
+@dataclass
+class Token:
+    id: int
+    node_key: str
+    fork_stack: list[int]
+
+
+def _token(row: Any) -> Token:
+    return Token(int(row.id), row.node_key, list(row.fork_stack or []))
+
+
+async def create_token(step: Step, node_key: str, fork_stack: list[int]) -> Token:
+    token_id = (
+        await step.conn.execute(
+            workflow_tokens.insert()
+            .values(
+                instance_id=step.instance_id,
+                node_key=node_key,
+                state=TokenState.ACTIVE,
+                fork_stack=fork_stack,
+                created_at=step.now,
+            )
+            .returning(workflow_tokens.c.id)
+        )
+    ).scalar_one()
+    return Token(int(token_id), node_key, list(fork_stack))
+
+
+async def move_token(step: Step, token: Token, node_key: str) -> None:
+    await step.conn.execute(
+        update(workflow_tokens).where(workflow_tokens.c.id == token.id).values(node_key=node_key)
+    )
+    token.node_key = node_key
+
+
+async def set_token_state(step: Step, token_ids: list[int], state: TokenState) -> None:
+    if not token_ids:
+        return
+    values: dict[str, Any] = {"state": state}
+    if state is TokenState.CONSUMED:
+        values["consumed_at"] = step.now
+    await step.conn.execute(
+        update(workflow_tokens).where(workflow_tokens.c.id.in_(token_ids)).values(**values)
+    )
+
+
+async def get_token(step: Step, token_id: int) -> tuple[Token, str] | None:
+    row = (
+        await step.conn.execute(select(workflow_tokens).where(workflow_tokens.c.id == token_id))
+    ).first()
+    return None if row is None else (_token(row), row.state)
+
+
+async def live_tokens(step: Step) -> list[tuple[Token, str]]:
+    rows = (
+        await step.conn.execute(
+            select(workflow_tokens)
+            .where(
+                workflow_tokens.c.instance_id == step.instance_id,
+                workflow_tokens.c.state != TokenState.CONSUMED,
+            )
+            .order_by(workflow_tokens.c.id)
+        )
+    ).all()
+    return [(_token(row), row.state) for row in rows]
+
+
+async def count_live_tokens(step: Step) -> int:
+    return int(
+        (
+            await step.conn.execute(
+                select(func.count())
+                .select_from(workflow_tokens)
+                .where(
+                    workflow_tokens.c.instance_id == step.instance_id,
+                    workflow_tokens.c.state != TokenState.CONSUMED,
+                )
+            )
+        ).scalar_one()
+    )
+
+
+async def consume_all_tokens(step: Step) -> None:
+    await step.conn.execute(
+        update(workflow_tokens)
+        .where(
+            workflow_tokens.c.instance_id == step.instance_id,
+            workflow_tokens.c.state != TokenState.CONSUMED,
+        )
+        .values(state=TokenState.CONSUMED, consumed_at=step.now)
+    )
+
+
+async def push_fork(step: Step, node_key: str, gateway: str, expected: int) -> int:
+    return int(
+        (
+            await step.conn.execute(
+                workflow_forks.insert()
+                .values(
+                    instance_id=step.instance_id,
+                    node_key=node_key,
+                    gateway=gateway,
+                    expected=expected,
+                    created_at=step.now,
+                )
+                .returning(workflow_forks.c.id)
+            )
+        ).scalar_one()
+    )
+
+
+async def get_fork(step: Step, fork_id: int) -> Any:
+    return (
+        await step.conn.execute(select(workflow_forks).where(workflow_forks.c.id == fork_id))
+    ).first()
+
+
+async def parked_at(step: Step, node_key: str) -> list[Token]:
+    rows = (
+        await step.conn.execute(
+            select(workflow_tokens)
+            .where(
+                workflow_tokens.c.instance_id == step.instance_id,
+                workflow_tokens.c.node_key == node_key,
+                workflow_tokens.c.state == TokenState.PARKED,
+            )
+            .order_by(workflow_tokens.c.id)
+        )
+    ).all()
+    return [_token(row) for row in rows]

@@ -1,0 +1,7 @@
+"""Job handlers of flowledger's own job types (one module per area). Importing
+this package registers them with the worker's handler registry; ``flowledger
+worker`` and ``flowledger run`` import it."""
+
+from flowledger.handlers import engine_jobs
+
+__all__ = ["engine_jobs"]

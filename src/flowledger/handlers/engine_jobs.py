@@ -1,0 +1,137 @@
+"""Handlers of the engine's advancement jobs (SPEC L-2 pool
+``workflow-ledger``): ``delay_wake``, ``task_timeout``, ``subprocess_spawn``,
+``subprocess_join`` and ``schedule_launch``. Each runs its engine step inside
+a fenced step receipt with the instance row locked first (L-13, L-14): a retry
+after a crash between commit and settlement reuses the receipt instead of
+advancing the instance twice."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.database import Database
+from flowledger.engine import async_steps, schedules
+from flowledger.engine.facade import Engine
+from flowledger.engine.instances import start_instance
+from flowledger.engine.step import Step, lock_instance, open_step
+from flowledger.errors import PermanentError
+from flowledger.worker import JobContext, Skip, register_handler
+
+SYSTEM = "system"
+_engines: WeakKeyDictionary[Database, Engine] = WeakKeyDictionary()
+
+
+def engine_for(ctx: JobContext) -> Engine:
+    engine = _engines.get(ctx.db)
+    if engine is None:
+        engine = _engines[ctx.db] = Engine(ctx.db, ctx.clock)
+    return engine
+
+
+def _outcome(result: Any) -> Any:
+    if isinstance(result, dict) and result.get("skipped"):
+        return Skip(str(result["skipped"]))
+    return result
+
+
+async def _instance_step(
+    ctx: JobContext, instance_id: int, body: Callable[[Step], Awaitable[Any]]
+) -> Any:
+    engine = engine_for(ctx)
+
+    async def lock(conn: AsyncConnection) -> None:
+        await lock_instance(conn, instance_id)
+
+    async def run(conn: AsyncConnection) -> Any:
+        step = await open_step(
+            conn, instance_id, now=ctx.clock.now(), actor=SYSTEM, snapshots=engine.snapshots
+        )
+        return await body(step)
+
+    return _outcome(await ctx.step(ctx.job.type, run, lock_first=lock))
+
+
+def _ids(ctx: JobContext) -> tuple[int, int]:
+    if ctx.job.instance_id is None or "taskId" not in ctx.payload:
+        raise PermanentError(f"{ctx.job.type} job {ctx.job.id} names no instance or task")
+    return ctx.job.instance_id, int(ctx.payload["taskId"])
+
+
+def _skip_or_done(reason: str | None) -> dict[str, Any]:
+    return {"skipped": reason} if reason else {"done": True}
+
+
+async def delay_wake(ctx: JobContext) -> Any:
+    instance_id, task_id = _ids(ctx)
+
+    async def body(step: Step) -> dict[str, Any]:
+        return _skip_or_done(await async_steps.wake_delay(step, task_id))
+
+    return await _instance_step(ctx, instance_id, body)
+
+
+async def task_timeout(ctx: JobContext) -> Any:
+    instance_id, task_id = _ids(ctx)
+
+    async def body(step: Step) -> dict[str, Any]:
+        return _skip_or_done(await async_steps.task_timed_out(step, task_id))
+
+    return await _instance_step(ctx, instance_id, body)
+
+
+async def subprocess_spawn(ctx: JobContext) -> Any:
+    instance_id, task_id = _ids(ctx)
+    snapshots = engine_for(ctx).snapshots
+
+    async def body(step: Step) -> dict[str, Any]:
+        child = await async_steps.spawn_child(step, task_id, snapshots=snapshots)
+        return {"skipped": child} if isinstance(child, str) else {"childInstanceId": child}
+
+    return await _instance_step(ctx, instance_id, body)
+
+
+async def subprocess_join(ctx: JobContext) -> Any:
+    instance_id, task_id = _ids(ctx)
+    child = int(ctx.payload["childInstanceId"])
+
+    async def body(step: Step) -> dict[str, Any]:
+        return _skip_or_done(await async_steps.join_child(step, task_id, child))
+
+    return await _instance_step(ctx, instance_id, body)
+
+
+async def schedule_launch(ctx: JobContext) -> Any:
+    engine = engine_for(ctx)
+    schedule_id = int(ctx.payload["scheduleId"])
+
+    async def run(conn: AsyncConnection) -> dict[str, Any]:
+        schedule = await schedules.get_schedule(conn, schedule_id)
+        if not schedule["enabled"] and not ctx.payload.get("manual"):
+            return {"skipped": "schedule disabled"}
+        instance_id = await start_instance(
+            conn,
+            schedule["definition_key"],
+            form=schedule["form"],
+            initiator=schedule["initiator"],
+            tenant=schedule["tenant_id"],
+            now=ctx.clock.now(),
+            snapshots=engine.snapshots,
+            trace_id=ctx.job.trace_id,
+        )
+        return {"instanceId": instance_id}
+
+    return _outcome(await ctx.step("schedule_launch", run))
+
+
+for _name, _fn in {
+    "delay_wake": delay_wake,
+    "task_timeout": task_timeout,
+    "subprocess_spawn": subprocess_spawn,
+    "subprocess_join": subprocess_join,
+    "schedule_launch": schedule_launch,
+}.items():
+    register_handler(_name, _fn)

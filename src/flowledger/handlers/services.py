@@ -1,0 +1,26 @@
+"""Periodic services the engine contributes to worker processes: the
+schedule planner (SPEC E-9), which turns due cron ticks into
+``schedule_launch`` jobs. Safe to run on every worker: the launch job's
+idempotencyKey makes a tick launch once."""
+
+from __future__ import annotations
+
+from flowledger.clock import Clock
+from flowledger.db.database import Database
+from flowledger.engine.facade import Engine
+from flowledger.worker.services import PeriodicService
+
+
+class SchedulePlanner(PeriodicService):
+    name = "schedule_planner"
+
+    def __init__(self, db: Database, clock: Clock, *, interval_s: float = 10.0) -> None:
+        super().__init__(interval_s)
+        self.engine = Engine(db, clock)
+
+    async def run_once(self) -> None:
+        await self.engine.plan_schedules()
+
+
+def engine_services(db: Database, clock: Clock) -> list[PeriodicService]:
+    return [SchedulePlanner(db, clock)]
