@@ -299,7 +299,7 @@ CASES = [
     ),
     Case(
         "delay with zero duration",
-        swap_small_for({"key": "pause", "type": "delay", "duration": "PT0S"}),
+        swap_small_for({"key": "pause", "type": "delay", "duration": "-PT5S"}),
         {"non_positive_duration"},
         node="pause",
     ),

@@ -49,7 +49,7 @@ async def _run_worker(
     modules: list[str], *, ledger_slots: int | None, outbound_slots: int | None, migrate_first: bool
 ) -> None:
     configure_logging()
-    import_handler_modules(modules)
+    import_handler_modules(["flowledger.handlers", *modules])
     settings = get_settings()
     config = WorkerConfig.from_settings(settings)
     pools = dict(config.pools)

@@ -96,8 +96,9 @@ class _NodeChecker:
                 yield self.problem(
                     "delay_ambiguous_wait", "a delay takes duration or until, not both"
                 )
-        if node.duration is not None and node.duration <= timedelta(0):
-            yield self.problem("non_positive_duration", "duration must be positive", "duration")
+        if node.duration is not None and node.duration < timedelta(0):
+            # PT0S is allowed: the delay's job wakes it at once (an async hand-off).
+            yield self.problem("non_positive_duration", "duration must not be negative", "duration")
         if node.until is not None and not _valid_until(node.until):
             yield self.problem(
                 "bad_until",

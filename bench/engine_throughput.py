@@ -1,0 +1,170 @@
+"""Engine throughput (issue: process engine).
+
+    python bench/engine_throughput.py --db URL --instances 2000 --workers 1
+
+The database at URL is migrated and EMPTIED first. The reference definition:
+start → approval → parallel fork of two branches, each a 0-second delay (an
+asynchronous hand-off through a delay_wake job) → join → exclusive → end.
+1. deploy it; start N instances through the Python API (4 concurrent callers);
+2. start K real `flowledger worker` processes;
+3. approve every task through the Python API (4 concurrent callers);
+4. wait until every instance is approved.
+instances_per_s = N / (time from the first start to the last finish);
+steps_per_s = engine steps (node entries in the engine trace) / that time.
+Last line: instances_per_s=… steps_per_s=…
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import func, select, text
+
+from flowledger.clock import SystemClock
+from flowledger.db.database import Database
+from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_trace
+from flowledger.db.migrate import upgrade
+from flowledger.db.schema import metadata
+from flowledger.engine import Engine
+
+HERE = Path(__file__).resolve().parent
+CONCURRENCY = 4
+
+REFERENCE = {
+    "key": "bench_reference",
+    "name": "Engine benchmark reference",
+    "form": {"fields": [{"key": "amount", "type": "number", "required": True}]},
+    "nodes": [
+        {"key": "start", "type": "start"},
+        {"key": "approve", "type": "approval", "assignees": {"users": ["approver"]}},
+        {"key": "fork", "type": "parallel"},
+        {"key": "left", "type": "delay", "duration": "PT0S"},
+        {"key": "right", "type": "delay", "duration": "PT0S"},
+        {"key": "join", "type": "parallel"},
+        {"key": "route", "type": "exclusive"},
+        {"key": "end", "type": "end"},
+        {"key": "endLarge", "type": "end"},
+    ],
+    "edges": [
+        {"from": "start", "to": "approve"},
+        {"from": "approve", "to": "fork"},
+        {"from": "fork", "to": "left"},
+        {"from": "fork", "to": "right"},
+        {"from": "left", "to": "join"},
+        {"from": "right", "to": "join"},
+        {"from": "join", "to": "route"},
+        {"from": "route", "to": "endLarge", "condition": "form.amount > 1000"},
+        {"from": "route", "to": "end", "default": True},
+    ],
+}
+
+
+async def reset(db: Database) -> None:
+    await upgrade(db)
+    async with db.begin() as conn:
+        for table in reversed(metadata.sorted_tables):
+            if table.name != "alembic_version":
+                await conn.execute(text(f"DELETE FROM {table.name}"))
+
+
+async def in_parallel(items: list[int], fn: object) -> list[object]:
+    queue = list(items)
+    results: list[object] = []
+
+    async def worker() -> None:
+        while queue:
+            results.append(await fn(queue.pop()))  # type: ignore[operator]
+
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return results
+
+
+def start_workers(url: str, k: int) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, "FLOWLEDGER_DATABASE_URL": url}
+    return [
+        subprocess.Popen(
+            [sys.executable, "-m", "flowledger", "worker"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(k)
+    ]
+
+
+async def count(db: Database, query: object) -> int:
+    async with db.read() as conn:
+        return int((await conn.execute(query)).scalar_one())  # type: ignore[call-overload]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--db", required=True, help="database URL (it is emptied)")
+    parser.add_argument("--instances", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    n = args.instances
+
+    db = Database(args.db)
+    await reset(db)
+    engine = Engine(db, SystemClock())
+    await engine.deploy(REFERENCE, actor="bench")
+    workers = start_workers(args.db, args.workers)
+    try:
+        started = time.perf_counter()
+        await in_parallel(
+            list(range(n)),
+            lambda i: engine.start("bench_reference", form={"amount": i}, initiator="bench"),
+        )
+        print(f"started {n} instances in {time.perf_counter() - started:.2f}s", flush=True)
+        async with db.read() as conn:
+            task_ids = list(
+                (
+                    await conn.execute(
+                        select(workflow_tasks.c.id).where(workflow_tasks.c.status == "pending")
+                    )
+                ).scalars()
+            )
+        await in_parallel(task_ids, lambda t: engine.approve(t, actor="approver"))
+        print(f"approved {len(task_ids)} tasks at {time.perf_counter() - started:.2f}s", flush=True)
+        deadline = time.monotonic() + max(300.0, n / 5)
+        done_query = (
+            select(func.count())
+            .select_from(workflow_instances)
+            .where(workflow_instances.c.status == "approved")
+        )
+        while (done := await count(db, done_query)) < n:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out: {done}/{n} instances approved")
+            await asyncio.sleep(0.1)
+        elapsed = time.perf_counter() - started
+        steps = await count(
+            db,
+            select(func.count())
+            .select_from(workflow_trace)
+            .where(workflow_trace.c.event == "node_entered"),
+        )
+    finally:
+        for proc in workers:
+            proc.send_signal(signal.SIGTERM)
+        for proc in workers:
+            proc.wait(timeout=60)
+        await db.dispose()
+    print(
+        f"{n} instances approved in {elapsed:.2f}s with {args.workers} worker process(es); "
+        f"{steps} engine steps"
+    )
+    print(f"instances_per_s={n / elapsed:.1f} steps_per_s={steps / elapsed:.1f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
