@@ -98,8 +98,9 @@ async def test_drain_dead_letters_exhausted_attempts_L20_L5(
     assert (report.retried, report.dead) == ([], [job_id])
     assert (first.attempt, job.attempt) == (1, 2)
     row = await job_row(db, job_id)
-    assert (row.status, row.attempts, row.last_error_code) == ("dead", 2, "lease_expired")
-    assert [a.status for a in await attempt_rows(db, job_id)] == ["failed", "failed"]
+    assert (row.status, row.attempts, row.last_error_code) == ("dead", 2, "attempts_exhausted")
+    attempts = await attempt_rows(db, job_id)
+    assert [(a.status, a.error_code) for a in attempts] == [("failed", "lease_expired")] * 2
     assert await claim(db, clock.advance(seconds=3_600)) == []
 
 

@@ -70,6 +70,7 @@ async def jobs_rescue(
             status, code = JobStatus.DEAD, EXTERNAL_OUTCOME_UNCONFIRMED
         elif row.attempts >= row.max_attempts:
             status = JobStatus.DEAD
+            values["last_error_code"] = "attempts_exhausted"
         else:
             status = JobStatus.PENDING
             values = {"run_at": now + timedelta(milliseconds=backoff_ms(row.attempts))}
@@ -84,12 +85,11 @@ async def jobs_rescue(
             .values(
                 status=status,
                 last_error=error,
-                last_error_code=code,
+                **{"last_error_code": code, **values},
                 updated_at=now,
                 lease_token=None,
                 lease_until=None,
                 lease_owner=None,
-                **values,
             )
         )
         (report.dead if status is JobStatus.DEAD else report.retried).append(row.id)

@@ -102,7 +102,8 @@ async def job_settle(
         "status": attempt_status,
         "finished_at": now,
         "error": outcome.error,
-        "error_code": values.get("last_error_code") if outcome.error else None,
+        # the attempt keeps its own cause; the job may say "attempts_exhausted"
+        "error_code": outcome.error_code if outcome.error else None,
     }
     if outcome.request is not None:
         attempt_values["request"] = outcome.request

@@ -101,10 +101,12 @@ async def execute(
     exc = task.exception()
     if ctx.abort_reason == AbortReason.LEASE_LOST:
         return None  # someone else owns the job now: write nothing
-    if exc is None:
-        return _result_outcome(task.result())  # finished, even if late
     if ctx.aborted:
+        # Past the hard deadline (L-11) or released at shutdown: a handler that
+        # returned on the abort gave up, so its return value is no success.
         return _aborted_outcome(ctx)
+    if exc is None:
+        return _result_outcome(task.result())
     log.info(
         "job_failed",
         job_id=ctx.job.id,
