@@ -68,8 +68,12 @@ class InstanceStatus(StrEnum):
 
 
 TERMINAL_INSTANCE_STATUSES = frozenset(
-    {InstanceStatus.APPROVED, InstanceStatus.REJECTED, InstanceStatus.WITHDRAWN,
-     InstanceStatus.CANCELED}
+    {
+        InstanceStatus.APPROVED,
+        InstanceStatus.REJECTED,
+        InstanceStatus.WITHDRAWN,
+        InstanceStatus.CANCELED,
+    }
 )
 
 

@@ -1,33 +1,44 @@
-"""``flowledger`` commands: ``migrate``, ``worker`` and ``run``. Commands only
-parse options and call lower layers; they hold no logic of their own."""
+"""``flowledger`` commands. Each command parses options and calls lower
+layers; no logic lives here.
+
+- ``run``: everything in one process on the embedded SQLite (unless
+  ``FLOWLEDGER_DATABASE_URL`` says otherwise): migrate, first-start admin
+  token, demo data on an empty database, then API + worker + system tasks.
+- ``serve``: the API only. ``worker``: the worker role only.
+- ``migrate``, ``demo``, ``token create``, ``definitions …``, ``instances …``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
+from flowledger.cli.common import console, engine_session, open_database
+from flowledger.cli.data import definitions_app, demo, instances_app, token_app
 from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
-from flowledger.db.database import Database
+from flowledger.cli.serve import serve_api
 from flowledger.db.migrate import current_revision, upgrade
 from flowledger.errors import FlowledgerError
+from flowledger.handlers.services import engine_services
 from flowledger.settings import get_settings
 from flowledger.worker.registry import import_handler_modules
 from flowledger.worker.worker import Worker, WorkerConfig
 
 app = typer.Typer(no_args_is_help=True, help="flowledger: workflows on a durable job ledger.")
-console = Console(stderr=True)
+app.add_typer(definitions_app, name="definitions")
+app.add_typer(instances_app, name="instances")
+app.add_typer(token_app, name="token")
+app.command()(demo)
 
 ImportOpt = Annotated[
     list[str] | None,
     typer.Option("--import", "-i", help="Module that registers job handlers (repeatable)."),
 ]
-
-
-def _database() -> Database:
-    settings = get_settings()
-    return Database(settings.database_url, pool_size=settings.db_pool_size)
+HostOpt = Annotated[str, typer.Option(help="Address the API listens on.")]
+PortOpt = Annotated[int, typer.Option(help="Port the API listens on.")]
 
 
 @app.command()
@@ -35,7 +46,7 @@ def migrate() -> None:
     """Create or upgrade the database schema."""
 
     async def main() -> None:
-        db = _database()
+        db = open_database()
         try:
             await upgrade(db)
             console.print(f"schema at revision [bold]{await current_revision(db)}[/bold]")
@@ -45,27 +56,14 @@ def migrate() -> None:
     run_async(main)
 
 
-async def _run_worker(
-    modules: list[str], *, ledger_slots: int | None, outbound_slots: int | None, migrate_first: bool
-) -> None:
-    configure_logging()
-    import_handler_modules(["flowledger.handlers", *modules])
-    settings = get_settings()
-    config = WorkerConfig.from_settings(settings)
+def _worker_config(ledger_slots: int | None, outbound_slots: int | None) -> WorkerConfig:
+    config = WorkerConfig.from_settings(get_settings())
     pools = dict(config.pools)
     if ledger_slots is not None:
         pools["workflow-ledger"] = ledger_slots
     if outbound_slots is not None:
         pools["workflow-ledger-outbound"] = outbound_slots
-    config = WorkerConfig(**{**config.__dict__, "pools": pools})
-    db = _database()
-    try:
-        if migrate_first:
-            await upgrade(db)
-        stop = stop_on_signals()
-        await Worker(db, config).run(stop)
-    finally:
-        await db.dispose()
+    return WorkerConfig(**{**config.__dict__, "pools": pools})
 
 
 @app.command()
@@ -75,37 +73,74 @@ def worker(
     outbound_slots: Annotated[int | None, typer.Option(min=1)] = None,
 ) -> None:
     """Run a worker process: claims and executes jobs until SIGTERM."""
-    run_async(
-        lambda: _run_worker(
-            modules or [],
-            ledger_slots=ledger_slots,
-            outbound_slots=outbound_slots,
-            migrate_first=False,
-        )
-    )
+    configure_logging()
+    import_handler_modules(["flowledger.handlers", *(modules or [])])
+    config = _worker_config(ledger_slots, outbound_slots)
+
+    async def main() -> None:
+        db = open_database()
+        try:
+            await Worker(db, config, extra_services=engine_services).run(stop_on_signals())
+        finally:
+            await db.dispose()
+
+    run_async(main)
+
+
+@app.command()
+def serve(host: HostOpt = "127.0.0.1", port: PortOpt = 8000) -> None:
+    """Run the HTTP API only (no worker)."""
+    configure_logging()
+
+    async def main() -> None:
+        async with engine_session() as engine:
+            console.print(f"flowledger API on http://{host}:{port}/api/docs")
+            await serve_api(engine.db, engine, host=host, port=port, stop=stop_on_signals())
+
+    run_async(main)
 
 
 @app.command()
 def run(
     modules: ImportOpt = None,
-    host: Annotated[
-        str, typer.Option(help="Address of the API (arrives with the API).")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8000,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8000,
+    demo_data: Annotated[
+        bool, typer.Option("--demo/--no-demo", help="Load the demo into an empty database.")
+    ] = True,
 ) -> None:
-    """Everything in one process on the embedded SQLite (unless
-    FLOWLEDGER_DATABASE_URL says otherwise): migrate, then run the worker and
-    the system tasks."""
+    """Everything in one process: API, worker and system tasks."""
+    configure_logging()
+    import_handler_modules(["flowledger.handlers", *(modules or [])])
+    config = _worker_config(None, None)
     settings = get_settings()
-    console.print(
-        f"flowledger on [bold]{settings.database_url}[/bold] "
-        f"(worker + system tasks; Ctrl-C to stop)"
-    )
-    run_async(
-        lambda: _run_worker(
-            modules or [], ledger_slots=None, outbound_slots=None, migrate_first=True
-        )
-    )
+
+    async def main() -> None:
+        async with engine_session() as engine:
+            db = engine.db
+            token = await ensure_admin(db, engine)
+            if demo_data and await is_empty(db):
+                report = await load_demo_data(db, engine, progress=console.print)
+                console.print(
+                    f"demo: {report.definitions} definitions, {len(report.instances)} instances"
+                )
+            console.print(f"flowledger on {settings.database_url}")
+            console.print(
+                f"API: http://{host}:{port}/api/workflows  (docs: http://{host}:{port}/api/docs)"
+            )
+            if token is not None:
+                console.print(
+                    "admin token (shown once; `flowledger token create --user "
+                    "admin` issues another):"
+                )
+                print(token, flush=True)
+            stop = stop_on_signals()
+            await asyncio.gather(
+                serve_api(db, engine, host=host, port=port, stop=stop),
+                Worker(db, config, extra_services=engine_services).run(stop),
+            )
+
+    run_async(main)
 
 
 def main() -> None:

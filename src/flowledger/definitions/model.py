@@ -16,7 +16,7 @@ document back.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -42,6 +42,9 @@ CONDITIONAL_GATEWAYS: frozenset[str] = frozenset({"exclusive", "inclusive"})
 HTTP_METHODS: frozenset[str] = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"})
 
 DEFINITION_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
+
+
+UserId = Annotated[str, Field(min_length=1, max_length=128)]
 
 
 class _Model(BaseModel):
@@ -78,7 +81,7 @@ class FormSchema(_Model):
 
 
 class Assignees(_Model):
-    users: list[str] = Field(default_factory=list)
+    users: list[UserId] = Field(default_factory=list)
     roles: list[str] = Field(default_factory=list)
     expr: str | None = None
 
@@ -202,7 +205,7 @@ class FailurePolicy(_Model):
 
 
 class Node(_Model):
-    key: str = Field(min_length=1)
+    key: str = Field(min_length=1, max_length=128)
     type: NodeType
     name: str | None = None
     assignees: Assignees | None = None
@@ -242,7 +245,7 @@ class Edge(_Model):
 
 class ProcessDefinition(_Model):
     key: str = Field(pattern=DEFINITION_KEY_PATTERN)
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=255)
     description: str | None = None
     form: FormSchema = Field(default_factory=FormSchema)
     nodes: list[Node]

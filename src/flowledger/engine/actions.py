@@ -16,7 +16,7 @@ from sqlalchemy import update
 
 from flowledger.db.engine_schema import workflow_comments, workflow_tasks
 from flowledger.engine import lifecycle, runner
-from flowledger.engine.errors import TaskNotFound, TaskStateError, TaskWithoutToken
+from flowledger.engine.errors import NotAssignee, TaskNotFound, TaskStateError, TaskWithoutToken
 from flowledger.engine.forms import write_form
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import close_open_tasks, finish_task, lock_task, open_tasks
@@ -31,10 +31,18 @@ ACTIONS_BY_KIND = {
 }
 
 
-async def _actionable(step: Step, task_id: int, action: str) -> tuple[Any, Token]:
+def _require_assignee(step: Step, task: Any, assignee_only: bool) -> None:
+    if assignee_only and task.assignee != step.actor:
+        raise NotAssignee(f"task {task.id} is assigned to someone else", field="taskId")
+
+
+async def _actionable(
+    step: Step, task_id: int, action: str, assignee_only: bool
+) -> tuple[Any, Token]:
     task = await lock_task(step, task_id)
     if task is None or task.instance_id != step.instance_id:
         raise TaskNotFound(f"task {task_id} not found", field="taskId")
+    _require_assignee(step, task, assignee_only)
     lifecycle.require_status(step, InstanceStatus.RUNNING)
     if task.status != TaskStatus.PENDING:
         raise TaskStateError(
@@ -59,8 +67,9 @@ async def complete(
     *,
     comment: str | None = None,
     form: dict[str, Any] | None = None,
+    assignee_only: bool = False,
 ) -> None:
-    task, token = await _actionable(step, task_id, action)
+    task, token = await _actionable(step, task_id, action, assignee_only)
     if form:
         await write_form(step, form, source=f"task:{task_id}")
     node = step.defn.node(task.node_key)
@@ -81,10 +90,18 @@ async def complete(
     await runner.run(step, await runner.leave(step, token, node))
 
 
-async def transfer(step: Step, task_id: int, to_user: str, *, comment: str | None = None) -> None:
+async def transfer(
+    step: Step,
+    task_id: int,
+    to_user: str,
+    *,
+    comment: str | None = None,
+    assignee_only: bool = False,
+) -> None:
     task = await lock_task(step, task_id)
     if task is None or task.instance_id != step.instance_id:
         raise TaskNotFound(f"task {task_id} not found", field="taskId")
+    _require_assignee(step, task, assignee_only)
     if task.status != TaskStatus.PENDING:
         raise TaskStateError(f"task {task_id} is {task.status}, not pending", field="status")
     await step.conn.execute(

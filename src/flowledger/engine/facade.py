@@ -16,6 +16,7 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.engine import actions, deployments, lifecycle, schedules
 from flowledger.engine.errors import TaskNotFound
+from flowledger.engine.forms import validate_form
 from flowledger.engine.instances import start_instance
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step, open_step
@@ -129,13 +130,17 @@ class Engine:
         actor: str,
         comment: str | None = None,
         form: dict[str, Any] | None = None,
+        as_operator: bool = True,
     ) -> None:
-        """approve / reject / handle a task."""
+        """approve / reject / handle a task. With ``as_operator=False`` only the
+        task's assignee may act (checked under the instance lock)."""
         instance_id = await self._task_instance(task_id)
         await self._in_step(
             instance_id,
             actor,
-            lambda s: actions.complete(s, task_id, action, comment=comment, form=form),
+            lambda s: actions.complete(
+                s, task_id, action, comment=comment, form=form, assignee_only=not as_operator
+            ),
         )
 
     async def approve(
@@ -145,11 +150,16 @@ class Engine:
         actor: str,
         comment: str | None = None,
         form: dict[str, Any] | None = None,
+        as_operator: bool = True,
     ) -> None:
-        await self.act(task_id, "approve", actor=actor, comment=comment, form=form)
+        await self.act(
+            task_id, "approve", actor=actor, comment=comment, form=form, as_operator=as_operator
+        )
 
-    async def reject(self, task_id: int, *, actor: str, comment: str | None = None) -> None:
-        await self.act(task_id, "reject", actor=actor, comment=comment)
+    async def reject(
+        self, task_id: int, *, actor: str, comment: str | None = None, as_operator: bool = True
+    ) -> None:
+        await self.act(task_id, "reject", actor=actor, comment=comment, as_operator=as_operator)
 
     async def handle(
         self,
@@ -158,15 +168,28 @@ class Engine:
         actor: str,
         comment: str | None = None,
         form: dict[str, Any] | None = None,
+        as_operator: bool = True,
     ) -> None:
-        await self.act(task_id, "handle", actor=actor, comment=comment, form=form)
+        await self.act(
+            task_id, "handle", actor=actor, comment=comment, form=form, as_operator=as_operator
+        )
 
     async def transfer(
-        self, task_id: int, to_user: str, *, actor: str, comment: str | None = None
+        self,
+        task_id: int,
+        to_user: str,
+        *,
+        actor: str,
+        comment: str | None = None,
+        as_operator: bool = True,
     ) -> None:
         instance_id = await self._task_instance(task_id)
         await self._in_step(
-            instance_id, actor, lambda s: actions.transfer(s, task_id, to_user, comment=comment)
+            instance_id,
+            actor,
+            lambda s: actions.transfer(
+                s, task_id, to_user, comment=comment, assignee_only=not as_operator
+            ),
         )
 
     # -------------------------------------------------------------- schedules
@@ -183,7 +206,8 @@ class Engine:
         tenant: str = DEFAULT_TENANT,
     ) -> int:
         async with self.db.begin() as conn:
-            await deployments.get_version(conn, definition_key, tenant=tenant)
+            definition = await deployments.get_version(conn, definition_key, tenant=tenant)
+            validate_form(self.snapshots.get(definition["id"], definition["source"]).form, form)
             return await schedules.create_schedule(
                 conn,
                 tenant=tenant,

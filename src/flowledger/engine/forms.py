@@ -43,10 +43,23 @@ def _check_field(spec: FormField, value: Any) -> str | None:
     return None
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 def validate_form(schema: FormSchema, data: Any, *, partial: bool = False) -> dict[str, Any]:
     """Check ``data`` against ``schema``; raise FormInvalidError naming the field."""
     if not isinstance(data, dict):
         raise FormInvalidError("form data must be a JSON object", field="form")
+    for key, value in data.items():
+        if _has_nul(key) or _has_nul(value):  # no database stores NUL in text
+            raise FormInvalidError(f"form.{key}: contains a NUL character", field=f"form.{key}")
     fields = {f.key: f for f in schema.fields}
     for key in data:
         if key not in fields:

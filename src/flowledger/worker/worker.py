@@ -8,6 +8,7 @@ better to restart than to run half a worker)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -20,7 +21,7 @@ from flowledger.states import Pool
 from flowledger.worker import wake
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.pool import PoolConfig, PoolRunner
-from flowledger.worker.services import Drain, Heartbeat, LeaseRenewer
+from flowledger.worker.services import Drain, Heartbeat, LeaseRenewer, PeriodicService
 from flowledger.worker.settler import Settler
 
 log = structlog.get_logger("flowledger.worker")
@@ -65,6 +66,7 @@ class Worker:
         *,
         clock: Clock | None = None,
         roles: list[str] | None = None,
+        extra_services: Callable[[Database, Clock], list[PeriodicService]] | None = None,
     ) -> None:
         self.db = db
         self.config = config or WorkerConfig()
@@ -103,6 +105,7 @@ class Worker:
             interval_s=self.config.heartbeat_interval_s,
         )
         self.drain = Drain(db, self.clock, self.node.id, interval_s=self.config.drain_interval_s)
+        self.extra_services = extra_services(db, self.clock) if extra_services else []
         self.started = asyncio.Event()
 
     def inflight(self) -> list[JobContext]:
@@ -135,6 +138,8 @@ class Worker:
             services.append(asyncio.ensure_future(wake.listen(self.db, stop_services)))
         if self.config.run_drain:
             services.append(asyncio.ensure_future(self.drain.run(stop_services)))
+        for service in self.extra_services:
+            services.append(asyncio.ensure_future(service.run(stop_services)))
         stop_wait = asyncio.ensure_future(stop.wait())
         self.started.set()
         try:

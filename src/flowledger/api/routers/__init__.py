@@ -1,0 +1,1 @@
+"""One router per area (STYLE): definitions, instances, tasks, schedules, me."""

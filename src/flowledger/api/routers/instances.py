@@ -1,0 +1,245 @@
+"""Instances (SPEC E-2, E-6, E-11, O-1, O-3): start, list with filters and
+keyset paging, read one with its tasks, tokens, comments and trace, and the
+lifecycle actions — suspend / resume / cancel / return to initiator
+(``workflow:engine:operate``), withdraw (the initiator with
+``workflow:task:act``, or an operator) and comments (the initiator, or an
+operator). Every action is audited (A-2) and answers with the instance
+detail as it is after the action."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Query
+from pydantic import AwareDatetime
+
+from flowledger.api import lookups
+from flowledger.api.audit import AuditEntry, audited
+from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.deps import ApiContext, Ctx
+from flowledger.api.errors import Forbidden
+from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
+from flowledger.api.permissions import (
+    ENGINE_OPERATE,
+    INSTANCE_MONITOR,
+    INSTANCE_START,
+    TASK_ACT,
+    require,
+    require_any,
+    require_own,
+    require_tenant,
+)
+from flowledger.api.schemas import (
+    MAX_ID,
+    CommentCreate,
+    CommentPublic,
+    InstanceCreate,
+    InstanceDetail,
+    InstancePage,
+    InstancePublic,
+    ReasonBody,
+)
+from flowledger.engine import queries
+from flowledger.states import InstanceStatus
+
+router = APIRouter(prefix="/instances", tags=["instances"])
+
+InstanceId = Annotated[int, Path(alias="instanceId", ge=1, le=MAX_ID)]
+OptionalReason = Annotated[ReasonBody, Body(default_factory=ReasonBody)]
+
+
+async def _detail(ctx: ApiContext, caller: Caller, instance_id: int) -> InstanceDetail:
+    return InstanceDetail.from_row(await lookups.instance_detail(ctx, caller, instance_id))
+
+
+@router.post("", status_code=201, response_model=InstanceDetail)
+async def start_instance(body: InstanceCreate, ctx: Ctx, caller: CurrentCaller) -> InstanceDetail:
+    """Start an instance of the latest (or the given) version. The initiator
+    is the caller unless an operator names someone else."""
+    async with audited(ctx, caller, "instance.start", "instance") as entry:
+        require(caller, INSTANCE_START)
+        tenant = body.tenant or caller.default_tenant
+        require_tenant(caller, tenant)
+        initiator = body.initiator or caller.user_id
+        if initiator != caller.user_id:
+            require(caller, ENGINE_OPERATE)
+        entry.tenant_id = tenant
+        entry.detail.update(definitionKey=body.definition_key, version=body.version)
+        instance_id = await ctx.engine.start(
+            body.definition_key,
+            form=body.form,
+            initiator=initiator,
+            tenant=tenant,
+            version=body.version,
+        )
+        entry.target_id = str(instance_id)
+    return await _detail(ctx, caller, instance_id)
+
+
+@router.get("", response_model=InstancePage)
+async def list_instances(
+    ctx: Ctx,
+    caller: CurrentCaller,
+    status: InstanceStatus | None = None,
+    definition_key: Annotated[str | None, Query(alias="definitionKey", max_length=64)] = None,
+    initiator: Annotated[str | None, Query(max_length=128)] = None,
+    created_from: Annotated[AwareDatetime | None, Query(alias="createdFrom")] = None,
+    created_to: Annotated[AwareDatetime | None, Query(alias="createdTo")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> InstancePage:
+    """Instances newest first. Monitors see every instance of their tenants;
+    a caller with only ``workflow:task:act`` sees the instances it started."""
+    if not caller.has(INSTANCE_MONITOR):
+        require_any(caller, INSTANCE_MONITOR, TASK_ACT)
+        if initiator not in (None, caller.user_id):
+            raise Forbidden(
+                "listing other people's instances needs " + INSTANCE_MONITOR,
+                permission=INSTANCE_MONITOR,
+            )
+        initiator = caller.user_id
+    after = decode_cursor(cursor, (datetime, int))
+    async with ctx.db.read() as conn:
+        page = await queries.list_instances(
+            conn,
+            tenants=caller.tenant_scope,
+            status=status,
+            definition_key=definition_key,
+            initiator=initiator,
+            created_from=created_from,
+            created_to=created_to,
+            limit=limit,
+            after=None if after is None else (after[0], after[1]),
+        )
+    return InstancePage(
+        items=[InstancePublic.from_row(r) for r in page.items], next=cursor_for(page.next_key)
+    )
+
+
+async def _require_read(ctx: ApiContext, caller: Caller, instance: dict[str, Any]) -> None:
+    if caller.has(INSTANCE_MONITOR):
+        return
+    require_any(caller, INSTANCE_MONITOR, TASK_ACT)
+    own = instance["initiator"] == caller.user_id
+    if not own and not await lookups.is_participant(ctx, instance["id"], caller.user_id):
+        raise Forbidden(
+            "reading other people's instances needs " + INSTANCE_MONITOR,
+            permission=INSTANCE_MONITOR,
+        )
+
+
+@router.get("/{instanceId}", response_model=InstanceDetail)
+async def read_instance(instance_id: InstanceId, ctx: Ctx, caller: CurrentCaller) -> InstanceDetail:
+    """SPEC O-3: the instance, its tasks, tokens, comments and engine trace."""
+    require_any(caller, INSTANCE_MONITOR, TASK_ACT)
+    detail = await lookups.instance_detail(ctx, caller, instance_id)
+    await _require_read(ctx, caller, detail)
+    return InstanceDetail.from_row(detail)
+
+
+async def _lifecycle(
+    ctx: ApiContext,
+    caller: Caller,
+    instance_id: int,
+    name: str,
+    reason: str | None,
+    call: Callable[[AuditEntry], Awaitable[None]],
+    *,
+    own_ok: bool = False,
+) -> InstanceDetail:
+    """One audited lifecycle action: permission, tenant, ownership, engine call."""
+    action = f"instance.{name}"
+    async with audited(ctx, caller, action, "instance", instance_id, reason=reason) as e:
+        if own_ok:
+            require_any(caller, TASK_ACT, ENGINE_OPERATE)
+        else:
+            require(caller, ENGINE_OPERATE)
+        instance = await lookups.visible_instance(ctx, caller, instance_id)
+        e.tenant_id = instance["tenant_id"]
+        if own_ok:
+            require_own(caller, instance["initiator"])
+        await call(e)
+    return await _detail(ctx, caller, instance_id)
+
+
+@router.post("/{instanceId}/suspend", response_model=InstanceDetail)
+async def suspend_instance(
+    instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
+) -> InstanceDetail:
+    """Suspend a running instance; its advancement jobs pause (SPEC L-18)."""
+
+    async def call(entry: AuditEntry) -> None:
+        paused = await ctx.engine.suspend(instance_id, actor=caller.user_id, reason=body.reason)
+        entry.detail["pausedJobs"] = paused
+
+    return await _lifecycle(ctx, caller, instance_id, "suspend", body.reason, call)
+
+
+@router.post("/{instanceId}/resume", response_model=InstanceDetail)
+async def resume_instance(
+    instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
+) -> InstanceDetail:
+    """Resume a suspended instance; paused jobs continue with their remaining time."""
+
+    async def call(entry: AuditEntry) -> None:
+        resumed = await ctx.engine.resume(instance_id, actor=caller.user_id)
+        entry.detail["resumedJobs"] = resumed
+
+    return await _lifecycle(ctx, caller, instance_id, "resume", body.reason, call)
+
+
+@router.post("/{instanceId}/cancel", response_model=InstanceDetail)
+async def cancel_instance(
+    instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
+) -> InstanceDetail:
+    """Cancel a live instance (terminal; cleanup of SPEC L-22)."""
+
+    async def call(_entry: AuditEntry) -> None:
+        await ctx.engine.cancel(instance_id, actor=caller.user_id, reason=body.reason)
+
+    return await _lifecycle(ctx, caller, instance_id, "cancel", body.reason, call)
+
+
+@router.post("/{instanceId}/withdraw", response_model=InstanceDetail)
+async def withdraw_instance(
+    instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
+) -> InstanceDetail:
+    """Withdraw (撤回) an instance: its initiator, or an operator."""
+
+    async def call(_entry: AuditEntry) -> None:
+        await ctx.engine.withdraw(instance_id, actor=caller.user_id, reason=body.reason)
+
+    return await _lifecycle(ctx, caller, instance_id, "withdraw", body.reason, call, own_ok=True)
+
+
+@router.post("/{instanceId}/return", response_model=InstanceDetail)
+async def return_instance(
+    instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
+) -> InstanceDetail:
+    """Return to the initiator (退回发起人): open work stops and the initiator
+    gets a resubmission task."""
+
+    async def call(entry: AuditEntry) -> None:
+        task_id = await ctx.engine.return_to_initiator(
+            instance_id, actor=caller.user_id, reason=body.reason
+        )
+        entry.detail["taskId"] = task_id
+
+    return await _lifecycle(ctx, caller, instance_id, "return", body.reason, call)
+
+
+@router.post("/{instanceId}/comments", status_code=201, response_model=CommentPublic)
+async def comment_instance(
+    instance_id: InstanceId, body: CommentCreate, ctx: Ctx, caller: CurrentCaller
+) -> CommentPublic:
+    """Add a comment to an instance: its initiator, or an operator."""
+    async with audited(ctx, caller, "instance.comment", "instance", instance_id) as entry:
+        require_any(caller, TASK_ACT, ENGINE_OPERATE)
+        instance = await lookups.visible_instance(ctx, caller, instance_id)
+        entry.tenant_id = instance["tenant_id"]
+        require_own(caller, instance["initiator"])
+        comment_id = await ctx.engine.comment(instance_id, body.body, actor=caller.user_id)
+        entry.detail["commentId"] = comment_id
+    return CommentPublic.from_row(await lookups.comment(ctx, comment_id))

@@ -1,0 +1,237 @@
+"""Tasks (SPEC E-5, E-11, O-5): the human-task API — list my tasks, read
+one, approve / reject / handle, transfer, comment — and the operator's
+reassign. Acting on a task assigned to you needs ``workflow:task:act``;
+acting on anyone else's, and reassigning, needs ``workflow:engine:operate``.
+Listing other people's tasks needs ``workflow:instance:monitor``. Every
+action is audited (A-2) and answers with the task as it is afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Query
+
+from flowledger.api import lookups
+from flowledger.api.audit import audited
+from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.deps import ApiContext, Ctx
+from flowledger.api.errors import Forbidden
+from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
+from flowledger.api.permissions import (
+    ENGINE_OPERATE,
+    INSTANCE_MONITOR,
+    TASK_ACT,
+    require,
+    require_any,
+    require_own,
+)
+from flowledger.api.reassign import reassign_task as reassign
+from flowledger.api.schemas import (
+    MAX_ID,
+    CommentCreate,
+    CommentPublic,
+    TaskDecision,
+    TaskPage,
+    TaskPublic,
+    TaskReassign,
+    TaskRejection,
+    TaskTransfer,
+)
+from flowledger.engine import queries
+from flowledger.states import TaskStatus
+
+router = APIRouter(prefix="/tasks", tags=["tasks"])
+
+TaskId = Annotated[int, Path(alias="taskId", ge=1, le=MAX_ID)]
+OptionalDecision = Annotated[TaskDecision, Body(default_factory=TaskDecision)]
+OptionalRejection = Annotated[TaskRejection, Body(default_factory=TaskRejection)]
+ME = "me"
+ANYONE = "*"
+
+
+@router.get("", response_model=TaskPage)
+async def list_tasks(
+    ctx: Ctx,
+    caller: CurrentCaller,
+    assignee: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=128,
+            description="`me` (default), a user id, or `*` for everyone's.",
+        ),
+    ] = ME,
+    status: TaskStatus | None = None,
+    instance_id: Annotated[int | None, Query(alias="instanceId", ge=1, le=MAX_ID)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> TaskPage:
+    """Tasks newest first; by default the caller's own."""
+    who = caller.user_id if assignee == ME else None if assignee == ANYONE else assignee
+    if who == caller.user_id:
+        require_any(caller, TASK_ACT, INSTANCE_MONITOR)
+    else:
+        require(caller, INSTANCE_MONITOR)
+    after = decode_cursor(cursor, (datetime, int))
+    async with ctx.db.read() as conn:
+        page = await queries.list_tasks(
+            conn,
+            tenants=caller.tenant_scope,
+            assignee=who,
+            status=status,
+            instance_id=instance_id,
+            limit=limit,
+            after=None if after is None else (after[0], after[1]),
+        )
+    return TaskPage(
+        items=[TaskPublic.from_row(r) for r in page.items], next=cursor_for(page.next_key)
+    )
+
+
+async def _task(ctx: ApiContext, caller: Caller, task_id: int) -> TaskPublic:
+    return TaskPublic.from_row(await lookups.visible_task(ctx, caller, task_id))
+
+
+@router.get("/{taskId}", response_model=TaskPublic)
+async def read_task(task_id: TaskId, ctx: Ctx, caller: CurrentCaller) -> TaskPublic:
+    """One task: monitors read any; its assignee or the instance's initiator
+    read it with ``workflow:task:act``."""
+    require_any(caller, INSTANCE_MONITOR, TASK_ACT)
+    task = await lookups.visible_task(ctx, caller, task_id)
+    if not caller.has(INSTANCE_MONITOR) and caller.user_id not in (
+        task["assignee"],
+        task["initiator"],
+    ):
+        raise Forbidden(
+            "reading other people's tasks needs " + INSTANCE_MONITOR, permission=INSTANCE_MONITOR
+        )
+    return TaskPublic.from_row(task)
+
+
+async def _act(
+    ctx: ApiContext,
+    caller: Caller,
+    task_id: int,
+    name: str,
+    reason: str | None,
+    call: Callable[[dict[str, Any]], Awaitable[Any]],
+) -> Any:
+    """One audited task action by the assignee (or an operator)."""
+    async with audited(ctx, caller, f"task.{name}", "task", task_id, reason=reason) as entry:
+        require_any(caller, TASK_ACT, ENGINE_OPERATE)
+        task = await lookups.visible_task(ctx, caller, task_id)
+        entry.tenant_id = task["tenant_id"]
+        entry.detail["instanceId"] = task["instance_id"]
+        require_own(caller, task["assignee"])
+        result = await call(task)
+    return result
+
+
+@router.post("/{taskId}/approve", response_model=TaskPublic)
+async def approve_task(
+    task_id: TaskId, body: OptionalDecision, ctx: Ctx, caller: CurrentCaller
+) -> TaskPublic:
+    """Approve an approval task, optionally writing form fields."""
+
+    async def call(_task: dict[str, Any]) -> None:
+        await ctx.engine.approve(
+            task_id,
+            actor=caller.user_id,
+            comment=body.comment,
+            form=body.form,
+            as_operator=caller.has(ENGINE_OPERATE),
+        )
+
+    await _act(ctx, caller, task_id, "approve", body.comment, call)
+    return await _task(ctx, caller, task_id)
+
+
+@router.post("/{taskId}/reject", response_model=TaskPublic)
+async def reject_task(
+    task_id: TaskId, body: OptionalRejection, ctx: Ctx, caller: CurrentCaller
+) -> TaskPublic:
+    """Reject an approval task: the instance ends ``rejected``."""
+
+    async def call(_task: dict[str, Any]) -> None:
+        await ctx.engine.reject(
+            task_id,
+            actor=caller.user_id,
+            comment=body.comment,
+            as_operator=caller.has(ENGINE_OPERATE),
+        )
+
+    await _act(ctx, caller, task_id, "reject", body.comment, call)
+    return await _task(ctx, caller, task_id)
+
+
+@router.post("/{taskId}/handle", response_model=TaskPublic)
+async def handle_task(
+    task_id: TaskId, body: OptionalDecision, ctx: Ctx, caller: CurrentCaller
+) -> TaskPublic:
+    """Complete a handle (办理), catch or resubmission task."""
+
+    async def call(_task: dict[str, Any]) -> None:
+        await ctx.engine.handle(
+            task_id,
+            actor=caller.user_id,
+            comment=body.comment,
+            form=body.form,
+            as_operator=caller.has(ENGINE_OPERATE),
+        )
+
+    await _act(ctx, caller, task_id, "handle", body.comment, call)
+    return await _task(ctx, caller, task_id)
+
+
+@router.post("/{taskId}/transfer", response_model=TaskPublic)
+async def transfer_task(
+    task_id: TaskId, body: TaskTransfer, ctx: Ctx, caller: CurrentCaller
+) -> TaskPublic:
+    """Hand a pending task to another user (the assignee, or an operator)."""
+
+    async def call(_task: dict[str, Any]) -> None:
+        await ctx.engine.transfer(
+            task_id,
+            body.to,
+            actor=caller.user_id,
+            comment=body.comment,
+            as_operator=caller.has(ENGINE_OPERATE),
+        )
+
+    await _act(ctx, caller, task_id, "transfer", body.comment, call)
+    return await _task(ctx, caller, task_id)
+
+
+@router.post("/{taskId}/comment", status_code=201, response_model=CommentPublic)
+async def comment_task(
+    task_id: TaskId, body: CommentCreate, ctx: Ctx, caller: CurrentCaller
+) -> CommentPublic:
+    """Comment on a task (its assignee, or an operator)."""
+
+    async def call(task: dict[str, Any]) -> int:
+        return await ctx.engine.comment(
+            task["instance_id"], body.body, actor=caller.user_id, task_id=task_id
+        )
+
+    comment_id: int = await _act(ctx, caller, task_id, "comment", None, call)
+    return CommentPublic.from_row(await lookups.comment(ctx, comment_id))
+
+
+@router.post("/{taskId}/reassign", response_model=TaskPublic)
+async def reassign_task(
+    task_id: TaskId, body: TaskReassign, ctx: Ctx, caller: CurrentCaller
+) -> TaskPublic:
+    """SPEC O-5: give a pending task to another user (operators only; a
+    reason is required). 409 ``assignee_conflict`` when the target already
+    holds a pending task at the same node of the instance."""
+    async with audited(ctx, caller, "task.reassign", "task", task_id, reason=body.reason) as entry:
+        require(caller, ENGINE_OPERATE)
+        task = await lookups.visible_task(ctx, caller, task_id)
+        entry.tenant_id = task["tenant_id"]
+        entry.detail.update(instanceId=task["instance_id"], to=body.to, previous=task["assignee"])
+        await reassign(
+            ctx, task_id, task["instance_id"], body.to, actor=caller.user_id, reason=body.reason
+        )
+    return await _task(ctx, caller, task_id)

@@ -1,0 +1,47 @@
+"""Running the HTTP API (uvicorn) inside our own event loop, next to a
+worker when asked, with one stop event for both (SIGTERM / SIGINT)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+import uvicorn
+
+from flowledger.api.app import create_app
+from flowledger.db.database import Database
+from flowledger.engine import Engine
+from flowledger.errors import ConfigurationError
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handlers: the CLI owns shutdown."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_api(
+    db: Database, engine: Engine, *, host: str, port: int, stop: asyncio.Event
+) -> None:
+    config = uvicorn.Config(
+        create_app(db, engine=engine), host=host, port=port, log_level="warning", lifespan="off"
+    )
+    server = _Server(config)
+
+    async def _serve() -> None:
+        try:
+            await server.serve()
+        except SystemExit as exc:  # uvicorn exits when it cannot bind
+            raise ConfigurationError(f"cannot serve on {host}:{port}", field="--port") from exc
+        finally:
+            stop.set()  # the API is gone: stop the rest of the process too
+
+    serving = asyncio.ensure_future(_serve())
+    stop_wait = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({serving, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+    server.should_exit = True
+    stop_wait.cancel()
+    await serving
