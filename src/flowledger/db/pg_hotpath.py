@@ -29,7 +29,8 @@ WITH input AS (
 ), settled AS (
     UPDATE workflow_jobs AS j SET
         status = 'succeeded', result = input.result, last_error = NULL,
-        last_error_code = NULL, lease_token = NULL, lease_until = NULL, lease_owner = NULL,
+        last_error_code = NULL, last_error_fingerprint = NULL,
+        lease_token = NULL, lease_until = NULL, lease_owner = NULL,
         updated_at = %(now)s
     FROM input
     WHERE j.id = input.id AND j.generation = input.gen AND j.lease_token = input.token

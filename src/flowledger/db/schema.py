@@ -72,7 +72,9 @@ workflow_jobs = Table(
     Column("result", JsonType),
     Column("last_error", Text),
     Column("last_error_code", String(64)),
+    Column("last_error_fingerprint", String(16)),
     Column("cancel_reason", Text),
+    Column("replay_batch_id", String(32)),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint(_in("status", [s.value for s in JobStatus]), name="status"),
@@ -107,6 +109,20 @@ workflow_jobs = Table(
     Index("ix_workflow_jobs_instance", "instance_id", "status"),
     Index("ix_workflow_jobs_trace", "trace_id"),
     Index("ix_workflow_jobs_status_type", "status", "type"),
+    # failure clusters (SPEC L-24): dead/failed jobs by error fingerprint
+    Index(
+        "ix_workflow_jobs_failure_fingerprint",
+        "last_error_fingerprint",
+        "status",
+        postgresql_where=text("status IN ('dead', 'failed')"),
+        sqlite_where=text("status IN ('dead', 'failed')"),
+    ),
+    Index(
+        "ix_workflow_jobs_replay_batch",
+        "replay_batch_id",
+        postgresql_where=text("replay_batch_id IS NOT NULL"),
+        sqlite_where=text("replay_batch_id IS NOT NULL"),
+    ),
 )
 
 workflow_job_executions = Table(
@@ -128,6 +144,7 @@ workflow_job_executions = Table(
     Column("response", JsonType),
     Column("error", Text),
     Column("error_code", String(64)),
+    Column("error_fingerprint", String(16)),
     Column("side_effect_at", UTCDateTime),
     CheckConstraint(_in("status", [s.value for s in AttemptStatus]), name="status"),
     Index("ix_workflow_job_executions_job", "job_id", "generation", "attempt"),

@@ -17,6 +17,7 @@ from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import InvalidStateError, NotFoundError
 from flowledger.ledger.enqueue import new_key
+from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.states import (
     CANCELABLE_JOB_STATUSES,
@@ -26,6 +27,7 @@ from flowledger.states import (
     JobStatus,
 )
 
+_SUSPENDED_UNSAFE = "instance suspended during an unsafe external call"
 _RELEASE: dict[str, Any] = {"lease_token": None, "lease_until": None, "lease_owner": None}
 
 
@@ -42,7 +44,13 @@ async def _finish_running_attempts(
         await conn.execute(
             update(executions)
             .where(executions.c.job_id.in_(job_ids), executions.c.status == "running")
-            .values(status=status, finished_at=now, error=error, error_code=error_code)
+            .values(
+                status=status,
+                finished_at=now,
+                error=error,
+                error_code=error_code,
+                error_fingerprint=fingerprint(error),
+            )
         )
 
 
@@ -90,7 +98,8 @@ async def jobs_pause_for_instance(
                     status=JobStatus.DEAD,
                     generation=jobs.c.generation + 1,
                     updated_at=now,
-                    last_error="instance suspended during an unsafe external call",
+                    last_error=_SUSPENDED_UNSAFE,
+                    last_error_fingerprint=fingerprint(_SUSPENDED_UNSAFE),
                     last_error_code=EXTERNAL_OUTCOME_UNCONFIRMED,
                     **_RELEASE,
                 )

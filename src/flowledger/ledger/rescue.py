@@ -17,6 +17,7 @@ from flowledger.db import wake
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.backoff import backoff_ms
+from flowledger.ledger.fingerprint import fingerprint
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, AttemptStatus, JobStatus
 
 RESCUE_BATCH = 500
@@ -77,7 +78,13 @@ async def jobs_rescue(
         await conn.execute(
             update(executions)
             .where(executions.c.job_id == row.id, executions.c.status == "running")
-            .values(status=AttemptStatus.FAILED, finished_at=now, error=error, error_code=code)
+            .values(
+                status=AttemptStatus.FAILED,
+                finished_at=now,
+                error=error,
+                error_code=code,
+                error_fingerprint=fingerprint(error),
+            )
         )
         await conn.execute(
             update(jobs)
@@ -85,6 +92,7 @@ async def jobs_rescue(
             .values(
                 status=status,
                 last_error=error,
+                last_error_fingerprint=fingerprint(error),
                 **{"last_error_code": code, **values},
                 updated_at=now,
                 lease_token=None,

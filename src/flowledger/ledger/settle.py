@@ -27,6 +27,7 @@ from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.db.types import JsonType
 from flowledger.ledger.backoff import backoff_ms
+from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import ClaimedJob, Fence, Outcome, OutcomeKind
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, AttemptStatus, JobStatus
 
@@ -48,6 +49,7 @@ def _plan(
             "result": outcome.result,
             "last_error": None,
             "last_error_code": None,
+            "last_error_fingerprint": None,
         }
         status = AttemptStatus.SUCCEEDED if kind is OutcomeKind.SUCCESS else AttemptStatus.SKIPPED
         return values, status
@@ -56,7 +58,11 @@ def _plan(
             {"status": JobStatus.PENDING, "run_at": now, "attempts": max(attempts - 1, 0)},
             AttemptStatus.CANCELED,
         )
-    values = {"last_error": outcome.error, "last_error_code": outcome.error_code}
+    values = {
+        "last_error": outcome.error,
+        "last_error_code": outcome.error_code,
+        "last_error_fingerprint": fingerprint(outcome.error),
+    }
     if kind is OutcomeKind.UNCONFIRMED:
         values.update(status=JobStatus.DEAD, last_error_code=EXTERNAL_OUTCOME_UNCONFIRMED)
     elif kind is OutcomeKind.DEAD:
@@ -104,6 +110,7 @@ async def job_settle(
         "error": outcome.error,
         # the attempt keeps its own cause; the job may say "attempts_exhausted"
         "error_code": outcome.error_code if outcome.error else None,
+        "error_fingerprint": fingerprint(outcome.error),
     }
     if outcome.request is not None:
         attempt_values["request"] = outcome.request
@@ -180,6 +187,7 @@ def _success_statements(
         "status": JobStatus.SUCCEEDED,
         "last_error": None,
         "last_error_code": None,
+        "last_error_fingerprint": None,
         "updated_at": now,
         **_CLEAR_LEASE,
     }
