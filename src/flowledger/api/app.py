@@ -16,7 +16,15 @@ from fastapi.routing import APIRoute
 
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
-from flowledger.api.routers import definitions, instances, me, schedules, tasks
+from flowledger.api.routers import (
+    definitions,
+    instances,
+    job_actions,
+    jobs,
+    me,
+    schedules,
+    tasks,
+)
 from flowledger.api.schemas import ErrorPublic
 from flowledger.db.database import Database
 from flowledger.engine import Engine
@@ -38,7 +46,7 @@ def operation_id(route: APIRoute) -> str:
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, responses=_ERRORS)
-    for module in (definitions, instances, tasks, schedules, me):
+    for module in (definitions, instances, tasks, schedules, me, job_actions, jobs):
         router.include_router(module.router)
     return router
 

@@ -1,0 +1,60 @@
+"""The one filter over parent jobs shared by the job list, failure clusters,
+batch actions and conditional replay (SPEC L-24, L-25), applied to a
+SQLAlchemy select of ``workflow_jobs``. Tenant scope (A-3) is part of it:
+``tenants=None`` means every tenant (a caller who sees ``*``); otherwise only
+jobs of those tenants — jobs without a tenant (system jobs) are then hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, or_
+
+from flowledger.db.schema import workflow_jobs as jobs
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    types: tuple[str, ...] | None = None
+    statuses: tuple[str, ...] | None = None
+    instance_id: int | None = None
+    trace_id: str | None = None
+    keyword: str | None = None  # case-insensitive substring of the last error or the type
+    fingerprint: str | None = None  # one failure cluster
+    enqueued_before: datetime | None = None  # 入库时长: created at or before this time
+    enqueued_after: datetime | None = None
+    replay_batch_id: str | None = None
+    tenants: tuple[str, ...] | None = None
+
+    def apply(self, query: Any) -> Any:
+        if self.types:
+            query = query.where(jobs.c.type.in_(self.types))
+        if self.statuses:
+            query = query.where(jobs.c.status.in_(self.statuses))
+        if self.instance_id is not None:
+            query = query.where(jobs.c.instance_id == self.instance_id)
+        if self.trace_id:
+            query = query.where(jobs.c.trace_id == self.trace_id)
+        if self.fingerprint:
+            query = query.where(jobs.c.last_error_fingerprint == self.fingerprint)
+        if self.replay_batch_id:
+            query = query.where(jobs.c.replay_batch_id == self.replay_batch_id)
+        if self.enqueued_before is not None:
+            query = query.where(jobs.c.created_at <= self.enqueued_before)
+        if self.enqueued_after is not None:
+            query = query.where(jobs.c.created_at >= self.enqueued_after)
+        if self.keyword:
+            pattern = f"%{self.keyword.lower()}%"
+
+            query = query.where(
+                or_(
+                    func.lower(jobs.c.last_error).like(pattern),
+                    func.lower(jobs.c.type).like(pattern),
+                )
+            )
+        if self.tenants is not None:
+            query = query.where(jobs.c.tenant_id.in_(self.tenants))
+        return query
