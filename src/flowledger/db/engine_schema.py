@@ -19,14 +19,10 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from flowledger.db.schema import in_values as _in
 from flowledger.db.schema import metadata
 from flowledger.db.types import BigId, JsonType, UTCDateTime
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
-
-
-def _in(column: str, values: list[str]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
-
 
 workflow_definitions = Table(
     "workflow_definitions",

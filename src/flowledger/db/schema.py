@@ -35,7 +35,8 @@ NAMING = {
 metadata = MetaData(naming_convention=NAMING)
 
 
-def _in(column: str, values: list[str]) -> str:
+def in_values(column: str, values: list[str]) -> str:
+    """A CHECK constraint text: ``column IN ('a', 'b', …)``."""
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
@@ -77,7 +78,7 @@ workflow_jobs = Table(
     Column("replay_batch_id", String(32)),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    CheckConstraint(_in("status", [s.value for s in JobStatus]), name="status"),
+    CheckConstraint(in_values("status", [s.value for s in JobStatus]), name="status"),
     CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="attempts"),
     UniqueConstraint("idempotency_key"),
     # claim paths (SPEC L-7): priority order and earliest-due order, per pool
@@ -146,7 +147,7 @@ workflow_job_executions = Table(
     Column("error_code", String(64)),
     Column("error_fingerprint", String(16)),
     Column("side_effect_at", UTCDateTime),
-    CheckConstraint(_in("status", [s.value for s in AttemptStatus]), name="status"),
+    CheckConstraint(in_values("status", [s.value for s in AttemptStatus]), name="status"),
     Index("ix_workflow_job_executions_job", "job_id", "generation", "attempt"),
     Index("ix_workflow_job_executions_started", "started_at"),
 )
