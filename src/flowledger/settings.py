@@ -34,6 +34,14 @@ class Settings(BaseSettings):
     heartbeat_interval_s: float = Field(default=15.0, gt=0)
     drain_interval_s: float = Field(default=60.0, gt=0)
 
+    # outbound HTTP (SPEC X-4, L-16, L-17): FLOWLEDGER_OUTBOUND_ALLOW is a
+    # comma-separated allow-list of CIDRs (10.20.0.0/16) and host:port
+    # (127.0.0.1:8123, [::1]:8443, erp.internal:443) for on-premises targets
+    outbound_allow: str = ""
+    outbound_connect_timeout_s: float = Field(default=5.0, gt=0)
+    outbound_read_timeout_s: float = Field(default=15.0, gt=0)
+    outbound_max_body_bytes: int = Field(default=65_536, ge=0)
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

@@ -42,6 +42,13 @@ class JobContext:
         self.abort = asyncio.Event()
         self.abort_reason: str | None = None
         self.side_effect_marked = False
+        # the latest outbound request/response records (stored on the attempt row)
+        self.exchange: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
+
+    def record_exchange(
+        self, request: dict[str, Any] | None, response: dict[str, Any] | None
+    ) -> None:
+        self.exchange = (request, response)
 
     @property
     def payload(self) -> dict[str, Any]:

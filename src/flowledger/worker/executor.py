@@ -9,11 +9,16 @@ deadline abort → retry (or unconfirmed after a side-effect marker); any other
 exception → retry, except after a side-effect marker, where the outcome of the
 external write is unknown and the job goes to the unconfirmed dead letter.
 An unknown job type goes dead with a clear error; it never crashes the worker.
+
+Outbound calls leave their request and response records on the outcome, and
+so on the attempt row: those carried by the raised error, else the context's
+latest recorded exchange (``JobContext.exchange``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Any
 
@@ -59,7 +64,38 @@ def _result_outcome(result: Any) -> Outcome:
     return Outcome.success(result)
 
 
+def exchange_of(error: BaseException) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The ``.request`` / ``.response`` records an outbound error carries."""
+    try:  # httpx errors raise RuntimeError for an unset .request
+        request = getattr(error, "request", None)
+        response = getattr(error, "response", None)
+    except RuntimeError:
+        return None, None
+    return (
+        request if isinstance(request, dict) else None,
+        response if isinstance(response, dict) else None,
+    )
+
+
+def _with_exchange(
+    ctx: JobContext, outcome: Outcome | None, exc: BaseException | None = None
+) -> Outcome | None:
+    """``outcome`` with the request/response records of the job's outbound call."""
+    if outcome is None or outcome.request is not None or outcome.response is not None:
+        return outcome
+    request, response = exchange_of(exc) if exc is not None else (None, None)
+    if request is None and response is None:
+        request, response = ctx.exchange
+    if request is None and response is None:
+        return outcome
+    return dataclasses.replace(outcome, request=request, response=response)
+
+
 def _error_outcome(ctx: JobContext, exc: BaseException) -> Outcome | None:
+    return _with_exchange(ctx, _classify_error(ctx, exc), exc)
+
+
+def _classify_error(ctx: JobContext, exc: BaseException) -> Outcome | None:
     if isinstance(exc, LeaseLostError):
         return None
     if isinstance(exc, ExternalOutcomeUnconfirmed):
@@ -78,6 +114,10 @@ async def execute(
     ctx: JobContext, handler: Handler | None, *, abort_grace_s: float
 ) -> Outcome | None:
     """Run the handler; on abort give it ``abort_grace_s`` to return, then cancel it."""
+    return _with_exchange(ctx, await _run(ctx, handler, abort_grace_s=abort_grace_s))
+
+
+async def _run(ctx: JobContext, handler: Handler | None, *, abort_grace_s: float) -> Outcome | None:
     if handler is None:
         return Outcome.dead(
             f"no handler is registered for job type {ctx.job.type!r} in this worker "

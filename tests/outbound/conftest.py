@@ -1,0 +1,74 @@
+"""Fixtures of the outbound tests: real receivers on 127.0.0.1, the
+settings that allow-list exactly their ports, and guards proving that no
+socket is connected."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from flowledger.outbound.client import close_shared_client
+from flowledger.settings import Settings, get_settings
+from tests.outbound.receivers import Receiver
+
+READ_TIMEOUT_S = 0.5
+MAX_BODY_BYTES = 256
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    server = Receiver()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def other_receiver() -> AsyncIterator[Receiver]:
+    server = Receiver()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def outbound_env(
+    monkeypatch: pytest.MonkeyPatch, receiver: Receiver, other_receiver: Receiver
+) -> AsyncIterator[Settings]:
+    """Process settings allow-listing the two receivers' ports only, with a
+    short read timeout; the shared client is rebuilt from them."""
+    monkeypatch.setenv(
+        "FLOWLEDGER_OUTBOUND_ALLOW", f"{receiver.endpoint}, {other_receiver.endpoint}"
+    )
+    monkeypatch.setenv("FLOWLEDGER_OUTBOUND_READ_TIMEOUT_S", str(READ_TIMEOUT_S))
+    monkeypatch.setenv("FLOWLEDGER_OUTBOUND_CONNECT_TIMEOUT_S", "2")
+    monkeypatch.setenv("FLOWLEDGER_OUTBOUND_MAX_BODY_BYTES", str(MAX_BODY_BYTES))
+    get_settings.cache_clear()
+    await close_shared_client()
+    try:
+        yield get_settings()
+    finally:
+        await close_shared_client()
+        get_settings.cache_clear()
+
+
+@pytest.fixture
+def no_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Fail the test if any socket tries to connect or send a datagram."""
+    attempts: list[Any] = []
+
+    def refuse(self: socket.socket, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(args)
+        raise AssertionError(f"a socket tried to reach {args!r}")
+
+    for name in ("connect", "connect_ex", "sendto"):
+        monkeypatch.setattr(socket.socket, name, refuse)
+    yield attempts
+    assert attempts == []

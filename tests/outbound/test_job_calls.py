@@ -1,0 +1,239 @@
+"""Outbound calls from a job, through a real in-process Worker on both
+backends, against real receivers on 127.0.0.1 allow-listed for their ports
+only (SPEC L-16, L-17, X-4).
+
+The ``ot_http_call`` handler sends the call its payload describes with
+``call_from_job``. An unsafe POST: 2xx → succeeded with request and response
+on the attempt row; a clear 4xx → the normal failure (pending with backoff,
+``http_client_error``); 500 / 502 / 408 / 429 / a reset after the request was
+read / no response within the read timeout → dead
+``external_outcome_unconfirmed`` with exactly one request received. The same
+failures for an ``idempotent`` POST or a GET → retried (pending with backoff,
+``Retry-After`` honoured; one job per failure, run together). A 3xx is not
+followed. ``X-Idempotency-Key`` is stable across a manual retry with the same
+payload and new after a changed payload. A lost lease during an unsafe call
+ends, after the lease expires and the rescue runs, in the same L-17 dead
+letter. A target refused by the SSRF guard sends nothing and sets no marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from flowledger.clock import ManualClock
+from flowledger.db.database import Database
+from flowledger.ledger.control import job_retry
+from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.models import JobSpec
+from flowledger.ledger.rescue import jobs_rescue
+from flowledger.outbound.job_calls import OutboundRequest, call_from_job
+from flowledger.settings import Settings
+from flowledger.worker.context import AbortReason, JobContext
+from flowledger.worker.registry import register_handler
+from tests.integration.ledger_helpers import attempt_rows, job_row
+from tests.integration.worker_helpers import OUTBOUND, running_worker, wait_job, wait_until
+from tests.outbound.conftest import MAX_BODY_BYTES
+from tests.outbound.receivers import HANG, RESET, Receiver, Redirect
+
+CONTEXTS: dict[int, JobContext] = {}
+RAISED: dict[int, BaseException] = {}
+
+
+async def _http_call(ctx: JobContext) -> Any:
+    CONTEXTS[ctx.job.id] = ctx
+    p = ctx.payload
+    request = OutboundRequest(
+        p["method"], p["url"], p.get("headers", {}), p.get("body"), p.get("idempotent", False)
+    )
+    try:
+        result = await call_from_job(ctx, request)
+    except BaseException as exc:
+        RAISED[ctx.job.id] = exc
+        raise
+    return {"status": result.status, "body": result.json()}
+
+
+HTTP_CALL = register_handler("ot_http_call", _http_call, pool=OUTBOUND, max_attempts=3)
+
+
+async def add_call(db: Database, clock: ManualClock, **payload: Any) -> int:
+    async with db.begin() as conn:
+        spec = JobSpec(type=HTTP_CALL.job_type.name, payload=payload)
+        return (await enqueue(conn, spec, now=clock.now())).job_id
+
+
+def post(receiver: Receiver, **extra: Any) -> dict[str, Any]:
+    return {"method": "POST", "url": f"{receiver.url}/hook", "body": {"n": 1}, **extra}
+
+
+async def run_one(db: Database, clock: ManualClock, status: str, payload: dict[str, Any]) -> Any:
+    async with running_worker(db, clock):
+        job_id = await add_call(db, clock, **payload)
+        row = await wait_job(db, job_id, status)
+    (attempt,) = await attempt_rows(db, job_id)
+    return row, attempt
+
+
+async def test_success_records_request_and_response_L16_X4(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    payload = post(
+        receiver,
+        headers={"Authorization": "Bearer s3cret", "X-Idempotency-Key": "caller-chosen"},
+        body={"note": "x" * 1000},
+    )
+    row, attempt = await run_one(db, clock, "succeeded", payload)
+    assert row.result == {"status": 200, "body": {"ok": True}}
+    (received,) = receiver.requests
+    assert received.headers["x-idempotency-key"] == row.operation_key  # L-16
+    assert received.headers["authorization"] == "Bearer s3cret"
+    assert attempt.side_effect_at is not None  # L-17 marker before sending
+    request, response = attempt.request, attempt.response
+    assert (request["method"], request["url"]) == ("POST", f"{receiver.url}/hook")
+    assert request["headers"]["authorization"] == "[redacted]"
+    assert request["headers"]["x-idempotency-key"] == row.operation_key
+    assert request["body_truncated"] and request["body_bytes"] == len(received.body)
+    assert request["body"].endswith(f"first {MAX_BODY_BYTES} kept]")
+    assert (response["status"], response["body"]) == (200, '{"ok": true}')
+    assert response["headers"]["set-cookie"] == "[redacted]"
+    assert "s3cret" not in repr(attempt) and "receiver-secret" not in repr(attempt)
+
+
+@pytest.mark.parametrize("status", [400, 404])
+async def test_a_clear_4xx_is_a_normal_failure_L17(
+    status: int, db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    receiver.reply = status
+    row, attempt = await run_one(db, clock, "pending", post(receiver))
+    assert row.last_error_code == "http_client_error"
+    assert row.run_at == clock.now() + timedelta(seconds=30)
+    assert f"answered {status}" in row.last_error
+    assert attempt.response["status"] == status
+    assert len(receiver.requests) == 1
+
+
+UNKNOWN = [500, 502, 408, 429, RESET, HANG]
+
+
+@pytest.mark.parametrize("reply", UNKNOWN, ids=str)
+async def test_unknown_outcome_of_an_unsafe_write_is_dead_unconfirmed_L17(
+    reply: int | str, db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    receiver.reply = reply
+    row, attempt = await run_one(db, clock, "dead", post(receiver))
+    assert row.last_error_code == "external_outcome_unconfirmed"
+    assert len(receiver.requests) == 1  # exactly one request; never resent
+    assert attempt.side_effect_at is not None
+    assert attempt.request["method"] == "POST"
+    if isinstance(reply, int):
+        assert attempt.response["status"] == reply
+    else:
+        assert attempt.response["status"] is None
+        assert attempt.response["error"].startswith(
+            "ReadTimeout" if reply == HANG else ("ReadError", "RemoteProtocolError")
+        )
+
+
+@pytest.mark.parametrize("kind", ["idempotent_post", "get"])
+async def test_unknown_outcome_of_a_safe_call_is_retried_L17(
+    kind: str, db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    """One job per failure kind, run together by one worker."""
+    receiver.routes = {f"/{reply}": reply for reply in UNKNOWN}
+    method = "GET" if kind == "get" else "POST"
+    extra = {} if kind == "get" else {"idempotent": True, "body": {"n": 1}}
+    jobs: dict[int | str, int] = {}
+    async with running_worker(db, clock):
+        for reply in UNKNOWN:
+            payload = {"method": method, "url": f"{receiver.url}/{reply}", **extra}
+            jobs[reply] = await add_call(db, clock, **payload)
+        rows = {reply: await wait_job(db, job_id, "pending") for reply, job_id in jobs.items()}
+    for reply, row in rows.items():
+        assert row.last_error_code == "outbound_unavailable", reply
+        delay = 7 if reply == 429 else 30  # the receiver's Retry-After: 7
+        assert row.run_at == clock.now() + timedelta(seconds=delay), reply
+        (attempt,) = await attempt_rows(db, jobs[reply])
+        assert attempt.side_effect_at is None
+        assert attempt.request["method"] == method
+        assert attempt.response["status"] == (reply if isinstance(reply, int) else None)
+    assert sorted(r.path for r in receiver.requests) == sorted(f"/{reply}" for reply in UNKNOWN)
+
+
+@pytest.mark.parametrize("where", ["other_receiver", "metadata"])
+async def test_a_redirect_is_not_followed_X4(
+    where: str,
+    db: Database,
+    clock: ManualClock,
+    receiver: Receiver,
+    other_receiver: Receiver,
+    outbound_env: Settings,
+) -> None:
+    target = f"{other_receiver.url}/x" if where == "other_receiver" else "http://169.254.169.254/"
+    receiver.reply = Redirect(target)
+    row, attempt = await run_one(db, clock, "dead", post(receiver))
+    assert row.last_error_code == "outbound_redirect"
+    assert target in row.last_error
+    assert attempt.response["status"] == 302
+    assert len(receiver.requests) == 1
+    assert other_receiver.requests == []
+
+
+async def test_refused_target_sends_nothing_and_marks_nothing_X4(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    port = receiver.port + 1 if receiver.port < 65535 else receiver.port - 1
+    row, attempt = await run_one(db, clock, "dead", post(receiver, url=f"http://127.0.0.1:{port}/"))
+    assert row.last_error_code == "outbound_refused"
+    assert "loopback address and not allow-listed" in row.last_error
+    assert attempt.side_effect_at is None
+    assert attempt.request["url"] == f"http://127.0.0.1:{port}/"
+    assert receiver.requests == []
+
+
+async def test_idempotency_key_across_manual_retries_L16(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    receiver.reply = 500
+    async with running_worker(db, clock):
+        job_id = await add_call(db, clock, **post(receiver))
+        await wait_job(db, job_id, "dead")
+        async with db.begin() as conn:
+            await job_retry(conn, job_id, now=clock.now())
+        await wait_until(lambda: len(receiver.requests) == 2, what="the retried call")
+        await wait_job(db, job_id, "dead")
+        async with db.begin() as conn:
+            await job_retry(conn, job_id, now=clock.now(), payload=post(receiver, body={"n": 2}))
+        await wait_until(lambda: len(receiver.requests) == 3, what="the call with a new payload")
+        row = await wait_job(db, job_id, "dead")
+    first, same, changed = (r.headers["x-idempotency-key"] for r in receiver.requests)
+    assert first == same
+    assert changed != first and changed == row.operation_key
+    assert [r.body for r in receiver.requests] == [b'{"n":1}', b'{"n":1}', b'{"n":2}']
+
+
+async def test_lease_lost_during_an_unsafe_call_L17(
+    db: Database,
+    clock: ManualClock,
+    receiver: Receiver,
+    outbound_env: Settings,
+) -> None:
+    receiver.reply = HANG
+    async with running_worker(db, clock):
+        job_id = await add_call(db, clock, **post(receiver))
+        await wait_until(lambda: receiver.requests, what="the request to arrive")
+        CONTEXTS[job_id].fire_abort(AbortReason.LEASE_LOST)
+        await wait_until(lambda: job_id in RAISED, what="the call to give up")
+        await asyncio.sleep(0.05)
+        assert (await job_row(db, job_id)).status == "running"  # the executor wrote nothing
+    assert type(RAISED[job_id]).__name__ == "CallUnconfirmed"
+    assert "aborted during the call (lease_lost)" in str(RAISED[job_id])
+    clock.advance(seconds=300)
+    async with db.begin() as conn:
+        await jobs_rescue(conn, now=clock.now())
+    row = await job_row(db, job_id)
+    assert (row.status, row.last_error_code) == ("dead", "external_outcome_unconfirmed")
+    assert len(receiver.requests) == 1

@@ -1,0 +1,152 @@
+"""``call_from_job`` without a database: a stand-in job context and a network
+backend that never leaves the process. Covers what the worker tests do not:
+a call that was never sent (connection refused) is retried even for an unsafe
+write; an abort during the call; body encodings; the records carried by the
+errors and remembered for the executor."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from flowledger.errors import ExternalOutcomeUnconfirmed, RetryableError
+from flowledger.outbound.client import OutboundClient
+from flowledger.outbound.job_calls import (
+    CallFailed,
+    CallUnconfirmed,
+    OutboundRequest,
+    call_from_job,
+)
+from flowledger.outbound.records import recorded_exchange
+from flowledger.outbound.ssrf import OutboundRefused
+from flowledger.settings import Settings
+from flowledger.worker.context import AbortReason
+from tests.integration.worker_helpers import wait_until
+from tests.outbound.fakes import RecordingBackend
+from tests.outbound.receivers import HANG, Receiver
+
+
+class FakeJob:
+    id = 1
+
+
+class FakeContext:
+    """What ``call_from_job`` uses of a JobContext."""
+
+    def __init__(self) -> None:
+        self.job = FakeJob()
+        self.idempotency_key = "op-key-1"
+        self.abort = asyncio.Event()
+        self.abort_reason: str | None = None
+        self.marked = 0
+        self.exchange: tuple[Any, Any] = (None, None)
+
+    def record_exchange(self, request: Any, response: Any) -> None:
+        self.exchange = (request, response)
+
+    @property
+    def aborted(self) -> bool:
+        return self.abort.is_set()
+
+    def fire_abort(self, reason: str) -> None:
+        self.abort_reason = reason
+        self.abort.set()
+
+    async def mark_side_effect(self) -> None:
+        self.marked += 1
+
+
+@pytest.fixture
+async def fake_net() -> Any:
+    backend = RecordingBackend()
+    client = OutboundClient(Settings(outbound_allow="10.0.0.0/8"), network_backend=backend)
+    yield backend, client
+    await client.aclose()
+
+
+async def test_not_connected_is_retried_even_for_an_unsafe_write_L17() -> None:
+    backend = RecordingBackend(fail=True)
+    client = OutboundClient(Settings(outbound_allow="10.0.0.0/8"), network_backend=backend)
+    ctx = FakeContext()
+    try:
+        with pytest.raises(CallFailed) as info:
+            await call_from_job(ctx, OutboundRequest("POST", "http://10.0.0.5/x"), client=client)
+    finally:
+        await client.aclose()
+    error = info.value
+    assert isinstance(error, RetryableError) and "was not sent" in str(error)
+    assert ctx.marked == 1 and backend.connects == [("10.0.0.5", 80)]
+    assert error.request is not None and error.request["address"] == "10.0.0.5"
+    assert error.response is not None and error.response["status"] is None
+    assert recorded_exchange(ctx) == (error.request, error.response)
+
+
+async def test_refused_target_marks_nothing_and_carries_the_request_X4(fake_net: Any) -> None:
+    backend, client = fake_net
+    ctx = FakeContext()
+    request = OutboundRequest("POST", "http://169.254.169.254/latest", {"Authorization": "x"})
+    with pytest.raises(OutboundRefused) as info:
+        await call_from_job(ctx, request, client=client)
+    assert ctx.marked == 0 and backend.connects == []
+    assert info.value.request is not None
+    assert info.value.request["headers"]["authorization"] == "[redacted]"
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "sent"),
+    [
+        ({"a": [1, "é"]}, "application/json", '{"a":[1,"é"]}'.encode()),
+        ("plain é", "text/plain; charset=utf-8", "plain é".encode()),
+        (b"\x00\x01", None, b"\x00\x01"),
+    ],
+)
+async def test_body_encodings_and_the_idempotency_header_L16(
+    body: Any, content_type: str | None, sent: bytes, fake_net: Any
+) -> None:
+    backend, client = fake_net
+    ctx = FakeContext()
+    headers = {"x-idempotency-key": "mine"}
+    result = await call_from_job(
+        ctx,
+        OutboundRequest("PUT", "http://10.0.0.5/r", headers, body, idempotent=True),
+        client=client,
+    )
+    assert result.status == 200 and result.text() == "ok" and ctx.marked == 0
+    head, _, payload = backend.written.partition(b"\r\n\r\n")
+    assert payload == sent
+    assert b"X-Idempotency-Key: op-key-1\r\n" in head and b"mine" not in head
+    if content_type:
+        assert f"Content-Type: {content_type}\r\n".encode() in head
+
+
+@pytest.mark.parametrize(
+    ("reason", "unsafe"),
+    [(AbortReason.DEADLINE, True), (AbortReason.LEASE_LOST, True), (AbortReason.SHUTDOWN, False)],
+)
+async def test_an_abort_during_the_call_L17(reason: str, unsafe: bool, receiver: Receiver) -> None:
+    receiver.reply = HANG
+    client = OutboundClient(Settings(outbound_allow=receiver.endpoint))
+    ctx = FakeContext()
+    request = OutboundRequest("POST" if unsafe else "GET", receiver.url)
+    call = asyncio.ensure_future(call_from_job(ctx, request, client=client))
+    try:
+        await wait_until(lambda: receiver.requests, what="the request to arrive")
+        ctx.fire_abort(reason)
+        with pytest.raises((CallUnconfirmed, CallFailed)) as info:
+            await asyncio.wait_for(call, 5)
+    finally:
+        await client.aclose()
+    assert isinstance(info.value, ExternalOutcomeUnconfirmed) == unsafe
+    assert f"aborted during the call ({reason})" in str(info.value)
+    assert len(receiver.requests) == 1
+
+
+async def test_an_aborted_job_sends_nothing(fake_net: Any) -> None:
+    backend, client = fake_net
+    ctx = FakeContext()
+    ctx.fire_abort(AbortReason.SHUTDOWN)
+    with pytest.raises(CallFailed, match="not sent"):
+        await call_from_job(ctx, OutboundRequest("POST", "http://10.0.0.5/"), client=client)
+    assert ctx.marked == 0 and backend.connects == []
