@@ -16,7 +16,15 @@ from flowledger.api.permissions import INSTANCE_MONITOR, TASK_ACT
 from flowledger.db.engine_schema import api_tokens
 from tests.api.conftest import Api
 
-PARAMS = {"instanceId": "1", "taskId": "1", "scheduleId": "1", "key": "leave", "version": "1"}
+PARAMS = {
+    "instanceId": "1",
+    "taskId": "1",
+    "scheduleId": "1",
+    "key": "leave",
+    "version": "1",
+    "jobId": "1",
+    "traceId": "t-1",
+}
 
 
 async def _operations(api: Api) -> list[tuple[str, str]]:

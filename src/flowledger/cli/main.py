@@ -5,7 +5,8 @@ layers; no logic lives here.
   ``FLOWLEDGER_DATABASE_URL`` says otherwise): migrate, first-start admin
   token, demo data on an empty database, then API + worker + system tasks.
 - ``serve``: the API only. ``worker``: the worker role only.
-- ``migrate``, ``demo``, ``token create``, ``definitions …``, ``instances …``.
+- ``migrate``, ``demo``, ``token create``, ``definitions …``, ``instances …``,
+  ``jobs …`` (job ledger operations).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import typer
 from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
+from flowledger.cli.jobs import jobs_app
 from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
 from flowledger.cli.serve import serve_api
 from flowledger.db.migrate import current_revision, upgrade
@@ -31,6 +33,7 @@ app = typer.Typer(no_args_is_help=True, help="flowledger: workflows on a durable
 app.add_typer(definitions_app, name="definitions")
 app.add_typer(instances_app, name="instances")
 app.add_typer(token_app, name="token")
+app.add_typer(jobs_app, name="jobs")
 app.command()(demo)
 
 ImportOpt = Annotated[

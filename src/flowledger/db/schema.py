@@ -42,6 +42,7 @@ def in_values(column: str, values: list[str]) -> str:
 
 _PENDING = text("status = 'pending'")
 _RUNNING = text("status = 'running'")
+_DEAD_OR_FAILED = text("status IN ('dead', 'failed')")
 
 workflow_jobs = Table(
     "workflow_jobs",
@@ -99,10 +100,12 @@ workflow_jobs = Table(
         postgresql_where=_PENDING,
         sqlite_where=_PENDING,
     ),
-    # drain / stuck detection (SPEC L-20, L-23)
+    # drain / stuck detection (SPEC L-20, L-23); the deadline is carried so
+    # "lease missing/expired or deadline reached" is an index-only count
     Index(
         "ix_workflow_jobs_running_lease",
         "lease_until",
+        postgresql_include=["execution_deadline"],
         postgresql_where=_RUNNING,
         sqlite_where=_RUNNING,
     ),
@@ -110,13 +113,28 @@ workflow_jobs = Table(
     Index("ix_workflow_jobs_instance", "instance_id", "status"),
     Index("ix_workflow_jobs_trace", "trace_id"),
     Index("ix_workflow_jobs_status_type", "status", "type"),
-    # failure clusters (SPEC L-24): dead/failed jobs by error fingerprint
+    # failure clusters (SPEC L-24) and fingerprint filters: dead/failed jobs by
+    # error fingerprint, newest first; the included columns make the group-by
+    # of every clustering (reason, type, instance, trace), tenant-scoped or not,
+    # index-only
     Index(
-        "ix_workflow_jobs_failure_fingerprint",
+        "ix_workflow_jobs_failure_clusters",
         "last_error_fingerprint",
-        "status",
-        postgresql_where=text("status IN ('dead', 'failed')"),
-        sqlite_where=text("status IN ('dead', 'failed')"),
+        "updated_at",
+        "id",
+        postgresql_include=["status", "type", "instance_id", "trace_id", "tenant_id"],
+        postgresql_where=_DEAD_OR_FAILED,
+        sqlite_where=_DEAD_OR_FAILED,
+    ),
+    # …and the newest members of a job-type cluster
+    Index(
+        "ix_workflow_jobs_failure_types",
+        "type",
+        "updated_at",
+        "id",
+        postgresql_include=["status", "tenant_id"],
+        postgresql_where=_DEAD_OR_FAILED,
+        sqlite_where=_DEAD_OR_FAILED,
     ),
     Index(
         "ix_workflow_jobs_replay_batch",
