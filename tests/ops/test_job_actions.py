@@ -260,3 +260,36 @@ async def test_batches_refuse_bad_input(db: Database, clock: ManualClock) -> Non
         assert caught.value.field == field
     with pytest.raises(FlowledgerError, match="at most 500"):
         await batch_skip(db, range(1, 502), now=clock.now())
+
+
+async def test_retry_waits_for_a_suspended_instance_L18_L24(
+    db: Database, clock: ManualClock
+) -> None:
+    """A dead delay_wake of a suspended instance made pending would run against
+    the suspended instance and be skipped — its delay lost. Resume first."""
+    from flowledger.engine import Engine
+    from tests.integration.engine_helpers import definition
+    from tests.integration.engine_helpers import jobs as instance_jobs
+
+    engine = Engine(db, clock)
+    nodes = [
+        {"key": "start", "type": "start"},
+        {"key": "wait", "type": "delay", "duration": "PT1H"},
+        {"key": "end", "type": "end"},
+    ]
+    await engine.deploy(definition("d", nodes, [("start", "wait"), ("wait", "end")]), actor="a")
+    iid = await engine.start("d", form={}, initiator="u")
+    [job] = await instance_jobs(db, iid, type="delay_wake")
+    async with db.begin() as conn:  # as if its attempts were exhausted
+        from sqlalchemy import update
+
+        await conn.execute(update(jobs).where(jobs.c.id == job["id"]).values(status="dead"))
+    await engine.suspend(iid, actor="admin")
+    with pytest.raises(InvalidStateError) as info:
+        await retry_job(db, job["id"], now=clock.now())
+    assert "resume the instance" in info.value.message
+    result = await batch_retry(db, [job["id"]], now=clock.now())
+    assert (result.submitted, result.skipped) == (0, 1)
+    await engine.resume(iid, actor="admin")
+    state = await retry_job(db, job["id"], now=clock.now())
+    assert state["status"] == "pending"

@@ -183,7 +183,7 @@ async def test_a_crash_midway_leaves_only_whole_chunks(
     db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = await dead_jobs(db, clock.now(), 250)
-    real_retry = job_replay.job_retry
+    real_retry = job_replay.retry_checked
     calls = 0
 
     async def crashing_retry(*args: Any, **kw: Any) -> None:
@@ -193,7 +193,7 @@ async def test_a_crash_midway_leaves_only_whole_chunks(
             raise RuntimeError("the process died")
         await real_retry(*args, **kw)
 
-    monkeypatch.setattr(job_replay, "job_retry", crashing_retry)
+    monkeypatch.setattr(job_replay, "retry_checked", crashing_retry)
     with pytest.raises(RuntimeError, match="the process died"):
         await replay(db, JobFilter(), now=clock.now())
     after = await rows(db, ids)

@@ -25,6 +25,7 @@ from flowledger.cli.serve import serve_api
 from flowledger.db.migrate import current_revision, upgrade
 from flowledger.errors import FlowledgerError
 from flowledger.handlers.services import engine_services
+from flowledger.outbound.client import close_shared_client
 from flowledger.settings import get_settings
 from flowledger.worker.registry import import_handler_modules
 from flowledger.worker.worker import Worker, WorkerConfig
@@ -85,6 +86,7 @@ def worker(
         try:
             await Worker(db, config, extra_services=engine_services).run(stop_on_signals())
         finally:
+            await close_shared_client()
             await db.dispose()
 
     run_async(main)
@@ -138,10 +140,13 @@ def run(
                 )
                 print(token, flush=True)
             stop = stop_on_signals()
-            await asyncio.gather(
-                serve_api(db, engine, host=host, port=port, stop=stop),
-                Worker(db, config, extra_services=engine_services).run(stop),
-            )
+            try:
+                await asyncio.gather(
+                    serve_api(db, engine, host=host, port=port, stop=stop),
+                    Worker(db, config, extra_services=engine_services).run(stop),
+                )
+            finally:
+                await close_shared_client()
 
     run_async(main)
 

@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import InvalidStateError, NotFoundError
-from flowledger.ledger.control import job_cancel, job_retry
+from flowledger.ledger.control import job_cancel
 from flowledger.ops.job_batching import (
     DEFAULT_RATE,
     SUBMITTED,
@@ -53,6 +53,7 @@ from flowledger.ops.job_batching import (
     new_batch_id,
     not_found_item,
     refused_item,
+    retry_checked,
     scope,
     staggered_run_at,
     stamp_batch,
@@ -126,7 +127,7 @@ async def retry_job(
     new operationKey. Returns the job's state after the retry."""
     async with db.begin() as conn:
         await _lock_visible(conn, job_id, tenants)
-        await job_retry(conn, job_id, now=now, payload=payload)
+        await retry_checked(conn, job_id, now=now, payload=payload)
         await stamp_batch(conn, [job_id], None)
         return await _state(conn, job_id)
 
@@ -203,7 +204,7 @@ async def batch_retry(
     batch_id = replay_batch_id or new_batch_id()
 
     async def retry(conn: AsyncConnection, job_id: int, k: int) -> None:
-        await job_retry(conn, job_id, now=now, run_at=staggered_run_at(now, k, rate))
+        await retry_checked(conn, job_id, now=now, run_at=staggered_run_at(now, k, rate))
 
     wanted, matched, items = await _each(db, ids, tenants, retry, batch_id=batch_id)
     submitted = sum(1 for item in items if item.outcome == SUBMITTED)

@@ -32,6 +32,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError, InvalidStateError
+from flowledger.ledger.control import job_retry
+from flowledger.ledger.types import PAUSABLE_TYPES
 from flowledger.ops.job_filters import JobFilter
 
 MAX_BATCH_IDS = 500
@@ -160,3 +162,31 @@ def not_found_item(job_id: int) -> ItemOutcome:
 def refused_item(job_id: int, exc: InvalidStateError) -> ItemOutcome:
     status = exc.details.get("status")
     return ItemOutcome(job_id, SKIPPED, exc.message, exc.code, None if status is None else status)
+
+
+async def retry_checked(
+    conn: AsyncConnection,
+    job_id: int,
+    *,
+    now: datetime,
+    payload: dict[str, Any] | None = None,
+    run_at: datetime | None = None,
+) -> None:
+    """The ledger's manual retry, refused for a pausable job (L-18) whose
+    instance is suspended: made pending now, it would run against the
+    suspended instance, be skipped, and the wait it stands for would be lost.
+    Callers hold the instance and job locks."""
+    row = (
+        await conn.execute(
+            select(jobs.c.type, instances.c.status)
+            .select_from(jobs.outerjoin(instances, instances.c.id == jobs.c.instance_id))
+            .where(jobs.c.id == job_id)
+        )
+    ).first()
+    if row is not None and row.type in PAUSABLE_TYPES and row.status == "suspended":
+        raise InvalidStateError(
+            f"job {job_id} belongs to a suspended instance; resume the instance first",
+            field="status",
+            status="suspended",
+        )
+    await job_retry(conn, job_id, now=now, payload=payload, run_at=run_at)

@@ -32,7 +32,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError, InvalidStateError
-from flowledger.ledger.control import job_retry
 from flowledger.ops.job_batching import (
     CHUNK_SIZE,
     DEFAULT_RATE,
@@ -45,6 +44,7 @@ from flowledger.ops.job_batching import (
     lock_jobs,
     new_batch_id,
     refused_item,
+    retry_checked,
     scope,
     staggered_run_at,
     stamp_batch,
@@ -154,7 +154,7 @@ async def replay(
             for row in rows:
                 try:
                     run_at = staggered_run_at(now, submitted + len(done), rate)
-                    await job_retry(conn, row.id, now=now, run_at=run_at)
+                    await retry_checked(conn, row.id, now=now, run_at=run_at)
                 except InvalidStateError as exc:
                     items.append(refused_item(row.id, exc))
                     continue
