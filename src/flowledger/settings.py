@@ -42,6 +42,17 @@ class Settings(BaseSettings):
     outbound_read_timeout_s: float = Field(default=15.0, gt=0)
     outbound_max_body_bytes: int = Field(default=65_536, ge=0)
 
+    # notifications (SPEC X-7): SMTP for email, an HTTP gateway for SMS
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = Field(default=25, ge=1, le=65_535)
+    smtp_username: str = ""
+    smtp_password: str = ""
+    smtp_from: str = "flowledger@localhost"
+    smtp_starttls: bool = False
+    smtp_timeout_s: float = Field(default=10, gt=0)
+    sms_gateway_url: str = ""
+    sms_gateway_token: str = ""
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

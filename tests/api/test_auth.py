@@ -24,6 +24,7 @@ PARAMS = {
     "version": "1",
     "jobId": "1",
     "traceId": "t-1",
+    "messageId": "1",
 }
 
 

@@ -22,6 +22,7 @@ from flowledger.api.routers import (
     job_actions,
     jobs,
     me,
+    messages,
     schedules,
     tasks,
 )
@@ -46,7 +47,7 @@ def operation_id(route: APIRoute) -> str:
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, responses=_ERRORS)
-    for module in (definitions, instances, tasks, schedules, me, job_actions, jobs):
+    for module in (definitions, instances, tasks, schedules, me, messages, job_actions, jobs):
         router.include_router(module.router)
     return router
 

@@ -1,8 +1,8 @@
 """The declared schema of the process engine and the API: definitions and
 their immutable versions, instances with their frozen snapshot, tokens, fork
 frames, tasks, comments, form-write history, the engine trace, the event
-outbox, schedules, users, API tokens and the operation audit. Table and index
-definitions only."""
+outbox, schedules, users, API tokens, the operation audit and in-app
+messages. Table and index definitions only."""
 
 from __future__ import annotations
 
@@ -252,4 +252,19 @@ operation_audit = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_operation_audit_target", "target_type", "target_id"),
     Index("ix_operation_audit_created", "created_at"),
+)
+
+workflow_messages = Table(
+    "workflow_messages",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("tenant_id", String(64), nullable=False),
+    Column("recipient", String(128), nullable=False),
+    Column("title", String(255), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("link", String(1024)),
+    Column("kind", String(32), nullable=False),
+    Column("read_at", UTCDateTime),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_workflow_messages_recipient", "recipient", "read_at", "id"),
 )
