@@ -181,3 +181,30 @@ async def test_rolled_back_enqueue_never_wakes_the_worker_L8(
         finally:
             await watch.close()
             db.hub.unsubscribe(LEDGER, probe)
+
+
+async def test_a_job_due_later_starts_on_time_not_at_the_next_poll_L6(db: Database) -> None:
+    """With a 30 s poll and no hint, a job enqueued due in 0.4 s starts when it
+    falls due (the pool sleeps until the earliest due time), never early."""
+    from datetime import timedelta
+
+    from flowledger.clock import SystemClock
+    from tests.integration.ledger_helpers import attempt_rows
+
+    clock = SystemClock()
+    async with running_worker(
+        db,
+        clock,
+        poll_interval_s=30.0,
+        run_drain=False,
+        listen=False,
+    ) as run:
+        await wait_until(
+            lambda: all(p.claims >= 1 for p in run.worker.pools), what="the first claims"
+        )
+        enqueued_at = clock.now()
+        job_id = await add_scripted(db, clock, done, delay_ms=400)
+        await wait_job(db, job_id, "succeeded", within=3.0)
+    (attempt,) = await attempt_rows(db, job_id)
+    assert attempt.started_at >= enqueued_at + timedelta(milliseconds=400)
+    assert attempt.started_at <= enqueued_at + timedelta(milliseconds=1500)

@@ -6,9 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import func, select
+
 from flowledger.db.claim import claim_rows
 from flowledger.db.database import Database
 from flowledger.db.pg_hotpath import PgHotPath
+from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.models import ClaimedJob
 
 DEFAULT_LEASE_MS = 60_000
@@ -69,3 +72,17 @@ async def jobs_claim(
             conn, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
         )
     return [_to_claimed(row) for row in rows]
+
+
+async def jobs_next_due(db: Database, *, pool: str) -> datetime | None:
+    """When the earliest pending job of ``pool`` falls due (None when none is
+    pending); served by the partial index ``ix_workflow_jobs_claim_due``."""
+    async with db.read() as conn:
+        due: datetime | None = (
+            await conn.execute(
+                select(func.min(jobs.c.run_at)).where(
+                    jobs.c.pool == pool, jobs.c.status == "pending"
+                )
+            )
+        ).scalar_one_or_none()
+    return due

@@ -1,7 +1,8 @@
 """One execution pool of a worker process (SPEC L-6, L-7): a number of slots;
 it claims only when a slot is free, as many jobs as there are free slots,
-refills as soon as a slot frees, and otherwise sleeps until a wake hint or
-the poll interval (2 s). Every fourth claim orders by earliest due."""
+refills as soon as a slot frees, and otherwise sleeps until a wake hint, the
+earliest pending job's due time, or the poll interval (2 s), whichever is
+first. Every fourth claim orders by earliest due."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import structlog
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
-from flowledger.ledger.claim import claim_order, jobs_claim
+from flowledger.ledger.claim import claim_order, jobs_claim, jobs_next_due
 from flowledger.ledger.models import ClaimedJob
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
@@ -21,6 +22,8 @@ from flowledger.worker.registry import get_handler
 from flowledger.worker.settler import Settler
 
 log = structlog.get_logger("flowledger.worker")
+
+MIN_WAIT_S = 0.01  # never spin faster than this on a due-but-locked job
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,16 @@ class PoolRunner:
             while not stop_claiming.is_set():
                 self.poke.clear()
                 free = self.config.slots - self.busy
+                wait_s = self.config.poll_interval_s
                 if free > 0 and self.settler.backlog < self.config.slots * 4:
                     claimed = await self._claim(free)
                     for job in claimed:
                         self._spawn(job)
                     if claimed and len(claimed) == free:
                         continue  # saturated: take the next batch as soon as slots free
+                    wait_s = await self._until_next_due(wait_s)
                 try:
-                    async with asyncio.timeout(self.config.poll_interval_s):
+                    async with asyncio.timeout(wait_s):
                         await self.poke.wait()
                 except TimeoutError:
                     pass
@@ -65,6 +70,19 @@ class PoolRunner:
             self.db.hub.unsubscribe(self.config.name, self.poke)
             if self.hot is not None:
                 await self.hot.close()
+
+    async def _until_next_due(self, cap_s: float) -> float:
+        """Seconds until the pool's earliest pending job falls due (at most
+        ``cap_s``): a delay or a staggered replay starts on time, not at the
+        next poll."""
+        try:
+            due = await jobs_next_due(self.db, pool=self.config.name)
+        except Exception as exc:
+            log.warning("next_due_failed", pool=self.config.name, error=str(exc))
+            return cap_s
+        if due is None:
+            return cap_s
+        return min(cap_s, max(MIN_WAIT_S, (due - self.clock.now()).total_seconds()))
 
     def wake(self) -> None:
         self.poke.set()
