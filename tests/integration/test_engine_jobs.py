@@ -231,7 +231,9 @@ async def test_schedule_launches_once_with_two_planners_E9(
         definition("s", [START, approval("one", "al"), END], [("start", "one"), ("one", "end")]),
         actor="a",
     )
-    await engine.create_schedule(definition_key="s", cron="0 * * * *", form={}, initiator="bot")
+    schedule_id = await engine.create_schedule(
+        definition_key="s", cron="0 * * * *", form={}, initiator="bot"
+    )
     clock.advance(seconds=3600)
     other_db = Database(db_url)
     try:
@@ -248,7 +250,6 @@ async def test_schedule_launches_once_with_two_planners_E9(
 
         count = (await conn.execute(select(func.count()).select_from(wi))).scalar_one()
     assert count == 1
-    schedule_id = 1
     await engine.launch_schedule(schedule_id)
     assert await run_due_jobs(db, clock) == 1
     async with db.read() as conn:

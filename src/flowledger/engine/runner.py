@@ -17,7 +17,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from flowledger.definitions.expressions import ExpressionError, compile_condition
+from flowledger.definitions.expressions import (
+    ExpressionError,
+    compile_condition,
+    evaluate_value,
+)
 from flowledger.definitions.model import Edge, Node
 from flowledger.engine import lifecycle
 from flowledger.engine.errors import EngineError
@@ -159,8 +163,6 @@ def _delay_due(step: Step, node: Node) -> datetime:
     assert node.until is not None
     text = node.until
     if text.startswith("form."):
-        from flowledger.definitions.expressions import evaluate_value
-
         text = str(evaluate_value(text, step.form, None))
     due = datetime.fromisoformat(text)
     return due if due.tzinfo else due.replace(tzinfo=step.now.tzinfo)

@@ -5,7 +5,7 @@ first, jobs after)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +32,6 @@ class Step:
     instance: dict[str, Any]
     defn: ProcessDefinition
     finished: bool = False
-    changed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def instance_id(self) -> int:
