@@ -53,6 +53,22 @@ class Settings(BaseSettings):
     sms_gateway_url: str = ""
     sms_gateway_token: str = ""
 
+    # secrets at rest (connector credentials, webhook secrets): a Fernet key
+    # (urlsafe base64 of 32 bytes). When unset, the key is read from
+    # ``secret_key_file``, which is created (mode 0600) on first use.
+    secret_key: str = ""
+    secret_key_file: str = "./flowledger.key"
+    # HMAC secret that external systems use to sign their callbacks
+    # (POST /callbacks/trigger/{jobId}, /callbacks/external/{taskId}); callbacks
+    # are refused while it is empty
+    callback_secret: str = ""
+    # how old a signed timestamp may be (callbacks and webhook receivers)
+    signature_tolerance_s: int = Field(default=300, ge=1)
+
+    # compensation ticket attachments (SPEC C-9)
+    attachments_dir: str = "./flowledger-attachments"
+    attachment_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1)
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

@@ -17,6 +17,10 @@ from fastapi.routing import APIRoute
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
 from flowledger.api.routers import (
+    automation,
+    callbacks,
+    compensation,
+    connectors,
     definitions,
     instances,
     job_actions,
@@ -24,6 +28,7 @@ from flowledger.api.routers import (
     me,
     messages,
     schedules,
+    subscriptions,
     tasks,
 )
 from flowledger.api.schemas import ErrorPublic
@@ -47,7 +52,21 @@ def operation_id(route: APIRoute) -> str:
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, responses=_ERRORS)
-    for module in (definitions, instances, tasks, schedules, me, messages, job_actions, jobs):
+    for module in (
+        definitions,
+        instances,
+        tasks,
+        schedules,
+        me,
+        messages,
+        job_actions,
+        jobs,
+        connectors,
+        subscriptions,
+        automation,
+        callbacks,
+        compensation,
+    ):
         router.include_router(module.router)
     return router
 

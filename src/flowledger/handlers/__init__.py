@@ -2,6 +2,6 @@
 this package registers them with the worker's handler registry; ``flowledger
 worker`` and ``flowledger run`` import it."""
 
-from flowledger.handlers import engine_jobs
+from flowledger.handlers import compensation_jobs, engine_jobs, event_jobs, outbound_jobs
 
-__all__ = ["engine_jobs"]
+__all__ = ["compensation_jobs", "engine_jobs", "event_jobs", "outbound_jobs"]

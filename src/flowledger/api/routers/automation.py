@@ -1,0 +1,7 @@
+"""Automation rules (SPEC X-6): CRUD."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(prefix="/automation-rules", tags=["automation"])
