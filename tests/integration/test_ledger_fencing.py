@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
@@ -21,6 +22,7 @@ from flowledger.errors import LeaseLostError
 from flowledger.ledger.control import job_cancel
 from flowledger.ledger.fencing import job_lock_fenced, job_mark_side_effect, jobs_renew_leases
 from flowledger.ledger.models import ClaimedJob, Fence, Outcome
+from flowledger.worker.context import JobContext
 from tests.integration.ledger_helpers import (
     add_job,
     attempt_rows,
@@ -206,3 +208,45 @@ async def test_side_effect_marker_is_cleared_by_the_next_claim_L17(
     report = await rescue(db, clock.now())
     assert (report.retried, report.dead) == ([again.id], [])
     assert (await job_row(db, job_id)).last_error_code == "lease_expired"
+
+
+async def test_a_receipt_after_the_marker_confirms_the_write_L17_L14(
+    db: Database, clock: ManualClock
+) -> None:
+    # mark → send → the confirmed result committed as a step receipt → the
+    # executor dies before settling: the drain retries (the re-run reuses the
+    # receipt) instead of dead-lettering a write whose outcome is known
+    job_id = await add_job(db, clock.now())
+    job = await claim_one(db, clock.now())
+    ctx = JobContext(job, db, clock)
+    await ctx.mark_side_effect()
+    assert (await job_row(db, job_id)).side_effect_at is not None
+
+    async def record(conn: AsyncConnection) -> dict[str, int]:
+        return {"status": 201}
+
+    assert await ctx.step("http_result", record) == {"status": 201}
+    assert ctx.side_effect_marked is False
+    assert (await job_row(db, job_id)).side_effect_at is None
+    (attempt,) = await attempt_rows(db, job_id)
+    assert attempt.side_effect_at is not None  # the attempt keeps its history
+    clock.advance(seconds=61)
+    report = await rescue(db, clock.now())
+    assert (report.retried, report.dead) == ([job_id], [])
+
+
+async def test_a_step_without_a_marker_leaves_side_effects_alone_L17(
+    db: Database, clock: ManualClock
+) -> None:
+    job_id = await add_job(db, clock.now())
+    job = await claim_one(db, clock.now())
+    ctx = JobContext(job, db, clock)
+
+    async def record(conn: AsyncConnection) -> int:
+        return 1
+
+    await ctx.step("internal", record)
+    await ctx.mark_side_effect()  # a later unsafe write, never confirmed
+    clock.advance(seconds=61)
+    report = await rescue(db, clock.now())
+    assert (report.dead, report.retried) == ([job_id], [])

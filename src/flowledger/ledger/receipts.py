@@ -2,6 +2,12 @@
 receipt in ``workflow_job_effects`` commit in one fenced transaction; a retry
 of the same operation finds the committed receipt and reuses its result
 instead of writing again. Receipts are unique per operationKey + stepKey.
+
+A receipt written after an unsafe external write was marked (L-17) records
+that write's outcome: with ``confirm_side_effect`` the same transaction
+clears the job's side-effect marker, so a crash between this commit and
+settlement retries the job (which then reuses the receipt) instead of
+dead-lettering it as ``external_outcome_unconfirmed``.
 """
 
 from __future__ import annotations
@@ -10,11 +16,12 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_effects as effects
+from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.fencing import job_lock_fenced
 from flowledger.ledger.models import Fence
 
@@ -43,6 +50,7 @@ async def run_step(
     *,
     now: Callable[[], datetime],
     lock_first: Callable[[AsyncConnection], Awaitable[None]] | None = None,
+    confirm_side_effect: bool = False,
 ) -> Any:
     """Run ``fn(conn)`` once per operation: in one transaction, lock (the
     caller's instance row via ``lock_first``, then) the job row fenced,
@@ -67,6 +75,10 @@ async def run_step(
                 created_at=now(),
             )
         )
+        if confirm_side_effect:
+            await conn.execute(
+                update(jobs).where(jobs.c.id == fence.job_id).values(side_effect_at=None)
+            )
         # "check before and after writing" (L-13): the row lock held since the
         # first check makes a second check redundant within this transaction.
         return result

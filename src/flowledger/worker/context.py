@@ -76,8 +76,11 @@ class JobContext:
         lock_first: Callable[[AsyncConnection], Awaitable[None]] | None = None,
     ) -> Any:
         """Run the internal step ``key`` once per operation: its business write
-        and its receipt commit together; a retry returns the committed result."""
-        return await run_step(
+        and its receipt commit together; a retry returns the committed result.
+        A step after :meth:`mark_side_effect` records the external write's
+        outcome, so it also clears the marker (L-17): from then on the job is
+        an ordinary one again."""
+        result = await run_step(
             self.db,
             self.job.fence,
             self.job.operation_key,
@@ -85,7 +88,10 @@ class JobContext:
             fn,
             now=self.clock.now,
             lock_first=lock_first,
+            confirm_side_effect=self.side_effect_marked,
         )
+        self.side_effect_marked = False
+        return result
 
     async def mark_side_effect(self) -> None:
         """Record, before sending, that an unsafe external write is about to go
