@@ -1,7 +1,185 @@
-"""Automation rules (SPEC X-6): CRUD."""
+"""Automation rules (SPEC X-6): create, list, read, change and delete.
+
+Writing needs ``workflow:definition:manage``; reading needs that or
+``workflow:instance:monitor`` (A-2). Rules are tenant-scoped (A-3): a rule
+of a tenant the caller cannot see is 404. Every write is audited
+(``automation_rule.create|update|delete``). A rule whose templates use
+anything but ``system.*`` / ``formData.*``, whose condition does not compile,
+or whose actions are incomplete is 422 ``automation_rule_invalid`` naming
+the field (``actions[0].bodyTemplate``); secret header values are never
+returned (``********``).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import datetime
+from typing import Annotated, Self
+
+from fastapi import APIRouter, Path, Query, Response
+
+from flowledger.api.audit import audited
+from flowledger.api.auth import CurrentCaller
+from flowledger.api.deps import Ctx
+from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
+from flowledger.api.permissions import (
+    DEFINITION_MANAGE,
+    INSTANCE_MONITOR,
+    require,
+    require_any,
+    require_tenant,
+)
+from flowledger.api.schemas import MAX_ID, ApiModel, TenantId
+from flowledger.errors import NotFoundError
+from flowledger.events import automation_store as store
+from flowledger.events.automation_rules import (
+    ACTIONS,
+    Action,
+    RulePatch,
+    RuleSpec,
+    public_actions,
+)
 
 router = APIRouter(prefix="/automation-rules", tags=["automation"])
+
+RuleId = Annotated[int, Path(alias="ruleId", ge=1, le=MAX_ID)]
+
+
+class AutomationRuleNotFound(NotFoundError):
+    code = "automation_rule_not_found"
+
+
+class AutomationRuleCreate(RuleSpec):
+    tenant: TenantId | None = None
+
+
+class AutomationRulePublic(ApiModel):
+    id: int
+    tenant: str
+    name: str
+    event_types: list[str]
+    definition_key: str | None = None
+    condition: str | None = None
+    actions: list[Action]
+    enabled: bool
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, rule: store.Rule) -> Self:
+        return cls(
+            id=rule.id,
+            tenant=rule.tenant_id,
+            name=rule.name,
+            event_types=rule.event_types,
+            definition_key=rule.definition_key,
+            condition=rule.condition,
+            actions=ACTIONS.validate_python(public_actions(rule.actions)),
+            enabled=rule.enabled,
+            created_by=rule.created_by,
+            created_at=rule.created_at,
+            updated_at=rule.updated_at,
+        )
+
+
+class AutomationRulePage(ApiModel):
+    items: list[AutomationRulePublic]
+    next: str | None = None
+
+
+def _not_found(rule_id: int) -> AutomationRuleNotFound:
+    return AutomationRuleNotFound(f"automation rule {rule_id} not found", field="ruleId")
+
+
+@router.get("", response_model=AutomationRulePage)
+async def list_automation_rules(
+    ctx: Ctx,
+    caller: CurrentCaller,
+    enabled: bool | None = None,
+    definition_key: Annotated[
+        str | None, Query(alias="definitionKey", max_length=64, pattern=r"^[^\x00]*$")
+    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> AutomationRulePage:
+    """Rules of the caller's tenants, newest first."""
+    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
+    after = decode_cursor(cursor, (int,))
+    async with ctx.db.read() as conn:
+        page = await store.list_rules(
+            conn,
+            tenants=caller.tenant_scope,
+            enabled=enabled,
+            definition_key=definition_key,
+            after_id=None if after is None else after[0],
+            limit=limit,
+        )
+    key = None if page.next_after is None else [page.next_after]
+    return AutomationRulePage(
+        items=[AutomationRulePublic.of(r) for r in page.items], next=cursor_for(key)
+    )
+
+
+@router.post("", status_code=201, response_model=AutomationRulePublic)
+async def create_automation_rule(
+    body: AutomationRuleCreate, ctx: Ctx, caller: CurrentCaller
+) -> AutomationRulePublic:
+    """A rule that runs its actions as ``automation_action`` jobs on the
+    events it names (in the caller's first tenant unless ``tenant`` is given)."""
+    async with audited(ctx, caller, "automation_rule.create", "automation_rule") as entry:
+        require(caller, DEFINITION_MANAGE)
+        tenant = body.tenant or caller.default_tenant
+        require_tenant(caller, tenant)
+        entry.tenant_id = tenant
+        entry.detail.update(name=body.name, eventTypes=body.event_types)
+        async with ctx.db.begin() as conn:
+            rule = await store.create_rule(
+                conn, body, tenant=tenant, actor=caller.user_id, now=ctx.now()
+            )
+        entry.target_id = str(rule.id)
+    return AutomationRulePublic.of(rule)
+
+
+@router.get("/{ruleId}", response_model=AutomationRulePublic)
+async def get_automation_rule(
+    rule_id: RuleId, ctx: Ctx, caller: CurrentCaller
+) -> AutomationRulePublic:
+    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
+    async with ctx.db.read() as conn:
+        rule = await store.get_rule(conn, rule_id, tenants=caller.tenant_scope)
+    if rule is None:
+        raise _not_found(rule_id)
+    return AutomationRulePublic.of(rule)
+
+
+@router.patch("/{ruleId}", response_model=AutomationRulePublic)
+async def update_automation_rule(
+    rule_id: RuleId, body: RulePatch, ctx: Ctx, caller: CurrentCaller
+) -> AutomationRulePublic:
+    """Change some of a rule's keys; ``actions`` replaces the whole list (a
+    secret header sent back as ``********`` keeps its stored value)."""
+    async with audited(ctx, caller, "automation_rule.update", "automation_rule", rule_id) as entry:
+        require(caller, DEFINITION_MANAGE)
+        entry.detail["fields"] = sorted(body.model_dump(exclude_unset=True, by_alias=True))
+        async with ctx.db.begin() as conn:
+            rule = await store.update_rule(
+                conn, rule_id, body, tenants=caller.tenant_scope, now=ctx.now()
+            )
+        if rule is None:
+            raise _not_found(rule_id)
+        entry.tenant_id = rule.tenant_id
+    return AutomationRulePublic.of(rule)
+
+
+@router.delete("/{ruleId}", status_code=204, response_class=Response)
+async def delete_automation_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> Response:
+    """Delete a rule; its jobs not yet run are skipped when they run."""
+    async with audited(ctx, caller, "automation_rule.delete", "automation_rule", rule_id) as entry:
+        require(caller, DEFINITION_MANAGE)
+        async with ctx.db.begin() as conn:
+            rule = await store.delete_rule(conn, rule_id, tenants=caller.tenant_scope)
+        if rule is None:
+            raise _not_found(rule_id)
+        entry.tenant_id = rule.tenant_id
+        entry.detail["name"] = rule.name
+    return Response(status_code=204)

@@ -1,0 +1,271 @@
+"""Running one automation action (SPEC X-6, L-14, L-16, L-17): what an
+``automation_action`` job does with its payload.
+
+Every action ends in one step receipt (L-14) of its job's operation —
+``http_result``, ``form_write`` or ``notify`` — and every run first looks for
+that receipt: a job that runs again after its success was committed (the
+worker died before settling, or an operator retried it) returns the stored
+result and neither sends nor writes again.
+
+- ``http``: sent with :func:`~flowledger.outbound.job_calls.call_from_job`
+  (SSRF guard, ``X-Idempotency-Key``, the L-17 side-effect marker for an
+  unsafe write and its classification of failures). A clear 2xx stores
+  ``{status, body}`` (the body cut to 2000 characters) as the receipt.
+- ``updateData``: inside the receipt's transaction, with the instance row
+  locked first (L-13), the form is written through the engine
+  (:func:`~flowledger.engine.forms.write_form`, validated, source
+  ``automation:<ruleId>``). A finished instance is not written: the receipt
+  records the skip and the attempt is ``skipped``. A value the form schema
+  refuses is a permanent failure.
+- ``notify``: ``inApp`` posts the messages inside the receipt's transaction;
+  ``email`` and ``sms`` record the side-effect marker, send, then store the
+  receipt — a send whose outcome is unknown is never repeated automatically.
+
+Templates are rendered with the instance's form data as it is when the
+action runs. An action whose rule was disabled or deleted after the event
+is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import workflow_instances
+from flowledger.engine.errors import FormInvalidError, InstanceNotFound
+from flowledger.engine.forms import write_form
+from flowledger.engine.snapshots import SnapshotCache
+from flowledger.engine.step import lock_instance, open_step
+from flowledger.errors import ConfigurationError, PermanentError
+from flowledger.events.automation_rules import (
+    Action,
+    HttpAction,
+    NotifyAction,
+    UpdateDataAction,
+    reveal_secret,
+)
+from flowledger.events.automation_store import rule_enabled
+from flowledger.events.automation_templates import render_text, render_value, template_values
+from flowledger.ledger.receipts import receipt_get
+from flowledger.notify.email import send_email
+from flowledger.notify.messages import post_message
+from flowledger.notify.sms import HttpSmsGateway, gateway_from_settings
+from flowledger.outbound.job_calls import OutboundRequest, call_from_job
+from flowledger.outbound.secrets import SecretUnreadable
+from flowledger.settings import Settings
+from flowledger.states import TERMINAL_INSTANCE_STATUSES
+from flowledger.worker.context import JobContext, Skip
+
+ACTOR = "system"
+MESSAGE_KIND = "automation"
+BODY_SUMMARY_CHARS = 2000
+STEP_KEYS = {"http": "http_result", "updateData": "form_write", "notify": "notify"}
+
+
+class AutomationJob(BaseModel):
+    """The payload of an ``automation_action`` job."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    rule_id: int
+    rule_name: str
+    action_index: int
+    action: Action
+    event: dict[str, Any]
+
+    @property
+    def instance_id(self) -> int | None:
+        value = self.event.get("instanceId")
+        return None if value is None else int(value)
+
+
+def _outcome(result: Any) -> Any:
+    if isinstance(result, dict) and result.get("skipped"):
+        return Skip(str(result["skipped"]))
+    return result
+
+
+async def run_automation_action(
+    ctx: JobContext, *, snapshots: SnapshotCache, settings: Settings
+) -> Any:
+    """Run the action of the job of ``ctx``; the handler's result."""
+    try:
+        job = AutomationJob.model_validate(ctx.payload)
+    except ValidationError as exc:
+        raise PermanentError(f"not an automation job payload: {exc.errors()[0]['msg']}") from None
+    step_key = STEP_KEYS[job.action.type]
+    async with ctx.db.read() as conn:
+        found, stored = await receipt_get(conn, ctx.job.operation_key, step_key)
+        enabled = None if found else await rule_enabled(conn, job.rule_id)
+    if found:
+        return _outcome(stored)
+    if not enabled:
+        state = "deleted" if enabled is None else "disabled"
+        return Skip(f"automation rule {job.rule_id} was {state}")
+    action = job.action
+    if isinstance(action, HttpAction):
+        return await _http(ctx, job, action)
+    if isinstance(action, UpdateDataAction):
+        return await _update_data(ctx, job, action, snapshots)
+    return await _notify(ctx, job, action, settings)
+
+
+async def _values(ctx: JobContext, job: AutomationJob) -> dict[str, Any]:
+    """Template values with the instance's current form data."""
+    form: Any = None
+    if job.instance_id is not None:
+        query = select(workflow_instances.c.form_data).where(
+            workflow_instances.c.id == job.instance_id
+        )
+        async with ctx.db.read() as conn:
+            form = (await conn.execute(query)).scalar_one_or_none()
+    return template_values(job.event, form if isinstance(form, dict) else {}, ctx.clock.now())
+
+
+async def _receipt(ctx: JobContext, key: str, result: Any) -> Any:
+    async def store(conn: AsyncConnection) -> Any:
+        return result
+
+    return _outcome(await ctx.step(key, store))
+
+
+# --------------------------------------------------------------------- http
+
+
+def _content_type(body: str) -> str:
+    try:
+        json.loads(body)
+    except ValueError:
+        return "text/plain; charset=utf-8"
+    return "application/json"
+
+
+async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
+    values = await _values(ctx, job)
+    headers = {name: render_text(value, values) for name, value in action.headers.items()}
+    try:
+        headers.update({n: reveal_secret(v) for n, v in action.secret_headers.items()})
+    except SecretUnreadable as exc:
+        raise PermanentError(f"{exc.message} (a secret header of rule {job.rule_id})") from None
+    body = None
+    if action.body_template is not None:
+        body = render_text(action.body_template, values)
+        if not any(name.lower() == "content-type" for name in headers):
+            headers["Content-Type"] = _content_type(body)
+    request = OutboundRequest(
+        method=action.http_method,
+        url=render_text(action.url, values, url_encode=True),
+        headers=headers,
+        body=body,
+        idempotent=action.idempotent,
+    )
+    result = await call_from_job(ctx, request)
+    summary = {"status": result.status, "body": result.text()[:BODY_SUMMARY_CHARS]}
+    return await _receipt(ctx, STEP_KEYS["http"], summary)
+
+
+# --------------------------------------------------------------- updateData
+
+
+async def _update_data(
+    ctx: JobContext, job: AutomationJob, action: UpdateDataAction, snapshots: SnapshotCache
+) -> Any:
+    instance_id = job.instance_id
+    if instance_id is None:
+        raise PermanentError(f"event {job.event.get('id')} names no instance to update")
+
+    async def lock(conn: AsyncConnection) -> None:
+        await lock_instance(conn, instance_id)
+
+    async def write(conn: AsyncConnection) -> dict[str, Any]:
+        step = await open_step(
+            conn, instance_id, now=ctx.clock.now(), actor=ACTOR, snapshots=snapshots
+        )
+        status = step.instance["status"]
+        if status in TERMINAL_INSTANCE_STATUSES:
+            return {"skipped": f"instance {instance_id} is {status}; its form is final"}
+        values = template_values(job.event, step.form, step.now)
+        changes = {name: render_value(t, values) for name, t in action.field_values.items()}
+        await write_form(step, changes, source=f"automation:{job.rule_id}")
+        return {"instanceId": instance_id, "fields": sorted(changes)}
+
+    try:
+        return _outcome(await ctx.step(STEP_KEYS["updateData"], write, lock_first=lock))
+    except (FormInvalidError, InstanceNotFound) as exc:
+        raise PermanentError(f"automation rule {job.rule_id}: {exc.message}") from None
+
+
+# ------------------------------------------------------------------- notify
+
+
+async def _notify(
+    ctx: JobContext, job: AutomationJob, action: NotifyAction, settings: Settings
+) -> Any:
+    values = await _values(ctx, job)
+    rendered = (render_text(r, values).strip() for r in action.recipients)
+    recipients = list(dict.fromkeys(r for r in rendered if r))
+    if not recipients:
+        return Skip("no recipient is left after rendering the recipients")
+    title = (
+        render_text(action.title, values)
+        if action.title
+        else f"{job.rule_name}: {job.event.get('type')}"
+    )
+    body = render_text(action.body_template or "", values)
+    key = STEP_KEYS["notify"]
+    if action.channel == "inApp":
+        return await ctx.step(key, _post_messages(ctx, job, recipients, title, body))
+    if action.channel == "email":
+        await ctx.mark_side_effect()
+        await send_email(settings, to=recipients, subject=title, body=body)
+        return await _receipt(ctx, key, {"channel": "email", "recipients": recipients})
+    fields = {"title": title, "body": body}
+    fields.update({n: render_text(t, values) for n, t in action.field_values.items()})
+    message_id = await _send_sms(ctx, action, recipients, fields, settings)
+    return await _receipt(ctx, key, {"channel": "sms", "messageId": message_id})
+
+
+def _post_messages(
+    ctx: JobContext, job: AutomationJob, recipients: list[str], title: str, body: str
+) -> Callable[[AsyncConnection], Awaitable[dict[str, Any]]]:
+    async def post(conn: AsyncConnection) -> dict[str, Any]:
+        ids = [
+            await post_message(
+                conn,
+                tenant=str(job.event["tenantId"]),
+                recipient=recipient,
+                title=title,
+                body=body,
+                kind=MESSAGE_KIND,
+                now=ctx.clock.now(),
+            )
+            for recipient in recipients
+        ]
+        return {"channel": "inApp", "messageIds": ids}
+
+    return post
+
+
+async def _send_sms(
+    ctx: JobContext,
+    action: NotifyAction,
+    recipients: list[str],
+    fields: dict[str, str],
+    settings: Settings,
+) -> str:
+    try:
+        gateway = gateway_from_settings(settings)
+    except ConfigurationError as exc:
+        raise PermanentError(exc.message) from None
+    assert action.template_id is not None  # checked when the rule was saved
+    await ctx.mark_side_effect()
+    if isinstance(gateway, HttpSmsGateway):
+        return await gateway.send(
+            action.template_id, recipients, fields, idempotency_key=ctx.idempotency_key
+        )
+    return await gateway.send(action.template_id, recipients, fields)
