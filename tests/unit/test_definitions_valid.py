@@ -18,7 +18,12 @@ from flowledger.definitions.expressions import (
 )
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.problems import DefinitionError
-from flowledger.definitions.templates import placeholders, render, validate_template
+from flowledger.definitions.templates import (
+    looks_like_json,
+    placeholders,
+    render,
+    validate_template,
+)
 from flowledger.definitions.validate import (
     load_definition,
     parse_definition,
@@ -451,3 +456,13 @@ def test_placeholders() -> None:
 def test_bad_templates(text: str) -> None:
     with pytest.raises(ExpressionError):
         validate_template(text)
+
+
+def test_render_json_escapes_each_value_C4_X6() -> None:
+    # a value with quotes or backslashes stays inside its JSON string and
+    # cannot add keys to the body
+    values = {"form": {"note": 'x", "admin": true, "y": "\\', "amount": 12.5}}
+    body = render('{"note": "{{form.note}}", "amount": {{form.amount}}}', values, json_escape=True)
+    assert json.loads(body) == {"note": 'x", "admin": true, "y": "\\', "amount": 12.5}
+    assert looks_like_json(' {"a": 1}') and looks_like_json("[1]")
+    assert not looks_like_json("plain {{form.note}}")

@@ -95,14 +95,29 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def render(text: str, values: Mapping[str, Any], *, url_encode: bool = False) -> str:
+def looks_like_json(text: str) -> bool:
+    """Whether a body template is a JSON document (starts with ``{`` or ``[``)."""
+    return text.lstrip()[:1] in ("{", "[")
+
+
+def render(
+    text: str, values: Mapping[str, Any], *, url_encode: bool = False, json_escape: bool = False
+) -> str:
     """Substitute every placeholder of ``text`` from ``values``; a missing value
     renders as the empty string. With ``url_encode`` each substituted value is
-    percent-encoded (``quote(safe="")``), as X-4 asks for URLs. Malformed
-    placeholders are left as they are (:func:`validate_template` reports them)."""
+    percent-encoded (``quote(safe="")``), as X-4 asks for URLs. With
+    ``json_escape`` each value is escaped for a JSON string literal, so a
+    form value holding ``"`` or ``\\`` cannot break a JSON body or add keys to
+    it (``{"note": "{{form.note}}"}`` stays one string; a number placed
+    unquoted stays a number). Malformed placeholders are left as they are
+    (:func:`validate_template` reports them)."""
 
     def substitute(match: re.Match[str]) -> str:
         rendered = format_value(resolve(values, match.group(1)))
-        return quote(rendered, safe="") if url_encode else rendered
+        if url_encode:
+            return quote(rendered, safe="")
+        if json_escape:
+            return json.dumps(rendered, ensure_ascii=False)[1:-1]
+        return rendered
 
     return _PLACEHOLDER.sub(substitute, text)
