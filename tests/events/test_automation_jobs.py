@@ -47,12 +47,11 @@ from flowledger.events.automation import enqueue_automation
 from flowledger.events.automation_rules import RuleSpec
 from flowledger.events.automation_store import Rule, create_rule
 from flowledger.ledger.claim import jobs_claim
-from flowledger.ledger.control import job_retry
 from flowledger.ledger.models import Outcome, OutcomeKind
 from flowledger.outbound.client import close_shared_client
 from flowledger.outbound.secrets import secret_box
 from flowledger.settings import get_settings
-from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, Pool
+from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
 from flowledger.worker.registry import get_handler
@@ -325,14 +324,10 @@ async def test_http_success_receipt_is_reused_after_a_crash_before_settlement_L1
     retried, dead = await crash_and_reclaim(db, clock)
     (job,) = await automation_jobs(db)
     assert len(receiver.requests) == 1
-    if idempotent:  # no side-effect marker: the drain sends it back to pending
-        assert (retried, dead) == ([job["id"]], [])
-        clock.advance(seconds=30)
-    else:  # L-17: the unsafe write went out; only an operator may retry it
-        assert (retried, dead) == ([], [job["id"]])
-        assert job["last_error_code"] == EXTERNAL_OUTCOME_UNCONFIRMED
-        async with db.begin() as conn:
-            await job_retry(conn, job["id"], now=clock.now())
+    # idempotent: no side-effect marker; unsafe: the receipt of the confirmed
+    # success cleared the marker (L-17) — either way the drain retries
+    assert (retried, dead) == ([job["id"]], [])
+    clock.advance(seconds=30)
     assert await run_due_jobs(db, clock) == 1
     assert len(receiver.requests) == 1  # the receipt was reused, nothing resent
     (job,) = await automation_jobs(db)
@@ -523,7 +518,11 @@ async def test_notify_email_reaches_a_real_smtp_server_X6_X7(
     assert content.get_content().strip() == "Vendor acme, amount 5."
     (job,) = await automation_jobs(db)
     assert job["status"] == "succeeded"
-    assert job["side_effect_at"] is not None  # marked before sending (L-17)
+    # marked before sending; the receipt of the confirmed send cleared the
+    # job's marker, the attempt keeps it (L-17)
+    assert job["side_effect_at"] is None
+    (attempt,) = await rows(db, workflow_job_executions)
+    assert attempt["side_effect_at"] is not None
     (receipt,) = await rows(db, workflow_job_effects)
     assert receipt["result"] == {
         "channel": "email",

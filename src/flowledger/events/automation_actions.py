@@ -38,6 +38,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances
+from flowledger.definitions.templates import looks_like_json
 from flowledger.engine.errors import FormInvalidError, InstanceNotFound
 from flowledger.engine.forms import write_form
 from flowledger.engine.snapshots import SnapshotCache
@@ -154,7 +155,8 @@ async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
         raise PermanentError(f"{exc.message} (a secret header of rule {job.rule_id})") from None
     body = None
     if action.body_template is not None:
-        body = render_text(action.body_template, values)
+        template = action.body_template
+        body = render_text(template, values, json_escape=looks_like_json(template))
         if not any(name.lower() == "content-type" for name in headers):
             headers["Content-Type"] = _content_type(body)
     request = OutboundRequest(

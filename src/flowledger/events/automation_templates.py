@@ -91,8 +91,10 @@ def template_values(
     return {"system": system_values(snapshot, now), "formData": dict(form)}
 
 
-def render_text(template: str, values: Mapping[str, Any], *, url_encode: bool = False) -> str:
-    return render(template, values, url_encode=url_encode)
+def render_text(
+    template: str, values: Mapping[str, Any], *, url_encode: bool = False, json_escape: bool = False
+) -> str:
+    return render(template, values, url_encode=url_encode, json_escape=json_escape)
 
 
 def render_value(template: str, values: Mapping[str, Any]) -> Any:
