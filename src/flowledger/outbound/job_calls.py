@@ -140,20 +140,28 @@ class _Aborted(Exception):
     pass
 
 
+def encode_body(body: Any) -> tuple[bytes | None, str | None]:
+    """The bytes sent for an :class:`OutboundRequest` body and the
+    Content-Type they imply (None: none implied): bytes as is, str as UTF-8
+    text, anything else as compact JSON. Raises TypeError / ValueError for a
+    value JSON cannot encode."""
+    if body is None:
+        return None, None
+    if isinstance(body, bytes | bytearray):
+        return bytes(body), None
+    if isinstance(body, str):
+        return body.encode(), "text/plain; charset=utf-8"
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.encode(), "application/json"
+
+
 def _prepare(ctx: JobContext, request: OutboundRequest) -> tuple[httpx.Headers, bytes | None]:
     headers = httpx.Headers({k: v for k, v in request.headers.items()})
     headers[IDEMPOTENCY_HEADER] = ctx.idempotency_key
-    body = request.body
-    if body is None:
-        return headers, None
-    if isinstance(body, bytes | bytearray):
-        return headers, bytes(body)
-    if isinstance(body, str):
-        headers.setdefault("Content-Type", "text/plain; charset=utf-8")
-        return headers, body.encode()
-    headers.setdefault("Content-Type", "application/json")
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str)
-    return headers, text.encode()
+    content, content_type = encode_body(request.body)
+    if content_type is not None:
+        headers.setdefault("Content-Type", content_type)
+    return headers, content
 
 
 def _retry_after_ms(response: OutboundResponse) -> int | None:

@@ -11,7 +11,9 @@ Secret headers: ``Authorization``, ``Proxy-Authorization``, ``Cookie``,
 ``Set-Cookie``, ``X-Api-Key``, ``Api-Key`` and any header whose name contains
 ``secret``, ``token``, ``password``, ``passwd``, ``apikey``, ``api-key``,
 ``api_key``, ``session`` or ``credential``. ``X-Idempotency-Key`` is kept: it is
-an identifier, not a secret.
+an identifier, not a secret. Inside :func:`redacting` (a context manager;
+connectors use it for an API-key header of any name and the HMAC signature
+header) further header names are redacted too.
 
 The records are remembered on the job context (``JobContext.exchange``) and
 carried by the raised errors (``.request`` / ``.response``); the worker's
@@ -21,7 +23,9 @@ executor reads either and stores them on the attempt row.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 REDACTED = "[redacted]"
@@ -45,6 +49,10 @@ _QUERY_PARAM = re.compile(r"([?&])([^=&#]*)=([^&#]*)")
 Record = dict[str, Any]
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 
+_EXTRA_SECRET_HEADERS: ContextVar[frozenset[str]] = ContextVar(
+    "flowledger_extra_secret_headers", default=frozenset()
+)
+
 
 class Recorded(Exception):
     """Mixin for outbound errors: the request and response records of the
@@ -60,13 +68,26 @@ def is_secret(name: str) -> bool:
     return lowered in SECRET_HEADERS or any(part in lowered for part in SECRET_PARTS)
 
 
+@contextmanager
+def redacting(names: Iterable[str]) -> Iterator[None]:
+    """Within the block (the current task and what it awaits), also redact
+    the headers named ``names`` (case-insensitive) in every record built."""
+    extra = _EXTRA_SECRET_HEADERS.get() | {n.strip().lower() for n in names}
+    token = _EXTRA_SECRET_HEADERS.set(frozenset(extra))
+    try:
+        yield
+    finally:
+        _EXTRA_SECRET_HEADERS.reset(token)
+
+
 def redact_headers(headers: Headers) -> dict[str, str]:
     """Headers as a dict (repeated names joined with ``, ``), secrets redacted."""
     items = headers.items() if isinstance(headers, Mapping) else headers
+    extra = _EXTRA_SECRET_HEADERS.get()
     out: dict[str, str] = {}
     for name, value in items:
         key = name.lower()
-        shown = REDACTED if is_secret(key) else value
+        shown = REDACTED if is_secret(key) or key in extra else value
         out[key] = f"{out[key]}, {shown}" if key in out else shown
     return out
 
