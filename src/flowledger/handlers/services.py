@@ -1,13 +1,16 @@
 """Periodic services the engine contributes to worker processes: the
 schedule planner (SPEC E-9), which turns due cron ticks into
-``schedule_launch`` jobs. Safe to run on every worker: the launch job's
-idempotencyKey makes a tick launch once."""
+``schedule_launch`` jobs, and the event outbox relay (E-10, X-5), which
+keeps one ``event_dispatch`` job in flight while events are pending. Safe to
+run on every worker: idempotency keys make a tick launch once and the
+relays of many workers enqueue one dispatch job."""
 
 from __future__ import annotations
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.engine.facade import Engine
+from flowledger.events.relay import EventRelay
 from flowledger.worker.services import PeriodicService
 
 
@@ -23,4 +26,4 @@ class SchedulePlanner(PeriodicService):
 
 
 def engine_services(db: Database, clock: Clock) -> list[PeriodicService]:
-    return [SchedulePlanner(db, clock)]
+    return [SchedulePlanner(db, clock), EventRelay(db, clock)]

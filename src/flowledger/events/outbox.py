@@ -1,0 +1,105 @@
+"""The event outbox seen from the dispatch side (SPEC E-10, X-5): which rows
+are pending, taking a batch of them, marking them, and making sure one
+``event_dispatch`` job exists while rows wait.
+
+One job at a time, without coordination between workers: the job for the
+oldest pending row ``E`` has the idempotency key ``event_dispatch:E``, so
+every worker (and the job finishing a full batch) that sees the same oldest
+row enqueues the same job once (L-15). If the job named by that key has
+already ended — succeeded, canceled, dead — while ``E`` is still pending,
+the next key in the chain is ``event_dispatch:E:after:<that job's id>``:
+again the same for everyone, so a stuck or failed job never blocks the
+outbox for good, and at most one new job per ended job is created. The chain
+gives up after :data:`MAX_CHAIN` ended jobs for one row (an operator looks:
+SPEC O-12 "event dispatch failed").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import workflow_event_outbox as outbox
+from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.models import JobSpec
+from flowledger.states import JobStatus
+
+log = structlog.get_logger("flowledger.events")
+
+EVENT_DISPATCH = "event_dispatch"
+MAX_CHAIN = 10
+_ACTIVE = frozenset({JobStatus.PENDING, JobStatus.RUNNING, JobStatus.PAUSED})
+_ORDER = (outbox.c.created_at, outbox.c.id)
+
+
+async def oldest_pending(conn: AsyncConnection) -> int | None:
+    """The id of the oldest pending outbox row (one query on the status index)."""
+    query = select(outbox.c.id).where(outbox.c.status == "pending").order_by(*_ORDER).limit(1)
+    found = (await conn.execute(query)).scalar_one_or_none()
+    return None if found is None else int(found)
+
+
+async def dispatch_job_key(conn: AsyncConnection, oldest_id: int) -> str | None:
+    """The idempotency key of the job that should dispatch from ``oldest_id``,
+    or None when a job for it is already waiting or running (or the chain is
+    exhausted)."""
+    key = f"{EVENT_DISPATCH}:{oldest_id}"
+    for _ in range(MAX_CHAIN):
+        row = (
+            await conn.execute(
+                select(jobs.c.id, jobs.c.status).where(jobs.c.idempotency_key == key)
+            )
+        ).first()
+        if row is None:
+            return key
+        if row.status in _ACTIVE:
+            return None
+        key = f"{EVENT_DISPATCH}:{oldest_id}:after:{row.id}"
+    log.warning("event_dispatch_chain_exhausted", event_id=oldest_id)
+    return None
+
+
+async def ensure_dispatch_job(conn: AsyncConnection, *, now: datetime) -> int | None:
+    """Enqueue the ``event_dispatch`` job for the oldest pending row unless
+    one is waiting or running; returns the new job's id (None: nothing to do)."""
+    oldest = await oldest_pending(conn)
+    if oldest is None:
+        return None
+    key = await dispatch_job_key(conn, oldest)
+    if key is None:
+        return None
+    result = await enqueue(
+        conn,
+        JobSpec(type=EVENT_DISPATCH, payload={"fromEventId": oldest}, idempotency_key=key),
+        now=now,
+    )
+    return result.job_id if result.created else None
+
+
+async def take_pending(conn: AsyncConnection, limit: int) -> list[dict[str, Any]]:
+    """Lock and return the oldest pending rows (SKIP LOCKED on PostgreSQL, so
+    concurrent dispatchers take disjoint batches; SQLite has one writer)."""
+    query = (
+        select(outbox)
+        .where(outbox.c.status == "pending")
+        .order_by(*_ORDER)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return [dict(r) for r in (await conn.execute(query)).mappings().all()]
+
+
+async def mark(conn: AsyncConnection, ids: Sequence[int], status: str, *, now: datetime) -> None:
+    """Set ``status`` (dispatched / failed) on the outbox rows ``ids``."""
+    if ids:
+        await conn.execute(
+            update(outbox)
+            .where(outbox.c.id.in_(list(ids)))
+            .values(status=status, dispatched_at=now)
+        )
