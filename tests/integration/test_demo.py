@@ -39,7 +39,8 @@ def test_demo_definitions_use_every_node_type() -> None:
 async def test_demo_builds_a_realistic_mix(db: Database, clock: ManualClock) -> None:
     report = await load_demo(Engine(db, clock))
     assert report.definitions == len(ALL)
-    assert await run_due_jobs(db, clock) == 3  # the three subprocess spawns
+    # the three subprocess spawns and the two refused erp_sync trigger calls
+    assert await run_due_jobs(db, clock) == 5
     async with db.read() as conn:
         statuses = Counter((await conn.execute(select(workflow_instances.c.status))).scalars())
         waiting = Counter(
@@ -53,3 +54,12 @@ async def test_demo_builds_a_realistic_mix(db: Database, clock: ManualClock) -> 
     assert statuses["withdrawn"] == 1 and statuses["suspended"] == 1
     assert statuses["running"] >= 10
     assert waiting["delay"] >= 3 and waiting["subprocess"] == 3
+    async with db.read() as conn:
+        repairs = (
+            await conn.execute(
+                select(workflow_tasks.c.id).where(
+                    workflow_tasks.c.kind == "catch", workflow_tasks.c.status == "pending"
+                )
+            )
+        ).all()
+    assert len(repairs) == 2  # the erp_sync triggers failed into their catch node

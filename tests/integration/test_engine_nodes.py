@@ -212,9 +212,7 @@ async def test_parallel_inside_parallel_E4(db: Database, clock: ManualClock) -> 
     assert await tokens(db, iid, "parked") == []
 
 
-async def test_outbound_nodes_fail_clearly_until_integrated_E3(
-    db: Database, clock: ManualClock
-) -> None:
+async def test_a_trigger_node_waits_for_its_job_E3_E5_X1(db: Database, clock: ManualClock) -> None:
     engine = new_engine(db, clock)
     nodes = [
         START,
@@ -223,8 +221,8 @@ async def test_outbound_nodes_fail_clearly_until_integrated_E3(
     ]
     await engine.deploy(definition("t", nodes, [("start", "erp"), ("erp", "end")]), actor="a")
     iid = await engine.start("t", form={}, initiator="u")
-    failed = [e for e in await trace_events(db, iid) if e["event"] == "node_failed"]
-    assert [(e["node_key"], e["detail"]["code"]) for e in failed] == [
-        ("erp", "node_type_unavailable")
-    ]
+    [task] = await tasks(db, iid)
+    assert (task["node_key"], task["kind"], task["status"]) == ("erp", "trigger", "waiting")
+    assert [t["node_key"] for t in await tokens(db, iid, "active")] == ["erp"]
+    assert "node_failed" not in [e["event"] for e in await trace_events(db, iid)]
     assert (await instance(db, iid))["status"] == "running"

@@ -1,7 +1,9 @@
 """The demo's process definitions: together they use every node type of
 SPEC E-3, and two of them fail on purpose (an exclusive gateway without a
-default, an outbound trigger) so the monitoring pages have broken instances to
-show."""
+default; an outbound trigger whose target, a documentation address of
+TEST-NET-1, the SSRF guard always refuses, so its job goes dead and the
+exception edge hands the instance to a repair task) so the monitoring pages
+have broken instances to show. Nothing in the demo reaches the network."""
 
 from __future__ import annotations
 
@@ -157,14 +159,14 @@ ERP_SYNC: dict[str, Any] = {
             "type": "trigger",
             "call": {
                 "kind": "http",
-                "url": "https://erp.example.com/orders/{{form.orderId}}",
+                "url": "https://192.0.2.10/orders/{{form.orderId}}",
                 "httpMethod": "PUT",
             },
         },
         {
             "key": "partner",
             "type": "external_approval",
-            "dispatch": {"kind": "http", "url": "https://partner.example.com/approvals"},
+            "dispatch": {"kind": "http", "url": "https://192.0.2.20/approvals"},
         },
         {"key": "repair", "type": "catch", "assignees": {"users": ["admin"]}},
         {"key": "end", "type": "end"},

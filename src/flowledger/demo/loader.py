@@ -99,5 +99,5 @@ async def load_demo(engine: Engine, *, progress: Callable[[str], None] | None = 
         started(await engine.start("erp_sync", form={"orderId": order}, initiator="bob"))
     started(await engine.start("routing_gap", form={"region": "latam"}, initiator="bob"))
     started(await engine.start("routing_gap", form={"region": "emea"}, initiator="bob"))
-    say("broken on purpose: an outbound trigger and an exclusive gateway without default")
+    say("broken on purpose: a refused trigger call and an exclusive gateway without default")
     return report

@@ -3,6 +3,9 @@
 their handler holds the job (the handlers in :mod:`flowledger.handlers` wrap
 each call in a fenced step receipt, instance row locked first).
 
+A subprocess whose child did not end approved is a node failure handed to
+:func:`~flowledger.engine.node_failures.node_failed` (its failurePolicy, C-1).
+
 Every function re-checks the state it acts on — instance running, task still
 waiting or pending, token still active — and returns a short reason when
 there is nothing to do (the handler reports that as ``skipped``)."""
@@ -18,6 +21,7 @@ from flowledger.definitions.expressions import evaluate_value
 from flowledger.engine import actions, runner
 from flowledger.engine.forms import write_form
 from flowledger.engine.instances import start_instance
+from flowledger.engine.node_failures import NodeFailure, node_failed
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import SYSTEM, finish_task
@@ -25,7 +29,9 @@ from flowledger.engine.tokens import Token, get_token
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
 
-async def _waiting(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, Token] | str:
+async def held_task(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, Token] | str:
+    """The task (locked) and the active token it holds, when the instance is
+    running and the task is still ``status``; else why there is nothing to do."""
     if step.instance["status"] != InstanceStatus.RUNNING:
         return f"instance is {step.instance['status']}"
     task = (
@@ -42,7 +48,7 @@ async def _waiting(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, T
 
 
 async def wake_delay(step: Step, task_id: int) -> str | None:
-    found = await _waiting(step, task_id, TaskStatus.WAITING)
+    found = await held_task(step, task_id, TaskStatus.WAITING)
     if isinstance(found, str):
         return found
     task, token = found
@@ -52,7 +58,7 @@ async def wake_delay(step: Step, task_id: int) -> str | None:
 
 
 async def task_timed_out(step: Step, task_id: int) -> str | None:
-    found = await _waiting(step, task_id, TaskStatus.PENDING)
+    found = await held_task(step, task_id, TaskStatus.PENDING)
     if isinstance(found, str):
         return found
     task, _token = found
@@ -80,7 +86,7 @@ async def task_timed_out(step: Step, task_id: int) -> str | None:
 
 
 async def spawn_child(step: Step, task_id: int, *, snapshots: SnapshotCache) -> int | str:
-    found = await _waiting(step, task_id, TaskStatus.WAITING)
+    found = await held_task(step, task_id, TaskStatus.WAITING)
     if isinstance(found, str):
         return found
     task, _token = found
@@ -112,7 +118,7 @@ async def spawn_child(step: Step, task_id: int, *, snapshots: SnapshotCache) -> 
 
 
 async def join_child(step: Step, task_id: int, child_instance_id: int) -> str | None:
-    found = await _waiting(step, task_id, TaskStatus.WAITING)
+    found = await held_task(step, task_id, TaskStatus.WAITING)
     if isinstance(found, str):
         return found
     task, token = found
@@ -128,16 +134,13 @@ async def join_child(step: Step, task_id: int, child_instance_id: int) -> str | 
         return f"child instance {child_instance_id} not found"
     if child.status != InstanceStatus.APPROVED:
         await finish_task(step, task_id, status=TaskStatus.COMPLETED, action="reject", by=SYSTEM)
-        await runner.run(
-            step,
-            await runner.fail(
-                step,
-                token,
-                node,
-                "subprocess_failed",
-                f"child instance {child_instance_id} ended {child.status}",
-            ),
+        failure = NodeFailure(
+            "subprocess_failed",
+            f"child instance {child_instance_id} ended {child.status}",
+            job_id=None,
+            retries_exhausted=False,
         )
+        await runner.run(step, await node_failed(step, token, node, failure))
         return None
     changes = {
         field: evaluate_value(expr, child.form_data, None)

@@ -1,6 +1,8 @@
 """Run to the next wait state (SPEC E-3, E-4): move tokens through the frozen
 definition inside the caller's step until every moving token rests at a wait
-state (human task, delay, subprocess, join) or is consumed at an end.
+state (human task, delay, subprocess, trigger, external approval, join) or is
+consumed at an end. Trigger and external approval nodes live in
+:mod:`~flowledger.engine.outbound_nodes` (SPEC X-1, X-2).
 
 Each node type has an ``enter`` function returning the tokens that keep
 moving. Gateways: exclusive takes the first matching edge, else the default,
@@ -207,15 +209,16 @@ async def _subprocess(step: Step, token: Token, node: Node) -> list[Token]:
     return []
 
 
-async def _outbound(step: Step, token: Token, node: Node) -> list[Token]:
-    return await fail(
-        step,
-        token,
-        node,
-        "node_type_unavailable",
-        f"{node.type} nodes need the outbound integration, which this "
-        "flowledger version does not have yet",
-    )
+async def _trigger(step: Step, token: Token, node: Node) -> list[Token]:
+    from flowledger.engine import outbound_nodes  # imports this module
+
+    return await outbound_nodes.enter_trigger(step, token, node)
+
+
+async def _external_approval(step: Step, token: Token, node: Node) -> list[Token]:
+    from flowledger.engine import outbound_nodes  # imports this module
+
+    return await outbound_nodes.enter_external(step, token, node)
 
 
 def _matches(edge: Edge, step: Step) -> bool:
@@ -336,8 +339,8 @@ _ENTER: dict[str, Enter] = {
     "catch": _catch,
     "delay": _delay,
     "subprocess": _subprocess,
-    "trigger": _outbound,
-    "external_approval": _outbound,
+    "trigger": _trigger,
+    "external_approval": _external_approval,
     "exclusive": _exclusive,
     "parallel": _gateway,
     "inclusive": _gateway,

@@ -2,6 +2,12 @@
 this package registers them with the worker's handler registry; ``flowledger
 worker`` and ``flowledger run`` import it."""
 
-from flowledger.handlers import compensation_jobs, engine_jobs, event_jobs, outbound_jobs
+from flowledger.handlers import (
+    automation_jobs,
+    compensation_jobs,
+    engine_jobs,
+    event_jobs,
+    outbound_jobs,
+)
 
-__all__ = ["compensation_jobs", "engine_jobs", "event_jobs", "outbound_jobs"]
+__all__ = ["automation_jobs", "compensation_jobs", "engine_jobs", "event_jobs", "outbound_jobs"]

@@ -1,3 +1,276 @@
-"""Handlers of the outbound node jobs: trigger_dispatch (SPEC X-1) and external_dispatch (X-2)."""
+"""Handlers of the outbound node jobs (SPEC L-2 pool
+``workflow-ledger-outbound``): ``trigger_dispatch`` (X-1) and
+``external_dispatch`` (X-2).
+
+Each handler first re-checks, read-only, that its task still waits and its
+instance runs (L-22 leaves trigger jobs alive and gates them here; anything
+else is ``skipped``), then makes the call outside any transaction — through
+:func:`~flowledger.outbound.job_calls.call_from_job` for ``kind: http`` or
+the connector module for ``kind: connector`` — and applies the answer in a
+fenced step receipt with the instance row locked first (L-13, L-14):
+
+- success: a sync trigger writes its resultMapping and moves on; an async
+  trigger records that it waits for ``POST /callbacks/trigger/{jobId}``; an
+  external dispatch records that it was sent (the decision arrives by
+  ``POST /callbacks/external/{taskId}``);
+- a final failure — a PermanentError, or a RetryableError on the job's last
+  attempt (``attempt >= maxAttempts``) — applies the node failure (trigger)
+  or the dispatch fallback (external approval) in a step, then re-raises so
+  the attempt and the job record the real error; earlier failures just
+  re-raise and the ledger retries with backoff;
+- an unknown outcome of an unsafe call (L-17, ``CallUnconfirmed``, or any
+  failure after the side-effect marker) applies nothing: the job goes dead
+  ``external_outcome_unconfirmed`` and the token stays at the node for an
+  operator to retry, skip or force-jump.
+
+Step keys carry the job's generation and attempt: a manual retry keeps the
+operationKey (same payload), and its own failure must not reuse the receipt of
+an earlier generation's failure.
+
+The external dispatch body is signed with ``FLOWLEDGER_CALLBACK_SECRET``
+(when set) by the same scheme the callbacks use, so the external system can
+verify that a task really comes from this flowledger.
+"""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import workflow_instances, workflow_tasks
+from flowledger.engine import outbound_nodes
+from flowledger.engine.async_steps import held_task
+from flowledger.engine.facade import DEFAULT_TENANT
+from flowledger.engine.node_failures import NodeFailure
+from flowledger.engine.step import Step, lock_instance, open_step
+from flowledger.engine.tasks import SYSTEM
+from flowledger.errors import (
+    ExternalOutcomeUnconfirmed,
+    JobControlError,
+    LeaseLostError,
+    PermanentError,
+    RetryableError,
+)
+from flowledger.handlers.engine_jobs import engine_for
+from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
+from flowledger.outbound.signing import sign_headers
+from flowledger.settings import get_settings
+from flowledger.states import InstanceStatus, TaskStatus
+from flowledger.worker import JobContext, Skip, register_handler
+
+
+class TriggerResultMappingFailed(PermanentError):
+    """The trigger's call succeeded but its resultMapping could not be applied."""
+
+    code = "trigger_result_mapping_failed"
+
+
+class ConnectorsUnavailable(PermanentError):
+    code = "connector_unavailable"
+
+
+def _ids(ctx: JobContext) -> tuple[int, int]:
+    if ctx.job.instance_id is None or "taskId" not in ctx.payload:
+        raise PermanentError(f"{ctx.job.type} job {ctx.job.id} names no instance or task")
+    return ctx.job.instance_id, int(ctx.payload["taskId"])
+
+
+async def _not_waiting(
+    ctx: JobContext, instance_id: int, task_id: int, status: TaskStatus
+) -> str | None:
+    async with ctx.db.read() as conn:
+        row = (
+            await conn.execute(
+                select(workflow_tasks.c.status, workflow_instances.c.status.label("instance"))
+                .join(workflow_instances, workflow_instances.c.id == workflow_tasks.c.instance_id)
+                .where(workflow_tasks.c.id == task_id, workflow_instances.c.id == instance_id)
+            )
+        ).first()
+    if row is None:
+        return f"task {task_id} not found"
+    if row.instance != InstanceStatus.RUNNING:
+        return f"instance is {row.instance}"
+    if row.status != status:
+        return f"task {task_id} is no longer {status.value}"
+    return None
+
+
+async def _in_step(
+    ctx: JobContext,
+    instance_id: int,
+    key: str,
+    task_id: int,
+    status: TaskStatus,
+    body: Callable[[Step, Any, Any], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Run ``body(step, task, token)`` in a fenced receipt ``key`` (qualified
+    by generation and attempt); ``{"skipped": reason}`` when the task no
+    longer holds its token at ``status``."""
+    snapshots = engine_for(ctx).snapshots
+
+    async def lock(conn: AsyncConnection) -> None:
+        await lock_instance(conn, instance_id)
+
+    async def run(conn: AsyncConnection) -> dict[str, Any]:
+        step = await open_step(
+            conn, instance_id, now=ctx.clock.now(), actor=SYSTEM, snapshots=snapshots
+        )
+        found = await held_task(step, task_id, status)
+        if isinstance(found, str):
+            return {"skipped": found}
+        return await body(step, *found)
+
+    step_key = f"{key}:g{ctx.job.generation}:a{ctx.job.attempt}"
+    result: dict[str, Any] = await ctx.step(step_key, run, lock_first=lock)
+    return result
+
+
+def final_failure(ctx: JobContext, exc: BaseException) -> NodeFailure | None:
+    """The node failure that ``exc`` means for the job's node, or None when
+    nothing may be applied: the ledger will retry, the executor lost the job,
+    or the outcome of an unsafe write is unknown (L-17)."""
+    if isinstance(exc, LeaseLostError | ExternalOutcomeUnconfirmed) or ctx.aborted:
+        return None
+    if isinstance(exc, PermanentError):
+        return NodeFailure(exc.code, str(exc), ctx.job.id, retries_exhausted=False)
+    if not isinstance(exc, JobControlError) and ctx.side_effect_marked:
+        return None  # an unclassified failure after the marker: L-17
+    if ctx.job.attempt < ctx.job.max_attempts:
+        return None
+    code = exc.code if isinstance(exc, RetryableError) else type(exc).__name__
+    return NodeFailure(code, str(exc), ctx.job.id, retries_exhausted=True)
+
+
+async def _call(ctx: JobContext, spec: dict[str, Any], request: OutboundRequest) -> OutboundResult:
+    if spec.get("kind") != "connector":
+        return await call_from_job(ctx, request)
+    try:
+        from flowledger.outbound.connectors import call_connector
+    except ImportError:
+        raise ConnectorsUnavailable(
+            "connector calls need flowledger.outbound.connectors, which is not installed"
+        ) from None
+    result: OutboundResult = await call_connector(
+        ctx,
+        tenant_id=ctx.job.tenant_id or DEFAULT_TENANT,
+        connector_key=str(spec.get("connectorId")),
+        request=request,
+    )
+    return result
+
+
+def _outbound_request(spec: dict[str, Any], **overrides: Any) -> OutboundRequest:
+    values: dict[str, Any] = {
+        "method": spec["method"],
+        "url": spec["url"],
+        "headers": dict(spec.get("headers") or {}),
+        "body": spec.get("body"),
+        "idempotent": bool(spec.get("idempotent")),
+    }
+    values.update(overrides)
+    return OutboundRequest(**values)
+
+
+# ----------------------------------------------------------------- trigger
+
+
+async def trigger_dispatch(ctx: JobContext) -> Any:
+    instance_id, task_id = _ids(ctx)
+    reason = await _not_waiting(ctx, instance_id, task_id, TaskStatus.WAITING)
+    if reason:
+        return Skip(reason)
+    spec: dict[str, Any] = ctx.payload["request"]
+    try:
+        result = await _call(ctx, spec, _outbound_request(spec))
+    except Exception as exc:
+        failure = final_failure(ctx, exc)
+        if failure is not None:
+
+            async def failed(step: Step, task: Any, token: Any) -> dict[str, Any]:
+                await outbound_nodes.trigger_failed(step, task, token, failure)
+                return {"failed": failure.code}
+
+            await _in_step(ctx, instance_id, "trigger-failed", task_id, TaskStatus.WAITING, failed)
+        raise
+    if spec.get("mode") == "async":
+
+        async def dispatched(step: Step, task: Any, _token: Any) -> dict[str, Any]:
+            await outbound_nodes.trigger_dispatched(
+                step, task, job_id=ctx.job.id, status=result.status
+            )
+            return {"awaitingCallback": True}
+
+        outcome = await _in_step(
+            ctx, instance_id, "trigger-dispatched", task_id, TaskStatus.WAITING, dispatched
+        )
+    else:
+        response = outbound_nodes.response_view(result.status, result.headers, result.body)
+
+        async def succeeded(step: Step, task: Any, token: Any) -> dict[str, Any]:
+            return await outbound_nodes.trigger_succeeded(
+                step, task, token, job_id=ctx.job.id, response=response
+            )
+
+        outcome = await _in_step(
+            ctx, instance_id, "trigger-result", task_id, TaskStatus.WAITING, succeeded
+        )
+    if "skipped" in outcome:  # the call went through; there was nothing left to apply
+        return {"status": result.status, "notApplied": outcome["skipped"]}
+    if "failed" in outcome:
+        raise TriggerResultMappingFailed(str(outcome.get("error")))
+    return {"status": result.status, **outcome}
+
+
+# ------------------------------------------------------- external approval
+
+
+def _signed(spec: dict[str, Any], ctx: JobContext) -> OutboundRequest:
+    body = json.dumps(spec.get("body"), ensure_ascii=False, separators=(",", ":")).encode()
+    headers = dict(spec.get("headers") or {})
+    secret = get_settings().callback_secret
+    if secret:
+        headers.update(sign_headers(secret, int(ctx.clock.now().timestamp()), body))
+    return _outbound_request(spec, headers=headers, body=body)
+
+
+async def external_dispatch(ctx: JobContext) -> Any:
+    instance_id, task_id = _ids(ctx)
+    reason = await _not_waiting(ctx, instance_id, task_id, TaskStatus.PENDING)
+    if reason:
+        return Skip(reason)
+    spec: dict[str, Any] = ctx.payload["request"]
+    try:
+        result = await _call(ctx, spec, _signed(spec, ctx))
+    except Exception as exc:
+        failure = final_failure(ctx, exc)
+        if failure is not None:
+
+            async def fallback(step: Step, task: Any, token: Any) -> dict[str, Any]:
+                applied = await outbound_nodes.external_dispatch_failed(step, task, token, failure)
+                return {"fallback": applied}
+
+            await _in_step(
+                ctx, instance_id, "dispatch-failed", task_id, TaskStatus.PENDING, fallback
+            )
+        raise
+
+    async def dispatched(step: Step, task: Any, _token: Any) -> dict[str, Any]:
+        await outbound_nodes.external_dispatched(
+            step, task, job_id=ctx.job.id, status=result.status
+        )
+        return {"dispatched": True}
+
+    outcome = await _in_step(
+        ctx, instance_id, "dispatched", task_id, TaskStatus.PENDING, dispatched
+    )
+    if "skipped" in outcome:  # decided (or ended) before this attempt settled
+        return {"status": result.status, "dispatched": True, "notApplied": outcome["skipped"]}
+    return {"status": result.status, **outcome}
+
+
+register_handler("trigger_dispatch", trigger_dispatch)
+register_handler("external_dispatch", external_dispatch)

@@ -1,7 +1,254 @@
-"""Signed callbacks from external systems (SPEC X-1 async triggers, X-2 external approvals)."""
+"""Signed callbacks from external systems (SPEC X-1 async triggers, X-2
+external approvals), mounted at ``/api/workflows/callbacks``.
+
+No bearer token: a callback is authenticated by its HMAC-SHA256 signature
+(:mod:`flowledger.outbound.signing`, headers ``X-Flowledger-Timestamp`` and
+``X-Flowledger-Signature`` over the raw body bytes) with
+``FLOWLEDGER_CALLBACK_SECRET``, within ``FLOWLEDGER_SIGNATURE_TOLERANCE_S`` of
+the server's time. While the secret is unset every callback is refused with
+503 ``callback_secret_unset``; a missing or wrong signature is 401 with the
+reason as its code (``signature_missing``, ``signature_mismatch``,
+``timestamp_invalid``, ``timestamp_out_of_tolerance``) and changes nothing.
+The signature is checked before the body is parsed.
+
+- ``POST /callbacks/external/{taskId}`` ``{decision: approve|reject,
+  comment?, decidedBy?}`` decides an external approval task.
+- ``POST /callbacks/trigger/{jobId}`` ``{status: succeeded|failed, result?,
+  error?}`` finishes an async trigger (``result`` feeds the node's
+  resultMapping as ``response.body``).
+
+Both answer 200 with the recorded decision; a repeated or late callback gets
+the same record with ``duplicate: true`` and changes nothing. A task that
+ended without a recorded decision (instance canceled, task skipped) is 409
+``task_not_pending``; an unknown subject is 404. Accepted callbacks and
+refusals after a valid signature are written to the operation audit with the
+actor ``external`` (or ``external:<decidedBy>``).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+from fastapi import APIRouter, Path, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+
+from flowledger.api.audit import AuditEntry, write_audit
+from flowledger.api.deps import ApiContext, Ctx
+from flowledger.api.errors import Unauthenticated, error_body
+from flowledger.api.schemas import (
+    MAX_ID,
+    ApiModel,
+    ErrorPublic,
+    JsonObject,
+    Reason,
+    RequestModel,
+    UserId,
+)
+from flowledger.engine import callbacks
+from flowledger.engine.callback_records import CallbackRecord
+from flowledger.errors import FlowledgerError
+from flowledger.outbound.signing import SignatureInvalid, verify
+from flowledger.settings import get_settings
 
 router = APIRouter(prefix="/callbacks", tags=["callbacks"])
+
+M = TypeVar("M", bound=BaseModel)
+
+TaskId = Annotated[int, Path(alias="taskId", ge=1, le=MAX_ID)]
+JobId = Annotated[int, Path(alias="jobId", ge=1, le=MAX_ID)]
+
+
+class CallbackSignatureInvalid(Unauthenticated):
+    """A callback without a valid signature; ``code`` is the reason."""
+
+    code = "signature_invalid"
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code = reason
+
+
+# ------------------------------------------------------------------ models
+
+
+class ExternalDecisionCreate(RequestModel):
+    decision: Literal["approve", "reject"]
+    comment: Reason | None = None
+    decided_by: UserId | None = None
+
+
+class TriggerResultCreate(RequestModel):
+    status: Literal["succeeded", "failed"]
+    result: JsonObject | None = None
+    error: Reason | None = None
+
+
+class ExternalDecisionPublic(ApiModel):
+    task_id: int
+    instance_id: int
+    decision: str
+    source: str
+    comment: str | None = None
+    decided_by: str | None = None
+    received_at: datetime
+    duplicate: bool
+
+    @classmethod
+    def of(cls, record: CallbackRecord, duplicate: bool) -> Self:
+        return cls(
+            task_id=record.task_id,
+            instance_id=record.instance_id,
+            decision=record.outcome,
+            source=record.source,
+            comment=record.comment,
+            decided_by=record.decided_by,
+            received_at=record.received_at,
+            duplicate=duplicate,
+        )
+
+
+class TriggerResultPublic(ApiModel):
+    job_id: int
+    task_id: int
+    instance_id: int
+    status: str
+    received_at: datetime
+    duplicate: bool
+    outcome: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls, answer: callbacks.CallbackAnswer) -> Self:
+        record = answer.record
+        return cls(
+            job_id=record.subject_id,
+            task_id=record.task_id,
+            instance_id=record.instance_id,
+            status=record.outcome,
+            received_at=record.received_at,
+            duplicate=answer.duplicate,
+            outcome=answer.outcome,
+        )
+
+
+# ----------------------------------------------------------------- helpers
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorPublic, "description": "FLOWLEDGER_CALLBACK_SECRET is not set"},
+}
+
+
+def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI request body of a route that reads its raw bytes."""
+    schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": schema}},
+        }
+    }
+
+
+async def _verified(ctx: ApiContext, request: Request) -> bytes | Response:
+    """The raw body once its signature holds; a 503 response while no secret
+    is configured; raises CallbackSignatureInvalid (401) otherwise."""
+    settings = get_settings()
+    if not settings.callback_secret:
+        body = error_body(
+            "callback_secret_unset",
+            "callbacks are refused: FLOWLEDGER_CALLBACK_SECRET is not set on this server",
+        )
+        return JSONResponse(body, status_code=503)
+    raw = await request.body()
+    try:
+        verify(
+            settings.callback_secret,
+            request.headers,
+            raw,
+            now=ctx.now().timestamp(),
+            tolerance_s=settings.signature_tolerance_s,
+        )
+    except SignatureInvalid as exc:
+        raise CallbackSignatureInvalid(exc.reason, str(exc)) from None
+    return raw
+
+
+def _parse(model: type[M], raw: bytes) -> M:
+    try:
+        return model.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        errors = [
+            {**err, "loc": ("body", *err.get("loc", ()))}
+            for err in exc.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        raise RequestValidationError(errors) from None
+
+
+@asynccontextmanager
+async def _audited(
+    ctx: ApiContext, actor: str, action: str, target_type: str, target_id: int
+) -> AsyncIterator[AuditEntry]:
+    entry = AuditEntry(
+        actor=actor, action=action, target_type=target_type, target_id=str(target_id)
+    )
+    try:
+        yield entry
+    except FlowledgerError as exc:
+        entry.detail.update(code=exc.code, message=exc.message)
+        await write_audit(ctx, entry, "failed")
+        raise
+    await write_audit(ctx, entry, "ok")
+
+
+# ------------------------------------------------------------------ routes
+
+
+@router.post(
+    "/external/{taskId}",
+    response_model=ExternalDecisionPublic,
+    responses=_RESPONSES,
+    openapi_extra=_body_doc(ExternalDecisionCreate),
+)
+async def external_decision(task_id: TaskId, request: Request, ctx: Ctx) -> Any:
+    """The external system's decision on an external approval task (X-2)."""
+    raw = await _verified(ctx, request)
+    if isinstance(raw, Response):
+        return raw
+    body = _parse(ExternalDecisionCreate, raw)
+    actor = f"external:{body.decided_by}" if body.decided_by else "external"
+    async with _audited(ctx, actor, "callback.external", "task", task_id) as entry:
+        answer = await callbacks.external_decision(
+            ctx.engine, task_id, body.decision, comment=body.comment, decided_by=body.decided_by
+        )
+        entry.tenant_id = answer.record.tenant_id
+        entry.detail.update(
+            decision=answer.record.outcome, asked=body.decision, duplicate=answer.duplicate
+        )
+    return ExternalDecisionPublic.of(answer.record, answer.duplicate)
+
+
+@router.post(
+    "/trigger/{jobId}",
+    response_model=TriggerResultPublic,
+    responses=_RESPONSES,
+    openapi_extra=_body_doc(TriggerResultCreate),
+)
+async def trigger_result(job_id: JobId, request: Request, ctx: Ctx) -> Any:
+    """The result of an async trigger's call (X-1)."""
+    raw = await _verified(ctx, request)
+    if isinstance(raw, Response):
+        return raw
+    body = _parse(TriggerResultCreate, raw)
+    async with _audited(ctx, "external", "callback.trigger", "job", job_id) as entry:
+        answer = await callbacks.trigger_result(
+            ctx.engine, job_id, body.status, result=body.result, error=body.error
+        )
+        entry.tenant_id = answer.record.tenant_id
+        entry.detail.update(
+            status=answer.record.outcome, asked=body.status, duplicate=answer.duplicate
+        )
+    return TriggerResultPublic.of(answer)

@@ -1,0 +1,94 @@
+"""What happens when a trigger, external approval or subprocess node fails
+(SPEC X-1, X-2, C-1): the one seam between the engine and failure policies.
+
+:func:`node_failed` is called inside the failing step (instance row locked)
+after the caller has closed the node's own wait task. It first asks the hook
+installed with :func:`set_node_failure_hook` (the compensation work plugs in
+here: compensate, fallback, notify, terminate, Saga rollback, tickets); a
+hook returning ``None`` leaves the failure to the built-in behaviour:
+
+- effective action ``continue`` — ``failurePolicy.action``, else a trigger's
+  ``onFailure`` — records the failure (``node_failed`` trace row with
+  ``policy: continue``, a ``node.failed`` event) and leaves the node: the flow
+  passes it and the instance shows no error;
+- anything else (``retry`` once its attempts are spent, no policy, or a policy
+  whose action only the hook implements) is :func:`runner.fail
+  <flowledger.engine.runner.fail>`: the token follows the node's exception
+  edge to a catch node, or stays at the node with the error on the instance.
+
+Either way the returned tokens keep moving: the caller runs them
+(``runner.run``) or, inside a node's ``enter``, returns them.
+
+L-17 is not a node failure: an unsafe call whose outcome is unknown leaves the
+job dead and the token at the node, and never reaches this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from flowledger.definitions.model import Node
+from flowledger.engine import runner
+from flowledger.engine.step import Step
+from flowledger.engine.tokens import Token
+
+
+@dataclass(frozen=True)
+class NodeFailure:
+    """Why a node failed: a machine ``code``, a human ``message``, the job
+    whose attempt failed (if a job did), and whether the failure came after
+    the job's attempt budget was used up (``retries_exhausted``) rather than
+    from a permanent error or a callback."""
+
+    code: str
+    message: str
+    job_id: int | None
+    retries_exhausted: bool
+
+
+NodeFailureHook = Callable[[Step, Token, Node, NodeFailure], Awaitable[list[Token] | None]]
+
+_hook: NodeFailureHook | None = None
+
+
+def set_node_failure_hook(hook: NodeFailureHook | None) -> None:
+    """Install the process-wide failure hook (``None`` removes it)."""
+    global _hook
+    _hook = hook
+
+
+def effective_action(node: Node) -> str | None:
+    """The failure action that applies to ``node``: its ``failurePolicy``
+    action, else (for a trigger) its ``onFailure``, else None (C-1, X-1)."""
+    if node.failure_policy is not None:
+        return node.failure_policy.action
+    if node.type == "trigger":
+        return node.on_failure
+    return None
+
+
+async def node_failed(step: Step, token: Token, node: Node, failure: NodeFailure) -> list[Token]:
+    """Apply the failure of ``node`` (whose ``token`` is active at it); return
+    the tokens that keep moving."""
+    if _hook is not None:
+        handled = await _hook(step, token, node, failure)
+        if handled is not None:
+            return handled
+    if effective_action(node) == "continue":
+        detail = {
+            "code": failure.code,
+            "error": failure.message,
+            "policy": "continue",
+            "retriesExhausted": failure.retries_exhausted,
+        }
+        await step.trace(
+            "node_failed",
+            node_key=node.key,
+            token_id=token.id,
+            job_id=failure.job_id,
+            detail=detail,
+        )
+        await step.emit("node.failed", {"nodeKey": node.key, **detail})
+        return await runner.leave(step, token, node)
+    return await runner.fail(step, token, node, failure.code, failure.message)
