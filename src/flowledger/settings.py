@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     # compensation ticket attachments (SPEC C-9)
     attachments_dir: str = "./flowledger-attachments"
     attachment_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1)
+    # administrators who get repair tasks (SPEC C-3), per tenant:
+    # "tenantA:alice|bob;*:admin" ("*" for the tenants not named); with no
+    # entry for the tenant, the users holding role workflow_admin in it
+    admin_users: str = ""
 
 
 @lru_cache(maxsize=1)

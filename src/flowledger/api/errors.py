@@ -36,6 +36,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from flowledger.compensation.errors import AttachmentTooLarge
 from flowledger.definitions.problems import DefinitionError
 from flowledger.engine.errors import FormInvalidError, NotAssignee
 from flowledger.errors import (
@@ -73,6 +74,7 @@ _STATUS_BY_CLASS: dict[type[FlowledgerError], int] = {
     DefinitionError: 422,
     FormInvalidError: 422,
     UnknownJobTypeError: 422,
+    AttachmentTooLarge: 413,
 }
 
 

@@ -1,0 +1,127 @@
+"""The admin repair task of a failed node (SPEC C-3), opened from inside the
+failing engine step by the notify, compensate and exhausted-retry policies.
+
+:func:`open_repair` leaves the failed node's token **active at that node**
+and gives it ``catch`` tasks (one per administrator, all pending) plus a
+pending ticket that names the first of them. The instance stays
+``running``: this is not the administrator's ``suspended`` state, and the
+other branches keep moving — nothing else is touched. The token is what a
+ticket resume (or handling the catch task) continues from: it leaves the
+failed node along its first outgoing edge.
+
+Administrators come from :mod:`flowledger.compensation.admins`. When nobody
+can be resolved the instance is rejected in the same step, the reason in
+the engine trace (``compensation_no_admin`` and ``instance_finished``) and
+on the instance's ``error``; no ticket is opened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from flowledger.compensation.admins import resolve_admins
+from flowledger.compensation.tickets import close_ticket, open_ticket, tickets
+from flowledger.db.compensation_schema import LogKind, TicketStatus
+from flowledger.definitions.model import Node
+from flowledger.engine import lifecycle
+from flowledger.engine.step import Step
+from flowledger.engine.tasks import create_task
+from flowledger.engine.tokens import Token, move_token
+from flowledger.settings import get_settings
+from flowledger.states import InstanceStatus, TaskStatus
+
+REPAIR_TASK_KIND = "catch"
+
+
+async def open_repair(
+    step: Step,
+    token: Token,
+    node: Node,
+    *,
+    error: str,
+    kind: str,
+    action: dict[str, Any] | None = None,
+) -> int | None:
+    """Open the repair task and its pending ticket at ``node`` (where
+    ``token`` stays active); return the ticket id, or None when no
+    administrator could be resolved and the instance was rejected."""
+    tenant = str(step.instance["tenant_id"])
+    admins = await resolve_admins(step.conn, tenant, get_settings().admin_users)
+    if not admins:
+        reason = f"no administrator could be resolved to repair node {node.key!r}: {error}"
+        await step.trace(
+            "compensation_no_admin",
+            node_key=node.key,
+            token_id=token.id,
+            detail={"kind": kind, "error": error, "tenant": tenant},
+        )
+        await step.set_instance(error=f"{node.key}: {reason}")
+        await lifecycle.finish(step, InstanceStatus.REJECTED, reason=reason)
+        return None
+    if token.node_key != node.key:
+        await move_token(step, token, node.key)
+    task_ids = [
+        await create_task(
+            step,
+            node_key=node.key,
+            token_id=token.id,
+            kind=REPAIR_TASK_KIND,
+            status=TaskStatus.PENDING,
+            assignee=admin,
+        )
+        for admin in admins
+    ]
+    ticket_id, _ = await open_ticket(
+        step.conn,
+        tenant_id=tenant,
+        instance_id=step.instance_id,
+        failed_node_key=node.key,
+        node_key=node.key,
+        kind=kind,
+        error=error,
+        action=action,
+        repair_task_id=task_ids[0],
+        idempotency_key=None,
+        actor=step.actor,
+        now=step.now,
+    )
+    await step.trace(
+        "compensation_ticket_opened",
+        node_key=node.key,
+        token_id=token.id,
+        task_id=task_ids[0],
+        detail={"ticketId": ticket_id, "kind": kind, "assignees": admins},
+    )
+    await step.emit(
+        "compensation.opened",
+        {"ticketId": ticket_id, "nodeKey": node.key, "kind": kind, "error": error},
+    )
+    return ticket_id
+
+
+async def resolve_for_repair_task(step: Step, task_id: int) -> int | None:
+    """Close the pending ticket whose repair task ``task_id`` was just handled
+    through the task API (the flow already continued): for the engine's
+    task actions to call in the same step. Returns the ticket id, if any."""
+    row = (
+        await step.conn.execute(
+            select(tickets.c.id)
+            .where(tickets.c.repair_task_id == task_id, tickets.c.status == TicketStatus.PENDING)
+            .with_for_update()
+        )
+    ).first()
+    if row is None:
+        return None
+    await close_ticket(
+        step.conn,
+        int(row.id),
+        TicketStatus.RESOLVED,
+        log_kind=LogKind.RESOLVE,
+        actor=step.actor,
+        now=step.now,
+        message=f"repair task {task_id} handled",
+        detail={"taskId": task_id},
+    )
+    return int(row.id)

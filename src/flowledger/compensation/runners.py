@@ -1,0 +1,257 @@
+"""Running one compensation action (SPEC C-4, C-5, C-6): what a
+``compensation_action`` job does with the action document in its payload.
+
+Templates ``{{form.<field>}}``, ``{{instanceId}}``, ``{{nodeKey}}`` and
+``{{error}}`` are rendered from the instance's form data **as it is when the
+job runs** (C-5), values percent-encoded inside URLs (X-4).
+
+- ``http``: :func:`~flowledger.outbound.job_calls.call_from_job` — SSRF
+  guard, no redirects, ``X-Idempotency-Key``, the L-17 side-effect marker
+  for an unsafe write and its classification (an unknown outcome goes to the
+  ``external_outcome_unconfirmed`` dead letter, never resent: C-6).
+- ``connector``: ``flowledger.outbound.connectors.call_connector`` with the
+  connector's own auth, rate limit, circuit breaker and call audit (X-3).
+- ``sms``: the configured gateway (``templateId``, rendered ``recipients``
+  and ``fieldValues``); ``email``: SMTP with the fixed subject
+  :data:`~flowledger.notify.email.COMPENSATION_SUBJECT` and the rendered
+  ``bodyTemplate``. Both record the side-effect marker before sending, so a
+  send whose outcome is unknown is not repeated automatically.
+- ``updateData``: inside the result's step receipt (L-14, C-6), the instance
+  row locked first, each of ``fieldKeys`` gets its ``fieldValues`` template
+  rendered as text — an unconfigured value writes null — through
+  :func:`~flowledger.engine.forms.write_form` (validated, source
+  ``compensation:<ticketId>``). Text is converted to the field's declared
+  type when it reads as one (``"12"`` into a number field is 12; empty text
+  into a non-string field is null); a value the form still refuses is a
+  permanent failure. The form of a finished instance is final: the action
+  is skipped.
+
+Every external action stores its result as a step receipt right after the
+call returns, together with the ticket's ``succeeded`` (see
+:mod:`flowledger.handlers.compensation_jobs`), so a job that runs again after
+a crash returns the stored result instead of calling again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import workflow_instances
+from flowledger.definitions.model import CompensationAction, FormSchema
+from flowledger.definitions.templates import render
+from flowledger.engine.errors import FormInvalidError
+from flowledger.engine.forms import write_form
+from flowledger.engine.snapshots import SnapshotCache
+from flowledger.engine.step import open_step
+from flowledger.errors import ConfigurationError, PermanentError
+from flowledger.notify.email import COMPENSATION_SUBJECT, send_email
+from flowledger.notify.sms import HttpSmsGateway, gateway_from_settings
+from flowledger.outbound.job_calls import OutboundRequest, call_from_job
+from flowledger.settings import get_settings
+from flowledger.states import TERMINAL_INSTANCE_STATUSES
+from flowledger.worker.context import JobContext
+
+ACTOR = "system"
+BODY_SUMMARY_CHARS = 2000
+DEFAULT_EMAIL_BODY = (
+    "The compensation of node {{nodeKey}} of process instance {{instanceId}} needs attention.\n"
+    "Error: {{error}}\n"
+)
+
+
+@dataclass(frozen=True)
+class ActionRun:
+    """What one run needs besides the job context."""
+
+    ticket_id: int
+    instance_id: int
+    tenant_id: str
+    node_key: str
+    error: str | None
+    action: CompensationAction
+
+
+def template_values(
+    form: Mapping[str, Any], instance_id: int, node_key: str, error: str | None
+) -> dict[str, Any]:
+    return {"form": dict(form), "instanceId": instance_id, "nodeKey": node_key, "error": error}
+
+
+async def _values(ctx: JobContext, run: ActionRun) -> dict[str, Any]:
+    async with ctx.db.read() as conn:
+        form = (
+            await conn.execute(
+                select(workflow_instances.c.form_data).where(
+                    workflow_instances.c.id == run.instance_id
+                )
+            )
+        ).scalar_one_or_none()
+    return template_values(
+        form if isinstance(form, dict) else {}, run.instance_id, run.node_key, run.error
+    )
+
+
+def _headers(templates: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, template in templates.items():
+        value = render(template, values)
+        if "\r" in value or "\n" in value:
+            raise PermanentError(f"header {name!r} renders to a value with a line break")
+        headers[name] = value
+    return headers
+
+
+def _content_type(body: str) -> str:
+    try:
+        json.loads(body)
+    except ValueError:
+        return "text/plain; charset=utf-8"
+    return "application/json"
+
+
+def http_request(action: CompensationAction, values: Mapping[str, Any]) -> OutboundRequest:
+    """The rendered request of an ``http`` or ``connector`` action."""
+    assert action.url is not None  # the action model requires it for both types
+    headers = _headers(action.headers, values)
+    body = None
+    if action.body_template is not None:
+        body = render(action.body_template, values)
+        if not any(name.lower() == "content-type" for name in headers):
+            headers["Content-Type"] = _content_type(body)
+    return OutboundRequest(
+        method=action.http_method,
+        url=render(action.url, values, url_encode=True),
+        headers=headers,
+        body=None if body is None else body.encode("utf-8"),
+    )
+
+
+def _recipients(templates: list[str], values: Mapping[str, Any]) -> list[str]:
+    rendered = (render(t, values).strip() for t in templates)
+    recipients = list(dict.fromkeys(r for r in rendered if r))
+    if not recipients:
+        raise PermanentError("no recipient is left after rendering the recipients")
+    return recipients
+
+
+async def call_external(ctx: JobContext, run: ActionRun) -> dict[str, Any]:
+    """Run an http / connector / sms / email action; its result summary."""
+    action = run.action
+    values = await _values(ctx, run)
+    if action.type == "http":
+        result = await call_from_job(ctx, http_request(action, values))
+        return {"type": "http", "status": result.status, "body": result.text()[:BODY_SUMMARY_CHARS]}
+    if action.type == "connector":
+        return await _connector(ctx, run, http_request(action, values))
+    if action.type == "sms":
+        return await _sms(ctx, action, values)
+    if action.type == "email":
+        recipients = _recipients(action.recipients, values)
+        body = render(action.body_template or DEFAULT_EMAIL_BODY, values)
+        await ctx.mark_side_effect()
+        await send_email(get_settings(), to=recipients, subject=COMPENSATION_SUBJECT, body=body)
+        return {"type": "email", "recipients": recipients}
+    raise PermanentError(f"{action.type} is not an external action")  # pragma: no cover
+
+
+async def _connector(ctx: JobContext, run: ActionRun, request: OutboundRequest) -> dict[str, Any]:
+    try:  # the connector integration (X-3) is imported only when an action needs it
+        from flowledger.outbound.connectors import call_connector
+    except ImportError:  # pragma: no cover - a build without connectors
+        raise PermanentError("connector calls are not available in this flowledger") from None
+    assert run.action.connector_id is not None  # the action model requires it
+    result = await call_connector(
+        ctx, tenant_id=run.tenant_id, connector_key=run.action.connector_id, request=request
+    )
+    return {
+        "type": "connector",
+        "status": result.status,
+        "body": result.text()[:BODY_SUMMARY_CHARS],
+    }
+
+
+async def _sms(
+    ctx: JobContext, action: CompensationAction, values: Mapping[str, Any]
+) -> dict[str, Any]:
+    recipients = _recipients(action.recipients, values)
+    fields = {name: render(t or "", values) for name, t in action.field_values.items()}
+    try:
+        gateway = gateway_from_settings(get_settings())
+    except ConfigurationError as exc:
+        raise PermanentError(exc.message) from None
+    assert action.template_id is not None  # the action model requires it
+    await ctx.mark_side_effect()
+    if isinstance(gateway, HttpSmsGateway):
+        message_id = await gateway.send(
+            action.template_id, recipients, fields, idempotency_key=ctx.idempotency_key
+        )
+    else:  # pragma: no cover - another gateway plugged in
+        message_id = await gateway.send(action.template_id, recipients, fields)
+    return {"type": "sms", "recipients": recipients, "messageId": message_id}
+
+
+_NUMBER_TYPES = {"number": float, "integer": int}
+
+
+def _typed(text: str, field_type: str | None) -> Any:
+    """Rendered text as the value of a field of ``field_type`` (see module doc)."""
+    if field_type in (None, "string"):
+        return text
+    if text == "":
+        return None
+    if field_type == "date":
+        return text
+    try:
+        if field_type == "boolean":
+            lowered = text.strip().lower()
+            return {"true": True, "false": False}.get(lowered, text)
+        if field_type in ("object", "array"):
+            return json.loads(text)
+        if field_type == "integer":
+            return int(text.strip())
+        number = float(text.strip())
+        return int(number) if number.is_integer() and "." not in text else number
+    except ValueError:
+        return text  # the form validation names the field and the type
+
+
+def form_changes(
+    action: CompensationAction, schema: FormSchema, values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``fieldKeys`` with their rendered ``fieldValues`` (null when unconfigured)."""
+    types = {f.key: f.type for f in schema.fields}
+    changes: dict[str, Any] = {}
+    for key in action.field_keys:
+        template = action.field_values.get(key)
+        changes[key] = (
+            None if template is None else _typed(render(template, values), types.get(key))
+        )
+    return changes
+
+
+async def update_data(
+    conn: AsyncConnection, ctx: JobContext, run: ActionRun, snapshots: SnapshotCache
+) -> dict[str, Any]:
+    """The updateData write, in the receipt's transaction (instance locked first)."""
+    step = await open_step(
+        conn, run.instance_id, now=ctx.clock.now(), actor=ACTOR, snapshots=snapshots
+    )
+    status = step.instance["status"]
+    if status in TERMINAL_INSTANCE_STATUSES:
+        return {
+            "type": "updateData",
+            "skipped": f"instance {run.instance_id} is {status}; its form is final",
+        }
+    values = template_values(step.form, run.instance_id, run.node_key, run.error)
+    changes = form_changes(run.action, step.defn.form, values)
+    try:
+        await write_form(step, changes, source=f"compensation:{run.ticket_id}")
+    except FormInvalidError as exc:
+        raise PermanentError(f"updateData of ticket {run.ticket_id}: {exc.message}") from None
+    return {"type": "updateData", "fields": changes}
