@@ -48,7 +48,11 @@ async def finish(
     await close_open_tasks(step, status=task_status, comment=reason)
     await consume_all_tokens(step)
     canceled = await jobs_cleanup_for_instance(
-        step.conn, step.instance_id, now=step.now, reason=f"instance {status.value}"
+        step.conn,
+        step.instance_id,
+        now=step.now,
+        reason=f"instance {status.value}",
+        keep_job_id=step.job_id,
     )
     await step.set_instance(status=status, finished_at=step.now)
     step.finished = True

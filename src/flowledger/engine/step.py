@@ -32,6 +32,8 @@ class Step:
     instance: dict[str, Any]
     defn: ProcessDefinition
     finished: bool = False
+    # the ledger job running this step, if one is (kept out of L-22 cleanup)
+    job_id: int | None = None
 
     @property
     def instance_id(self) -> int:
@@ -155,8 +157,16 @@ async def lock_instance(conn: AsyncConnection, instance_id: int) -> dict[str, An
 
 
 async def open_step(
-    conn: AsyncConnection, instance_id: int, *, now: datetime, actor: str, snapshots: SnapshotCache
+    conn: AsyncConnection,
+    instance_id: int,
+    *,
+    now: datetime,
+    actor: str,
+    snapshots: SnapshotCache,
+    job_id: int | None = None,
 ) -> Step:
+    """Lock the instance and open a step on it; ``job_id`` names the ledger
+    job this step runs in, if any."""
     instance = await lock_instance(conn, instance_id)
     defn = snapshots.get(instance["definition_id"], instance["snapshot"])
-    return Step(conn=conn, now=now, actor=actor, instance=instance, defn=defn)
+    return Step(conn=conn, now=now, actor=actor, instance=instance, defn=defn, job_id=job_id)

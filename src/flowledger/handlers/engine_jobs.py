@@ -48,7 +48,12 @@ async def _instance_step(
 
     async def run(conn: AsyncConnection) -> Any:
         step = await open_step(
-            conn, instance_id, now=ctx.clock.now(), actor=SYSTEM, snapshots=engine.snapshots
+            conn,
+            instance_id,
+            now=ctx.clock.now(),
+            actor=SYSTEM,
+            snapshots=engine.snapshots,
+            job_id=ctx.job.id,
         )
         return await body(step)
 

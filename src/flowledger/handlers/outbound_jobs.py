@@ -117,7 +117,12 @@ async def _in_step(
 
     async def run(conn: AsyncConnection) -> dict[str, Any]:
         step = await open_step(
-            conn, instance_id, now=ctx.clock.now(), actor=SYSTEM, snapshots=snapshots
+            conn,
+            instance_id,
+            now=ctx.clock.now(),
+            actor=SYSTEM,
+            snapshots=snapshots,
+            job_id=ctx.job.id,
         )
         found = await held_task(step, task_id, status)
         if isinstance(found, str):

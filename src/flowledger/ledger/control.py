@@ -154,14 +154,21 @@ async def jobs_resume_for_instance(
 
 
 async def jobs_cleanup_for_instance(
-    conn: AsyncConnection, instance_id: int, *, now: datetime, reason: str = "instance ended"
+    conn: AsyncConnection,
+    instance_id: int,
+    *,
+    now: datetime,
+    reason: str = "instance ended",
+    keep_job_id: int | None = None,
 ) -> list[int]:
     """SPEC L-22: cancel exactly the advancement types (delay_wake, task_timeout,
-    external_dispatch, subprocess_spawn, subprocess_join) that could still wake."""
+    external_dispatch, subprocess_spawn, subprocess_join) that could still wake.
+    ``keep_job_id`` is the job whose own step ends the instance: it is left
+    running so that it settles with its real outcome."""
     rows = await _lock_instance_jobs(
         conn, instance_id, CLEANUP_TYPES, ["pending", "running", "paused"]
     )
-    ids = [row.id for row in rows]
+    ids = [row.id for row in rows if row.id != keep_job_id]
     if ids:
         await _finish_running_attempts(
             conn, ids, status=AttemptStatus.CANCELED, error=reason, now=now
