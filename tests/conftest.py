@@ -4,10 +4,12 @@ ManualClock so tests move time instead of sleeping."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
@@ -15,6 +17,10 @@ from flowledger.db.schema import metadata
 from tests.dbutil import database_url
 
 BACKENDS = ["sqlite", "postgresql"]
+
+# One secret key for the whole run, so that no test writes ./flowledger.key
+# (tests that exercise the key file set their own settings).
+os.environ.setdefault("FLOWLEDGER_SECRET_KEY", Fernet.generate_key().decode())
 
 
 @pytest.fixture(params=BACKENDS)

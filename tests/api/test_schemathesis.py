@@ -28,6 +28,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import metadata
 from flowledger.engine import Engine
+from flowledger.settings import get_settings
 from tests.api.conftest import approval
 
 MAX_EXAMPLES = 15
@@ -56,7 +57,13 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, s
     db = Database(f"sqlite:///{path}")
     engine = Engine(db, ManualClock())
     token = asyncio.run(_seed(db, engine))
-    yield create_app(db, engine=engine), token
+    with pytest.MonkeyPatch.context() as patch:
+        # with a callback secret the signed callback routes check signatures
+        # (401) instead of answering 503 for every generated request
+        patch.setenv("FLOWLEDGER_CALLBACK_SECRET", "schemathesis-callback-secret")
+        get_settings.cache_clear()
+        yield create_app(db, engine=engine), token
+    get_settings.cache_clear()
     asyncio.run(db.dispose())
 
 

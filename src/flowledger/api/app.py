@@ -32,6 +32,7 @@ from flowledger.api.routers import (
     tasks,
 )
 from flowledger.api.schemas import ErrorPublic
+from flowledger.compensation import policies
 from flowledger.db.database import Database
 from flowledger.engine import Engine
 
@@ -82,6 +83,7 @@ def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
         redoc_url=None,
         generate_unique_id_function=operation_id,
     )
+    policies.install()  # callbacks and task actions can fail nodes too (SPEC C-1)
     app.state.api = ApiContext(db=db, engine=engine or Engine(db))
     install_error_handlers(app)
     app.include_router(api_router())

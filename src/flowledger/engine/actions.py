@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import update
 
 from flowledger.db.engine_schema import workflow_comments, workflow_tasks
-from flowledger.engine import lifecycle, runner
+from flowledger.engine import lifecycle, node_failures, runner
 from flowledger.engine.errors import NotAssignee, TaskNotFound, TaskStateError, TaskWithoutToken
 from flowledger.engine.forms import write_form
 from flowledger.engine.step import Step
@@ -74,6 +74,8 @@ async def complete(
         await write_form(step, form, source=f"task:{task_id}")
     node = step.defn.node(task.node_key)
     await finish_task(step, task_id, status=TaskStatus.COMPLETED, action=action, comment=comment)
+    if task.kind == "catch":
+        await node_failures.repair_handled(step, task_id)
     if action == "reject":
         await lifecycle.finish(step, InstanceStatus.REJECTED, reason=comment)
         return

@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.expressions import evaluate_value
-from flowledger.engine import actions, runner
+from flowledger.engine import actions, runner, task_notices
 from flowledger.engine.forms import write_form
 from flowledger.engine.instances import start_instance
 from flowledger.engine.node_failures import NodeFailure, node_failed
@@ -78,9 +78,9 @@ async def task_timed_out(step: Step, task_id: int) -> str | None:
     elif policy.action == "transfer":
         assert policy.transfer_to is not None
         await actions.transfer(step, task_id, policy.transfer_to, comment="[timeout] transferred")
-    else:  # notify
-        await step.emit(
-            "task.overdue", {"taskId": task_id, "assignee": task.assignee, "nodeKey": task.node_key}
+    else:  # notify: an in-app message to the assignee and a task.overdue event
+        await task_notices.task_overdue(
+            step, task_id=task_id, assignee=task.assignee, node_key=task.node_key
         )
     return None
 

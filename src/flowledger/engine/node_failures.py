@@ -58,6 +58,25 @@ def set_node_failure_hook(hook: NodeFailureHook | None) -> None:
     _hook = hook
 
 
+RepairHandledHook = Callable[[Step, int], Awaitable[object]]
+
+_repair_hook: RepairHandledHook | None = None
+
+
+def set_repair_handled_hook(hook: RepairHandledHook | None) -> None:
+    """Install what runs when a repair (``catch``) task is handled through the
+    task actions, inside that step — the compensation work closes the task's
+    pending ticket there (C-3, C-9)."""
+    global _repair_hook
+    _repair_hook = hook
+
+
+async def repair_handled(step: Step, task_id: int) -> None:
+    """Tell the installed hook that repair task ``task_id`` was handled."""
+    if _repair_hook is not None:
+        await _repair_hook(step, task_id)
+
+
 def effective_action(node: Node) -> str | None:
     """The failure action that applies to ``node``: its ``failurePolicy``
     action, else (for a trigger) its ``onFailure``, else None (C-1, X-1)."""
