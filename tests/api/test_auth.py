@@ -25,7 +25,15 @@ PARAMS = {
     "jobId": "1",
     "traceId": "t-1",
     "messageId": "1",
+    "connectorId": "1",
+    "subscriptionId": "1",
+    "ruleId": "1",
+    "ticketId": "1",
+    "logId": "1",
 }
+# External systems authenticate callbacks by HMAC signature, not by bearer
+# token (SPEC; tests/api/test_callbacks.py covers their refusals).
+SIGNED_PREFIX = "/api/workflows/callbacks/"
 
 
 async def _operations(api: Api) -> list[tuple[str, str]]:
@@ -34,7 +42,7 @@ async def _operations(api: Api) -> list[tuple[str, str]]:
         (method.upper(), re.sub(r"\{(\w+)\}", lambda m: PARAMS[m.group(1)], path))
         for path, item in doc["paths"].items()
         for method in item
-        if method in {"get", "post"}
+        if method in {"get", "post", "patch", "delete"} and not path.startswith(SIGNED_PREFIX)
     ]
 
 
