@@ -72,9 +72,11 @@ async def call_back(
 ) -> Any:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     headers = {"Content-Type": "application/json"}
+    url = f"{BASE}/callbacks{path}"
     if signed:
-        headers |= sign_headers(key, int(api.clock.now().timestamp()) - age_s, raw)
-    return await api.client.post(f"{BASE}/callbacks{path}", content=raw, headers=headers)
+        stamp = int(api.clock.now().timestamp()) - age_s
+        headers |= sign_headers(key, stamp, raw, context=f"POST {url}")
+    return await api.client.post(url, content=raw, headers=headers)
 
 
 async def rows(db: Database, table: Any) -> list[dict[str, Any]]:
@@ -174,6 +176,9 @@ async def test_a_duplicate_callback_answers_with_the_recorded_decision_X2(
         ("unsigned", "signature_missing"),
         ("stale", "timestamp_out_of_tolerance"),
         ("tampered", "signature_mismatch"),
+        ("other_task", "signature_mismatch"),
+        ("webhook_style", "signature_mismatch"),
+        ("unicode_digits", "timestamp_invalid"),
     ],
 )
 async def test_a_bad_signature_is_refused_and_changes_nothing_X2(
@@ -195,12 +200,26 @@ async def test_a_bad_signature_is_refused_and_changes_nothing_X2(
         response = await call_back(api, path, body, signed=False)
     elif how == "stale":
         response = await call_back(api, path, body, age_s=301)
-    else:  # signed for one body, sent with another
-        raw = json.dumps({"decision": "reject"}).encode()
-        headers = sign_headers(SECRET, int(clock.now().timestamp()), raw)
-        response = await api.client.post(
-            f"{BASE}/callbacks{path}", content=json.dumps(body).encode(), headers=headers
-        )
+    else:
+        url = f"{BASE}/callbacks{path}"
+        raw = json.dumps(body).encode()
+        stamp = int(clock.now().timestamp())
+        if how == "tampered":  # signed for one body, sent with another
+            signed_raw = json.dumps({"decision": "reject"}).encode()
+            headers = sign_headers(SECRET, stamp, signed_raw, context=f"POST {url}")
+        elif how == "other_task":  # a captured decision replayed to another task
+            other = f"{BASE}/callbacks/external/{task_id + 1000}"
+            headers = sign_headers(SECRET, stamp, raw, context=f"POST {other}")
+        elif how == "webhook_style":  # timestamp + body only, as flowledger signs
+            headers = sign_headers(SECRET, stamp, raw)  # what it sends: not a callback
+        else:  # "²".isdigit() is True in Python; it must be a 401, not a 500
+            headers = sign_headers(SECRET, stamp, raw, context=f"POST {url}")
+            headers["X-Flowledger-Timestamp"] = "\u00b2"
+            response = await api.client.post(
+                url, content=raw, headers={k: v.encode("latin-1") for k, v in headers.items()}
+            )
+        if how != "unicode_digits":
+            response = await api.client.post(url, content=raw, headers=headers)
     assert response.status_code == 401, response.text
     assert response.json()["code"] == code
     (task,) = await tasks(db, iid, node_key="partner")

@@ -3,7 +3,9 @@ external approvals), mounted at ``/api/workflows/callbacks``.
 
 No bearer token: a callback is authenticated by its HMAC-SHA256 signature
 (:mod:`flowledger.outbound.signing`, headers ``X-Flowledger-Timestamp`` and
-``X-Flowledger-Signature`` over the raw body bytes) with
+``X-Flowledger-Signature`` over the timestamp, the request line
+``"POST <path>"`` and the raw body bytes — so a signed callback is valid for
+its own task or job only) with
 ``FLOWLEDGER_CALLBACK_SECRET``, within ``FLOWLEDGER_SIGNATURE_TOLERANCE_S`` of
 the server's time. While the secret is unset every callback is refused with
 503 ``callback_secret_unset``; a missing or wrong signature is 401 with the
@@ -171,6 +173,7 @@ async def _verified(ctx: ApiContext, request: Request) -> bytes | Response:
             raw,
             now=ctx.now().timestamp(),
             tolerance_s=settings.signature_tolerance_s,
+            context=f"{request.method} {request.url.path}",
         )
     except SignatureInvalid as exc:
         raise CallbackSignatureInvalid(exc.reason, str(exc)) from None
