@@ -270,3 +270,27 @@ async def test_call_audit_is_paged_newest_first_X3(api: Api, people: People) -> 
     assert (await api.get(f"/connectors/{cid}/calls", people.mon, cursor="!!")).status_code == 422
     async with api.db.read() as conn:
         assert (await conn.execute(select(connectors.c.id))).all() != []
+
+
+async def test_moving_a_connector_needs_its_secret_again_X3(api: Api, people: People) -> None:
+    # a stored credential belongs to the origin it was given for: pointing the
+    # connector at another host must not carry the secret along
+    cid = (await _create(api, people.dev))["id"]
+    stored = await _stored_secret(api, cid)
+    assert stored is not None
+    response = await _patch(api, people, cid, {"baseUrl": "https://attacker.example/api"})
+    assert response.status_code == 422
+    assert (response.json()["code"], response.json()["field"]) == ("connector_invalid", "secret")
+    assert await _stored_secret(api, cid) == stored
+    got = (await api.get(f"/connectors/{cid}", people.dev)).json()
+    assert got["baseUrl"] == BODY["baseUrl"].rstrip("/")
+    # the same origin with another path keeps it; a new origin with the secret given works
+    same_origin = BODY["baseUrl"].rstrip("/") + "/v2"
+    response = await _patch(api, people, cid, {"baseUrl": same_origin})
+    assert response.status_code == 200, response.text
+    assert await _stored_secret(api, cid) == stored
+    response = await _patch(
+        api, people, cid, {"baseUrl": "https://erp2.example/api", "secret": NEW_SECRET}
+    )
+    assert response.status_code == 200, response.text
+    assert secret_box().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET

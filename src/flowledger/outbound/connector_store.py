@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar, cast
+from urllib.parse import urlsplit
 
 from sqlalchemy import Select, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -265,6 +266,11 @@ async def list_connectors(
     return Page(items, items[-1].id if len(rows) > limit else None)
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return (parts.scheme.lower(), (parts.hostname or "").lower(), parts.port)
+
+
 async def update_connector(
     conn: AsyncConnection,
     connector: Connector,
@@ -288,10 +294,19 @@ async def update_connector(
                 header_name=changes.get("header_name"),
             )
     else:
-        keep_secret = connector.has_secret and not kind_changed
+        # a stored credential is bound to the origin it was given for: moving
+        # the connector elsewhere needs the secret again, or anyone allowed to
+        # edit connectors could point it at their own host and collect it
+        moved = _origin(draft.base_url) != _origin(connector.base_url)
+        keep_secret = connector.has_secret and not kind_changed and not moved
         if kind_changed and draft.secret is None:
             raise ConnectorInvalid(
                 f"changing authKind to {draft.auth_kind} needs its secret", field="secret"
+            )
+        if moved and connector.has_secret and draft.secret is None:
+            raise ConnectorInvalid(
+                "changing the base URL's scheme, host or port needs the secret again",
+                field="secret",
             )
         if kind_changed and draft.auth_kind != "basic" and "username" not in changes:
             draft = replace(draft, username=None)
