@@ -24,7 +24,8 @@ fallback    a valid ``fallbackNodeKey`` wins (C-2): the token moves there and
             enqueued on a ``pending`` ticket in this same transaction and the
             flow leaves the node at once, not waiting for the action; with
             neither, manual repair
-notify      manual repair; each administrator gets an in-app message
+notify      manual repair; each administrator gets an in-app message and a
+            ``task.repair_needed`` event (for an email / SMS automation rule)
 terminate   the instance is rejected (tasks closed, tokens consumed) and a
             ``terminated`` ticket records it
 ==========  ===============================================================
@@ -37,6 +38,11 @@ administrator at the failed node holding the token, a pending ticket, the
 instance still running and its other branches moving. With nobody to
 resolve as administrator the instance is rejected, the reason recorded.
 
+Handling any administrator's catch task through the task API continues the
+flow (the engine does that) and resolves the repair's pending ticket
+(:func:`repair_task_handled`, the engine's repair-handled hook); the
+other copies are canceled.
+
 ``sagaRollback: true`` (C-7) registers the reverse actions of the nodes
 that already succeeded (:mod:`flowledger.compensation.saga`) before the
 action above runs, whatever the action is.
@@ -44,13 +50,19 @@ action above runs, whatever the action is.
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
 
-from flowledger.compensation.actions import enqueue_action
-from flowledger.compensation.repair import open_repair, resolve_for_repair_task
+from sqlalchemy import and_, select
+
+from flowledger.compensation.actions import action_document, enqueue_action
+from flowledger.compensation.repair import (
+    REPAIR_TASK_KIND,
+    open_repair,
+    resolve_for_repair_task,
+)
 from flowledger.compensation.saga import register_saga
-from flowledger.compensation.tickets import open_ticket
-from flowledger.db.compensation_schema import TicketStatus
+from flowledger.compensation.tickets import close_ticket, open_ticket, tickets
+from flowledger.db.compensation_schema import LogKind, TicketStatus
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.definitions.model import CompensationAction, Node
 from flowledger.engine import lifecycle
@@ -67,10 +79,9 @@ from flowledger.engine.tokens import Token, move_token
 from flowledger.states import InstanceStatus, TaskStatus
 
 
-def _document(action: CompensationAction | None) -> dict[str, object] | None:
-    if action is None:
-        return None
-    return action.model_dump(mode="json", by_alias=True, exclude_none=True)
+def _document(action: CompensationAction | None) -> dict[str, Any] | None:
+    """The action as a ticket and its job store it (one form for both)."""
+    return None if action is None else action_document(action)
 
 
 async def _record(
@@ -80,7 +91,7 @@ async def _record(
     *,
     kind: str,
     status: TicketStatus,
-    action: dict[str, object] | None = None,
+    action: dict[str, Any] | None = None,
 ) -> int:
     ticket_id, _ = await open_ticket(
         step.conn,
@@ -101,7 +112,7 @@ async def _record(
 
 
 async def _enqueue(
-    step: Step, node: Node, failure: NodeFailure, ticket_id: int, action: dict[str, object]
+    step: Step, node: Node, failure: NodeFailure, ticket_id: int, action: dict[str, Any]
 ) -> int:
     return await enqueue_action(
         step.conn,
@@ -141,6 +152,11 @@ async def _repair(
         step, token, node, error=failure.message, kind=kind, action=action
     )
     if ticket_id is None:  # nobody to repair it: the instance was rejected
+        if action is not None:  # the external side effect is still undone
+            ticket_id = await _record(
+                step, node, failure, kind=kind, status=TicketStatus.TERMINATED, action=action
+            )
+            await _enqueue(step, node, failure, ticket_id, action)
         return []
     if action is not None:
         await _enqueue(step, node, failure, ticket_id, action)
@@ -158,7 +174,7 @@ async def _notify_admins(step: Step, token: Token, node: Node, failure: NodeFail
         )
     )
     label = node.name or node.key
-    for row in rows:
+    for row in rows.all():
         await notify_assignee(
             step,
             task_id=int(row.id),
@@ -170,6 +186,16 @@ async def _notify_admins(step: Step, token: Token, node: Node, failure: NodeFail
                 f"Node {label} of {step.instance['definition_key']} #{step.instance_id} "
                 f"failed: {failure.message}"
             ),
+        )
+        # email / SMS leave the process: an automation rule on this event sends them
+        await step.emit(
+            "task.repair_needed",
+            {
+                "taskId": int(row.id),
+                "assignee": str(row.assignee),
+                "nodeKey": node.key,
+                "error": failure.message,
+            },
         )
 
 
@@ -225,8 +251,66 @@ async def apply_failure_policy(
     return await _repair(step, token, node, failure, action)
 
 
+async def repair_task_handled(step: Step, task_id: int) -> int | None:
+    """Resolve the pending ticket of the repair that ``task_id`` (a ``catch``
+    task just handled through the task API) belongs to; returns its id.
+
+    A repair has one catch task per administrator but the ticket names only
+    the first: any administrator's copy — a task on the same token at the
+    same node as the ticket's task — closes it (C-3)."""
+    handled = workflow_tasks.alias("handled")
+    named = workflow_tasks.alias("named")
+    row = (
+        await step.conn.execute(
+            select(tickets.c.repair_task_id)
+            .join(named, named.c.id == tickets.c.repair_task_id)
+            .join(
+                handled,
+                and_(
+                    handled.c.token_id == named.c.token_id, handled.c.node_key == named.c.node_key
+                ),
+            )
+            .where(
+                handled.c.id == task_id,
+                handled.c.kind == REPAIR_TASK_KIND,
+                tickets.c.instance_id == step.instance_id,
+                tickets.c.status == TicketStatus.PENDING,
+            )
+            .order_by(tickets.c.id.desc())
+        )
+    ).first()
+    if row is None:
+        return None
+    if int(row.repair_task_id) == task_id:
+        return await resolve_for_repair_task(step, task_id)
+    ticket = (
+        await step.conn.execute(
+            select(tickets.c.id)
+            .where(
+                tickets.c.repair_task_id == row.repair_task_id,
+                tickets.c.status == TicketStatus.PENDING,
+            )
+            .with_for_update()
+        )
+    ).first()
+    if ticket is None:
+        return None
+    await close_ticket(
+        step.conn,
+        int(ticket.id),
+        TicketStatus.RESOLVED,
+        log_kind=LogKind.RESOLVE,
+        actor=step.actor,
+        now=step.now,
+        message=f"repair task {task_id} handled",
+        detail={"taskId": task_id, "repairTaskId": int(row.repair_task_id)},
+    )
+    return int(ticket.id)
+
+
 def install() -> None:
     """Make :func:`apply_failure_policy` the engine's node-failure hook, and
-    close a repair task's pending ticket when the task is handled."""
+    :func:`repair_task_handled` what closes a repair's pending ticket when
+    one of its catch tasks is handled."""
     set_node_failure_hook(apply_failure_policy)
-    set_repair_handled_hook(resolve_for_repair_task)
+    set_repair_handled_hook(repair_task_handled)

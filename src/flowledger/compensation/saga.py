@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from sqlalchemy import and_, exists, select
 
-from flowledger.compensation.actions import enqueue_action
+from flowledger.compensation.actions import action_document, enqueue_action
 from flowledger.compensation.tickets import open_ticket
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
@@ -74,7 +74,7 @@ async def register_saga(step: Step, failed: Node, *, error: str) -> list[int]:
         node = step.defn.node(node_key)
         if node.compensation is None:
             continue
-        action = node.compensation.model_dump(mode="json", by_alias=True, exclude_none=True)
+        action = action_document(node.compensation)
         key = saga_key(step.instance_id, node_key)
         ticket_id, created = await open_ticket(
             step.conn,
