@@ -71,6 +71,15 @@ class RetryableError(JobControlError):
         self.next_retry_delay_ms = next_retry_delay_ms
 
 
+class Deferred(RetryableError):
+    """Nothing was attempted: the job is handed back to run again after
+    ``next_retry_delay_ms`` without using an attempt of its budget (a rate
+    limit or an open circuit breaker refused to send). The attempt row is
+    ``canceled`` with this error's code."""
+
+    code = "deferred"
+
+
 class PermanentError(JobControlError):
     """A failure that no retry can fix: the job goes dead at once."""
 

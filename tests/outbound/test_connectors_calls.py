@@ -147,6 +147,10 @@ async def test_rate_limit_refuses_without_sending_then_lets_through_X3(
     assert limited.run_at == clock.now() + timedelta(milliseconds=500)
     (attempt,) = await attempt_rows(db, jobs[2])
     assert attempt.request is None and attempt.side_effect_at is None
+    # nothing was attempted: the refusal hands the job back without using an
+    # attempt of its budget (a one-attempt trigger is not failed by a limit)
+    assert (attempt.status, attempt.error_code) == ("canceled", "connector_rate_limited")
+    assert limited.attempts == 0
     assert [c["outcome"] for c in await call_rows(db)] == ["ok", "ok", "connector_rate_limited"]
 
     await asyncio.sleep(0.55)

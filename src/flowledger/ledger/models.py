@@ -116,3 +116,9 @@ class Outcome:
     @staticmethod
     def released(reason: str) -> Outcome:
         return Outcome(OutcomeKind.RELEASED, error=reason, error_code="released")
+
+    @staticmethod
+    def deferred(reason: str, *, code: str, delay_ms: int | None) -> Outcome:
+        """Handed back unattempted; runs again after ``delay_ms``, the
+        attempt not counted."""
+        return Outcome(OutcomeKind.RELEASED, error=reason, error_code=code, retry_delay_ms=delay_ms)

@@ -53,11 +53,19 @@ def _plan(
         }
         status = AttemptStatus.SUCCEEDED if kind is OutcomeKind.SUCCESS else AttemptStatus.SKIPPED
         return values, status
-    if kind is OutcomeKind.RELEASED:
-        return (
-            {"status": JobStatus.PENDING, "run_at": now, "attempts": max(attempts - 1, 0)},
-            AttemptStatus.CANCELED,
-        )
+    if kind is OutcomeKind.RELEASED:  # handed back: the attempt does not count
+        released: dict[str, Any] = {
+            "status": JobStatus.PENDING,
+            "run_at": now + timedelta(milliseconds=outcome.retry_delay_ms or 0),
+            "attempts": max(attempts - 1, 0),
+        }
+        if outcome.error_code != "released":  # deferred: say why it waits
+            released.update(
+                last_error=outcome.error,
+                last_error_code=outcome.error_code,
+                last_error_fingerprint=fingerprint(outcome.error),
+            )
+        return released, AttemptStatus.CANCELED
     values = {
         "last_error": outcome.error,
         "last_error_code": outcome.error_code,

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from flowledger.errors import (
     ConflictError,
+    Deferred,
     FlowledgerError,
     NotFoundError,
     PermanentError,
-    RetryableError,
 )
 
 
@@ -53,13 +53,13 @@ class ConnectorSecretUnreadable(PermanentError):
     code = "connector_secret_unreadable"
 
 
-class ConnectorRateLimited(RetryableError):
+class ConnectorRateLimited(Deferred):
     """The connector's rate limit refused the call; nothing was sent."""
 
     code = "connector_rate_limited"
 
 
-class ConnectorCircuitOpen(RetryableError):
+class ConnectorCircuitOpen(Deferred):
     """The connector's circuit breaker is open; nothing was sent."""
 
     code = "connector_circuit_open"

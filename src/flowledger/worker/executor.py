@@ -25,6 +25,7 @@ from typing import Any
 import structlog
 
 from flowledger.errors import (
+    Deferred,
     ExternalOutcomeUnconfirmed,
     LeaseLostError,
     PermanentError,
@@ -102,6 +103,8 @@ def _classify_error(ctx: JobContext, exc: BaseException) -> Outcome | None:
         return Outcome.unconfirmed(str(exc))
     if isinstance(exc, PermanentError):
         return Outcome.dead(str(exc), code=exc.code)
+    if isinstance(exc, Deferred):
+        return Outcome.deferred(str(exc), code=exc.code, delay_ms=exc.next_retry_delay_ms)
     if isinstance(exc, RetryableError):
         return Outcome.retry(str(exc), code=exc.code, delay_ms=exc.next_retry_delay_ms)
     message = f"{type(exc).__name__}: {exc}"
