@@ -452,6 +452,26 @@ CASES = [
         node="big",
     ),
     Case(
+        "credential header in a trigger call (X-3: use a connector)",
+        setter(
+            "big.call",
+            {"kind": "http", "url": "https://x.example/", "headers": {"Authorization": "Bearer t"}},
+        ),
+        {"secret_header_in_definition"},
+        node="big",
+        field="call.headers.Authorization",
+    ),
+    Case(
+        "api key header in a compensation action",
+        setter(
+            "big.compensation",
+            {"type": "http", "url": "https://x.example/", "headers": {"X-Api-Key": "k"}},
+        ),
+        {"secret_header_in_definition"},
+        node="big",
+        field="compensation.headers.X-Api-Key",
+    ),
+    Case(
         "transfer timeout without target",
         setter("review.timeout", {"after": "PT1H", "action": "transfer"}),
         {"timeout_transfer_target_missing"},

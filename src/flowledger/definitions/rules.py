@@ -15,6 +15,7 @@ from flowledger.definitions.expressions import ExpressionError, compile_conditio
 from flowledger.definitions.model import CompensationAction, HttpCall, Node, ProcessDefinition
 from flowledger.definitions.problems import Problem
 from flowledger.definitions.templates import validate_template
+from flowledger.outbound.records import is_secret
 
 HUMAN_TYPES = frozenset({"approval", "handle", "cc"})
 TIMEOUT_TYPES = frozenset({"approval", "handle"})
@@ -120,8 +121,25 @@ class _NodeChecker:
         for name, call in (("call", node.call), ("dispatch", node.dispatch)):
             if call is not None:
                 yield from self.templates(name, _call_templates(call))
+                yield from self.secret_headers(name, call.headers)
         if node.compensation is not None:
             yield from self.templates("compensation", _action_templates(node.compensation))
+            yield from self.secret_headers("compensation", node.compensation.headers)
+        fallback = node.failure_policy.fallback_action if node.failure_policy else None
+        if fallback is not None:
+            yield from self.secret_headers("failurePolicy.fallbackAction", fallback.headers)
+
+    def secret_headers(self, where: str, headers: dict[str, str]) -> Iterator[Problem]:
+        """Credentials do not belong in a definition: everyone who may read
+        definitions, jobs or traces would see them (X-3: use a connector)."""
+        for header in headers:
+            if is_secret(header):
+                yield self.problem(
+                    "secret_header_in_definition",
+                    f"header {header!r} carries a credential; definitions are readable by "
+                    "operators and monitors — put it in a connector (kind: connector) instead",
+                    f"{where}.headers.{header}",
+                )
 
     def subprocess(self) -> Iterator[Problem]:
         node = self.node
