@@ -40,7 +40,8 @@ resolve as administrator the instance is rejected, the reason recorded.
 
 Handling any administrator's catch task through the task API continues the
 flow (the engine does that) and resolves the repair's pending ticket
-(:func:`repair_task_handled`, the engine's repair-handled hook); the
+(:func:`~flowledger.compensation.repair.resolve_for_repair_task`, the
+engine's repair-handled hook); the
 other copies are canceled.
 
 ``sagaRollback: true`` (C-7) registers the reverse actions of the nodes
@@ -52,17 +53,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import select
 
 from flowledger.compensation.actions import action_document, enqueue_action
 from flowledger.compensation.repair import (
-    REPAIR_TASK_KIND,
     open_repair,
     resolve_for_repair_task,
 )
 from flowledger.compensation.saga import register_saga
-from flowledger.compensation.tickets import close_ticket, open_ticket, tickets
-from flowledger.db.compensation_schema import LogKind, TicketStatus
+from flowledger.compensation.tickets import open_ticket
+from flowledger.db.compensation_schema import TicketStatus
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.definitions.model import CompensationAction, Node
 from flowledger.engine import lifecycle
@@ -251,66 +251,10 @@ async def apply_failure_policy(
     return await _repair(step, token, node, failure, action)
 
 
-async def repair_task_handled(step: Step, task_id: int) -> int | None:
-    """Resolve the pending ticket of the repair that ``task_id`` (a ``catch``
-    task just handled through the task API) belongs to; returns its id.
-
-    A repair has one catch task per administrator but the ticket names only
-    the first: any administrator's copy — a task on the same token at the
-    same node as the ticket's task — closes it (C-3)."""
-    handled = workflow_tasks.alias("handled")
-    named = workflow_tasks.alias("named")
-    row = (
-        await step.conn.execute(
-            select(tickets.c.repair_task_id)
-            .join(named, named.c.id == tickets.c.repair_task_id)
-            .join(
-                handled,
-                and_(
-                    handled.c.token_id == named.c.token_id, handled.c.node_key == named.c.node_key
-                ),
-            )
-            .where(
-                handled.c.id == task_id,
-                handled.c.kind == REPAIR_TASK_KIND,
-                tickets.c.instance_id == step.instance_id,
-                tickets.c.status == TicketStatus.PENDING,
-            )
-            .order_by(tickets.c.id.desc())
-        )
-    ).first()
-    if row is None:
-        return None
-    if int(row.repair_task_id) == task_id:
-        return await resolve_for_repair_task(step, task_id)
-    ticket = (
-        await step.conn.execute(
-            select(tickets.c.id)
-            .where(
-                tickets.c.repair_task_id == row.repair_task_id,
-                tickets.c.status == TicketStatus.PENDING,
-            )
-            .with_for_update()
-        )
-    ).first()
-    if ticket is None:
-        return None
-    await close_ticket(
-        step.conn,
-        int(ticket.id),
-        TicketStatus.RESOLVED,
-        log_kind=LogKind.RESOLVE,
-        actor=step.actor,
-        now=step.now,
-        message=f"repair task {task_id} handled",
-        detail={"taskId": task_id, "repairTaskId": int(row.repair_task_id)},
-    )
-    return int(ticket.id)
-
-
 def install() -> None:
     """Make :func:`apply_failure_policy` the engine's node-failure hook, and
-    :func:`repair_task_handled` what closes a repair's pending ticket when
+    :func:`~flowledger.compensation.repair.resolve_for_repair_task` what
+    closes a repair's pending ticket when
     one of its catch tasks is handled."""
     set_node_failure_hook(apply_failure_policy)
-    set_repair_handled_hook(repair_task_handled)
+    set_repair_handled_hook(resolve_for_repair_task)

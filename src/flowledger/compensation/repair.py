@@ -24,6 +24,7 @@ from sqlalchemy import select
 from flowledger.compensation.admins import resolve_admins
 from flowledger.compensation.tickets import close_ticket, open_ticket, tickets
 from flowledger.db.compensation_schema import LogKind, TicketStatus
+from flowledger.db.engine_schema import workflow_tasks
 from flowledger.definitions.model import Node
 from flowledger.engine import lifecycle
 from flowledger.engine.step import Step
@@ -102,13 +103,37 @@ async def open_repair(
 
 
 async def resolve_for_repair_task(step: Step, task_id: int) -> int | None:
-    """Close the pending ticket whose repair task ``task_id`` was just handled
-    through the task API (the flow already continued): for the engine's
-    task actions to call in the same step. Returns the ticket id, if any."""
+    """Close the pending ticket of the repair that ``task_id`` (a ``catch``
+    task just handled through the task API; the flow already continued)
+    belongs to, in the same step. A repair has one catch task per
+    administrator and the ticket names the first: any administrator's copy —
+    a catch task on the same token at the same node — closes it (C-3).
+    Returns the ticket id, if any."""
+    tasks = workflow_tasks.c
+    handled = (
+        await step.conn.execute(
+            select(tasks.token_id, tasks.node_key).where(
+                tasks.id == task_id, tasks.kind == REPAIR_TASK_KIND
+            )
+        )
+    ).first()
+    if handled is None or handled.token_id is None:
+        return None
+    copies = select(tasks.id).where(
+        tasks.token_id == handled.token_id,
+        tasks.node_key == handled.node_key,
+        tasks.kind == REPAIR_TASK_KIND,
+    )
     row = (
         await step.conn.execute(
-            select(tickets.c.id)
-            .where(tickets.c.repair_task_id == task_id, tickets.c.status == TicketStatus.PENDING)
+            select(tickets.c.id, tickets.c.repair_task_id)
+            .where(
+                tickets.c.repair_task_id.in_(copies.scalar_subquery()),
+                tickets.c.instance_id == step.instance_id,
+                tickets.c.status == TicketStatus.PENDING,
+            )
+            .order_by(tickets.c.id.desc())
+            .limit(1)
             .with_for_update()
         )
     ).first()
@@ -122,6 +147,6 @@ async def resolve_for_repair_task(step: Step, task_id: int) -> int | None:
         actor=step.actor,
         now=step.now,
         message=f"repair task {task_id} handled",
-        detail={"taskId": task_id},
+        detail={"taskId": task_id, "repairTaskId": int(row.repair_task_id)},
     )
     return int(row.id)
