@@ -8,6 +8,7 @@ from collections import Counter
 from sqlalchemy import select
 
 from flowledger.clock import ManualClock
+from flowledger.db.compensation_schema import workflow_compensations
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.demo import load_demo
@@ -39,8 +40,9 @@ def test_demo_definitions_use_every_node_type() -> None:
 async def test_demo_builds_a_realistic_mix(db: Database, clock: ManualClock) -> None:
     report = await load_demo(Engine(db, clock))
     assert report.definitions == len(ALL)
-    # the three subprocess spawns and the two refused erp_sync trigger calls
-    assert await run_due_jobs(db, clock) == 5
+    # the three subprocess spawns, the two refused erp_sync trigger calls and
+    # the refused invoice_push call
+    assert await run_due_jobs(db, clock) == 6
     async with db.read() as conn:
         statuses = Counter((await conn.execute(select(workflow_instances.c.status))).scalars())
         waiting = Counter(
@@ -57,9 +59,21 @@ async def test_demo_builds_a_realistic_mix(db: Database, clock: ManualClock) -> 
     async with db.read() as conn:
         repairs = (
             await conn.execute(
-                select(workflow_tasks.c.id).where(
+                select(workflow_tasks.c.node_key, workflow_tasks.c.assignee).where(
                     workflow_tasks.c.kind == "catch", workflow_tasks.c.status == "pending"
                 )
             )
         ).all()
-    assert len(repairs) == 2  # the erp_sync triggers failed into their catch node
+        tickets = (
+            await conn.execute(
+                select(workflow_compensations.c.status, workflow_compensations.c.kind)
+            )
+        ).all()
+    # the erp_sync triggers failed into their catch node; invoice_push's notify
+    # policy gave its failed node a repair task for the ops administrator
+    assert sorted((r.node_key, r.assignee) for r in repairs) == [
+        ("post", "olivia"),
+        ("repair", "admin"),
+        ("repair", "admin"),
+    ]
+    assert [(t.status, t.kind) for t in tickets] == [("pending", "notify")]

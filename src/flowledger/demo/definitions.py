@@ -177,6 +177,34 @@ ERP_SYNC: dict[str, Any] = {
     ],
 }
 
+INVOICE_PUSH: dict[str, Any] = {
+    "key": "invoice_push",
+    "name": "Invoice push with a repair policy",
+    "form": {"fields": [{"key": "invoiceId", "type": "string", "required": True}]},
+    "nodes": [
+        {"key": "start", "type": "start"},
+        {
+            "key": "post",
+            "type": "trigger",
+            "call": {
+                "kind": "http",
+                "url": "https://192.0.2.30/invoices",
+                "httpMethod": "POST",
+                "bodyTemplate": '{"invoice": "{{form.invoiceId}}", "process": "{{instanceId}}"}',
+            },
+            "maxRetries": 0,
+            "compensation": {
+                "type": "http",
+                "url": "https://192.0.2.30/invoices/{{form.invoiceId}}",
+                "httpMethod": "DELETE",
+            },
+            "failurePolicy": {"action": "notify"},
+        },
+        {"key": "end", "type": "end"},
+    ],
+    "edges": _edges(("start", "post"), ("post", "end")),
+}
+
 ROUTING_GAP: dict[str, Any] = {
     "key": "routing_gap",
     "name": "Routing with a gap (exclusive without default)",
@@ -196,4 +224,13 @@ ROUTING_GAP: dict[str, Any] = {
     ],
 }
 
-ALL = [PURCHASE, ONBOARDING, VENDOR_CHECK, VENDOR_ONBOARDING, EXPENSE, ERP_SYNC, ROUTING_GAP]
+ALL = [
+    PURCHASE,
+    ONBOARDING,
+    VENDOR_CHECK,
+    VENDOR_ONBOARDING,
+    EXPENSE,
+    ERP_SYNC,
+    INVOICE_PUSH,
+    ROUTING_GAP,
+]

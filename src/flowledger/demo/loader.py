@@ -8,11 +8,15 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from flowledger.db.engine_schema import workflow_tasks
+from flowledger.api.auth import create_user
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.compensation.admins import ADMIN_ROLE
+from flowledger.db.engine_schema import users, workflow_tasks
 from flowledger.demo.definitions import ALL
 from flowledger.engine import Engine
 
 DEMO_USERS = ["alice", "bob", "carol", "dave", "erin", "frank"]
+OPS_ADMIN = "olivia"
 
 
 @dataclass
@@ -39,6 +43,21 @@ async def _pending(engine: Engine, instance_id: int, node_key: str) -> list[int]
 async def _approve_at(engine: Engine, instance_id: int, node_key: str, actor: str) -> None:
     for task_id in await _pending(engine, instance_id, node_key):
         await engine.approve(task_id, actor=actor)
+
+
+async def _ensure_ops_admin(engine: Engine) -> None:
+    """The demo's repair administrator (SPEC C-3: role ``workflow_admin``)."""
+    async with engine.db.begin() as conn:
+        found = (await conn.execute(select(users.c.id).where(users.c.id == OPS_ADMIN))).first()
+        if found is None:
+            await create_user(
+                conn,
+                OPS_ADMIN,
+                display_name="Olivia (operations)",
+                roles=[ADMIN_ROLE],
+                permissions=[ENGINE_OPERATE, INSTANCE_MONITOR],
+                now=engine.clock.now(),
+            )
 
 
 async def load_demo(engine: Engine, *, progress: Callable[[str], None] | None = None) -> DemoReport:
@@ -97,7 +116,12 @@ async def load_demo(engine: Engine, *, progress: Callable[[str], None] | None = 
 
     for order in ["SO-1001", "SO-1002"]:
         started(await engine.start("erp_sync", form={"orderId": order}, initiator="bob"))
+    await _ensure_ops_admin(engine)
+    started(await engine.start("invoice_push", form={"invoiceId": "INV-7"}, initiator="bob"))
     started(await engine.start("routing_gap", form={"region": "latam"}, initiator="bob"))
     started(await engine.start("routing_gap", form={"region": "emea"}, initiator="bob"))
-    say("broken on purpose: a refused trigger call and an exclusive gateway without default")
+    say(
+        "broken on purpose: refused trigger calls (one under a notify failure policy, "
+        "with a compensation ticket for ops) and an exclusive gateway without default"
+    )
     return report
