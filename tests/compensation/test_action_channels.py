@@ -2,7 +2,11 @@
 X-7): updateData writes the rendered text (null when unconfigured) through a
 step receipt — once, even when the job runs again after a crash between its
 commit and its settlement; email reaches a real aiosmtpd server with the
-compensation subject; SMS goes through the HTTP gateway."""
+compensation subject; SMS goes through the HTTP gateway. L-17 / C-6: an
+email whose connection drops, or that is answered 451, after DATA and an SMS
+answered 502 end in the ``external_outcome_unconfirmed`` dead letter (ticket
+failed) after exactly one send; a refusal before DATA and an SMS answered 400
+are ordinary failures, retried."""
 
 from __future__ import annotations
 
@@ -228,3 +232,79 @@ def test_update_data_values_follow_the_field_types_C4() -> None:
         "e": None,
         "missing": None,
     }
+
+
+EMAIL = {"type": "email", "recipients": ["ops@example.com"], "bodyTemplate": "x"}
+SMS = {"type": "sms", "templateId": "TPL_COMP", "recipients": ["{{form.phone}}"]}
+
+
+async def _dead_unconfirmed(db: Database, clock: ManualClock, iid: int, ticket_id: int) -> None:
+    """The job is in the L-17 dead letter after one attempt and stays there."""
+    await run_due_jobs(db, clock)
+    clock.advance(seconds=3600)
+    assert await run_due_jobs(db, clock) == 0
+    [job] = await jobs(db, iid, type="compensation_action")
+    assert (job["status"], job["last_error_code"]) == ("dead", "external_outcome_unconfirmed")
+    assert job["attempts"] == 1
+    assert (await ticket(db, ticket_id))["compensation_action_status"] == "failed"
+
+
+async def test_email_dropped_after_data_is_unconfirmed_and_sent_once_C6_L17(
+    db: Database, engine: Engine, clock: ManualClock, smtp: Collector, smtp_env: Settings
+) -> None:
+    smtp.drop_after_data = True
+    iid, ticket_id = await _ticket_with(engine, db, clock, EMAIL)
+    await _dead_unconfirmed(db, clock, iid, ticket_id)
+    assert smtp.data_attempts == 1
+
+
+async def test_email_answered_451_after_data_is_unconfirmed_and_sent_once_C6_L17(
+    db: Database, engine: Engine, clock: ManualClock, smtp: Collector, smtp_env: Settings
+) -> None:
+    smtp.data_reply = "451 4.3.0 queue trouble"
+    iid, ticket_id = await _ticket_with(engine, db, clock, EMAIL)
+    await _dead_unconfirmed(db, clock, iid, ticket_id)
+    assert smtp.data_attempts == 1
+
+
+async def test_email_refused_before_data_is_retried_C6_L17(
+    db: Database, engine: Engine, clock: ManualClock, smtp: Collector, smtp_env: Settings
+) -> None:
+    smtp.refuse["ops@example.com"] = "421 4.3.2 try later"
+    iid, ticket_id = await _ticket_with(engine, db, clock, EMAIL)
+    await run_due_jobs(db, clock)
+    [job] = await jobs(db, iid, type="compensation_action")
+    assert (job["status"], job["side_effect_at"]) == ("pending", None)
+    assert (await ticket(db, ticket_id))["compensation_action_status"] == "pending"
+    smtp.refuse.clear()
+    clock.advance(seconds=30)
+    await run_due_jobs(db, clock)
+    assert (await ticket(db, ticket_id))["compensation_action_status"] == "succeeded"
+    assert (smtp.data_attempts, len(smtp.envelopes)) == (1, 1)
+
+
+async def test_sms_answered_502_is_unconfirmed_with_one_request_C6_L17(
+    db: Database, engine: Engine, clock: ManualClock, gateway: SmsGatewayServer, sms_env: Settings
+) -> None:
+    gateway.status = 502
+    iid, ticket_id = await _ticket_with(engine, db, clock, SMS)
+    await _dead_unconfirmed(db, clock, iid, ticket_id)
+    assert len(gateway.requests) == 1
+
+
+async def test_sms_answered_400_is_an_ordinary_failure_retried_C6_L17(
+    db: Database, engine: Engine, clock: ManualClock, gateway: SmsGatewayServer, sms_env: Settings
+) -> None:
+    gateway.status = 400
+    iid, ticket_id = await _ticket_with(engine, db, clock, SMS)
+    await run_due_jobs(db, clock)
+    [job] = await jobs(db, iid, type="compensation_action")
+    assert (job["status"], job["last_error_code"]) == ("pending", "http_client_error")
+    assert (await ticket(db, ticket_id))["compensation_action_status"] == "pending"
+    gateway.status = 200
+    clock.advance(seconds=30)
+    await run_due_jobs(db, clock)
+    [job] = await jobs(db, iid, type="compensation_action")
+    assert job["status"] == "succeeded" and job["result"]["messageId"] == "m-1"
+    assert len(gateway.requests) == 2
+    assert (await ticket(db, ticket_id))["compensation_action_status"] == "succeeded"

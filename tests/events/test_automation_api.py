@@ -162,6 +162,13 @@ async def test_another_tenants_rule_is_not_found_A3(api: Api, people: People) ->
         ({"url": "https://x.example/{{instanceId}}"}, "actions[0].url"),
         ({"url": "https://x.example/{{system.secret}}"}, "actions[0].url"),
         ({"url": "ftp://x.example/"}, "actions[0].url"),
+        # the scheme, host and port never come from data
+        ({"url": "https://{{formData.host}}/x"}, "actions[0].url"),
+        ({"url": "https://{{formData.host}}.example/x"}, "actions[0].url"),
+        ({"url": "https://x.example:{{formData.port}}/x"}, "actions[0].url"),
+        ({"url": "https://x.example{{formData.rest}}"}, "actions[0].url"),
+        ({"url": "https://{{system.tenantId}}.example/x"}, "actions[0].url"),
+        ({"url": "https://user@x.example/x"}, "actions[0].url"),
         ({"headers": {"X-A": "{{formData}}"}}, "actions[0].headers.X-A"),
         ({"headers": {"Host": "evil"}}, "actions[0].headers.Host"),
         ({"bodyTemplate": "{{ formData.a b }}"}, "actions[0].bodyTemplate"),
@@ -175,6 +182,23 @@ async def test_bad_http_templates_are_422_with_field_X6(
     response = await create(api, people.dev, rule(actions=[action]))
     assert response.status_code == 422, response.text
     assert (response.json()["code"], response.json()["field"]) == ("automation_rule_invalid", field)
+    assert await api.count(workflow_automation_rules) == 0
+
+
+async def test_placeholders_in_the_url_origin_are_refused_on_patch_too_X4_X6(
+    api: Api, people: People
+) -> None:
+    rule_id = (await create(api, people.dev, rule())).json()["id"]
+    moved = {**HOOK, "url": "https://{{formData.host}}/orders/{{system.instanceId}}"}
+    response = await patch(api, people.dev, rule_id, {"actions": [moved]})
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "actions[0].url"
+    assert "path, query or fragment" in response.json()["message"]
+    kept = (await api.get(f"{PATH}/{rule_id}", people.dev)).json()["actions"][0]["url"]
+    assert kept == "https://erp.example/orders/{{system.instanceId}}"
+    # placeholders in the path, query and fragment stay allowed
+    fine = {**HOOK, "url": "https://x.example/{{formData.a}}?q={{formData.b}}#{{system.eventId}}"}
+    assert (await patch(api, people.dev, rule_id, {"actions": [fine]})).status_code == 200
 
 
 @pytest.mark.parametrize(

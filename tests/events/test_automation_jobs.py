@@ -14,6 +14,13 @@ letter, then the operator's retry); updateData writes the form once across
 such a re-run and skips a finished instance; notify writes in-app messages,
 sends email to a real aiosmtpd and SMS to a real gateway; a disabled rule's
 job is skipped.
+
+L-17 for notify: an email answered 451 or dropped after DATA, and an SMS
+answered 502, go to the ``external_outcome_unconfirmed`` dead letter after
+exactly one send; an email refused before DATA (no marker) and an SMS
+answered 400 are ordinary failures, retried. X-4: secret headers of any
+name are redacted on the attempt rows; a stored URL whose host comes from
+form data is refused when the action runs.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from urllib.parse import unquote
 import pytest
 from aiosmtpd.controller import Controller
 from cryptography.fernet import Fernet
-from sqlalchemy import select, update
+from sqlalchemy import Text, cast, func, select, update
 
 from flowledger.clock import ManualClock
 from flowledger.db.automation_schema import workflow_automation_rules
@@ -599,3 +606,211 @@ async def test_a_rule_disabled_after_the_event_skips_its_job_X6(
     (attempt,) = await rows(db, workflow_job_executions)
     assert attempt["status"] == "skipped"
     assert await _form_writes(db, iid) == []
+
+
+# ------------------------------------------------------- secrets and origins
+
+
+async def test_secret_headers_of_any_name_are_redacted_on_the_attempt_row_X6_X4(
+    db: Database,
+    clock: ManualClock,
+    engine: Engine,
+    purchase: str,
+    receiver: Receiver,  # noqa: F811
+    outbound_env: Any,  # noqa: F811
+    secret_key: None,
+) -> None:
+    receiver.reply = 502  # the failed attempt keeps its records too
+    secret_headers = {"X-Partner-Auth": "partner-s3cret", "X-Signature": "sig-s3cret"}
+    action = {"type": "http", "url": receiver.url + "/x", "secretHeaders": secret_headers}
+    await add_rule(db, clock, actions=[action, {**action, "httpMethod": "GET"}])
+    iid = await engine.start(purchase, form={}, initiator="u")
+    await relay(db, clock, iid)
+    await run_due_jobs(db, clock)
+    assert len(receiver.requests) == 2
+    assert {r.headers["x-partner-auth"] for r in receiver.requests} == {"partner-s3cret"}
+    attempts = await rows(db, workflow_job_executions)
+    assert len(attempts) == 2
+    for attempt in attempts:
+        headers = attempt["request"]["headers"]
+        assert (headers["x-partner-auth"], headers["x-signature"]) == ("[redacted]", "[redacted]")
+    c = workflow_job_executions.c
+    async with db.read() as conn:
+        leaked = await conn.execute(
+            select(func.count())
+            .select_from(workflow_job_executions)
+            .where(cast(c.request, Text).contains("s3cret"))
+        )
+        assert leaked.scalar_one() == 0
+
+
+async def test_a_url_whose_host_comes_from_form_data_is_refused_at_send_time_X4_X6(
+    db: Database,
+    clock: ManualClock,
+    engine: Engine,
+    purchase: str,
+    receiver: Receiver,  # noqa: F811
+    outbound_env: Any,  # noqa: F811
+    secret_key: None,
+) -> None:
+    """A rule stored before save-time checking refused host placeholders (or
+    written around them) still cannot send its secret headers to a host the
+    instance's starter chose."""
+    action = {
+        "type": "http",
+        "url": "https://hooks.example/x",
+        "secretHeaders": {"Authorization": "Bearer s3cret"},
+    }
+    rule = await add_rule(db, clock, actions=[action])
+    stored = dict(rule.actions[0], url=f"http://{{{{formData.vendor}}}}:{receiver.port}/x")
+    async with db.begin() as conn:
+        await conn.execute(
+            update(workflow_automation_rules)
+            .where(workflow_automation_rules.c.id == rule.id)
+            .values(actions=[stored])
+        )
+    iid = await engine.start(purchase, form={"vendor": "127.0.0.1"}, initiator="u")
+    await relay(db, clock, iid)
+    await run_due_jobs(db, clock)
+    assert receiver.requests == []
+    (job,) = await automation_jobs(db)
+    assert (job["status"], job["last_error_code"]) == ("dead", "outbound_refused")
+    assert "placeholders may only appear in the path" in job["last_error"]
+
+
+# ------------------------------------------- notify: unknown outcomes (L-17)
+
+
+async def test_notify_email_failing_after_data_is_dead_unconfirmed_and_sent_once_L17(
+    db: Database, clock: ManualClock, engine: Engine, purchase: str, smtp_env: Collector
+) -> None:
+    smtp_env.data_reply = "451 4.3.0 queue trouble"
+    await add_rule(
+        db,
+        clock,
+        actions=[
+            {
+                "type": "notify",
+                "channel": "email",
+                "recipients": ["a@example.com"],
+                "bodyTemplate": "x",
+            }
+        ],
+    )
+    iid = await engine.start(purchase, form={}, initiator="u")
+    await relay(db, clock, iid)
+    await run_due_jobs(db, clock)
+    (job,) = await automation_jobs(db)
+    assert (job["status"], job["last_error_code"]) == ("dead", "external_outcome_unconfirmed")
+    assert "451" in job["last_error"]
+    clock.advance(seconds=3600)
+    assert await run_due_jobs(db, clock) == 0
+    assert smtp_env.data_attempts == 1
+    (attempt,) = await rows(db, workflow_job_executions)
+    assert attempt["side_effect_at"] is not None
+    assert await rows(db, workflow_job_effects) == []
+
+
+async def test_notify_email_dropped_after_data_is_dead_unconfirmed_L17(
+    db: Database, clock: ManualClock, engine: Engine, purchase: str, smtp_env: Collector
+) -> None:
+    smtp_env.drop_after_data = True
+    await add_rule(
+        db,
+        clock,
+        actions=[
+            {
+                "type": "notify",
+                "channel": "email",
+                "recipients": ["a@example.com"],
+                "bodyTemplate": "x",
+            }
+        ],
+    )
+    iid = await engine.start(purchase, form={}, initiator="u")
+    await relay(db, clock, iid)
+    await run_due_jobs(db, clock)
+    clock.advance(seconds=3600)
+    await run_due_jobs(db, clock)
+    (job,) = await automation_jobs(db)
+    assert (job["status"], job["last_error_code"]) == ("dead", "external_outcome_unconfirmed")
+    assert smtp_env.data_attempts == 1
+    assert len(await rows(db, workflow_job_executions)) == 1
+
+
+async def test_notify_email_refused_before_data_is_retried_without_a_marker_L17(
+    db: Database, clock: ManualClock, engine: Engine, purchase: str, smtp_env: Collector
+) -> None:
+    smtp_env.refuse["a@example.com"] = "450 4.2.1 mailbox busy"
+    await add_rule(
+        db,
+        clock,
+        actions=[
+            {
+                "type": "notify",
+                "channel": "email",
+                "recipients": ["a@example.com"],
+                "bodyTemplate": "x",
+            }
+        ],
+    )
+    iid = await engine.start(purchase, form={}, initiator="u")
+    await relay(db, clock, iid)
+    await run_due_jobs(db, clock)
+    (job,) = await automation_jobs(db)
+    assert (job["status"], job["last_error_code"]) == ("pending", "retryable")
+    assert job["side_effect_at"] is None
+    (attempt,) = await rows(db, workflow_job_executions)
+    assert attempt["side_effect_at"] is None  # nothing was handed over
+    smtp_env.refuse.clear()
+    clock.advance(seconds=30)
+    assert await run_due_jobs(db, clock) == 1
+    assert (await automation_jobs(db))[0]["status"] == "succeeded"
+    assert (smtp_env.data_attempts, len(smtp_env.envelopes)) == (1, 1)
+
+
+SMS_ACTION = {
+    "type": "notify",
+    "channel": "sms",
+    "recipients": ["+4917012345"],
+    "templateId": "T-1",
+    "bodyTemplate": "hi",
+}
+
+
+async def test_notify_sms_answered_502_is_dead_unconfirmed_with_one_request_L17(
+    db: Database, clock: ManualClock, engine: Engine, purchase: str, sms_env: SmsGatewayServer
+) -> None:
+    sms_env.status = 502
+    await add_rule(db, clock, actions=[SMS_ACTION])
+    iid = await engine.start(purchase, form={}, initiator="u")
+    await relay(db, clock, iid)
+    await run_due_jobs(db, clock)
+    clock.advance(seconds=3600)
+    assert await run_due_jobs(db, clock) == 0
+    (job,) = await automation_jobs(db)
+    assert (job["status"], job["last_error_code"]) == ("dead", "external_outcome_unconfirmed")
+    assert len(sms_env.requests) == 1
+    (attempt,) = await rows(db, workflow_job_executions)
+    assert attempt["side_effect_at"] is not None
+    assert attempt["response"]["status"] == 502
+    assert attempt["request"]["headers"]["authorization"] == "[redacted]"
+
+
+async def test_notify_sms_answered_400_is_an_ordinary_failure_retried_L17(
+    db: Database, clock: ManualClock, engine: Engine, purchase: str, sms_env: SmsGatewayServer
+) -> None:
+    sms_env.status = 400
+    await add_rule(db, clock, actions=[SMS_ACTION])
+    iid = await engine.start(purchase, form={}, initiator="u")
+    await relay(db, clock, iid)
+    await run_due_jobs(db, clock)
+    (job,) = await automation_jobs(db)
+    assert (job["status"], job["last_error_code"]) == ("pending", "http_client_error")
+    sms_env.status = 200
+    clock.advance(seconds=30)
+    assert await run_due_jobs(db, clock) == 1
+    (job,) = await automation_jobs(db)
+    assert job["status"] == "succeeded"
+    assert job["result"] == {"channel": "sms", "messageId": "m-1"}
+    assert len(sms_env.requests) == 2

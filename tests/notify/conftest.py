@@ -1,5 +1,6 @@
 """Fixtures of the notification tests: a real SMTP server (aiosmtpd) and a
-real SMS gateway (a minimal HTTP/1.1 server), both on 127.0.0.1."""
+real SMS gateway (a minimal HTTP/1.1 server), both on 127.0.0.1, and process
+settings configuring that gateway (allow-listed for its port only)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from aiosmtpd.controller import Controller
 
-from flowledger.settings import Settings
+from flowledger.outbound.client import close_shared_client
+from flowledger.settings import Settings, get_settings
 from tests.api.conftest import api, app, client, engine  # noqa: F401 (API test fixtures)
 from tests.notify.servers import Collector, SmsGatewayServer
 
@@ -45,3 +47,23 @@ async def gateway() -> AsyncIterator[SmsGatewayServer]:
         yield server
     finally:
         await server.close()
+
+
+@pytest.fixture
+async def sms_env(
+    monkeypatch: pytest.MonkeyPatch, gateway: SmsGatewayServer
+) -> AsyncIterator[Settings]:
+    """The gateway configured and allow-listed, a short read timeout; the
+    shared outbound client is rebuilt from these settings."""
+    monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_URL", gateway.url)
+    monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_TOKEN", gateway.token)
+    monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", gateway.endpoint)
+    monkeypatch.setenv("FLOWLEDGER_OUTBOUND_READ_TIMEOUT_S", "0.3")
+    monkeypatch.setenv("FLOWLEDGER_OUTBOUND_CONNECT_TIMEOUT_S", "1")
+    get_settings.cache_clear()
+    await close_shared_client()
+    try:
+        yield get_settings()
+    finally:
+        await close_shared_client()
+        get_settings.cache_clear()

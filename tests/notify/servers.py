@@ -1,5 +1,7 @@
 """The real servers the notification tests talk to: an aiosmtpd handler
-that collects envelopes (refusing some recipients on request) and a minimal
+that collects envelopes (refusing the sender or some recipients on request,
+and, after the whole message arrived, answering a chosen reply, dropping the
+connection or stalling instead of accepting it) and a minimal
 HTTP/1.1 SMS gateway (``asyncio.start_server``, one request per
 connection) that checks the bearer token and the JSON body."""
 
@@ -14,11 +16,29 @@ from typing import Any
 
 @dataclass
 class Collector:
-    """aiosmtpd handler: ``refuse`` maps a recipient to the reply its RCPT gets."""
+    """aiosmtpd handler: ``refuse`` maps a recipient to the reply its RCPT
+    gets, ``refuse_sender`` is the reply every MAIL gets. After the end of the
+    message (``data_attempts`` counts them): ``data_reply`` answers instead of
+    250 (e.g. ``451``), ``drop_after_data`` drops the connection without an
+    answer, ``stall_after_data_s`` waits that long before answering 250."""
 
     port: int = 0
     envelopes: list[Any] = field(default_factory=list)
     refuse: dict[str, str] = field(default_factory=dict)
+    refuse_sender: str | None = None
+    data_reply: str | None = None
+    drop_after_data: bool = False
+    stall_after_data_s: float = 0.0
+    data_attempts: int = 0
+
+    async def handle_MAIL(
+        self, server: Any, session: Any, envelope: Any, address: str, mail_options: list[str]
+    ) -> str:
+        if self.refuse_sender is not None:
+            return self.refuse_sender
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: list[str]
@@ -29,6 +49,13 @@ class Collector:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.data_attempts += 1
+        if self.drop_after_data:
+            server.transport.abort()
+            return "250 never seen"
+        if self.data_reply is not None:
+            return self.data_reply
+        await asyncio.sleep(self.stall_after_data_s)
         self.envelopes.append(envelope)
         return "250 Message accepted for delivery"
 

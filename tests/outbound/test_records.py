@@ -6,6 +6,7 @@ from __future__ import annotations
 from flowledger.outbound.records import (
     REDACTED,
     body_record,
+    is_secret,
     redact_headers,
     redact_url,
     request_record,
@@ -90,3 +91,22 @@ def test_request_and_response_records() -> None:
         "duration_ms": 12,
         "body_complete": False,
     }
+
+
+def test_signature_headers_are_redacted_X4() -> None:
+    """An HMAC signature lets a reader replay the signed request: any header
+    whose name contains "signature" is redacted on the attempt row."""
+    headers = {
+        "X-Flowledger-Signature": "sha256=abc123",
+        "X-Signature": "def456",
+        "X-Hub-Signature-256": "sha256=ghi789",
+        "X-Flowledger-Timestamp": "1700000000",
+    }
+    shown = request_record("POST", "https://x.example/hook", headers, b"{}", limit=100)["headers"]
+    assert shown == {
+        "x-flowledger-signature": REDACTED,
+        "x-signature": REDACTED,
+        "x-hub-signature-256": REDACTED,
+        "x-flowledger-timestamp": "1700000000",
+    }
+    assert is_secret("X-Signature") and not is_secret("X-Flowledger-Timestamp")

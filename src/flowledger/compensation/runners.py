@@ -12,10 +12,14 @@ job runs** (C-5), values percent-encoded inside URLs (X-4).
 - ``connector``: ``flowledger.outbound.connectors.call_connector`` with the
   connector's own auth, rate limit, circuit breaker and call audit (X-3).
 - ``sms``: the configured gateway (``templateId``, rendered ``recipients``
-  and ``fieldValues``); ``email``: SMTP with the fixed subject
+  and ``fieldValues``), sent through ``call_from_job`` like ``http`` (marker
+  before the POST, request/response on the attempt row, L-17 classification);
+  ``email``: SMTP with the fixed subject
   :data:`~flowledger.notify.email.COMPENSATION_SUBJECT` and the rendered
-  ``bodyTemplate``. Both record the side-effect marker before sending, so a
-  send whose outcome is unknown is not repeated automatically.
+  ``bodyTemplate``, the marker recorded just before ``DATA``. A failure before
+  the message leaves is retried; a send whose outcome is unknown goes to the
+  ``external_outcome_unconfirmed`` dead letter and is not repeated
+  automatically (C-6).
 - ``updateData``: inside the result's step receipt (L-14, C-6), the instance
   row locked first, each of ``fieldKeys`` gets its ``fieldValues`` template
   rendered as text — an unconfigured value writes null — through
@@ -51,7 +55,7 @@ from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import open_step
 from flowledger.errors import ConfigurationError, PermanentError
 from flowledger.notify.email import COMPENSATION_SUBJECT, send_email
-from flowledger.notify.sms import HttpSmsGateway, gateway_from_settings
+from flowledger.notify.sms import gateway_from_settings
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.settings import get_settings
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
@@ -154,8 +158,13 @@ async def call_external(ctx: JobContext, run: ActionRun) -> dict[str, Any]:
     if action.type == "email":
         recipients = _recipients(action.recipients, values)
         body = render(action.body_template or DEFAULT_EMAIL_BODY, values)
-        await ctx.mark_side_effect()
-        await send_email(get_settings(), to=recipients, subject=COMPENSATION_SUBJECT, body=body)
+        await send_email(
+            get_settings(),
+            to=recipients,
+            subject=COMPENSATION_SUBJECT,
+            body=body,
+            before_data=ctx.mark_side_effect,
+        )
         return {"type": "email", "recipients": recipients}
     raise PermanentError(f"{action.type} is not an external action")  # pragma: no cover
 
@@ -186,13 +195,7 @@ async def _sms(
     except ConfigurationError as exc:
         raise PermanentError(exc.message) from None
     assert action.template_id is not None  # the action model requires it
-    await ctx.mark_side_effect()
-    if isinstance(gateway, HttpSmsGateway):
-        message_id = await gateway.send(
-            action.template_id, recipients, fields, idempotency_key=ctx.idempotency_key
-        )
-    else:  # pragma: no cover - another gateway plugged in
-        message_id = await gateway.send(action.template_id, recipients, fields)
+    message_id = await gateway.send(ctx, action.template_id, recipients, fields)
     return {"type": "sms", "recipients": recipients, "messageId": message_id}
 
 

@@ -9,8 +9,14 @@ result and neither sends nor writes again.
 
 - ``http``: sent with :func:`~flowledger.outbound.job_calls.call_from_job`
   (SSRF guard, ``X-Idempotency-Key``, the L-17 side-effect marker for an
-  unsafe write and its classification of failures). A clear 2xx stores
-  ``{status, body}`` (the body cut to 2000 characters) as the receipt.
+  unsafe write and its classification of failures). The URL is built with
+  :func:`~flowledger.outbound.ssrf.build_url`: placeholder values are
+  percent-encoded and may only fill the path, query or fragment — a rule
+  stored before that was checked at save time is refused here (permanent),
+  so form data can never choose where the rule's secret headers go (X-4).
+  The ``secretHeaders`` are redacted, whatever their names, in the request
+  stored on the attempt row. A clear 2xx stores ``{status, body}`` (the body
+  cut to 2000 characters) as the receipt.
 - ``updateData``: inside the receipt's transaction, with the instance row
   locked first (L-13), the form is written through the engine
   (:func:`~flowledger.engine.forms.write_form`, validated, source
@@ -18,8 +24,12 @@ result and neither sends nor writes again.
   records the skip and the attempt is ``skipped``. A value the form schema
   refuses is a permanent failure.
 - ``notify``: ``inApp`` posts the messages inside the receipt's transaction;
-  ``email`` and ``sms`` record the side-effect marker, send, then store the
-  receipt — a send whose outcome is unknown is never repeated automatically.
+  ``email`` and ``sms`` record the side-effect marker just before the message
+  leaves (email: before ``DATA``, after the server accepted the envelope; SMS:
+  ``call_from_job`` before the POST), send, then store the receipt. A failure
+  before that point is retried; a send whose outcome is unknown goes to the
+  L-17 dead letter and is never repeated automatically
+  (:mod:`flowledger.notify.email`, :mod:`flowledger.notify.sms`).
 
 Templates are rendered with the instance's form data as it is when the
 action runs. An action whose rule was disabled or deleted after the event
@@ -56,9 +66,11 @@ from flowledger.events.automation_templates import render_text, render_value, te
 from flowledger.ledger.receipts import receipt_get
 from flowledger.notify.email import send_email
 from flowledger.notify.messages import post_message
-from flowledger.notify.sms import HttpSmsGateway, gateway_from_settings
+from flowledger.notify.sms import gateway_from_settings
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
+from flowledger.outbound.records import redacting
 from flowledger.outbound.secrets import SecretUnreadable
+from flowledger.outbound.ssrf import build_url
 from flowledger.settings import Settings
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
 from flowledger.worker.context import JobContext, Skip
@@ -161,12 +173,13 @@ async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
             headers["Content-Type"] = _content_type(body)
     request = OutboundRequest(
         method=action.http_method,
-        url=render_text(action.url, values, url_encode=True),
+        url=build_url(action.url, values),
         headers=headers,
         body=body,
         idempotent=action.idempotent,
     )
-    result = await call_from_job(ctx, request)
+    with redacting(action.secret_headers):
+        result = await call_from_job(ctx, request)
     summary = {"status": result.status, "body": result.text()[:BODY_SUMMARY_CHARS]}
     return await _receipt(ctx, STEP_KEYS["http"], summary)
 
@@ -223,8 +236,9 @@ async def _notify(
     if action.channel == "inApp":
         return await ctx.step(key, _post_messages(ctx, job, recipients, title, body))
     if action.channel == "email":
-        await ctx.mark_side_effect()
-        await send_email(settings, to=recipients, subject=title, body=body)
+        await send_email(
+            settings, to=recipients, subject=title, body=body, before_data=ctx.mark_side_effect
+        )
         return await _receipt(ctx, key, {"channel": "email", "recipients": recipients})
     fields = {"title": title, "body": body}
     fields.update({n: render_text(t, values) for n, t in action.field_values.items()})
@@ -265,9 +279,4 @@ async def _send_sms(
     except ConfigurationError as exc:
         raise PermanentError(exc.message) from None
     assert action.template_id is not None  # checked when the rule was saved
-    await ctx.mark_side_effect()
-    if isinstance(gateway, HttpSmsGateway):
-        return await gateway.send(
-            action.template_id, recipients, fields, idempotency_key=ctx.idempotency_key
-        )
-    return await gateway.send(action.template_id, recipients, fields)
+    return await gateway.send(ctx, action.template_id, recipients, fields)

@@ -5,7 +5,10 @@ JSON, unknown keys refused), the checks a rule must pass before it is saved
 
 Actions, by ``type``:
 
-- ``http`` — ``url`` (a template; placeholder values are percent-encoded),
+- ``http`` — ``url`` (a template; placeholder values are percent-encoded and
+  may appear only in the path, query or fragment: the scheme, host and port
+  are fixed when the rule is saved, so form data cannot send the rule's
+  secret headers elsewhere — X-4; checked again when the action runs),
   ``httpMethod``, ``headers`` (template values), ``secretHeaders`` (fixed
   values stored encrypted with :func:`~flowledger.outbound.secrets.secret_box`
   and shown as ``********``), ``bodyTemplate``, ``idempotent`` (a write
@@ -39,6 +42,7 @@ from pydantic.alias_generators import to_camel
 from flowledger.definitions.expressions import ExpressionError, compile_condition
 from flowledger.events.automation_templates import AutomationRuleInvalid, check_template
 from flowledger.outbound.secrets import secret_box
+from flowledger.outbound.ssrf import OutboundRefused, build_url
 
 REDACTED = "********"
 MAX_ACTIONS = 20
@@ -153,12 +157,22 @@ def _check_headers(headers: Mapping[str, str], at: str, *, templates: bool) -> N
             check_template(value, field)
 
 
+def _check_origin(url: str, field: str) -> None:
+    """Refuse a URL template whose scheme, host or port holds a placeholder
+    (or that is no valid http(s) URL once its placeholders are empty)."""
+    try:
+        build_url(url, {})
+    except OutboundRefused as exc:
+        raise AutomationRuleInvalid(f"{field}: {exc.reason}", field=field) from None
+
+
 def _check_http(action: HttpAction, at: str) -> None:
     if not action.url.lower().startswith(("http://", "https://")):
         raise AutomationRuleInvalid(
             f"{at}.url: must start with http:// or https://", field=f"{at}.url"
         )
     check_template(action.url, f"{at}.url")
+    _check_origin(action.url, f"{at}.url")
     _check_headers(action.headers, f"{at}.headers", templates=True)
     _check_headers(action.secret_headers, f"{at}.secretHeaders", templates=False)
     both = {n.lower() for n in action.headers} & {n.lower() for n in action.secret_headers}

@@ -1,19 +1,32 @@
-"""SMS (SPEC X-7, C-4) through a pluggable gateway.
+"""SMS (SPEC X-7, C-4, L-17) through a pluggable gateway, sent from a job.
 
-:class:`SmsGateway` is the interface: ``send(template_id, recipients,
-field_values)`` returns the gateway's message id. :class:`HttpSmsGateway`
-is the one real implementation: it POSTs JSON ``{"templateId",
-"recipients", "fieldValues"}`` with ``Authorization: Bearer <token>`` to the
-configured URL through the SSRF-guarded outbound client
-(:mod:`flowledger.outbound.client`), and expects a 2xx JSON answer carrying
-``{"id": "..."}``.
+:class:`SmsGateway` is the interface: ``send(ctx, template_id, recipients,
+field_values)`` sends on behalf of the job of ``ctx`` and returns the
+gateway's message id. Every SMS is sent by a job (an ``automation_action``
+or a ``compensation_action``); there is no path outside a job.
 
-Endings: 2xx with an id → the id; 408 / 429, 5xx, no connection or no
-answer in time → :class:`~flowledger.errors.RetryableError`; any other
-4xx, a redirect, or a 2xx without an id → :class:`~flowledger.errors.PermanentError`.
-A target the SSRF policy refuses raises ``OutboundRefused`` (permanent).
-Note that a retry after a timeout may send the SMS twice if the gateway had
-accepted it; gateways that de-duplicate can use ``X-Idempotency-Key``.
+:class:`HttpSmsGateway` is the one real implementation: it POSTs JSON
+``{"templateId", "recipients", "fieldValues"}`` with ``Authorization: Bearer
+<token>`` to the configured URL through
+:func:`~flowledger.outbound.job_calls.call_from_job`, and expects a 2xx JSON
+answer carrying ``{"id": "..."}``. So the request and the response are stored
+on the attempt row (the token redacted), the call carries
+``X-Idempotency-Key``, and the POST is an unsafe write: the side-effect marker
+is recorded before sending and L-17 decides how a failure ends —
+
+- 2xx with an id → the id; 2xx without one → :class:`PermanentError` (the
+  gateway took it, so a resend could duplicate the SMS);
+- 408 / 429 / 5xx, no answer, a reset after sending, or the job aborted
+  mid-call → ``CallUnconfirmed`` (dead, ``external_outcome_unconfirmed``,
+  never resent automatically: the operator checks the gateway);
+- any other 4xx → ``ClearFailure``, the ordinary failure retried with backoff
+  (the gateway refused, nothing was sent);
+- not connected (refused, connect timeout) → ``CallFailed`` (retried);
+- a redirect → permanent; a target the SSRF policy refuses →
+  ``OutboundRefused`` (permanent, nothing sent).
+
+Another gateway plugged in must keep the same promise: mark the side effect
+before sending and never report an unknown outcome as retryable.
 """
 
 from __future__ import annotations
@@ -22,40 +35,39 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-import httpx
-
-from flowledger.errors import ConfigurationError, PermanentError, RetryableError
-from flowledger.outbound.client import OutboundClient, OutboundResponse, shared_client
+from flowledger.errors import ConfigurationError, PermanentError
+from flowledger.outbound.client import OutboundClient
+from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
 from flowledger.settings import Settings
+from flowledger.worker.context import JobContext
 
-_RETRYABLE_4XX = frozenset({408, 429})
 _DETAIL_CHARS = 200
 
 
 class SmsGateway(Protocol):
-    """Sends one templated SMS to some recipients."""
+    """Sends one templated SMS to some recipients on behalf of a job."""
 
     async def send(
-        self, template_id: str, recipients: list[str], field_values: dict[str, str]
+        self,
+        ctx: JobContext,
+        template_id: str,
+        recipients: Sequence[str],
+        field_values: Mapping[str, str],
     ) -> str:
         """Send and return the gateway's message id."""
         ...
 
 
-def _detail(response: OutboundResponse) -> str:
-    text = response.body[:_DETAIL_CHARS].decode("utf-8", "replace")
-    return f"SMS gateway answered {response.status}: {text}"
-
-
-def _message_id(response: OutboundResponse) -> str:
+def _message_id(result: OutboundResult) -> str:
     try:
-        data = json.loads(response.body)
+        data = result.json()
     except ValueError:
         data = None
     value = data.get("id") if isinstance(data, dict) else None
     if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
         # accepted but unidentifiable: resending could duplicate the SMS
-        raise PermanentError(f"{_detail(response)} (no message id)")
+        text = result.body[:_DETAIL_CHARS].decode("utf-8", "replace")
+        raise PermanentError(f"SMS gateway answered {result.status} without a message id: {text}")
     return str(value)
 
 
@@ -73,14 +85,10 @@ class HttpSmsGateway:
     def __repr__(self) -> str:  # never show the token
         return f"HttpSmsGateway(url={self.url!r})"
 
-    async def send(
-        self,
-        template_id: str,
-        recipients: Sequence[str],
-        field_values: Mapping[str, str],
-        *,
-        idempotency_key: str | None = None,
-    ) -> str:
+    def request(
+        self, template_id: str, recipients: Sequence[str], field_values: Mapping[str, str]
+    ) -> OutboundRequest:
+        """The gateway call for one SMS; PermanentError for an incomplete SMS."""
         if not template_id:
             raise PermanentError("an SMS needs a templateId")
         if not recipients:
@@ -96,21 +104,18 @@ class HttpSmsGateway:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
-        if idempotency_key:
-            headers["X-Idempotency-Key"] = idempotency_key
-        client = self._client or shared_client()
-        try:
-            response = await client.send("POST", self.url, headers=headers, content=body)
-        except httpx.TimeoutException as exc:
-            raise RetryableError(f"SMS gateway timed out: {type(exc).__name__}") from None
-        except httpx.TransportError as exc:
-            raise RetryableError(f"SMS gateway unreachable: {type(exc).__name__}: {exc}") from None
-        status = response.status
-        if 200 <= status < 300:
-            return _message_id(response)
-        if status >= 500 or status in _RETRYABLE_4XX:
-            raise RetryableError(_detail(response))
-        raise PermanentError(_detail(response))
+        return OutboundRequest("POST", self.url, headers=headers, body=body)
+
+    async def send(
+        self,
+        ctx: JobContext,
+        template_id: str,
+        recipients: Sequence[str],
+        field_values: Mapping[str, str],
+    ) -> str:
+        request = self.request(template_id, recipients, field_values)
+        result = await call_from_job(ctx, request, client=self._client)
+        return _message_id(result)
 
 
 def gateway_from_settings(settings: Settings, client: OutboundClient | None = None) -> SmsGateway:

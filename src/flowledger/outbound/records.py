@@ -10,10 +10,12 @@ response records ``status: null`` and the error instead.
 Secret headers: ``Authorization``, ``Proxy-Authorization``, ``Cookie``,
 ``Set-Cookie``, ``X-Api-Key``, ``Api-Key`` and any header whose name contains
 ``secret``, ``token``, ``password``, ``passwd``, ``apikey``, ``api-key``,
-``api_key``, ``session`` or ``credential``. ``X-Idempotency-Key`` is kept: it is
-an identifier, not a secret. Inside :func:`redacting` (a context manager;
-connectors use it for an API-key header of any name and the HMAC signature
-header) further header names are redacted too.
+``api_key``, ``session``, ``credential`` or ``signature`` (an HMAC signature
+such as ``X-Flowledger-Signature`` lets anyone who reads it replay the signed
+request). ``X-Idempotency-Key`` is kept: it is an identifier, not a secret.
+Inside :func:`redacting` (a context manager; connectors use it for an API-key
+header of any name, automation rules for their secret headers) further header
+names are redacted too.
 
 The records are remembered on the job context (``JobContext.exchange``) and
 carried by the raised errors (``.request`` / ``.response``); the worker's
@@ -42,6 +44,7 @@ SECRET_PARTS = (
     "api_key",
     "session",
     "credential",
+    "signature",
 )
 _SECRET_PARAMS = frozenset({"key", "sig", "signature", "auth", "code"})
 _QUERY_PARAM = re.compile(r"([?&])([^=&#]*)=([^&#]*)")
