@@ -10,7 +10,7 @@ fails for good, ``dispatchFallback`` decides: auto_approve / auto_reject
 (recorded as the task's decision), manual (approval tasks for people), fail
 (the default: the node fails along its exception edge). An unknown outcome
 (500 to the unsafe POST) applies no fallback; canceling the instance cancels
-the dispatch job."""
+the dispatch job. A header rendered with CR/LF fails the node before any job."""
 
 from __future__ import annotations
 
@@ -254,3 +254,26 @@ async def test_canceling_the_instance_cancels_the_dispatch_L22(
     assert receiver.requests == []
     (job,) = await jobs(db, iid, type="external_dispatch")
     assert job["status"] == "canceled"
+
+
+async def test_a_header_rendered_with_crlf_fails_the_node_before_any_job_X2_X4(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    engine = new_engine(db, clock)
+    dispatch = {
+        "kind": "http",
+        "url": f"{receiver.url}/approvals",
+        "headers": {"X-Amount": "{{form.note}}"},
+    }
+    form = [{"key": "note", "type": "string"}]
+    nodes = [START, {"key": "partner", "type": "external_approval", "dispatch": dispatch}, END]
+    edges: list[Any] = [("start", "partner"), ("partner", "end")]
+    await engine.deploy(definition("ext", nodes, edges, form), actor="admin")
+    iid = await engine.start("ext", form={"note": "5\nX-Admin: yes"}, initiator="u")
+    assert await jobs(db, iid) == []
+    assert await run_due_jobs(db, clock) == 0
+    assert receiver.requests == []
+    (task,) = await tasks(db, iid)
+    assert task["status"] == "canceled" and "'X-Amount'" in task["comment"]
+    failed = [e for e in await trace_events(db, iid) if e["event"] == "node_failed"]
+    assert [e["detail"]["code"] for e in failed] == ["external_dispatch_invalid"]

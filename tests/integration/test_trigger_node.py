@@ -8,7 +8,8 @@ under ``onFailure: continue`` passes the node after one attempt; under
 then fails the node along its exception edge; a 500 to an unsafe POST is the
 L-17 dead letter with the token still at the node and exactly one request
 (an operator's retry then resends it); a call whose URL cannot be rendered
-fails the node at once; a trigger job of a canceled instance sends nothing.
+fails the node at once, and so does a header whose rendered value holds CR/LF
+(header injection); a trigger job of a canceled instance sends nothing.
 A connector call goes through the tenant's connector."""
 
 from __future__ import annotations
@@ -273,3 +274,35 @@ async def test_a_result_that_does_not_fit_the_form_fails_the_node_X1_E7(
     assert "erpStatus" not in (await instance(db, iid))["form_data"]
     (repair,) = await tasks(db, iid, status="pending")
     assert repair["node_key"] == "repair"
+
+
+async def test_a_header_rendered_with_crlf_fails_the_node_before_any_job_X1_X4(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    """``X-Order: {{form.orderId}}`` with CR/LF in the form value would inject
+    headers: the node fails at once, nothing is enqueued, nothing is sent."""
+    engine = new_engine(db, clock)
+    await deploy_trigger(engine, call(receiver.url), repair=True)
+    iid = await engine.start("erp", form={"orderId": "A1\r\nX-Admin: yes"}, initiator="u")
+    assert await jobs(db, iid) == []
+    assert await run_due_jobs(db, clock) == 0
+    assert receiver.requests == []
+    failed = [e for e in await trace_events(db, iid) if e["event"] == "node_failed"]
+    assert [e["detail"]["code"] for e in failed] == ["trigger_call_invalid"]
+    (task,) = await tasks(db, iid, node_key="erp")
+    assert (task["status"], task["action"]) == ("completed", "reject")
+    assert "'X-Order'" in task["comment"] and "control character" in task["comment"]
+    (repair,) = await tasks(db, iid, status="pending")
+    assert repair["node_key"] == "repair"
+
+
+async def test_rendered_header_values_lose_surrounding_blanks_X1_X4(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    engine = new_engine(db, clock)
+    await deploy_trigger(engine, call(receiver.url))
+    iid = await engine.start("erp", form={"orderId": " A1\t"}, initiator="u")
+    await run_due_jobs(db, clock)
+    (received,) = receiver.requests
+    assert received.headers["x-order"] == "A1"
+    assert [t["node_key"] for t in await tasks(db, iid, status="pending")] == ["after"]

@@ -10,7 +10,11 @@ read / no response within the read timeout → dead
 ``external_outcome_unconfirmed`` with exactly one request received. The same
 failures for an ``idempotent`` POST or a GET → retried (pending with backoff,
 ``Retry-After`` honoured; one job per failure, run together). A 3xx is not
-followed. ``X-Idempotency-Key`` is stable across a manual retry with the same
+followed: to an unsafe POST (a 303 usually means the write landed) it is the
+L-17 dead letter, to an idempotent POST or a GET the permanent
+``outbound_redirect``. A header with CR/LF (header injection) or one the HTTP
+library refuses ends ``outbound_request_invalid`` with not one byte at the
+receiver. ``X-Idempotency-Key`` is stable across a manual retry with the same
 payload and new after a changed payload. A lost lease during an unsafe call
 ends, after the lease expires and the rescue runs, in the same L-17 dead
 letter. A target refused by the SSRF guard sends nothing and sets no marker.
@@ -19,6 +23,7 @@ letter. A target refused by the SSRF guard sends nothing and sets no marker.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -30,8 +35,9 @@ from flowledger.ledger.control import job_retry
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.rescue import jobs_rescue
+from flowledger.outbound.client import close_shared_client
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
-from flowledger.settings import Settings
+from flowledger.settings import Settings, get_settings
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.registry import register_handler
 from tests.integration.ledger_helpers import attempt_rows, job_row
@@ -163,9 +169,22 @@ async def test_unknown_outcome_of_a_safe_call_is_retried_L17(
     assert sorted(r.path for r in receiver.requests) == sorted(f"/{reply}" for reply in UNKNOWN)
 
 
+REDIRECTS = [
+    # (the call, the redirect status, the job's last_error_code)
+    ("unsafe_post", 303, "external_outcome_unconfirmed"),  # L-17: it may have landed
+    ("unsafe_post", 307, "external_outcome_unconfirmed"),
+    ("idempotent_post", 302, "outbound_redirect"),
+    ("get", 301, "outbound_redirect"),
+]
+
+
+@pytest.mark.parametrize(("kind", "status", "code"), REDIRECTS)
 @pytest.mark.parametrize("where", ["other_receiver", "metadata"])
-async def test_a_redirect_is_not_followed_X4(
+async def test_a_redirect_is_not_followed_X4_L17(
     where: str,
+    kind: str,
+    status: int,
+    code: str,
     db: Database,
     clock: ManualClock,
     receiver: Receiver,
@@ -173,13 +192,111 @@ async def test_a_redirect_is_not_followed_X4(
     outbound_env: Settings,
 ) -> None:
     target = f"{other_receiver.url}/x" if where == "other_receiver" else "http://169.254.169.254/"
-    receiver.reply = Redirect(target)
-    row, attempt = await run_one(db, clock, "dead", post(receiver))
-    assert row.last_error_code == "outbound_redirect"
-    assert target in row.last_error
-    assert attempt.response["status"] == 302
-    assert len(receiver.requests) == 1
+    receiver.reply = Redirect(target, status=status)
+    payload = {
+        "unsafe_post": post(receiver),
+        "idempotent_post": post(receiver, idempotent=True),
+        "get": {"method": "GET", "url": f"{receiver.url}/hook"},
+    }[kind]
+    row, attempt = await run_one(db, clock, "dead", payload)
+    assert row.last_error_code == code
+    assert target in row.last_error and "redirects are not followed" in row.last_error
+    assert attempt.response["status"] == status
+    assert (attempt.side_effect_at is not None) == (kind == "unsafe_post")
+    assert len(receiver.requests) == 1  # never resent, never followed
     assert other_receiver.requests == []
+
+
+class ByteCounter:
+    """A TCP server on 127.0.0.1 that records every byte it receives and
+    never answers."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.closed = 0
+        self.received = b""
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while chunk := await reader.read(65536):
+                self.received += chunk
+        finally:
+            self.closed += 1
+            writer.close()
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+
+
+@pytest.fixture
+async def counter(
+    monkeypatch: pytest.MonkeyPatch, outbound_env: Settings
+) -> AsyncIterator[ByteCounter]:
+    """A :class:`ByteCounter`, allow-listed alone."""
+    server = ByteCounter()
+    await server.start()
+    monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", server.url.removeprefix("http://"))
+    get_settings.cache_clear()
+    await close_shared_client()
+    try:
+        yield server
+    finally:
+        await close_shared_client()
+        await server.close()
+
+
+@pytest.mark.parametrize(
+    ("headers", "connects"),
+    [
+        ({"X-Order": "A1\r\nX-Injected: yes"}, 0),  # header injection: refused before connecting
+        ({"X-Order": "A1\nX-Injected: yes"}, 0),
+        ({"X Order": "A1"}, 1),  # refused by the HTTP library while building the head
+        ({"X-Order": "A1\x0bB"}, 0),  # any control character but HTAB
+        ({"X-Order": " A1"}, 1),  # leading blanks: h11 refuses the value
+    ],
+    ids=["crlf", "lf", "bad-name", "vtab", "padded"],  # NUL: the unit tests (PG JSON refuses it)
+)
+async def test_an_invalid_header_sends_nothing_and_is_not_unconfirmed_X4_L17(
+    headers: dict[str, str],
+    connects: int,
+    db: Database,
+    clock: ManualClock,
+    counter: ByteCounter,
+) -> None:
+    payload = {"method": "POST", "url": f"{counter.url}/hook", "body": {"n": 1}}
+    row, attempt = await run_one(db, clock, "dead", {**payload, "headers": headers})
+    assert row.last_error_code == "outbound_request_invalid"  # permanent: never retried
+    assert row.attempts == 1 and "not sent" in row.last_error
+    assert attempt.request["method"] == "POST"
+    if connects == 0:  # the record shows the refused value escaped
+        assert attempt.request["headers"]["x-order"] == repr(headers["X-Order"])
+    await wait_until(lambda: counter.closed == counter.connections, what="the connection to close")
+    assert counter.connections == connects
+    assert counter.received == b""  # not one byte reached the receiver
+    # refused before the marker when the check is ours; either way not L-17
+    assert (attempt.side_effect_at is None) == (connects == 0)
+
+
+async def test_caller_framing_headers_are_replaced_by_the_bodys_X4(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    headers = {"Content-Length": "1", "Transfer-Encoding": "chunked"}
+    await run_one(db, clock, "succeeded", post(receiver, headers=headers))
+    (received,) = receiver.requests
+    assert received.body == b'{"n":1}'
+    assert received.headers["content-length"] == "7"
+    assert "transfer-encoding" not in received.headers
 
 
 async def test_refused_target_sends_nothing_and_marks_nothing_X4(

@@ -19,10 +19,14 @@ Entering a node (inside the running step):
   rendering to a JSON object adds its keys (ours win), any other rendering
   goes under ``data``.
 
-A call that cannot be rendered (a URL the SSRF guard refuses by its syntax) is
-a node failure at once. Template values: ``instanceId``, ``taskId``,
-``nodeKey``, ``definitionKey``, ``initiator``, ``traceId`` and ``form.*``;
-URL placeholders are percent-encoded (X-4).
+A call that cannot be rendered is a node failure at once
+(``trigger_call_invalid`` / ``external_dispatch_invalid``): a URL the SSRF
+guard refuses by its syntax, or a header whose name is not an HTTP token or
+whose rendered value holds a control character — CR, LF, NUL … would inject
+headers (X-4), and the HTTP library refuses them anyway. Rendered header values
+lose surrounding blanks (not part of a field value). Template values:
+``instanceId``, ``taskId``, ``nodeKey``, ``definitionKey``, ``initiator``,
+``traceId`` and ``form.*``; URL placeholders are percent-encoded (X-4).
 
 After the job's call (each inside the handler's step, instance locked, state
 re-checked — a task no longer waiting or an instance no longer running makes
@@ -50,6 +54,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any
 
 from flowledger.definitions.expressions import ExpressionError, evaluate_value
@@ -73,6 +78,12 @@ CALLBACK_PATH = "/api/workflows/callbacks/external/{task_id}"
 TRIGGER_CALLBACK_PATH = "/api/workflows/callbacks/trigger/{job_id}"
 DEFAULT_TRIGGER_RETRIES = 3
 DECISIONS = ("approve", "reject")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP field name (RFC 9110 5.1)
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CTLs but HTAB
+
+
+class HeaderInvalid(ValueError):
+    """A header of a call that cannot be sent as rendered (X-4)."""
 
 
 # ------------------------------------------------------------------ rendering
@@ -101,14 +112,32 @@ def _json_or_none(text: str) -> Any:
         return None
 
 
+def render_headers(templates: dict[str, str], values: dict[str, Any]) -> dict[str, str]:
+    """The headers rendered from ``values``. Raises :class:`HeaderInvalid` for
+    a name that is not an HTTP token or a value with a control character."""
+    headers: dict[str, str] = {}
+    for name, template in templates.items():
+        if not _TOKEN.fullmatch(name):
+            raise HeaderInvalid(f"header name {name!r} is not a valid HTTP field name")
+        value = render(template, values).strip(" \t")
+        if _CONTROL.search(value):
+            raise HeaderInvalid(
+                f"header {name!r} renders to a value with a control character "
+                "(CR, LF, NUL …); it is not sent"
+            )
+        headers[name] = value
+    return headers
+
+
 def render_call(call: HttpCall, values: dict[str, Any]) -> dict[str, Any]:
     """The request of ``call`` rendered from ``values`` (stored in the job's
-    payload). Raises OutboundRefused for a URL that cannot be valid."""
+    payload). Raises OutboundRefused for a URL that cannot be valid and
+    HeaderInvalid for a header that cannot be sent."""
     if call.kind == "http":
         url = build_url(call.url, values)
     else:  # a connector path, relative to the connector's base URL (X-3)
         url = render(call.url, values, url_encode=True)
-    headers = {name: render(value, values) for name, value in call.headers.items()}
+    headers = render_headers(call.headers, values)
     body = None if call.body_template is None else render(call.body_template, values)
     json_body = body is not None and _json_or_none(body) is not None
     if json_body and not _has_header(headers, "Content-Type"):
@@ -209,7 +238,7 @@ async def enter_trigger(step: Step, token: Token, node: Node) -> list[Token]:
     )
     try:
         request = render_call(node.call, template_values(step, node, task_id))
-    except OutboundRefused as exc:
+    except (OutboundRefused, HeaderInvalid) as exc:
         await finish_task(
             step, task_id, status=TaskStatus.COMPLETED, action="reject", comment=str(exc), by=SYSTEM
         )
@@ -238,7 +267,7 @@ async def enter_external(step: Step, token: Token, node: Node) -> list[Token]:
     )
     try:
         request = render_dispatch(step, node, task_id)
-    except OutboundRefused as exc:
+    except (OutboundRefused, HeaderInvalid) as exc:
         await finish_task(
             step, task_id, status=TaskStatus.CANCELED, action=None, comment=str(exc), by=SYSTEM
         )

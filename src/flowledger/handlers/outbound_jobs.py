@@ -2,9 +2,12 @@
 ``workflow-ledger-outbound``): ``trigger_dispatch`` (X-1) and
 ``external_dispatch`` (X-2).
 
-Each handler first re-checks, read-only, that its task still waits and its
-instance runs (L-22 leaves trigger jobs alive and gates them here; anything
-else is ``skipped``), then makes the call outside any transaction — through
+Each handler first looks, read-only, for the receipt of its success step (see
+below: when it exists the call already went through and its answer was
+applied, so the recorded result is returned and nothing is sent again), then
+re-checks that its task still waits and its instance runs (L-22 leaves
+trigger jobs alive and gates them here; anything else is ``skipped``), then
+makes the call outside any transaction — through
 :func:`~flowledger.outbound.job_calls.call_from_job` for ``kind: http`` or
 the connector module for ``kind: connector`` — and applies the answer in a
 fenced step receipt with the instance row locked first (L-13, L-14):
@@ -23,7 +26,15 @@ fenced step receipt with the instance row locked first (L-13, L-14):
   ``external_outcome_unconfirmed`` and the token stays at the node for an
   operator to retry, skip or force-jump.
 
-Step keys carry the job's generation and attempt: a manual retry keeps the
+Success steps (``trigger-result``, ``trigger-dispatched``, ``dispatched``)
+are keyed by the operation only (L-14): a job rescued after its step committed
+but before its settlement (a killed worker) finds the receipt and settles
+``succeeded`` with the recorded result — no second request, the instance
+advanced once, and Saga rollback (C-7) sees the node's succeeded job. The
+operationKey changes with the payload, so a manual retry with a changed
+request sends again. The step's receipt also clears the side-effect marker
+(L-17), so the drain retries such a job instead of dead-lettering it.
+Failure steps carry the job's generation and attempt: a manual retry keeps the
 operationKey (same payload), and its own failure must not reuse the receipt of
 an earlier generation's failure.
 
@@ -56,6 +67,7 @@ from flowledger.errors import (
     RetryableError,
 )
 from flowledger.handlers.engine_jobs import engine_for
+from flowledger.ledger.receipts import receipt_get
 from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
 from flowledger.outbound.signing import sign_headers
 from flowledger.settings import get_settings
@@ -71,6 +83,12 @@ class TriggerResultMappingFailed(PermanentError):
 
 class ConnectorsUnavailable(PermanentError):
     code = "connector_unavailable"
+
+
+# success steps: keyed by the operation only (see the module docstring)
+TRIGGER_RESULT = "trigger-result"
+TRIGGER_DISPATCHED = "trigger-dispatched"
+EXTERNAL_DISPATCHED = "dispatched"
 
 
 def _ids(ctx: JobContext) -> tuple[int, int]:
@@ -99,17 +117,31 @@ async def _not_waiting(
     return None
 
 
+def attempt_key(ctx: JobContext, key: str) -> str:
+    """``key`` qualified by the job's generation and attempt (failure steps)."""
+    return f"{key}:g{ctx.job.generation}:a{ctx.job.attempt}"
+
+
+async def recorded_success(ctx: JobContext, step_key: str) -> dict[str, Any] | None:
+    """The committed result of this operation's success step, if any."""
+    async with ctx.db.read() as conn:
+        found, result = await receipt_get(conn, ctx.job.operation_key, step_key)
+    return dict(result) if found else None
+
+
 async def _in_step(
     ctx: JobContext,
     instance_id: int,
-    key: str,
+    step_key: str,
     task_id: int,
     status: TaskStatus,
     body: Callable[[Step, Any, Any], Awaitable[dict[str, Any]]],
+    *,
+    recorded: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run ``body(step, task, token)`` in a fenced receipt ``key`` (qualified
-    by generation and attempt); ``{"skipped": reason}`` when the task no
-    longer holds its token at ``status``."""
+    """Run ``body(step, task, token)`` in a fenced receipt ``step_key``;
+    ``{"skipped": reason}`` when the task no longer holds its token at
+    ``status``. ``recorded`` is merged into the receipt's result."""
     snapshots = engine_for(ctx).snapshots
 
     async def lock(conn: AsyncConnection) -> None:
@@ -126,10 +158,9 @@ async def _in_step(
         )
         found = await held_task(step, task_id, status)
         if isinstance(found, str):
-            return {"skipped": found}
-        return await body(step, *found)
+            return {**(recorded or {}), "skipped": found}
+        return {**(recorded or {}), **await body(step, *found)}
 
-    step_key = f"{key}:g{ctx.job.generation}:a{ctx.job.attempt}"
     result: dict[str, Any] = await ctx.step(step_key, run, lock_first=lock)
     return result
 
@@ -183,12 +214,25 @@ def _outbound_request(spec: dict[str, Any], **overrides: Any) -> OutboundRequest
 # ----------------------------------------------------------------- trigger
 
 
+def _trigger_result(outcome: dict[str, Any]) -> dict[str, Any]:
+    """The job result of a trigger's applied success step (its receipt)."""
+    if "skipped" in outcome:  # the call went through; there was nothing left to apply
+        return {"status": outcome.get("status"), "notApplied": outcome["skipped"]}
+    if "failed" in outcome:
+        raise TriggerResultMappingFailed(str(outcome.get("error")))
+    return outcome
+
+
 async def trigger_dispatch(ctx: JobContext) -> Any:
     instance_id, task_id = _ids(ctx)
+    spec: dict[str, Any] = ctx.payload["request"]
+    success_key = TRIGGER_DISPATCHED if spec.get("mode") == "async" else TRIGGER_RESULT
+    done = await recorded_success(ctx, success_key)
+    if done is not None:  # applied by an earlier attempt whose settlement was lost
+        return _trigger_result(done)
     reason = await _not_waiting(ctx, instance_id, task_id, TaskStatus.WAITING)
     if reason:
         return Skip(reason)
-    spec: dict[str, Any] = ctx.payload["request"]
     try:
         result = await _call(ctx, spec, _outbound_request(spec))
     except Exception as exc:
@@ -199,8 +243,10 @@ async def trigger_dispatch(ctx: JobContext) -> Any:
                 await outbound_nodes.trigger_failed(step, task, token, failure)
                 return {"failed": failure.code}
 
-            await _in_step(ctx, instance_id, "trigger-failed", task_id, TaskStatus.WAITING, failed)
+            key = attempt_key(ctx, "trigger-failed")
+            await _in_step(ctx, instance_id, key, task_id, TaskStatus.WAITING, failed)
         raise
+    apply: Callable[[Step, Any, Any], Awaitable[dict[str, Any]]]
     if spec.get("mode") == "async":
 
         async def dispatched(step: Step, task: Any, _token: Any) -> dict[str, Any]:
@@ -209,9 +255,7 @@ async def trigger_dispatch(ctx: JobContext) -> Any:
             )
             return {"awaitingCallback": True}
 
-        outcome = await _in_step(
-            ctx, instance_id, "trigger-dispatched", task_id, TaskStatus.WAITING, dispatched
-        )
+        apply = dispatched
     else:
         response = outbound_nodes.response_view(result.status, result.headers, result.body)
 
@@ -220,14 +264,17 @@ async def trigger_dispatch(ctx: JobContext) -> Any:
                 step, task, token, job_id=ctx.job.id, response=response
             )
 
-        outcome = await _in_step(
-            ctx, instance_id, "trigger-result", task_id, TaskStatus.WAITING, succeeded
-        )
-    if "skipped" in outcome:  # the call went through; there was nothing left to apply
-        return {"status": result.status, "notApplied": outcome["skipped"]}
-    if "failed" in outcome:
-        raise TriggerResultMappingFailed(str(outcome.get("error")))
-    return {"status": result.status, **outcome}
+        apply = succeeded
+    outcome = await _in_step(
+        ctx,
+        instance_id,
+        success_key,
+        task_id,
+        TaskStatus.WAITING,
+        apply,
+        recorded={"status": result.status},
+    )
+    return _trigger_result(outcome)
 
 
 # ------------------------------------------------------- external approval
@@ -242,8 +289,22 @@ def _signed(spec: dict[str, Any], ctx: JobContext) -> OutboundRequest:
     return _outbound_request(spec, headers=headers, body=body)
 
 
+def _dispatch_result(outcome: dict[str, Any]) -> dict[str, Any]:
+    """The job result of an external dispatch's applied success step."""
+    if "skipped" in outcome:  # decided (or ended) before this attempt settled
+        return {
+            "status": outcome.get("status"),
+            "dispatched": True,
+            "notApplied": outcome["skipped"],
+        }
+    return outcome
+
+
 async def external_dispatch(ctx: JobContext) -> Any:
     instance_id, task_id = _ids(ctx)
+    done = await recorded_success(ctx, EXTERNAL_DISPATCHED)
+    if done is not None:  # sent and recorded by an earlier attempt whose settlement was lost
+        return _dispatch_result(done)
     reason = await _not_waiting(ctx, instance_id, task_id, TaskStatus.PENDING)
     if reason:
         return Skip(reason)
@@ -258,9 +319,8 @@ async def external_dispatch(ctx: JobContext) -> Any:
                 applied = await outbound_nodes.external_dispatch_failed(step, task, token, failure)
                 return {"fallback": applied}
 
-            await _in_step(
-                ctx, instance_id, "dispatch-failed", task_id, TaskStatus.PENDING, fallback
-            )
+            key = attempt_key(ctx, "dispatch-failed")
+            await _in_step(ctx, instance_id, key, task_id, TaskStatus.PENDING, fallback)
         raise
 
     async def dispatched(step: Step, task: Any, _token: Any) -> dict[str, Any]:
@@ -270,11 +330,15 @@ async def external_dispatch(ctx: JobContext) -> Any:
         return {"dispatched": True}
 
     outcome = await _in_step(
-        ctx, instance_id, "dispatched", task_id, TaskStatus.PENDING, dispatched
+        ctx,
+        instance_id,
+        EXTERNAL_DISPATCHED,
+        task_id,
+        TaskStatus.PENDING,
+        dispatched,
+        recorded={"status": result.status},
     )
-    if "skipped" in outcome:  # decided (or ended) before this attempt settled
-        return {"status": result.status, "dispatched": True, "notApplied": outcome["skipped"]}
-    return {"status": result.status, **outcome}
+    return _dispatch_result(outcome)
 
 
 register_handler("trigger_dispatch", trigger_dispatch)

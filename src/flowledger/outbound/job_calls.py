@@ -14,7 +14,11 @@ How a call ends (codes are the job's ``last_error_code``):
 
 =============================================  ==============================
 2xx                                            :class:`OutboundResult`
-3xx (never followed)                           :class:`RedirectRefused` —
+3xx (never followed, X-4)                      unsafe write:
+                                               :class:`CallUnconfirmed` (a 303
+                                               after a POST usually means the
+                                               write landed); safe/idempotent:
+                                               :class:`RedirectRefused` —
                                                permanent, ``outbound_redirect``
 other 4xx (a clear refusal: nothing applied)   :class:`ClearFailure` —
                                                ``http_client_error``
@@ -27,8 +31,20 @@ job aborted mid-call (lost lease, deadline)    ``external_outcome_unconfirmed``,
                                                honouring ``Retry-After``)
 not connected (refused, connect timeout) —     :class:`CallFailed` (retry) —
 nothing was sent                               also for unsafe writes
+a request that cannot be written (a control    :class:`OutboundRequestInvalid`
+character in a header, a header the HTTP       (permanent,
+library refuses, a body JSON cannot encode) —  ``outbound_request_invalid``:
+nothing was sent                               a resend fails the same way)
 refused by the SSRF policy                     ``OutboundRefused`` (permanent)
 =============================================  ==============================
+
+Header control characters (CR, LF, NUL … — header injection) are refused
+before the side-effect marker and before any connection; anything else the
+HTTP library refuses while building the request head
+(``httpx.LocalProtocolError``) is raised before a byte is written, so it is
+"not sent" too. ``Content-Length`` and ``Transfer-Encoding`` are the body's:
+values the caller set are dropped, so the declared framing always matches
+what is sent.
 
 Decision on the clear 4xx: SPEC L-17 calls it "a normal failure", i.e. the
 ordinary settlement path — a failed attempt retried with backoff while the
@@ -47,6 +63,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -76,6 +93,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 IDEMPOTENCY_HEADER = "X-Idempotency-Key"
 MAX_RETRY_AFTER_MS = 3_600_000
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CTLs but HTAB (RFC 9110 5.5)
 
 
 @dataclass(frozen=True)
@@ -121,7 +140,8 @@ class ClearFailure(Recorded, RetryableError):
 
 
 class RedirectRefused(Recorded, PermanentError):
-    """A 3xx answer: redirects are never followed (X-4)."""
+    """A 3xx answer to a safe or idempotent call: redirects are never
+    followed (X-4). (A 3xx to an unsafe write is :class:`CallUnconfirmed`.)"""
 
     code = "outbound_redirect"
 
@@ -134,6 +154,14 @@ class CallFailed(Recorded, RetryableError):
 
 class CallUnconfirmed(Recorded, ExternalOutcomeUnconfirmed):
     """An unsafe write whose outcome is unknown (L-17 dead letter)."""
+
+
+class OutboundRequestInvalid(Recorded, PermanentError):
+    """The request cannot be written as given (a header with a control
+    character, a header the HTTP library refuses, a body that cannot be
+    encoded): nothing was sent, and a resend would fail the same way."""
+
+    code = "outbound_request_invalid"
 
 
 class _Aborted(Exception):
@@ -155,8 +183,26 @@ def encode_body(body: Any) -> tuple[bytes | None, str | None]:
     return text.encode(), "application/json"
 
 
+def header_problem(name: str, value: str) -> str | None:
+    """Why the header ``name: value`` cannot be sent as is (a control
+    character other than HTAB, e.g. CR/LF/NUL: header injection), else None."""
+    if not name or _CONTROL.search(name):
+        return f"header name {name!r} is empty or contains a control character"
+    if _CONTROL.search(value):
+        return f"header {name!r} has a value with a control character (CR, LF, NUL …)"
+    return None
+
+
+def _printable(text: str) -> str:
+    """``text``, or its repr when it holds a control character (the record
+    stays readable, and PostgreSQL JSON cannot store NUL)."""
+    return repr(text) if _CONTROL.search(text) else text
+
+
 def _prepare(ctx: JobContext, request: OutboundRequest) -> tuple[httpx.Headers, bytes | None]:
-    headers = httpx.Headers({k: v for k, v in request.headers.items()})
+    headers = httpx.Headers(
+        {k: v for k, v in request.headers.items() if k.lower() not in _FRAMING_HEADERS}
+    )
     headers[IDEMPOTENCY_HEADER] = ctx.idempotency_key
     content, content_type = encode_body(request.body)
     if content_type is not None:
@@ -202,10 +248,14 @@ async def call_from_job(
     try:
         headers, content = _prepare(ctx, request)
     except (TypeError, ValueError) as exc:
-        raise PermanentError(f"cannot encode the outbound request: {exc}") from None
+        raise OutboundRequestInvalid(f"cannot encode the outbound request: {exc}") from None
     limit = client.max_body_bytes
-    req = request_record(method, request.url, headers.multi_items(), content, limit=limit)
+    shown = [(_printable(k), _printable(v)) for k, v in headers.multi_items()]
+    req = request_record(method, request.url, shown, content, limit=limit)
     remember_exchange(ctx, req, None)
+    problem = next(filter(None, (header_problem(k, v) for k, v in request.headers.items())), None)
+    if problem is not None:  # before the marker and before any connection
+        raise _fail(OutboundRequestInvalid(f"{method} {req['url']} not sent: {problem}"), req, None)
     try:
         checked = await client.check(request.url)
     except (OutboundRefused, ResolutionFailed) as exc:
@@ -232,6 +282,9 @@ async def call_from_job(
         resp = no_response_record(what, duration_ms=elapsed)
         remember_exchange(ctx, req, resp)
         log.info("outbound_call", job_id=ctx.job.id, method=method, url=req["url"], error=what)
+        if isinstance(exc, httpx.LocalProtocolError):  # refused while building the head
+            message = f"{method} {req['url']} was not sent: the request is invalid ({what})"
+            raise _fail(OutboundRequestInvalid(message), req, resp) from None
         if isinstance(exc, _NOT_SENT):
             message = f"{method} {req['url']} was not sent: {what}"
             raise _fail(CallFailed(message), req, resp) from None
@@ -269,6 +322,9 @@ def _classify(
     if 300 <= status < 400:
         location = response.header("location")
         message = f"{said} (Location: {location!r}); redirects are not followed"
+        if request.unsafe:  # e.g. 303 See Other after a POST: the write has likely landed
+            message += "; the write may have taken effect"
+            raise _fail(CallUnconfirmed(message), req, resp)
         raise _fail(RedirectRefused(message), req, resp)
     if 400 <= status < 500 and status not in (408, 429):
         raise _fail(ClearFailure(said, status=status), req, resp)
