@@ -250,3 +250,45 @@ async def test_a_step_without_a_marker_leaves_side_effects_alone_L17(
     clock.advance(seconds=61)
     report = await rescue(db, clock.now())
     assert (report.dead, report.retried) == ([job_id], [])
+
+
+async def test_a_committed_step_is_replayed_once_past_the_budget_L20_L14(
+    db: Database, clock: ManualClock
+) -> None:
+    # a one-attempt job whose step committed before its executor died: the
+    # drain replays it at once (the re-run only finds the receipt and
+    # settles) instead of dead-lettering finished work as attempts_exhausted;
+    # a second death after that is dead, so a crashing handler cannot loop
+    job_id = await add_job(db, clock.now(), max_attempts=1)
+    job = await claim_one(db, clock.now())
+
+    async def record(conn: AsyncConnection) -> dict[str, bool]:
+        return {"done": True}
+
+    await JobContext(job, db, clock).step("result", record)
+    clock.advance(seconds=61)
+    report = await rescue(db, clock.now())
+    assert (report.retried, report.dead) == ([job_id], [])
+    row = await job_row(db, job_id)
+    assert (row.status, row.run_at, row.last_error_code) == (
+        "pending",
+        clock.now(),
+        "lease_expired",
+    )
+    again = await claim_one(db, clock.now())
+    assert again.attempt == 2
+    assert await JobContext(again, db, clock).step("result", record) == {"done": True}
+    clock.advance(seconds=61)
+    report = await rescue(db, clock.now())
+    assert (report.retried, report.dead) == ([], [job_id])
+    assert (await job_row(db, job_id)).last_error_code == "attempts_exhausted"
+
+
+async def test_without_a_committed_step_the_budget_holds_L20(
+    db: Database, clock: ManualClock
+) -> None:
+    job_id = await add_job(db, clock.now(), max_attempts=1)
+    await claim_one(db, clock.now())
+    clock.advance(seconds=61)
+    report = await rescue(db, clock.now())
+    assert (report.retried, report.dead) == ([], [job_id])

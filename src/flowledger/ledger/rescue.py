@@ -1,7 +1,9 @@
 """The rescuer behind the ``workflow-jobs-drain`` system task (SPEC L-20):
 running jobs whose lease expired or whose execution deadline passed go back
 to pending with backoff, or to dead when their attempts are exhausted or an
-unsafe external call's outcome is unknown; and the pools that have due work
+unsafe external call's outcome is unknown; a job whose dying attempt had
+already committed a step receipt (only its settlement was lost) is replayed
+at once, once even past its budget; and the pools that have due work
 get their wake hints again. It never runs a handler."""
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
+from flowledger.db.schema import workflow_job_effects as effects
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.backoff import backoff_ms
@@ -35,6 +38,18 @@ async def jobs_rescue(
 ) -> RescueReport:
     """Reclaim expired running jobs and republish hints, in the caller's transaction."""
     report = RescueReport()
+    # a step receipt written by the attempt that died: its work is committed,
+    # only the settlement was lost
+    attempt_started = (
+        select(func.max(executions.c.started_at))
+        .where(executions.c.job_id == jobs.c.id, executions.c.generation == jobs.c.generation)
+        .scalar_subquery()
+    )
+    committed = exists().where(
+        effects.c.job_id == jobs.c.id,
+        effects.c.generation == jobs.c.generation,
+        effects.c.created_at >= attempt_started,
+    )
     rows = (
         await conn.execute(
             select(
@@ -44,6 +59,7 @@ async def jobs_rescue(
                 jobs.c.side_effect_at,
                 jobs.c.lease_until,
                 jobs.c.execution_deadline,
+                committed.label("committed"),
             )
             .where(
                 jobs.c.status == "running",
@@ -69,6 +85,11 @@ async def jobs_rescue(
         values: dict[str, Any] = {}
         if row.side_effect_at is not None:
             status, code = JobStatus.DEAD, EXTERNAL_OUTCOME_UNCONFIRMED
+        elif row.committed and row.attempts <= row.max_attempts:
+            # replay at once, even past the budget (once: the replay's claim
+            # makes attempts exceed it); the re-run finds the receipts
+            status = JobStatus.PENDING
+            values = {"run_at": now}
         elif row.attempts >= row.max_attempts:
             status = JobStatus.DEAD
             values["last_error_code"] = "attempts_exhausted"
