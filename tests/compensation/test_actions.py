@@ -67,21 +67,29 @@ async def test_http_action_renders_current_form_and_succeeds_C4_C5(
         "url": receiver.url + "/orders/{{form.vendor}}?i={{instanceId}}",
         "httpMethod": "DELETE",
         "headers": {"X-Node": "{{nodeKey}}"},
-        "bodyTemplate": '{"error": "{{error}}", "amount": {{form.amount}}}',
+        "bodyTemplate": (
+            '{"error": "{{error}}", "amount": {{form.amount}}, "vendor": "{{form.vendor}}"}'
+        ),
     }
     ticket_id = await repair_at(engine, iid, kind="compensate", action=action, enqueue=True)
     assert ticket_id is not None
-    # the form changes after the job was enqueued: the job reads it when it runs
+    # the form changes after the job was enqueued: the job reads it when it runs;
+    # a quote in a value stays inside its JSON string (no added keys)
+    vendor = 'new "vendor"/1'
     async with db.begin() as conn, engine.step(conn, iid, "ann") as step:
-        await write_form(step, {"vendor": "new vendor/1", "amount": 99}, source="test")
+        await write_form(step, {"vendor": vendor, "amount": 99}, source="test")
     assert await run_due_jobs(db, clock) == 1
     [request] = receiver.requests
     assert request.method == "DELETE"
-    assert request.path == f"/orders/new%20vendor%2F1?i={iid}"
+    assert request.path == f"/orders/new%20%22vendor%22%2F1?i={iid}"
     assert request.headers["x-node"] == "sub"
     assert request.headers["content-type"] == "application/json"
     assert request.headers["x-idempotency-key"]
-    assert json.loads(request.body) == {"error": "child instance was rejected", "amount": 99}
+    assert json.loads(request.body) == {
+        "error": "child instance was rejected",
+        "amount": 99,
+        "vendor": vendor,
+    }
     [job] = await jobs(db, iid, type="compensation_action")
     assert job["status"] == "succeeded" and job["result"]["status"] == 200
     row = await ticket(db, ticket_id)
@@ -157,3 +165,21 @@ async def test_http_action_refused_by_ssrf_guard_fails_at_once_X4(
     assert (job["status"], job["attempts"]) == ("dead", 1)
     assert (await ticket(db, ticket_id))["compensation_action_status"] == "failed"
     assert (await instance(db, iid))["status"] == "running"
+
+
+async def test_http_action_never_takes_its_host_from_form_data_C4_X4(
+    db: Database,
+    engine: Engine,
+    clock: ManualClock,
+    receiver: Receiver,
+    outbound_env: Settings,
+) -> None:
+    iid = await _failed(engine, db, clock)
+    action = {"type": "http", "url": "http://{{form.vendor}}/undo", "httpMethod": "POST"}
+    await repair_at(engine, iid, kind="compensate", action=action, enqueue=True)
+    async with db.begin() as conn, engine.step(conn, iid, "ann") as step:
+        await write_form(step, {"vendor": receiver.endpoint}, source="test")
+    await run_due_jobs(db, clock)
+    assert receiver.requests == []
+    [job] = await jobs(db, iid, type="compensation_action")
+    assert (job["status"], job["last_error_code"]) == ("dead", "outbound_refused")

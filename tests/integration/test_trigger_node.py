@@ -93,7 +93,8 @@ async def test_sync_success_maps_the_result_into_the_form_X1_L16(
     engine = new_engine(db, clock)
     mapping = {"erpId": "response.body.id", "erpStatus": "response.status"}
     await deploy_trigger(engine, call(receiver.url, resultMapping=mapping))
-    iid = await engine.start("erp", form={"orderId": "A/1"}, initiator="u")
+    order = 'A/1 "x"'  # a quote stays inside its JSON string in the body
+    iid = await engine.start("erp", form={"orderId": order}, initiator="u")
     (task,) = await tasks(db, iid, node_key="erp")
     assert (task["kind"], task["status"], task["assignee"]) == ("trigger", "waiting", "system")
     (job,) = await jobs(db, iid, type="trigger_dispatch")
@@ -102,17 +103,17 @@ async def test_sync_success_maps_the_result_into_the_form_X1_L16(
 
     assert await run_due_jobs(db, clock) == 1
     (received,) = receiver.requests
-    assert (received.method, received.path) == ("POST", "/orders/A%2F1")  # X-4 encoding
-    assert json.loads(received.body) == {"order": "A/1", "instance": iid}
+    assert (received.method, received.path) == ("POST", "/orders/A%2F1%20%22x%22")
+    assert json.loads(received.body) == {"order": order, "instance": iid}
     assert received.headers["content-type"] == "application/json"
-    assert received.headers["x-order"] == "A/1"
+    assert received.headers["x-order"] == order
     (job,) = await jobs(db, iid, type="trigger_dispatch")
     assert received.headers["x-idempotency-key"] == job["operation_key"]
     assert job["status"] == "succeeded"
     assert job["result"] == {"status": 200, "done": True}
 
     row = await instance(db, iid)
-    assert row["form_data"] == {"orderId": "A/1", "erpId": "ERP-7", "erpStatus": 200}
+    assert row["form_data"] == {"orderId": order, "erpId": "ERP-7", "erpStatus": 200}
     assert row["error"] is None
     (task,) = await tasks(db, iid, node_key="erp")
     assert (task["status"], task["action"]) == ("completed", "handle")

@@ -48,7 +48,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.model import CompensationAction, FormSchema
-from flowledger.definitions.templates import render
+from flowledger.definitions.templates import looks_like_json, render
 from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.forms import write_form
 from flowledger.engine.snapshots import SnapshotCache
@@ -57,6 +57,7 @@ from flowledger.errors import ConfigurationError, PermanentError
 from flowledger.notify.email import COMPENSATION_SUBJECT, send_email
 from flowledger.notify.sms import gateway_from_settings
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
+from flowledger.outbound.ssrf import build_url
 from flowledger.settings import get_settings
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
 from flowledger.worker.context import JobContext
@@ -125,12 +126,19 @@ def http_request(action: CompensationAction, values: Mapping[str, Any]) -> Outbo
     headers = _headers(action.headers, values)
     body = None
     if action.body_template is not None:
-        body = render(action.body_template, values)
+        template = action.body_template
+        body = render(template, values, json_escape=looks_like_json(template))
         if not any(name.lower() == "content-type" for name in headers):
             headers["Content-Type"] = _content_type(body)
     return OutboundRequest(
         method=action.http_method,
-        url=render(action.url, values, url_encode=True),
+        # an absolute URL never takes its origin from data; a connector path
+        # is relative to the connector's base URL
+        url=(
+            build_url(action.url, values)
+            if action.type == "http"
+            else render(action.url, values, url_encode=True)
+        ),
         headers=headers,
         body=None if body is None else body.encode("utf-8"),
     )

@@ -59,7 +59,7 @@ from typing import Any
 
 from flowledger.definitions.expressions import ExpressionError, evaluate_value
 from flowledger.definitions.model import HttpCall, Node
-from flowledger.definitions.templates import render
+from flowledger.definitions.templates import looks_like_json, render
 from flowledger.engine import callback_records, lifecycle, runner
 from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.forms import write_form
@@ -138,7 +138,9 @@ def render_call(call: HttpCall, values: dict[str, Any]) -> dict[str, Any]:
     else:  # a connector path, relative to the connector's base URL
         url = render(call.url, values, url_encode=True)
     headers = render_headers(call.headers, values)
-    body = None if call.body_template is None else render(call.body_template, values)
+    body = None
+    if call.body_template is not None:  # values JSON-escaped inside a JSON document
+        body = render(call.body_template, values, json_escape=looks_like_json(call.body_template))
     json_body = body is not None and _json_or_none(body) is not None
     if json_body and not _has_header(headers, "Content-Type"):
         headers["Content-Type"] = "application/json"
