@@ -29,7 +29,7 @@ typecheck: install
 	$(BIN)/mypy
 
 pytest: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile  # one worker per core; a file stays on one worker
 
 test: lint typecheck pytest
 

@@ -4,6 +4,7 @@ ManualClock so tests move time instead of sleeping."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from cryptography.fernet import Fernet
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import metadata
-from tests.dbutil import database_url
+from tests.dbutil import database_url, pg_database, sqlite_database
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -28,17 +29,42 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+async def _create_schema(url: str) -> None:
+    database = Database(url)
+    async with database.engine.begin() as conn:
+        await conn.run_sync(metadata.create_all)
+    await database.dispose()
+
+
+@pytest.fixture(scope="session")
+def schema_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One database per backend with the declared schema, made once per
+    session; each test's database is a copy of it."""
+    folder = tmp_path_factory.mktemp("templates")
+    with pg_database() as pg, sqlite_database(folder) as lite:
+        asyncio.run(_create_schema(pg))
+        asyncio.run(_create_schema(lite))
+        name = pg.rsplit("/", 1)[-1]
+        yield {"postgresql": name, "sqlite": lite.removeprefix("sqlite:///")}
+
+
 @pytest.fixture
-def db_url(backend: str, tmp_path: Path) -> Iterator[str]:
+def empty_db_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database (no tables: for the migration tests)."""
     with database_url(backend, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def db_url(backend: str, tmp_path: Path, schema_templates: dict[str, str]) -> Iterator[str]:
+    """A fresh database of ``backend`` with the declared schema."""
+    with database_url(backend, tmp_path, schema_templates[backend]) as url:
         yield url
 
 
 @pytest.fixture
 async def db(db_url: str) -> AsyncIterator[Database]:
     database = Database(db_url)
-    async with database.engine.begin() as conn:
-        await conn.run_sync(metadata.create_all)
     try:
         yield database
     finally:

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import update
+
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.clock import ManualClock
 from flowledger.compensation.tickets import open_ticket, update_ticket
 from flowledger.db.database import Database
+from flowledger.db.engine_schema import workflow_tasks
 from flowledger.engine import Engine
 from flowledger.ledger.control import job_cancel
 from tests.api.conftest import Api, People
@@ -128,11 +131,28 @@ async def test_resume_refuses_ended_instances_and_tickets_without_repair_task_C9
     )
 
 
-async def test_resume_refuses_when_the_repair_task_was_handled_C9(
+async def test_handling_the_repair_task_resolves_the_ticket_C3_C9(
     api: Api, people: People, engine: Engine, db: Database, clock: ManualClock
 ) -> None:
     _iid, ticket_id = await _pending(engine, db, clock)
     await engine.handle((await ticket(db, ticket_id))["repair_task_id"], actor="alice")
+    assert (await ticket(db, ticket_id))["status"] == "resolved"
+    _refused(
+        await api.post(f"/compensation/{ticket_id}/resume", people.ops), 409, "ticket_not_pending"
+    )
+
+
+async def test_resume_refuses_when_the_repair_task_was_closed_otherwise_C9(
+    api: Api, people: People, engine: Engine, db: Database, clock: ManualClock
+) -> None:
+    # the repair tasks closed by other means than the task API (an operator's
+    # repair of the instance): nothing is left to continue from
+    _iid, ticket_id = await _pending(engine, db, clock)
+    task_id = (await ticket(db, ticket_id))["repair_task_id"]
+    async with db.begin() as conn:
+        await conn.execute(
+            update(workflow_tasks).where(workflow_tasks.c.id == task_id).values(status="canceled")
+        )
     _refused(
         await api.post(f"/compensation/{ticket_id}/resume", people.ops), 409, "repair_task_closed"
     )

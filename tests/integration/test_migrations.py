@@ -18,9 +18,9 @@ from flowledger.db.schema import metadata
 
 
 @pytest.fixture
-async def fresh(db_url: str) -> AsyncIterator[Database]:
-    """A Database on an empty database (unlike ``db``, no create_all)."""
-    database = Database(db_url)
+async def fresh(empty_db_url: str) -> AsyncIterator[Database]:
+    """A Database on an empty database (unlike ``db``, no schema)."""
+    database = Database(empty_db_url)
     try:
         yield database
     finally:
