@@ -22,7 +22,7 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
 from flowledger.engine import Engine
 from flowledger.ledger.control import job_retry
-from flowledger.outbound.connector_config import ConnectorDraft
+from flowledger.outbound.connector_config import ConnectorDraft, RateLimit
 from flowledger.outbound.connector_store import create_connector
 from flowledger.settings import Settings
 from tests.integration.engine_helpers import (
@@ -257,6 +257,35 @@ async def test_a_connector_trigger_calls_through_the_tenants_connector_X1_X3(
     (received,) = receiver.requests
     assert (received.method, received.path) == ("PUT", "/api/orders/A1")
     assert (await instance(db, iid))["form_data"]["erpId"] == "C-1"
+
+
+async def test_a_rate_limited_trigger_is_deferred_not_failed_X1_X3_C1(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    # one call per 10 s: the second instance's call is refused unsent; under
+    # onFailure continue (one attempt) that must not pass the node — nothing
+    # was attempted — it runs again when the limiter allows
+    async with db.begin() as conn:
+        draft = ConnectorDraft(
+            key="erp",
+            name="ERP",
+            base_url=f"{receiver.url}/api",
+            rate_limit=RateLimit(requests_per_second=0.1, burst=1),
+        )
+        await create_connector(conn, draft, tenant="default", actor="admin", now=clock.now())
+    engine = new_engine(db, clock)
+    connector_call = {"kind": "connector", "connectorId": "erp", "url": "/orders/{{form.orderId}}"}
+    await deploy_trigger(engine, connector_call, onFailure="continue")
+    first = await engine.start("erp", form={"orderId": "A1"}, initiator="u")
+    second = await engine.start("erp", form={"orderId": "A2"}, initiator="u")
+    await run_due_jobs(db, clock)
+    assert [r.path for r in receiver.requests] == ["/api/orders/A1"]
+    assert [t["node_key"] for t in await tasks(db, first, status="pending")] == ["after"]
+    (job,) = await jobs(db, second, type="trigger_dispatch")
+    assert (job["status"], job["attempts"], job["max_attempts"]) == ("pending", 0, 1)
+    assert job["last_error_code"] == "connector_rate_limited"
+    assert [t["node_key"] for t in await tokens(db, second, "active")] == ["erp"]
+    assert await tasks(db, second, status="pending") == []  # the node was not passed
 
 
 async def test_a_result_that_does_not_fit_the_form_fails_the_node_X1_E7(

@@ -41,6 +41,7 @@ from flowledger.definitions.model import CompensationAction
 from flowledger.engine.errors import InstanceNotFound
 from flowledger.engine.step import lock_instance
 from flowledger.errors import (
+    Deferred,
     ExternalOutcomeUnconfirmed,
     LeaseLostError,
     PermanentError,
@@ -75,6 +76,8 @@ def _run_of(ctx: JobContext) -> runners.ActionRun:
 
 def _final(ctx: JobContext, exc: BaseException) -> bool:
     """Whether the ledger settles this failure for good (mirrors the executor)."""
+    if isinstance(exc, Deferred):  # nothing was attempted; it runs again
+        return False
     if isinstance(exc, PermanentError | ExternalOutcomeUnconfirmed):
         return True
     if ctx.side_effect_marked and not isinstance(exc, RetryableError):

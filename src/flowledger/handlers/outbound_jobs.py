@@ -60,6 +60,7 @@ from flowledger.engine.node_failures import NodeFailure
 from flowledger.engine.step import Step, lock_instance, open_step
 from flowledger.engine.tasks import SYSTEM
 from flowledger.errors import (
+    Deferred,
     ExternalOutcomeUnconfirmed,
     JobControlError,
     LeaseLostError,
@@ -169,8 +170,8 @@ def final_failure(ctx: JobContext, exc: BaseException) -> NodeFailure | None:
     """The node failure that ``exc`` means for the job's node, or None when
     nothing may be applied: the ledger will retry, the executor lost the job,
     or the outcome of an unsafe write is unknown (L-17)."""
-    if isinstance(exc, LeaseLostError | ExternalOutcomeUnconfirmed) or ctx.aborted:
-        return None
+    if isinstance(exc, LeaseLostError | ExternalOutcomeUnconfirmed | Deferred) or ctx.aborted:
+        return None  # (Deferred: nothing was attempted; the job runs again)
     if isinstance(exc, PermanentError):
         return NodeFailure(exc.code, str(exc), ctx.job.id, retries_exhausted=False)
     if not isinstance(exc, JobControlError) and ctx.side_effect_marked:
