@@ -156,7 +156,7 @@ async def test_retry_uses_the_budget_then_opens_manual_repair_C1_C3(
     assert response.status_code == 200, response.text
     (ticket,) = await tickets_of(db, iid)
     assert ticket["status"] == "resolved"
-    assert await history_kinds(db, ticket["id"]) == ["created", "resolve"]
+    assert await history_kinds(db, ticket["id"]) == ["created", "resume"]
     assert _states(await tasks(db, iid, kind="catch")) == [
         ("erp", "catch", "alice", "canceled"),
         ("erp", "catch", "bob", "completed"),
@@ -226,9 +226,7 @@ async def test_compensate_enqueues_the_rendered_reverse_action_and_repair_C1_C4_
     assert response.status_code == 200, response.text
     (ticket,) = await tickets_of(db, iid)
     assert (ticket["status"], ticket["resolved_by"]) == ("resolved", "alice")
-    assert await history_kinds(db, ticket["id"]) == ["created"] + ["action_result"] * 3 + [
-        "resolve"
-    ]
+    assert await history_kinds(db, ticket["id"]) == ["created"] + ["action_result"] * 3 + ["resume"]
     assert [t["node_key"] for t in await tokens(db, iid, "active")] == ["after"]
     assert len(await action_jobs(db, iid)) == 1  # nothing enqueued again
 

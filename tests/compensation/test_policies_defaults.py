@@ -72,7 +72,9 @@ CASES = [
     # (onFailure, exception edge, pending tasks after, ticket kind/status, error kept)
     ("continue", False, [("after", "hal")], ("continue", "resolved"), False),
     ("retry", False, [("erp", "alice"), ("erp", "bob")], ("retry", "pending"), False),
-    ("retry", True, [("fix", "root")], None, True),
+    # C-1 order: onFailure retry decides before the exception edge (manual repair)
+    ("retry", True, [("erp", "alice"), ("erp", "bob")], ("retry", "pending"), False),
+    (None, True, [("fix", "root")], None, True),
     (None, False, [], None, True),
 ]
 
@@ -107,8 +109,9 @@ async def test_without_a_policy_onfailure_then_the_exception_edge_decide_C1(
     )
     found = [(t["kind"], t["status"]) for t in await tickets_of(db, iid)]
     assert found == ([] if ticket is None else [ticket])
-    if on_failure is None:  # the built-in: the token waits at the node
-        assert [t["node_key"] for t in await tokens(db, iid, "active")] == ["erp"]
+    if on_failure is None:  # the built-in: the exception edge, else the token waits
+        expected = ["fix"] if edge else ["erp"]
+        assert [t["node_key"] for t in await tokens(db, iid, "active")] == expected
 
 
 def _child() -> dict[str, Any]:

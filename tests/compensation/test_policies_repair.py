@@ -136,15 +136,14 @@ async def test_no_administrator_rejects_the_instance_with_the_reason_C3(
     assert "no administrator could be resolved" in row["error"] and "422" in row["error"]
     assert await tokens(db, iid, "active") == []
     assert await tasks(db, iid, kind="catch") == []
-    if action == "compensate":
-        # nobody can repair it, but the external write is still undone: a
-        # terminated ticket carries the reverse action, which runs
-        (ticket,) = await tickets_of(db, iid)
-        assert (ticket["status"], ticket["kind"]) == ("terminated", "compensate")
+    # the decision still leaves a ticket, terminated with the reason
+    (ticket,) = await tickets_of(db, iid)
+    assert (ticket["status"], ticket["kind"]) == ("terminated", action)
+    assert "422" in ticket["error"]
+    if action == "compensate":  # nobody can repair it, but the write is still undone
         (job,) = await action_jobs(db, iid)
         assert job["status"] == "succeeded"  # the reverse action ran
     else:
-        assert await tickets_of(db, iid) == []
         assert await action_jobs(db, iid) == []
     (wake,) = await jobs(db, iid, type="delay_wake")
     assert wake["status"] == "canceled"  # L-22: the other branch stops too

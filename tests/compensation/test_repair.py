@@ -154,4 +154,4 @@ async def test_handling_the_repair_task_resolves_its_ticket_C3_C8(
         assert await resolve_for_repair_task(step, task_id) is None  # nothing left pending
     row = await ticket(db, ticket_id)
     assert (row["status"], row["resolved_by"]) == ("resolved", "alice")
-    assert (await history(db, ticket_id))[-1]["kind"] == "resolve"
+    assert (await history(db, ticket_id))[-1]["kind"] == "resume"

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
@@ -24,7 +26,7 @@ from flowledger.engine import Engine
 from flowledger.ledger.control import job_retry
 from flowledger.outbound.connector_config import ConnectorDraft, RateLimit
 from flowledger.outbound.connector_store import create_connector
-from flowledger.settings import Settings
+from flowledger.settings import Settings, get_settings
 from tests.integration.engine_helpers import (
     END,
     START,
@@ -146,8 +148,14 @@ async def test_a_4xx_under_onfailure_continue_passes_the_node_X1_C1(
 
 
 async def test_a_4xx_under_onfailure_retry_uses_the_budget_then_fails_X1_C1(
-    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+    db: Database,
+    clock: ManualClock,
+    receiver: Receiver,
+    outbound_env: Settings,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("FLOWLEDGER_ADMIN_USERS", "*:ops")
+    get_settings.cache_clear()
     receiver.reply = 422
     engine = new_engine(db, clock)
     await deploy_trigger(engine, call(receiver.url), onFailure="retry", maxRetries=1, repair=True)
@@ -167,11 +175,12 @@ async def test_a_4xx_under_onfailure_retry_uses_the_budget_then_fails_X1_C1(
         ("http_client_error", 422),
         ("http_client_error", 422),
     ]
-    # the exception edge took the token to the catch node's repair task
+    # C-1: onFailure retry decides before the exception edge — once the
+    # budget is spent, manual repair at the failed node (C-3), not the edge
     (repair,) = await tasks(db, iid, status="pending")
-    assert (repair["node_key"], repair["assignee"]) == ("repair", "root")
-    row = await instance(db, iid)
-    assert row["status"] == "running" and row["error"].startswith("erp: ")
+    assert (repair["node_key"], repair["assignee"], repair["kind"]) == ("erp", "ops", "catch")
+    assert [t["node_key"] for t in await tokens(db, iid, "active")] == ["erp"]
+    assert (await instance(db, iid))["status"] == "running"
     failed = [e for e in await trace_events(db, iid) if e["event"] == "node_failed"]
     assert [e["detail"]["code"] for e in failed] == ["http_client_error"]
 

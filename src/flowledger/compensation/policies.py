@@ -30,9 +30,7 @@ terminate   the instance is rejected (tasks closed, tokens consumed) and a
             ``terminated`` ticket records it
 ==========  ===============================================================
 
-A trigger's ``onFailure: retry`` (no explicit policy) whose node has an
-exception edge follows that edge once the budget is spent: the definition
-models its repair path itself. Manual repair (C-3) is
+Manual repair (C-3) is
 :func:`~flowledger.compensation.repair.open_repair`: a catch task per
 administrator at the failed node holding the token, a pending ticket, the
 instance still running and its other branches moving. With nobody to
@@ -151,11 +149,14 @@ async def _repair(
     ticket_id = await open_repair(
         step, token, node, error=failure.message, kind=kind, action=action
     )
-    if ticket_id is None:  # nobody to repair it: the instance was rejected
-        if action is not None:  # the external side effect is still undone
-            ticket_id = await _record(
-                step, node, failure, kind=kind, status=TicketStatus.TERMINATED, action=action
-            )
+    if ticket_id is None:
+        # nobody to repair it: the instance was rejected. The decision still
+        # leaves a (terminated) ticket, and under compensate the external
+        # side effect is still undone
+        ticket_id = await _record(
+            step, node, failure, kind=kind, status=TicketStatus.TERMINATED, action=action
+        )
+        if action is not None:
             await _enqueue(step, node, failure, ticket_id, action)
         return []
     if action is not None:
@@ -233,8 +234,6 @@ async def apply_failure_policy(
     action = effective_action(node)
     if action is None:
         return None
-    if policy is None and action == "retry" and step.defn.error_edge(node.key) is not None:
-        return None  # the definition models its own repair path: the exception edge
     await _trace(step, token, node, failure, action)
     if action == "continue":
         await _record(step, node, failure, kind="continue", status=TicketStatus.RESOLVED)
@@ -243,7 +242,9 @@ async def apply_failure_policy(
         await _record(step, node, failure, kind="terminate", status=TicketStatus.TERMINATED)
         reason = f"{node.key} failed: {failure.message}"
         await step.set_instance(error=f"{node.key}: {failure.message}")
-        await lifecycle.finish(step, InstanceStatus.REJECTED, reason=reason)
+        await lifecycle.finish(
+            step, InstanceStatus.REJECTED, reason=reason, task_status=TaskStatus.SKIPPED
+        )
         return []
     if action == "fallback":
         return await _fallback(step, token, node, failure)

@@ -143,10 +143,11 @@ async def resolve_for_repair_task(step: Step, task_id: int) -> int | None:
         step.conn,
         int(row.id),
         TicketStatus.RESOLVED,
-        log_kind=LogKind.RESOLVE,
+        # the flow continued past the failed node: a resume, done through the task
+        log_kind=LogKind.RESUME,
         actor=step.actor,
         now=step.now,
         message=f"repair task {task_id} handled",
-        detail={"taskId": task_id, "repairTaskId": int(row.repair_task_id)},
+        detail={"via": "task", "taskId": task_id, "repairTaskId": int(row.repair_task_id)},
     )
     return int(row.id)
