@@ -116,9 +116,11 @@ async def test_update_data_refused_by_the_form_is_permanent_C4(
     assert (await instance(db, iid))["form_data"]["count"] == 3
 
 
-async def test_update_data_on_a_finished_instance_is_skipped(
+async def test_update_data_on_a_finished_instance_is_not_applied_C5(
     db: Database, engine: Engine, clock: ManualClock
 ) -> None:
+    # the form of an ended instance is final: the job is skipped (nothing to
+    # do), and the ticket says the action failed, so nobody reads it as undone
     iid, ticket_id = await _ticket_with(engine, db, clock, UPDATE)
     await operations.terminate(engine, ticket_id, actor="ops", reason="give up")
     await run_due_jobs(db, clock)
@@ -126,8 +128,8 @@ async def test_update_data_on_a_finished_instance_is_skipped(
     [job] = await jobs(db, iid, type="compensation_action")
     assert job["status"] == "succeeded"
     row = await ticket(db, ticket_id)
-    assert (row["status"], row["compensation_action_status"]) == ("terminated", "succeeded")
-    assert "skipped" in (await history(db, ticket_id))[-1]["message"]
+    assert (row["status"], row["compensation_action_status"]) == ("terminated", "failed")
+    assert "not applied" in (await history(db, ticket_id))[-1]["message"]
 
 
 async def test_email_action_reaches_smtp_with_compensation_subject_C4_X7(
@@ -144,6 +146,8 @@ async def test_email_action_reaches_smtp_with_compensation_subject_C4_X7(
     assert envelope.rcpt_tos == ["ops@example.com", "acme@example.com"]
     message = email.message_from_bytes(envelope.original_content, policy=default)
     assert isinstance(message, EmailMessage)
+    # the subject of SPEC C-4, literally (English, then the seed's wording)
+    assert message["Subject"] == "process compensation failure notice (流程补偿失败通知)"
     assert message["Subject"] == COMPENSATION_SUBJECT
     body = message.get_body(("plain",))
     assert body is not None

@@ -162,9 +162,12 @@ async def compensation_action(ctx: JobContext) -> Any:
             else:
                 result = await runners.update_data(conn, ctx, run, snapshots)
             message = f"{run.action.type} action succeeded ({attempt})"
+            status = ActionStatus.SUCCEEDED
             if result.get("skipped"):
-                message = f"{run.action.type} action skipped: {result['skipped']}"
-            await _write_status(conn, ctx, run, ActionStatus.SUCCEEDED, message, {"result": result})
+                # nothing was written: the operator must not read it as undone
+                message = f"{run.action.type} action not applied: {result['skipped']}"
+                status = ActionStatus.FAILED
+            await _write_status(conn, ctx, run, status, message, {"result": result})
             return result
 
         result = await ctx.step(RESULT_STEP, finish, lock_first=lock)
