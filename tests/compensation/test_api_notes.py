@@ -7,6 +7,7 @@ each note writes a history row and an audit row."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -138,3 +139,26 @@ async def test_attachment_size_and_type_are_checked_C9(
     assert no_file.status_code == 422 and no_file.json()["code"] == "note_empty"
     failed = [a for a in await audit_rows(db, ticket_id) if a["result"] == "failed"]
     assert len(failed) == len(cases) + 1
+
+
+async def test_note_bodies_are_bounded_before_they_are_read_C9(
+    api: Api, people: People, engine: Engine, db: Database, clock: ManualClock
+) -> None:
+    ticket_id = await _ticket(engine, db, clock)
+    url = f"{BASE}/compensation/{ticket_id}/note"
+    # without the permission nothing of the body is looked at: 403, not 422
+    refused = await api.client.post(url, headers=people.mon, content=b"{not json")
+    assert refused.status_code == 403, refused.text
+    # a JSON note larger than 64 KiB: 413 from its Content-Length
+    big = await api.client.post(url, headers=people.ops, json={"message": "x" * 70_000})
+    assert (big.status_code, big.json()["code"]) == (413, "note_too_large")
+
+    # a chunked upload (no Content-Length) is refused, not spooled unbounded
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"--b\r\nContent-Disposition: form-data; name=file; filename=a.txt\r\n"
+        yield b"Content-Type: text/plain\r\n\r\nhello\r\n--b--\r\n"
+
+    headers = {**people.ops, "Content-Type": "multipart/form-data; boundary=b"}
+    chunked = await api.client.post(url, headers=headers, content=chunks())
+    assert (chunked.status_code, chunked.json()["code"]) == (411, "length_required")
+    assert [h["kind"] for h in await history(db, ticket_id)] == ["created"]

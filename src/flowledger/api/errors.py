@@ -36,7 +36,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from flowledger.compensation.errors import AttachmentTooLarge
+from flowledger.compensation.errors import AttachmentTooLarge, LengthRequired, NoteTooLarge
 from flowledger.definitions.problems import DefinitionError
 from flowledger.engine.errors import FormInvalidError, NotAssignee
 from flowledger.errors import (
@@ -75,6 +75,8 @@ _STATUS_BY_CLASS: dict[type[FlowledgerError], int] = {
     FormInvalidError: 422,
     UnknownJobTypeError: 422,
     AttachmentTooLarge: 413,
+    NoteTooLarge: 413,
+    LengthRequired: 411,
 }
 
 

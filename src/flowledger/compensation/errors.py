@@ -69,3 +69,14 @@ class AttachmentEmpty(FlowledgerError):
 
 class NoteInvalid(FlowledgerError):
     code = "note_invalid"
+
+
+class LengthRequired(FlowledgerError):
+    """An upload without a Content-Length: its size must be known before it
+    is read (chunked uploads are refused rather than spooled unbounded)."""
+
+    code = "length_required"
+
+
+class NoteTooLarge(FlowledgerError):
+    code = "note_too_large"

@@ -41,8 +41,10 @@ from flowledger.api.schemas import MAX_ID, ApiModel, Body, Reason, RequestModel,
 from flowledger.compensation import attachments, operations, queries
 from flowledger.compensation.errors import (
     AttachmentTooLarge,
+    LengthRequired,
     NoteEmpty,
     NoteInvalid,
+    NoteTooLarge,
     TicketNotFound,
 )
 from flowledger.db.compensation_schema import ActionStatus, LogKind, TicketStatus
@@ -367,7 +369,20 @@ _NOTE_BODY = {
 }
 
 
+MAX_NOTE_BODY_BYTES = 64 * 1024
+
+
+def _declared_length(request: Request) -> int:
+    """The Content-Length, required before a body is read (411 without it)."""
+    declared = request.headers.get("content-length", "")
+    if not (declared.isascii() and declared.isdigit()):
+        raise LengthRequired("a note or attachment needs a Content-Length header")
+    return int(declared)
+
+
 async def _json_note(request: Request) -> str:
+    if _declared_length(request) > MAX_NOTE_BODY_BYTES:
+        raise NoteTooLarge(f"a note body is at most {MAX_NOTE_BODY_BYTES} bytes", field="message")
     try:
         return NoteCreate.model_validate_json(await request.body()).message
     except ValidationError as exc:
@@ -379,8 +394,7 @@ async def _upload(request: Request) -> tuple[str | None, operations.Attachment]:
     """Check and store the ``file`` part; returns (message, stored attachment)."""
     settings = get_settings()
     limit = settings.attachment_max_bytes
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit + MULTIPART_SLACK_BYTES:
+    if _declared_length(request) > limit + MULTIPART_SLACK_BYTES:
         raise AttachmentTooLarge(
             f"the attachment is larger than the limit of {limit} bytes",
             field="file",
@@ -417,13 +431,13 @@ async def add_note(
     """A note (JSON ``{"message"}``) or an attachment (multipart ``file`` and
     optional ``message``), on a ticket in any status."""
     multipart = request.headers.get("content-type", "").startswith("multipart/form-data")
-    message = None if multipart else await _json_note(request)
     action = "compensation.attachment" if multipart else "compensation.note"
     async with audited(ctx, caller, action, "compensation", ticket_id) as entry:
-        require(caller, ENGINE_OPERATE)
+        require(caller, ENGINE_OPERATE)  # before any byte of the body is read
         ticket = await _visible(ctx, caller, ticket_id)
         entry.tenant_id = ticket["tenant_id"]
         attachment = None
+        message = None if multipart else await _json_note(request)
         if multipart:
             message, attachment = await _upload(request)
             entry.detail.update(
