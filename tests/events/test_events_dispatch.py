@@ -21,7 +21,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
 from flowledger.events import dispatch
-from flowledger.events.dispatch import dispatch_pending
+from flowledger.events.dispatch import _saga_node_key, dispatch_pending
 from flowledger.events.relay import EventRelay
 from flowledger.handlers.services import engine_services
 from flowledger.ledger.control import job_cancel
@@ -258,3 +258,22 @@ async def test_events_of_a_finished_instance_still_dispatch_L22(
     await run_due_jobs(db, clock)
     (hit,) = await hits(db, subscription)
     assert hit["instance_id"] == instance_id
+
+
+@pytest.mark.parametrize(
+    ("event_type", "expected"),
+    [
+        ("task.created", "erp"),
+        ("trigger.succeeded", "erp"),
+        ("node.failed", None),
+        ("trigger.failed", None),
+        ("external.dispatch_failed", None),
+    ],
+)
+def test_a_delivery_about_a_failure_names_no_node_for_saga_C7(
+    event_type: str, expected: str | None
+) -> None:
+    # Saga rollback compensates nodes of succeeded webhook deliveries; telling
+    # a receiver that a node failed did nothing that needs undoing
+    event = {"event_type": event_type, "payload": {"nodeKey": "erp"}}
+    assert _saga_node_key(event) == expected

@@ -76,6 +76,18 @@ def _transient(exc: Exception) -> bool:
     return isinstance(exc, DBAPIError) and exc.connection_invalidated
 
 
+def _saga_node_key(event: Mapping[str, Any]) -> str | None:
+    """The node a delivery is attributed to. Saga rollback (C-7) compensates
+    the nodes of succeeded webhook deliveries, so a delivery about a failure
+    (``node.failed``, ``trigger.failed``, ``external.dispatch_failed``) names
+    no node: announcing a failure did nothing that needs undoing."""
+    event_type = str(event["event_type"])
+    if event_type.endswith("failed"):
+        return None
+    node_key = (event["payload"] or {}).get("nodeKey")
+    return str(node_key) if node_key else None
+
+
 async def _fan_out(
     conn: AsyncConnection,
     event: Mapping[str, Any],
@@ -84,7 +96,7 @@ async def _fan_out(
     now: datetime,
 ) -> int:
     """Record the hits of one event and enqueue their deliveries."""
-    node_key = (event["payload"] or {}).get("nodeKey")
+    node_key = _saga_node_key(event)
     count = 0
     for subscription in subscriptions:
         if not matches(subscription, event["event_type"], event["definition_key"]):
