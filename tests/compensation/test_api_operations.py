@@ -5,6 +5,7 @@ each writing its history row and its audit row."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from sqlalchemy import update
@@ -78,6 +79,24 @@ async def test_resume_continues_past_the_failed_node_C9(
     _refused(again, 409, "ticket_not_pending")
     refused = await _last_audit(db, ticket_id)
     assert (refused["result"], refused["detail"]["code"]) == ("failed", "ticket_not_pending")
+
+
+async def test_two_operators_resuming_at_once_continue_the_flow_once_C9(
+    api: Api, people: People, engine: Engine, db: Database, clock: ManualClock
+) -> None:
+    # both requests race for the instance row (locked first); the second sees
+    # a resolved ticket: one 200, one 409, one token moved on
+    iid, ticket_id = await _pending(engine, db, clock)
+    url = f"/compensation/{ticket_id}/resume"
+    first, second = await asyncio.gather(
+        api.post(url, people.ops, {"reason": "a"}), api.post(url, people.root, {"reason": "b"})
+    )
+    assert sorted([first.status_code, second.status_code]) == [200, 409]
+    refused = first if first.status_code == 409 else second
+    assert refused.json()["code"] == "ticket_not_pending"
+    assert [t["node_key"] for t in await token_rows(db, iid, state="active")] == ["after"]
+    assert [h["kind"] for h in await history(db, ticket_id)].count("resume") == 1
+    assert len(await tasks(db, iid, status="pending", node_key="after")) == 1
 
 
 async def test_resume_needs_a_running_instance_C9(
