@@ -273,6 +273,13 @@ async def test_retry_takes_a_dead_job_from_the_ledger_and_needs_a_valid_action_C
     [job] = await jobs(db, iid, type="compensation_action")
     async with db.begin() as conn:  # an operator skipped the job in the ledger
         await job_cancel(conn, job["id"], now=clock.now())
+    # the ticket's summary still says pending; the detail follows the ledger
+    assert (await ticket(db, ticket_id))["compensation_action_status"] == "pending"
+    shown = (await api.get(f"/compensation/{ticket_id}", people.mon)).json()
+    assert (shown["compensationActionStatus"], shown["actionJob"]["status"]) == (
+        "failed",
+        "canceled",
+    )
     response = await api.post(f"/compensation/{ticket_id}/retry", people.ops)
     assert response.status_code == 200, response.text
     statuses = [h["detail"].get("status") for h in response.json()["history"]]

@@ -20,8 +20,10 @@ from sqlalchemy import ColumnElement, false, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.compensation.tickets import logs, tickets
+from flowledger.db.compensation_schema import ActionStatus
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.db.schema import workflow_jobs
+from flowledger.states import JobStatus
 
 Tenants = Sequence[str] | None
 
@@ -133,8 +135,22 @@ async def ticket_detail(
             .first()
         )
         ticket["action_job"] = None if job is None else dict(job)
+        ticket["compensation_action_status"] = effective_action_status(
+            ticket["compensation_action_status"], None if job is None else job["status"]
+        )
     ticket["repair_tasks"] = await _repair_tasks(conn, ticket)
     return ticket
+
+
+def effective_action_status(summary: str, job_status: str | None) -> str:
+    """The action status to show: the ledger is the authority (C-8). A job
+    that ended without its handler saying so — dead by the drain after a
+    killed worker, skipped or canceled by an operator — leaves the summary at
+    pending/running; it is shown as failed."""
+    ended_unreported = job_status in (JobStatus.DEAD, JobStatus.CANCELED, JobStatus.FAILED)
+    if summary in (ActionStatus.PENDING, ActionStatus.RUNNING) and ended_unreported:
+        return ActionStatus.FAILED.value
+    return summary
 
 
 async def _repair_tasks(conn: AsyncConnection, ticket: dict[str, Any]) -> list[dict[str, Any]]:
