@@ -185,6 +185,19 @@ async def enabled_rules(
     return [Rule.from_row(r) for r in (await conn.execute(query)).mappings().all()]
 
 
+async def tenants_with_rules(conn: AsyncConnection, tenants: set[str]) -> set[str]:
+    """Which of ``tenants`` have at least one enabled rule (one query for a
+    whole dispatch batch, so events of rule-less tenants cost nothing)."""
+    if not tenants:
+        return set()
+    query = (
+        select(rules.c.tenant_id)
+        .where(rules.c.tenant_id.in_(sorted(tenants)), rules.c.enabled == true())
+        .distinct()
+    )
+    return {str(t) for t in (await conn.execute(query)).scalars()}
+
+
 async def rule_enabled(conn: AsyncConnection, rule_id: int) -> bool | None:
     """Whether the rule is enabled (None: it no longer exists)."""
     row = (await conn.execute(select(rules.c.enabled).where(rules.c.id == rule_id))).first()

@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_trace
 from flowledger.events import hits, outbox
 from flowledger.events.automation import enqueue_automation
+from flowledger.events.automation_store import tenants_with_rules
 from flowledger.events.subscriptions import enabled_subscriptions, matches
 from flowledger.events.webhooks import WEBHOOK_DELIVERY, delivery_payload
 from flowledger.ledger.enqueue import enqueue
@@ -148,10 +149,19 @@ async def dispatch_pending(
     events = await outbox.take_pending(conn, limit)
     if not events:
         return report
-    subscriptions = await enabled_subscriptions(conn, {e["tenant_id"] for e in events})
+    tenants = {e["tenant_id"] for e in events}
+    subscriptions = await enabled_subscriptions(conn, tenants)
+    with_rules = await tenants_with_rules(conn, tenants)
     dispatched: list[int] = []
     failed: list[int] = []
     for event in events:
+        tenant_subscriptions = subscriptions[event["tenant_id"]]
+        wanted = any(
+            matches(s, event["event_type"], event["definition_key"]) for s in tenant_subscriptions
+        )
+        if not wanted and event["tenant_id"] not in with_rules:
+            dispatched.append(event["id"])  # nobody listens: nothing to write
+            continue
         try:
             async with conn.begin_nested():
                 found = await _fan_out(conn, event, subscriptions[event["tenant_id"]], now=now)
