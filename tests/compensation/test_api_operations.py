@@ -137,12 +137,15 @@ async def test_resume_refuses_ended_instances_and_tickets_without_repair_task_C9
         await api.post(f"/compensation/{bare}/resume", people.ops), 409, "ticket_not_resumable"
     )
     await engine.cancel(iid, actor="ops")
+    # the repair ticket was terminated with its instance; the bare one is
+    # still pending, but its instance no longer runs
     _refused(
-        await api.post(f"/compensation/{ticket_id}/resume", people.ops), 409, "instance_not_running"
+        await api.post(f"/compensation/{ticket_id}/resume", people.ops), 409, "ticket_not_pending"
     )
-    response = await api.post(
-        f"/compensation/{ticket_id}/resolve", people.ops, {"action": "terminate"}
+    _refused(
+        await api.post(f"/compensation/{bare}/resume", people.ops), 409, "instance_not_running"
     )
+    response = await api.post(f"/compensation/{bare}/resolve", people.ops, {"action": "terminate"})
     assert response.status_code == 200, response.text
     assert (response.json()["status"], response.json()["instanceStatus"]) == (
         "terminated",

@@ -155,3 +155,36 @@ async def test_handling_the_repair_task_resolves_its_ticket_C3_C8(
     row = await ticket(db, ticket_id)
     assert (row["status"], row["resolved_by"]) == ("resolved", "alice")
     assert (await history(db, ticket_id))[-1]["kind"] == "resume"
+
+
+async def test_ending_the_instance_terminates_its_repair_tickets_only_C3_C8(
+    db: Database, engine: Engine, clock: ManualClock
+) -> None:
+    # a canceled instance cannot be repaired: its repair ticket is terminated
+    # with the reason; a ticket without a repair task (a Saga or fallback
+    # action) stays pending for an operator to check its reverse action
+    await deploy(engine)
+    iid = await failed_instance(engine, db, clock)
+    repair_id = await repair_at(engine, iid)
+    assert repair_id is not None
+    async with db.begin() as conn:
+        saga_id, _ = await open_ticket(
+            conn,
+            tenant_id="default",
+            instance_id=iid,
+            failed_node_key="sub",
+            node_key="earlier",
+            kind="saga",
+            error="boom",
+            action=None,
+            repair_task_id=None,
+            idempotency_key=None,
+            actor="system",
+            now=clock.now(),
+        )
+    await engine.cancel(iid, actor="ops", reason="customer withdrew")
+    repair = await ticket(db, repair_id)
+    assert (repair["status"], repair["resolved_by"]) == ("terminated", "ops")
+    last = (await history(db, repair_id))[-1]
+    assert last["kind"] == "terminate" and "canceled" in last["message"]
+    assert (await ticket(db, saga_id))["status"] == "pending"

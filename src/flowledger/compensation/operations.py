@@ -273,13 +273,11 @@ async def terminate(
         _require_pending(ticket)
         before = str(step.instance["status"])
         detail: dict[str, Any] = {"instanceStatus": before}
-        if before in lifecycle.LIVE:
+        live = before in lifecycle.LIVE
+        if live:
             skipped = [int(t.id) for t in await open_tasks(step)]
-            why = f"[compensation ticket {ticket_id} terminated]" + (f" {reason}" if reason else "")
-            await lifecycle.finish(
-                step, InstanceStatus.REJECTED, reason=why, task_status=TaskStatus.SKIPPED
-            )
             detail.update(instanceStatus=InstanceStatus.REJECTED.value, skippedTasks=skipped)
+        # this ticket first: ending the instance closes the other repair tickets
         await close_ticket(
             conn,
             ticket_id,
@@ -290,6 +288,11 @@ async def terminate(
             message=reason,
             detail=detail,
         )
+        if live:
+            why = f"[compensation ticket {ticket_id} terminated]" + (f" {reason}" if reason else "")
+            await lifecycle.finish(
+                step, InstanceStatus.REJECTED, reason=why, task_status=TaskStatus.SKIPPED
+            )
         await step.trace(
             "compensation_terminated",
             node_key=ticket["failed_node_key"],

@@ -55,6 +55,7 @@ from sqlalchemy import select
 
 from flowledger.compensation.actions import action_document, enqueue_action
 from flowledger.compensation.repair import (
+    close_repairs_of_ended_instance,
     open_repair,
     resolve_for_repair_task,
 )
@@ -64,6 +65,7 @@ from flowledger.db.compensation_schema import TicketStatus
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.definitions.model import CompensationAction, Node
 from flowledger.engine import lifecycle
+from flowledger.engine.lifecycle import set_instance_ended_hook
 from flowledger.engine.node_failures import (
     NodeFailure,
     effective_action,
@@ -259,3 +261,4 @@ def install() -> None:
     one of its catch tasks is handled."""
     set_node_failure_hook(apply_failure_policy)
     set_repair_handled_hook(resolve_for_repair_task)
+    set_instance_ended_hook(close_repairs_of_ended_instance)

@@ -151,3 +151,35 @@ async def resolve_for_repair_task(step: Step, task_id: int) -> int | None:
         detail={"via": "task", "taskId": task_id, "repairTaskId": int(row.repair_task_id)},
     )
     return int(row.id)
+
+
+async def close_repairs_of_ended_instance(step: Step, status: InstanceStatus) -> list[int]:
+    """The instance ended (canceled, withdrawn, rejected…) while repair
+    tickets were pending: their repair tasks were closed with it, so nothing
+    can be repaired any more — they are terminated, the reason in their
+    history. Tickets without a repair task (Saga, fallback actions) stay
+    pending: their reverse actions still need an operator's eye."""
+    rows = (
+        await step.conn.execute(
+            select(tickets.c.id)
+            .where(
+                tickets.c.instance_id == step.instance_id,
+                tickets.c.status == TicketStatus.PENDING,
+                tickets.c.repair_task_id.is_not(None),
+            )
+            .order_by(tickets.c.id)
+            .with_for_update()
+        )
+    ).all()
+    for row in rows:
+        await close_ticket(
+            step.conn,
+            int(row.id),
+            TicketStatus.TERMINATED,
+            log_kind=LogKind.TERMINATE,
+            actor=step.actor,
+            now=step.now,
+            message=f"the instance ended {status.value}; its repair task was closed with it",
+            detail={"instanceStatus": status.value},
+        )
+    return [int(row.id) for row in rows]
