@@ -16,7 +16,12 @@ from flowledger.clock import ManualClock
 from flowledger.compensation.saga import register_saga, saga_key
 from flowledger.db.database import Database
 from flowledger.engine import Engine
+from flowledger.ledger.claim import jobs_claim
+from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.models import JobSpec, Outcome
+from flowledger.ledger.settle import jobs_settle_many
 from flowledger.settings import Settings
+from flowledger.states import Pool
 from tests.compensation.policy_flows import (
     ORDER,
     action_jobs,
@@ -174,3 +179,45 @@ async def test_a_skipped_trigger_job_does_not_count_C7(
     assert [t["node_key"] for t in await _saga_tickets(db, iid)] == ["t1"]
     assert [j["node_key"] for j in await action_jobs(db, iid)] == ["t1"]
     assert [r.path for r in requests_to(receiver, "/undo/")] == ["/undo/t1/A%2F1"]
+
+
+async def _succeeded_job(
+    db: Database, clock: ManualClock, iid: int, job_type: str, node_key: str
+) -> int:
+    """A job of ``job_type`` at ``node_key`` that ran and succeeded (claimed
+    and settled through the ledger, without its handler)."""
+    async with db.begin() as conn:
+        spec = JobSpec(type=job_type, instance_id=iid, node_key=node_key, tenant_id="default")
+        job_id = (await enqueue(conn, spec, now=clock.now())).job_id
+    claimed = await jobs_claim(db, pool=Pool.OUTBOUND, limit=10, node_id="t", now=clock.now())
+    (job,) = [j for j in claimed if j.id == job_id]
+    await jobs_settle_many(db, [(job, Outcome.success({"status": 200}))], now=clock.now())
+    return job_id
+
+
+async def test_webhook_and_external_dispatch_jobs_count_each_node_once_C7(
+    db: Database,
+    clock: ManualClock,
+    engine: Engine,
+    receiver: Receiver,
+    outbound_env: Settings,
+) -> None:
+    # C-7 looks at trigger_dispatch, external_dispatch and webhook_delivery
+    # jobs alike, newest job id first, each node once
+    receiver.routes[path("t4")] = 422
+    no_saga = {"maxRetries": 0, "failurePolicy": {"action": "notify"}}
+    await engine.deploy(saga(receiver, no_saga), actor="dev")
+    iid = await engine.start("saga", form={"orderId": ORDER}, initiator="ann")
+    await run_due_jobs(db, clock)
+    assert await _saga_tickets(db, iid) == []  # no sagaRollback on t4
+    # after the triggers: a delivery attributed to t1, a dispatch at t2 (no
+    # compensation declared), and a second job at t1
+    await _succeeded_job(db, clock, iid, "webhook_delivery", "t1")
+    await _succeeded_job(db, clock, iid, "external_dispatch", "t2")
+    await _succeeded_job(db, clock, iid, "webhook_delivery", "t1")
+    async with db.begin() as conn, engine.step(conn, iid, "system") as step:
+        registered = await register_saga(step, step.defn.node("t4"), error="boom")
+    sagas = await _saga_tickets(db, iid)
+    assert [t["id"] for t in sagas] == registered
+    assert [t["node_key"] for t in sagas] == ["t1", "t3"]  # t1's newest job is the newest
+    assert [j["node_key"] for j in await action_jobs(db, iid)] == ["t1", "t3"]
