@@ -283,6 +283,8 @@ async def test_retry_takes_a_dead_job_from_the_ledger_and_needs_a_valid_action_C
         "failed",
         "canceled",
     )
+    listed = (await api.get(f"/compensation/list?instanceId={iid}", people.mon)).json()
+    assert [t["compensationActionStatus"] for t in listed["items"]] == ["failed"]
     response = await api.post(f"/compensation/{ticket_id}/retry", people.ops)
     assert response.status_code == 200, response.text
     statuses = [h["detail"].get("status") for h in response.json()["history"]]

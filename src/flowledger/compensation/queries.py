@@ -51,7 +51,14 @@ async def list_tickets(
     after_id: int | None = None,
     limit: int = 50,
 ) -> TicketPage:
-    query = select(tickets).where(_in_tenants(tenants))
+    job_status = workflow_jobs.c.status.label("action_job_status")
+    query = (
+        select(tickets, job_status)
+        .select_from(
+            tickets.outerjoin(workflow_jobs, workflow_jobs.c.id == tickets.c.action_job_id)
+        )
+        .where(_in_tenants(tenants))
+    )
     if status is not None:
         query = query.where(tickets.c.status == status)
     if instance_id is not None:
@@ -59,7 +66,14 @@ async def list_tickets(
     if after_id is not None:
         query = query.where(tickets.c.id < after_id)
     rows = (await conn.execute(query.order_by(tickets.c.id.desc()).limit(limit + 1))).mappings()
-    items = [dict(r) for r in rows.all()]
+    items = []
+    for row in rows.all():
+        item = dict(row)
+        shown = effective_action_status(
+            item["compensation_action_status"], item.pop("action_job_status")
+        )
+        item["compensation_action_status"] = shown
+        items.append(item)
     if len(items) <= limit:
         return TicketPage(items, None)
     items = items[:limit]
