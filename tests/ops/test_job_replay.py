@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
@@ -238,16 +238,23 @@ async def test_a_real_worker_drains_a_replay_no_faster_than_its_rate(pg_db: Data
         stop.set()
         await asyncio.wait_for(running, 40)
     async with db.read() as conn:
-        first, last, count = (
+        attempts = (
             await conn.execute(
-                select(
-                    func.min(executions.c.started_at),
-                    func.max(executions.c.started_at),
-                    func.count(),
-                ).where(executions.c.job_id.in_(ids), executions.c.generation == 2)
+                select(executions.c.scheduled_at, executions.c.started_at).where(
+                    executions.c.job_id.in_(ids), executions.c.generation == 2
+                )
             )
-        ).one()
-    spread = (last - first).total_seconds()
-    print(f"replayed 300 at 50/s: first..last attempt start spread {spread:.3f} s")
-    assert count == 300
-    assert spread >= 5.5, spread
+        ).all()
+    assert len(attempts) == 300
+    scheduled = sorted(a.scheduled_at for a in attempts)
+    planned = (scheduled[-1] - scheduled[0]).total_seconds()
+    started = sorted(a.started_at for a in attempts)
+    spread = (started[-1] - started[0]).total_seconds()
+    print(
+        f"replayed 300 at 50/s: planned over {planned:.3f} s, attempts started over {spread:.3f} s"
+    )
+    # 300 at 50/s are planned over 299/50 s, and no attempt starts before its
+    # planned time: the worker drains the batch no faster than its rate (how
+    # late a loaded machine starts the first ones does not matter)
+    assert planned >= 5.9, planned
+    assert all(a.started_at >= a.scheduled_at for a in attempts)
