@@ -51,6 +51,7 @@ from flowledger.definitions.model import CompensationAction, FormSchema
 from flowledger.definitions.templates import looks_like_json, render
 from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.forms import write_form
+from flowledger.engine.outbound_requests import HeaderInvalid, body_content_type, render_headers
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import open_step
 from flowledger.errors import ConfigurationError, PermanentError
@@ -103,21 +104,10 @@ async def _values(ctx: JobContext, run: ActionRun) -> dict[str, Any]:
 
 
 def _headers(templates: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for name, template in templates.items():
-        value = render(template, values)
-        if "\r" in value or "\n" in value:
-            raise PermanentError(f"header {name!r} renders to a value with a line break")
-        headers[name] = value
-    return headers
-
-
-def _content_type(body: str) -> str:
     try:
-        json.loads(body)
-    except ValueError:
-        return "text/plain; charset=utf-8"
-    return "application/json"
+        return render_headers(templates, values)
+    except HeaderInvalid as exc:
+        raise PermanentError(str(exc)) from None
 
 
 def http_request(action: CompensationAction, values: Mapping[str, Any]) -> OutboundRequest:
@@ -129,7 +119,7 @@ def http_request(action: CompensationAction, values: Mapping[str, Any]) -> Outbo
         template = action.body_template
         body = render(template, values, json_escape=looks_like_json(template))
         if not any(name.lower() == "content-type" for name in headers):
-            headers["Content-Type"] = _content_type(body)
+            headers["Content-Type"] = body_content_type(body)
     return OutboundRequest(
         method=action.http_method,
         # an absolute URL never takes its origin from data; a connector path

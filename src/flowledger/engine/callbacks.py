@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.db.schema import workflow_jobs
-from flowledger.engine import callback_records, lifecycle, outbound_nodes
+from flowledger.engine import callback_records, lifecycle, outbound_nodes, trigger_results
 from flowledger.engine.callback_records import CallbackRecord
 from flowledger.engine.errors import TaskWithoutToken
 from flowledger.engine.facade import Engine
@@ -128,7 +128,7 @@ async def receive_trigger(
         body={"result": result, "error": error},
     )
     if status == "succeeded":
-        response = outbound_nodes.response_view(None, {}, result)
+        response = trigger_results.response_view(None, {}, result)
         outcome = await outbound_nodes.trigger_succeeded(
             step, task, token, job_id=job_id, response=response
         )

@@ -19,22 +19,17 @@ Entering a node (inside the running step):
   rendering to a JSON object adds its keys (ours win), any other rendering
   goes under ``data``.
 
-A call that cannot be rendered is a node failure at once
-(``trigger_call_invalid`` / ``external_dispatch_invalid``): a URL the SSRF
-guard refuses by its syntax, or a header whose name is not an HTTP token or
-whose rendered value holds a control character — CR, LF, NUL … would inject
-headers (X-4), and the HTTP library refuses them anyway. Rendered header values
-lose surrounding blanks (not part of a field value). Template values:
-``instanceId``, ``taskId``, ``nodeKey``, ``definitionKey``, ``initiator``,
-``traceId`` and ``form.*``; URL placeholders are percent-encoded (X-4).
+A call that cannot be rendered (:mod:`~flowledger.engine.outbound_requests`:
+a URL the SSRF guard refuses by its syntax, a header that cannot be sent) is
+a node failure at once (``trigger_call_invalid`` /
+``external_dispatch_invalid``).
 
 After the job's call (each inside the handler's step, instance locked, state
 re-checked — a task no longer waiting or an instance no longer running makes
 it a no-op that reports why):
 
-- :func:`trigger_succeeded` — ``resultMapping`` (form field → expression over
-  ``response.status``, ``response.headers``, ``response.body`` — the parsed
-  JSON or the text — and ``form.*``) is written into the form, the task is
+- :func:`trigger_succeeded` — ``resultMapping``
+  (:mod:`~flowledger.engine.trigger_results`) is written into the form, the task is
   completed and the token moves on. A mapping that fails to evaluate or does
   not fit the form schema is a node failure (``trigger_result_mapping_failed``).
 - :func:`trigger_failed` — the task ends (completed, action ``reject``) and
@@ -52,142 +47,33 @@ goes dead and the token stays at the node for an operator.
 
 from __future__ import annotations
 
-import ast
-import json
-import re
 from typing import Any
 
-from flowledger.definitions.expressions import ExpressionError, evaluate_value
-from flowledger.definitions.model import HttpCall, Node
-from flowledger.definitions.templates import looks_like_json, render
+from flowledger.definitions.expressions import ExpressionError
+from flowledger.definitions.model import Node
 from flowledger.engine import callback_records, lifecycle, runner
 from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.forms import write_form
-from flowledger.engine.node_failures import NodeFailure, effective_action, node_failed
+from flowledger.engine.node_failures import NodeFailure, node_failed
+from flowledger.engine.outbound_requests import (
+    HeaderInvalid,
+    render_call,
+    render_dispatch,
+    template_values,
+    trigger_max_attempts,
+)
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import SYSTEM, create_task, finish_task, resolve_assignees
 from flowledger.engine.tokens import Token
+from flowledger.engine.trigger_results import map_result
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
-from flowledger.outbound.ssrf import OutboundRefused, build_url
+from flowledger.outbound.ssrf import OutboundRefused
 from flowledger.states import InstanceStatus, TaskStatus
 
 EXTERNAL = "external"
 ADMIN = "admin"
-CALLBACK_PATH = "/api/workflows/callbacks/external/{task_id}"
 TRIGGER_CALLBACK_PATH = "/api/workflows/callbacks/trigger/{job_id}"
-DEFAULT_TRIGGER_RETRIES = 3
-DECISIONS = ("approve", "reject")
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP field name (RFC 9110 5.1)
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CTLs but HTAB
-
-
-class HeaderInvalid(ValueError):
-    """A header of a call that cannot be sent as rendered (X-4)."""
-
-
-# ------------------------------------------------------------------ rendering
-
-
-def template_values(step: Step, node: Node, task_id: int) -> dict[str, Any]:
-    return {
-        "instanceId": step.instance_id,
-        "taskId": task_id,
-        "nodeKey": node.key,
-        "definitionKey": step.instance["definition_key"],
-        "initiator": step.instance["initiator"],
-        "traceId": step.trace_id,
-        "form": step.form,
-    }
-
-
-def _has_header(headers: dict[str, str], name: str) -> bool:
-    return any(key.lower() == name.lower() for key in headers)
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def render_headers(templates: dict[str, str], values: dict[str, Any]) -> dict[str, str]:
-    """The headers rendered from ``values``. Raises :class:`HeaderInvalid` for
-    a name that is not an HTTP token or a value with a control character."""
-    headers: dict[str, str] = {}
-    for name, template in templates.items():
-        if not _TOKEN.fullmatch(name):
-            raise HeaderInvalid(f"header name {name!r} is not a valid HTTP field name")
-        value = render(template, values).strip(" \t")
-        if _CONTROL.search(value):
-            raise HeaderInvalid(
-                f"header {name!r} renders to a value with a control character "
-                "(CR, LF, NUL …); it is not sent"
-            )
-        headers[name] = value
-    return headers
-
-
-def render_call(call: HttpCall, values: dict[str, Any]) -> dict[str, Any]:
-    """The request of ``call`` rendered from ``values`` (stored in the job's
-    payload). Raises OutboundRefused for a URL that cannot be valid and
-    HeaderInvalid for a header that cannot be sent."""
-    if call.kind == "http":
-        url = build_url(call.url, values)
-    else:  # a connector path, relative to the connector's base URL (X-3)
-        url = render(call.url, values, url_encode=True)
-    headers = render_headers(call.headers, values)
-    body = None
-    if call.body_template is not None:  # values JSON-escaped inside a JSON document
-        body = render(call.body_template, values, json_escape=looks_like_json(call.body_template))
-    json_body = body is not None and _json_or_none(body) is not None
-    if json_body and not _has_header(headers, "Content-Type"):
-        headers["Content-Type"] = "application/json"
-    return {
-        "kind": call.kind,
-        "method": call.http_method,
-        "url": url,
-        "headers": headers,
-        "body": body,
-        "idempotent": call.idempotent,
-        "connectorId": call.connector_id,
-        "mode": call.mode,
-        "resultMapping": dict(call.result_mapping),
-    }
-
-
-def render_dispatch(step: Step, node: Node, task_id: int) -> dict[str, Any]:
-    """The ``external_dispatch`` request for the task (body: a JSON object)."""
-    assert node.dispatch is not None
-    request = render_call(node.dispatch, template_values(step, node, task_id))
-    body: dict[str, Any] = {}
-    if request["body"] is not None:
-        extra = _json_or_none(request["body"])
-        if isinstance(extra, dict):
-            body.update(extra)
-        else:
-            body["data"] = request["body"] if extra is None else extra
-    body.update(
-        taskId=task_id,
-        instanceId=step.instance_id,
-        nodeKey=node.key,
-        definitionKey=step.instance["definition_key"],
-        callbackPath=CALLBACK_PATH.format(task_id=task_id),
-        decisions=list(DECISIONS),
-    )
-    request["body"] = body
-    request["headers"] = {
-        k: v for k, v in request["headers"].items() if k.lower() != "content-type"
-    } | {"Content-Type": "application/json"}
-    return request
-
-
-def trigger_max_attempts(node: Node) -> int:
-    retries = node.max_retries
-    if retries is None:
-        retries = 0 if effective_action(node) == "continue" else DEFAULT_TRIGGER_RETRIES
-    return retries + 1
 
 
 async def _enqueue(
@@ -285,50 +171,6 @@ async def enter_external(step: Step, token: Token, node: Node) -> list[Token]:
         max_attempts=None if node.max_retries is None else node.max_retries + 1,
     )
     return []
-
-
-# ------------------------------------------------------------ trigger results
-
-
-class _ResponseName(ast.NodeTransformer):
-    """``response.x`` → ``system.response.x`` (the sandbox knows ``form`` and
-    ``system`` only; the rewritten text is checked by it like any other)."""
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id != "response":
-            return node
-        system = ast.Name(id="system", ctx=ast.Load())
-        return ast.copy_location(ast.Attribute(value=system, attr="response", ctx=node.ctx), node)
-
-
-def evaluate_mapping(text: str, form: dict[str, Any], response: dict[str, Any]) -> Any:
-    """Evaluate one ``resultMapping`` expression over ``response`` and ``form``."""
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError) as exc:
-        raise ExpressionError(f"resultMapping {text!r} does not parse: {exc}") from None
-    rewritten = ast.unparse(_ResponseName().visit(tree))
-    try:
-        return evaluate_value(rewritten, form, {"response": response})
-    except ExpressionError as exc:
-        raise ExpressionError(f"resultMapping {text!r}: {exc.message}") from None
-
-
-def map_result(
-    mapping: dict[str, str], form: dict[str, Any], response: dict[str, Any]
-) -> dict[str, Any]:
-    """The form changes a resultMapping asks for (``{field: expression}``)."""
-    return {field: evaluate_mapping(text, form, response) for field, text in mapping.items()}
-
-
-def response_view(status: int | None, headers: dict[str, str], body: Any) -> dict[str, Any]:
-    """What ``response`` means in a resultMapping: status, headers and the
-    body parsed as JSON when it is JSON, else its text."""
-    if isinstance(body, bytes):
-        text = body.decode("utf-8", errors="replace")
-        parsed = _json_or_none(text) if text.strip() else None
-        body = text if parsed is None else parsed
-    return {"status": status, "headers": headers, "body": body}
 
 
 async def trigger_succeeded(

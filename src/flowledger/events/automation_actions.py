@@ -38,7 +38,6 @@ is skipped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -51,6 +50,7 @@ from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.templates import looks_like_json
 from flowledger.engine.errors import FormInvalidError, InstanceNotFound
 from flowledger.engine.forms import write_form
+from flowledger.engine.outbound_requests import HeaderInvalid, body_content_type, render_headers
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import lock_instance, open_step
 from flowledger.errors import ConfigurationError, PermanentError
@@ -150,17 +150,12 @@ async def _receipt(ctx: JobContext, key: str, result: Any) -> Any:
 # --------------------------------------------------------------------- http
 
 
-def _content_type(body: str) -> str:
-    try:
-        json.loads(body)
-    except ValueError:
-        return "text/plain; charset=utf-8"
-    return "application/json"
-
-
 async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
     values = await _values(ctx, job)
-    headers = {name: render_text(value, values) for name, value in action.headers.items()}
+    try:
+        headers = render_headers(action.headers, values)
+    except HeaderInvalid as exc:
+        raise PermanentError(f"{exc} (rule {job.rule_id})") from None
     try:
         headers.update({n: reveal_secret(v) for n, v in action.secret_headers.items()})
     except SecretUnreadable as exc:
@@ -170,7 +165,7 @@ async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
         template = action.body_template
         body = render_text(template, values, json_escape=looks_like_json(template))
         if not any(name.lower() == "content-type" for name in headers):
-            headers["Content-Type"] = _content_type(body)
+            headers["Content-Type"] = body_content_type(body)
     request = OutboundRequest(
         method=action.http_method,
         url=build_url(action.url, values),

@@ -53,7 +53,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
-from flowledger.engine import outbound_nodes
+from flowledger.engine import outbound_nodes, trigger_results
 from flowledger.engine.async_steps import held_task
 from flowledger.engine.facade import DEFAULT_TENANT
 from flowledger.engine.node_failures import NodeFailure
@@ -258,7 +258,7 @@ async def trigger_dispatch(ctx: JobContext) -> Any:
 
         apply = dispatched
     else:
-        response = outbound_nodes.response_view(result.status, result.headers, result.body)
+        response = trigger_results.response_view(result.status, result.headers, result.body)
 
         async def succeeded(step: Step, task: Any, token: Any) -> dict[str, Any]:
             return await outbound_nodes.trigger_succeeded(
