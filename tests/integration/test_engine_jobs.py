@@ -7,10 +7,13 @@ import asyncio
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
+from flowledger.db.engine_schema import workflow_event_outbox
 from flowledger.engine import Engine
+from flowledger.notify.messages import list_messages
 from tests.integration.engine_helpers import (
     END,
     START,
@@ -95,6 +98,47 @@ async def test_task_timeout_actions_E5(action: str, db: Database, clock: ManualC
         "transfer": ("running", "pending", None, "deputy"),
     }[action]
     assert (row["status"], task["status"], task["action"], task["assignee"]) == expected
+
+
+async def test_a_notify_timeout_messages_the_assignee_E5_X7(
+    db: Database, clock: ManualClock
+) -> None:
+    # task notifications use the in-app channel (written in the timeout's
+    # step) and the task.overdue event that automation rules can mail on
+    engine = new_engine(db, clock)
+    timeout = {"after": "PT1H", "action": "notify"}
+    nodes = [START, approval("mgr", "boss", name="Manager", timeout=timeout), END]
+    await engine.deploy(definition("od", nodes, [("start", "mgr"), ("mgr", "end")]), actor="a")
+    iid = await engine.start("od", form={}, initiator="u")
+    [task] = await tasks(db, iid, node_key="mgr")
+    clock.advance(seconds=3600)
+    assert await run_due_jobs(db, clock) == 1
+    async with db.read() as conn:
+        page = await list_messages(conn, recipient="boss")
+        events = (
+            await conn.execute(
+                select(workflow_event_outbox.c.event_type, workflow_event_outbox.c.payload).where(
+                    workflow_event_outbox.c.instance_id == iid
+                )
+            )
+        ).all()
+    [message] = page.items
+    assert (message.kind, message.title, message.link) == (
+        "task_overdue",
+        "Overdue: Manager",
+        f"/tasks/{task['id']}",
+    )
+    assert message.read_at is None
+    overdue = [e.payload for e in events if e.event_type == "task.overdue"]
+    assert overdue == [
+        {
+            "instanceId": iid,
+            "definitionKey": "od",
+            "taskId": task["id"],
+            "assignee": "boss",
+            "nodeKey": "mgr",
+        }
+    ]
 
 
 @pytest.mark.parametrize("how", ["withdraw", "cancel", "reject"])
