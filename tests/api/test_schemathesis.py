@@ -16,10 +16,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
 from schemathesis.generation.modes import GenerationMode
-from schemathesis.schemas import APIOperation
 
 from flowledger.api import create_app
 from flowledger.api.auth import create_user, issue_token
@@ -30,8 +27,7 @@ from flowledger.db.schema import metadata
 from flowledger.engine import Engine
 from flowledger.settings import get_settings
 from tests.api.conftest import approval
-
-MAX_EXAMPLES = 15
+from tests.api.fuzzing import check_operation
 
 
 async def _seed(db: Database, engine: Engine) -> str:
@@ -67,22 +63,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, s
     asyncio.run(db.dispose())
 
 
-def _check_operation(operation: APIOperation, mode: GenerationMode, token: str) -> None:
-    @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(
-        max_examples=MAX_EXAMPLES,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    def run(case: schemathesis.Case) -> None:
-        response = case.call(headers={"Authorization": f"Bearer {token}"})
-        case.validate_response(response, checks=[not_a_server_error])
-
-    run()
-
-
 def test_no_server_errors(seeded: tuple[object, str], subtests: pytest.Subtests) -> None:
     app, token = seeded
     schema = schemathesis.openapi.from_asgi("/api/openapi.json", app)
@@ -91,4 +71,4 @@ def test_no_server_errors(seeded: tuple[object, str], subtests: pytest.Subtests)
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             with subtests.test(msg=f"{operation.label} {mode.value}"):
-                _check_operation(operation, mode, token)
+                check_operation(operation, mode, token)

@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
 from schemathesis.generation.modes import GenerationMode
-from schemathesis.schemas import APIOperation
 
 from flowledger.api import create_app
 from flowledger.api.auth import create_user, issue_token
@@ -26,8 +23,7 @@ from flowledger.db.database import Database
 from flowledger.db.schema import metadata
 from flowledger.engine import Engine
 from tests.api.conftest import approval
-
-MAX_EXAMPLES = 15
+from tests.api.fuzzing import check_operation
 
 
 async def _seed(db: Database, engine: Engine) -> str:
@@ -70,22 +66,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, s
     asyncio.run(db.dispose())
 
 
-def _check(operation: APIOperation, mode: GenerationMode, token: str) -> None:
-    @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(
-        max_examples=MAX_EXAMPLES,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    def run(case: schemathesis.Case) -> None:
-        response = case.call(headers={"Authorization": f"Bearer {token}"})
-        case.validate_response(response, checks=[not_a_server_error])
-
-    run()
-
-
 def test_compensation_routes_never_answer_5xx_A4(
     seeded: tuple[object, str], subtests: pytest.Subtests
 ) -> None:
@@ -108,4 +88,4 @@ def test_compensation_routes_never_answer_5xx_A4(
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             with subtests.test(msg=f"{operation.label} {mode.value}"):
-                _check(operation, mode, token)
+                check_operation(operation, mode, token)
