@@ -392,7 +392,8 @@ async def _missing_for_tasks(
     elif job_type == "external_dispatch":
         query = query.where(tasks.c.kind == "external_approval")
     elif job_type == "subprocess_spawn":
-        child = select(instances.c.id).where(instances.c.parent_task_id == tasks.c.id)
+        kids = instances.alias("kids")
+        child = select(kids.c.id).where(kids.c.parent_task_id == tasks.c.id)
         query = query.where(tasks.c.kind == "subprocess", ~child.exists())
     rows = (await conn.execute(query.order_by(tasks.c.id).limit(n))).all()
     reason = f"the task waits for a {job_type} job that does not exist: recreate it"
