@@ -217,9 +217,7 @@ async def test_subprocess_recreates_the_join_of_an_ended_child_O18(
     stuck_child_parent = await engine.start("parent", form={}, initiator="ann")
     assert await run_due_jobs(db, clock) == 2  # the two spawns
     children = [
-        c
-        for c in await child_ids(db)
-        if (await instance(db, c))["parent_instance_id"] == parent
+        c for c in await child_ids(db) if (await instance(db, c))["parent_instance_id"] == parent
     ]
     await engine.approve(await pending_task(db, children[0], "check"), actor="mia")
     join = (await jobs(db, parent, type="subprocess_join"))[0]
@@ -343,9 +341,7 @@ async def test_event_dispatch_requeues_failed_outbox_rows_O18(
     assert await run_due_jobs(db, clock) == 1  # the rows are dispatched
     async with db.begin() as conn:
         ids = list(
-            (
-                await conn.execute(select(outbox.c.id).where(outbox.c.instance_id == iid))
-            ).scalars()
+            (await conn.execute(select(outbox.c.id).where(outbox.c.instance_id == iid))).scalars()
         )
         await conn.execute(update(outbox).where(outbox.c.id == ids[0]).values(status="failed"))
     plan, run = await _preview_then_run(db, engine, "event-dispatch")
