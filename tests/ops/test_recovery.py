@@ -377,6 +377,7 @@ async def test_each_action_touches_only_its_types_O18(
     plan, run = await _preview_then_run(db, engine, action)
     assert sorted(i.job_type for i in plan.items) == sorted(ACTIONS[action])
     assert all(i.action == "retry" for i in plan.items)
+    assert run.totals()["done"] == len(ACTIONS[action])
     async with db.read() as conn:
         rows = (await conn.execute(select(workflow_jobs.c.type, workflow_jobs.c.status))).all()
     assert {t for t, s in rows if s == "pending"} == set(ACTIONS[action])
