@@ -14,6 +14,7 @@ from sqlalchemy import select
 from flowledger.db.engine_schema import operation_audit
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.schema import workflow_jobs
+from flowledger.handlers.services import SchedulePlanner
 from flowledger.ledger.claim import jobs_claim
 from flowledger.states import Pool
 from flowledger.worker.services import DRAIN_TASK, Drain
@@ -143,6 +144,7 @@ async def test_engine_diagnostics_figures_match_a_known_state_O18(api: Api, peop
     await add_node(api.db, "gone-node", heartbeat_at=now, status="stopped")
     drain = Drain(api.db, clock, "live-node", interval_s=60)
     await drain.run_once()
+    await SchedulePlanner(api.db, clock).run_once()
     # jobs of two tenants
     for _ in range(3):
         await add_job(api.db, now - timedelta(minutes=5), type="webhook_delivery")
@@ -187,6 +189,8 @@ async def test_engine_diagnostics_figures_match_a_known_state_O18(api: Api, peop
     assert runs[DRAIN_TASK]["summary"]["reclaimedToPending"] == 1
     assert runs[DRAIN_TASK]["summary"]["pendingIds"] == [lost]
     assert runs[DRAIN_TASK]["nodeId"] == "live-node"
+    assert runs["schedule_planner"]["summary"] == {"launchJobs": 0, "jobIds": []}
+    assert runs["schedule_planner"]["finishedAt"] == data["now"]
     # outbox: the caller's tenant only
     assert data["outbox"]["pending"] == 1 and data["outbox"]["failed"] == 1
     assert data["outbox"]["oldestPending"]["ageS"] == 420.0

@@ -9,6 +9,7 @@ to an unsafe POST)."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -402,3 +403,27 @@ async def test_unknown_action_and_foreign_instance_are_not_found_O18(
     with pytest.raises(FlowledgerError) as bad:
         await recovery_preview(db, "delay-wake", RecoveryFilter(limit=501), now=clock.now())
     assert bad.value.field == "limit"
+
+
+async def test_two_runs_at_once_recreate_a_lost_job_once_O18(
+    db: Database, clock: ManualClock
+) -> None:
+    """Two operators click run together: both plans list the lost wake job;
+    the instance lock serializes the recreates and the second finds the
+    first's job under the lock and skips."""
+    engine = Engine(db, clock)
+    await engine.deploy(_delay_def(), actor="admin")
+    iid = await engine.start("nap", form={}, initiator="ann")
+    await _delete_jobs(db, [(await jobs(db, iid, type="delay_wake"))[0]["id"]])
+    now = clock.now()
+    runs = await asyncio.gather(
+        *(
+            recovery_run(
+                db, "delay-wake", EVERYONE, now=now, snapshots=engine.snapshots, actor=name
+            )
+            for name in ("ops-a", "ops-b")
+        )
+    )
+    outcomes = sorted(r.items[0].outcome for r in runs if r.items)
+    assert outcomes in (["done", "skipped"], ["done"])
+    assert len(await jobs(db, iid, type="delay_wake")) == 1
