@@ -80,6 +80,11 @@ async def test_recovery_permissions_tenants_and_unknown_actions_O18_A2_A3(
     # bad body: 422 naming the field
     bad = await api.post("/engine/recovery/delay-wake/preview", people.ops, {"limit": 501})
     assert bad.status_code == 422
+    assert bad.json()["field"] == "body.limit"
+    two_rates = {"rate": 1, "ratePerSecond": 2}
+    assert (
+        await api.post("/engine/recovery/delay-wake/run", people.ops, two_rates)
+    ).status_code == 422
     # a foreign tenant sees nothing of ours
     await _dead_wake_job(api, mine["id"])
     theirs = await api.post("/engine/recovery/delay-wake/preview", acme)
@@ -140,8 +145,9 @@ async def test_engine_diagnostics_figures_match_a_known_state_O18(api: Api, peop
     clock.advance(seconds=120)
     now = clock.now()
     await add_node(api.db, "live-node", heartbeat_at=now - timedelta(seconds=5), slots_in_use=3)
-    await add_node(api.db, "stale-node", heartbeat_at=now - timedelta(minutes=10))
-    await add_node(api.db, "gone-node", heartbeat_at=now, status="stopped")
+    await add_node(api.db, "quiet-node", heartbeat_at=now - timedelta(minutes=5))
+    await add_node(api.db, "gone-node", heartbeat_at=now - timedelta(minutes=11))
+    await add_node(api.db, "stopped-node", heartbeat_at=now, status="stopped")
     drain = Drain(api.db, clock, "live-node", interval_s=60)
     await drain.run_once()
     await SchedulePlanner(api.db, clock).run_once()
@@ -173,8 +179,11 @@ async def test_engine_diagnostics_figures_match_a_known_state_O18(api: Api, peop
     data = response.json()
 
     nodes = {n["id"]: n for n in data["nodes"]}
-    assert set(nodes) == {"live-node", "stale-node"}  # stopped nodes are not listed
-    assert nodes["live-node"]["live"] is True and nodes["stale-node"]["live"] is False
+    # live as the runtime status counts them (L-23): a heartbeat in the last
+    # 10 min; active: status active and a heartbeat within 90 s
+    assert set(nodes) == {"live-node", "quiet-node", "stopped-node"}
+    assert [n for n in nodes if nodes[n]["active"]] == ["live-node"]
+    assert nodes["stopped-node"]["status"] == "stopped"
     assert nodes["live-node"]["slotsInUse"] == 3
     assert nodes["live-node"]["heartbeatAgeS"] == 5.0
     assert data["leaders"] == [

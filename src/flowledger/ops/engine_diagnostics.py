@@ -1,12 +1,13 @@
 """Engine diagnostics, the read model (SPEC O-18): the engine's state at one
 database time, for ``GET /api/workflows/engine/diagnostics``.
 
-- **nodes**: worker processes registered as ``active`` (one row per process
-  start, ``system_scheduler_nodes``): roles, pools with capacity, slots in
-  use, heartbeat age; ``live`` when the heartbeat is younger than
-  :data:`LIVE_HEARTBEATS` heartbeat intervals (a node that died without
-  stopping keeps ``active`` until retention removes it: it shows
-  ``live: false``). Served by ``ix_system_scheduler_nodes_heartbeat``.
+- **nodes**: the live nodes, as the runtime status (L-23) counts them — one
+  row per process start (``system_scheduler_nodes``) with a heartbeat in the
+  last 10 minutes — with roles, pools and their capacity, slots in use,
+  status and heartbeat age; ``active`` when the status is active and the
+  heartbeat is at most 90 s old (a process killed without stopping drops to
+  ``active: false`` after 90 s and out of the list after 10 min). Served by
+  ``ix_system_scheduler_nodes_heartbeat``.
 - **leaders**: every leader lease row (``workflow-jobs-drain``, and any other
   cluster-wide task) with its holder and whether the lease is still valid.
 - **systemTasks**: the last run of the drain and the schedule planner, as
@@ -45,9 +46,9 @@ from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.task_runs import task_runs_list
 from flowledger.ledger.types import registered_job_types
+from flowledger.ops.runtime_status import ACTIVE_WINDOW, LIVE_WINDOW
 from flowledger.settings import Settings
 
-LIVE_HEARTBEATS = 3
 MAX_NODES = 200
 LEDGER_SETTINGS = (
     "ledger_slots",
@@ -69,16 +70,15 @@ def _scoped(query: Any, column: Any, tenants: Sequence[str] | None) -> Any:
     return query if tenants is None else query.where(column.in_(list(tenants)))
 
 
-async def _nodes(conn: AsyncConnection, now: datetime, settings: Settings) -> list[dict[str, Any]]:
+async def _nodes(conn: AsyncConnection, now: datetime) -> list[dict[str, Any]]:
     rows = (
         await conn.execute(
             select(nodes)
-            .where(nodes.c.status == "active")
-            .order_by(nodes.c.heartbeat_at.desc())
+            .where(nodes.c.heartbeat_at >= now - LIVE_WINDOW)
+            .order_by(nodes.c.heartbeat_at.desc(), nodes.c.id)
             .limit(MAX_NODES)
         )
     ).mappings()
-    limit_s = settings.heartbeat_interval_s * LIVE_HEARTBEATS
     out = []
     for row in rows:
         age = _age_s(now, row["heartbeat_at"]) or 0.0
@@ -94,7 +94,8 @@ async def _nodes(conn: AsyncConnection, now: datetime, settings: Settings) -> li
                 "started_at": row["started_at"],
                 "heartbeat_at": row["heartbeat_at"],
                 "heartbeat_age_s": age,
-                "live": age <= limit_s,
+                "status": row["status"],
+                "active": row["status"] == "active" and row["heartbeat_at"] >= now - ACTIVE_WINDOW,
             }
         )
     return out
@@ -268,7 +269,7 @@ async def engine_diagnostics(
         runs = await task_runs_list(conn)
         return {
             "now": now,
-            "nodes": await _nodes(conn, now, settings),
+            "nodes": await _nodes(conn, now),
             "leaders": await _leaders(conn, now),
             "system_tasks": [
                 {**run, "age_s": _age_s(now, run["finished_at"])}

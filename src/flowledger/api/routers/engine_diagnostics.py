@@ -34,7 +34,8 @@ class NodePublic(ApiModel):
     started_at: datetime
     heartbeat_at: datetime
     heartbeat_age_s: float
-    live: bool
+    status: str
+    active: bool
 
 
 class LeaderPublic(ApiModel):

@@ -5,7 +5,8 @@
 
 Body (all optional): ``instanceId``, ``minAgeMinutes`` (since enqueue),
 ``limit`` (1 to 500, default 100), ``ratePerSecond`` (1 to 200, default 20: the
-replay stagger), ``reason`` (run only). An unknown action is 404
+replay stagger; ``rate``, the replay endpoints' name, is accepted too),
+``reason`` (run only). An unknown action is 404
 ``unknown_recovery_action`` naming ``field: action``; an ``instanceId`` that
 does not exist or lies in a tenant the caller cannot see is 404
 ``not_found``. The preview is a read (``workflow:instance:monitor``); the run
@@ -26,10 +27,10 @@ run live in :mod:`flowledger.ops.recovery_plan` and
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from fastapi import APIRouter, Body, Path
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
@@ -49,10 +50,21 @@ class RecoveryFilterBody(RequestModel):
     instance_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     min_age_minutes: int = Field(default=0, ge=0, le=10 * 365 * 24 * 60)
     limit: int = Field(default=plans.DEFAULT_LIMIT, ge=1, le=plans.MAX_LIMIT)
-    rate_per_second: int = Field(
-        default=batching.DEFAULT_RATE, ge=batching.MIN_RATE, le=batching.MAX_RATE
-    )
+    rate_per_second: int | None = Field(default=None, ge=batching.MIN_RATE, le=batching.MAX_RATE)
+    # the replay endpoints' name for the same thing (``rate``), accepted too
+    rate: int | None = Field(default=None, ge=batching.MIN_RATE, le=batching.MAX_RATE)
     reason: Reason | None = None
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> Self:
+        if None not in (self.rate, self.rate_per_second) and self.rate != self.rate_per_second:
+            raise ValueError("give ratePerSecond or rate, not two different rates")
+        return self
+
+    @property
+    def stagger(self) -> int:
+        """The replay rate in jobs per second (default 20)."""
+        return self.rate_per_second or self.rate or batching.DEFAULT_RATE
 
     def recovery_filter(self, tenants: list[str] | None) -> plans.RecoveryFilter:
         return plans.RecoveryFilter(
@@ -186,7 +198,7 @@ async def run_recovery(
             now=ctx.now(),
             snapshots=ctx.engine.snapshots,
             actor=caller.user_id,
-            rate=body.rate_per_second,
+            rate=body.stagger,
         )
         e.detail.update(run.totals(), batchId=run.batch_id, submitted=run.submitted)
     return run_public(run)
