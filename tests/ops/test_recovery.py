@@ -427,3 +427,64 @@ async def test_two_runs_at_once_recreate_a_lost_job_once_O18(
     outcomes = sorted(r.items[0].outcome for r in runs if r.items)
     assert outcomes in (["done", "skipped"], ["done"])
     assert len(await jobs(db, iid, type="delay_wake")) == 1
+
+
+async def test_task_timeout_recreates_a_lost_timeout_job_O18(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = Engine(db, clock)
+    nodes = [
+        START,
+        {
+            "key": "boss",
+            "type": "approval",
+            "assignees": {"users": ["mia"]},
+            "timeout": {"after": "PT1H", "action": "auto_approve"},
+        },
+        {"key": "after", "type": "handle", "assignees": {"users": ["hal"]}},
+        END,
+    ]
+    await engine.deploy(
+        definition("slow", nodes, [("start", "boss"), ("boss", "after"), ("after", "end")]),
+        actor="admin",
+    )
+    iid = await engine.start("slow", form={}, initiator="ann")
+    await _delete_jobs(db, [(await jobs(db, iid, type="task_timeout"))[0]["id"]])
+    plan, run = await _preview_then_run(db, engine, "task-timeout")
+    assert [(i.action, i.job_type, i.instance_id) for i in plan.items] == [
+        ("recreate", "task_timeout", iid)
+    ]
+    assert run.totals()["done"] == 1
+    recreated = (await jobs(db, iid, type="task_timeout"))[0]
+    assert recreated["run_at"] == (await tasks(db, iid, node_key="boss"))[0]["due_at"]
+    clock.advance(seconds=3601)
+    async with running_worker(db, clock):
+
+        async def approved() -> bool:
+            return bool(await tasks(db, iid, status="pending", node_key="after"))
+
+        await wait_until(approved, what="the timeout to auto-approve")
+
+
+async def test_subprocess_recreates_a_lost_spawn_and_outbox_gets_a_dispatch_job_O18(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = Engine(db, clock)
+    for source in _subprocess_defs():
+        await engine.deploy(source, actor="admin")
+    parent = await engine.start("parent", form={}, initiator="ann")
+    await _delete_jobs(db, [(await jobs(db, parent, type="subprocess_spawn"))[0]["id"]])
+    plan, run = await _preview_then_run(db, engine, "subprocess")
+    assert [(i.action, i.job_type) for i in plan.items] == [("recreate", "subprocess_spawn")]
+    assert await run_due_jobs(db, clock) == 1
+    assert await child_ids(db)  # the child was started by the recreated spawn
+
+    # pending outbox rows and no dispatch job at all: one job covers them all
+    events, run = await _preview_then_run(db, engine, "event-dispatch")
+    assert events.items and {i.status for i in events.items} == {"pending"}
+    created = {r.job_id for r in run.items}
+    assert len(created) == 1 and run.submitted == 1
+    assert await run_due_jobs(db, clock) >= 1
+    async with db.read() as conn:
+        left = (await conn.execute(select(outbox.c.id).where(outbox.c.status == "pending"))).all()
+    assert left == []
