@@ -45,7 +45,7 @@ from tests.integration.engine_helpers import (
     tasks,
 )
 from tests.integration.worker_helpers import running_worker, wait_until
-from tests.ops.rows import add_job
+from tests.ops.rows import add_execution, add_job
 from tests.outbound import conftest as outbound_fixtures
 from tests.outbound.receivers import Receiver
 
@@ -365,15 +365,20 @@ async def test_each_action_touches_only_its_types_O18(
     engine = Engine(db, clock)
     now = clock.now()
     every = sorted({t for types in ACTIONS.values() for t in types})
+    attempts = []
     for job_type in every:
         pool = Pool.OUTBOUND.value if "dispatch" in job_type or "webhook" in job_type else None
-        await add_job(
+        job_id = await add_job(
             db,
             now,
             type=job_type,
             pool=pool or Pool.LEDGER.value,
             status="dead",
+            attempts=1,
             last_error="boom",
+        )
+        attempts.append(
+            await add_execution(db, job_id, scheduled_at=now, started_at=now, status="failed")
         )
     plan, run = await _preview_then_run(db, engine, action)
     assert sorted(i.job_type for i in plan.items) == sorted(ACTIONS[action])
@@ -382,6 +387,11 @@ async def test_each_action_touches_only_its_types_O18(
     async with db.read() as conn:
         rows = (await conn.execute(select(workflow_jobs.c.type, workflow_jobs.c.status))).all()
     assert {t for t, s in rows if s == "pending"} == set(ACTIONS[action])
+    async with db.read() as conn:  # a manual retry keeps every earlier attempt row
+        kept = (await conn.execute(select(executions.c.id, executions.c.status))).all()
+    assert sorted(kept) == sorted((a, "failed") for a in attempts)
+    retried = await jobs_by_id(db, [i.job_id for i in plan.items])
+    assert {(r["generation"], r["attempts"]) for r in retried} == {(2, 0)}
 
 
 async def test_unknown_action_and_foreign_instance_are_not_found_O18(
