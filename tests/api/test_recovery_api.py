@@ -61,9 +61,15 @@ async def test_recovery_permissions_tenants_and_unknown_actions_O18_A2_A3(
     )
     # no permission: 403 before the action or the body is looked at
     assert (await api.post("/engine/recovery/delay-wake/preview", people.ann)).status_code == 403
-    refused = await api.post("/engine/recovery/nope/run", people.mon, {"limit": 5})
+    refused = await api.post("/engine/recovery/nope/run", people.mon, {"limit": 9999})
     assert refused.status_code == 403
     assert refused.json()["permission"] == "workflow:engine:operate"
+    bad_and_refused = await api.post("/engine/recovery/delay-wake/preview", people.ann, {"x": 1})
+    assert bad_and_refused.status_code == 403
+    refusals = [r for r in await api.rows(operation_audit) if r["action"] == "recovery.run"]
+    assert [(r["actor"], r["result"], r["detail"]["code"]) for r in refusals] == [
+        ("mon", "failed", "forbidden")
+    ]
     # unknown action: 404 naming the field
     unknown = await api.post("/engine/recovery/nope/preview", people.ops)
     assert unknown.status_code == 404
@@ -77,7 +83,7 @@ async def test_recovery_permissions_tenants_and_unknown_actions_O18_A2_A3(
         )
         assert foreign.status_code == 404, foreign.text
         assert foreign.json()["field"] == "instanceId"
-    # bad body: 422 naming the field
+    # bad body: 422 naming the field, and no audit row
     bad = await api.post("/engine/recovery/delay-wake/preview", people.ops, {"limit": 501})
     assert bad.status_code == 422
     assert bad.json()["field"] == "body.limit"

@@ -13,7 +13,9 @@ does not exist or lies in a tenant the caller cannot see is 404
 needs ``workflow:engine:operate`` and writes one ``operation_audit`` row
 (``recovery.run``, target ``recovery`` / the action, with the filter, the
 totals and the batch id in its detail). Permissions are checked before the
-action or the body is looked at.
+action or the body is looked at: the routes read the raw body and parse it
+after the permission check (a refused run is audited; a malformed body is a
+422 that writes nothing, as everywhere in the API).
 
 Preview: ``{action, count, byAction, samples}`` — ``count`` items, at most
 20 of them as samples, each saying what the run will do (``retry``,
@@ -27,10 +29,11 @@ run live in :mod:`flowledger.ops.recovery_plan` and
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from fastapi import APIRouter, Body, Path
-from pydantic import Field, model_validator
+from fastapi import APIRouter, Path, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
@@ -75,7 +78,6 @@ class RecoveryFilterBody(RequestModel):
         )
 
 
-OptionalFilter = Annotated[RecoveryFilterBody, Body(default_factory=RecoveryFilterBody)]
 Verb = Literal["retry", "wake", "reclaim", "recreate", "needs_person"]
 
 
@@ -166,25 +168,53 @@ def preview_public(plan: plans.RecoveryPlan) -> RecoveryPreviewPublic:
     )
 
 
-@router.post("/{action}/preview", response_model=RecoveryPreviewPublic)
+def _body_doc() -> dict[str, Any]:
+    """The OpenAPI request body of the routes below, which read their raw
+    bytes so that the permission is checked before the body is parsed."""
+    schema = RecoveryFilterBody.model_json_schema(
+        by_alias=True, ref_template="#/components/schemas/{model}"
+    )
+    return {"requestBody": {"required": False, "content": {"application/json": {"schema": schema}}}}
+
+
+async def _parse(request: Request) -> RecoveryFilterBody:
+    """The body (empty: every default); 422 ``validation_error`` naming
+    ``body.<field>`` like FastAPI's own validation."""
+    raw = (await request.body()).strip() or b"{}"
+    try:
+        return RecoveryFilterBody.model_validate_json(raw)
+    except ValidationError as exc:
+        errors = [
+            {**err, "loc": ("body", *err.get("loc", ()))}
+            for err in exc.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        raise RequestValidationError(errors) from None
+
+
+@router.post("/{action}/preview", response_model=RecoveryPreviewPublic, openapi_extra=_body_doc())
 async def preview_recovery(
-    action: Action, ctx: Ctx, caller: CurrentCaller, body: OptionalFilter
+    action: Action, request: Request, ctx: Ctx, caller: CurrentCaller
 ) -> RecoveryPreviewPublic:
     """What ``run`` would touch now: the count and the first 20 items, each
     with what will be done to it."""
     require(caller, INSTANCE_MONITOR)
+    body = await _parse(request)
     plan = await plans.recovery_preview(
         ctx.db, action, body.recovery_filter(caller.tenant_scope), now=ctx.now()
     )
     return preview_public(plan)
 
 
-@router.post("/{action}/run", response_model=RecoveryRunPublic)
+@router.post("/{action}/run", response_model=RecoveryRunPublic, openapi_extra=_body_doc())
 async def run_recovery(
-    action: Action, ctx: Ctx, caller: CurrentCaller, body: OptionalFilter
+    action: Action, request: Request, ctx: Ctx, caller: CurrentCaller
 ) -> RecoveryRunPublic:
     """Recover what the preview lists, one transaction per item, staggered at
     ``ratePerSecond``; per-item outcomes and totals."""
+    if not caller.has(ENGINE_OPERATE):  # the refusal is audited, before the body is read
+        async with audited(ctx, caller, "recovery.run", "recovery", action):
+            require(caller, ENGINE_OPERATE)
+    body = await _parse(request)  # a malformed body writes no audit row (as everywhere)
     async with audited(ctx, caller, "recovery.run", "recovery", action, reason=body.reason) as e:
         require(caller, ENGINE_OPERATE)
         plans.job_types(action)
