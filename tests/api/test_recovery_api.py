@@ -200,7 +200,7 @@ async def test_engine_diagnostics_figures_match_a_known_state_O18(api: Api, peop
             "valid": True,
         }
     ]
-    runs = {r["name"]: r for r in data["systemTasks"]}
+    runs = {DRAIN_TASK: data["drain"], "schedule_planner": data["schedulePlanner"]}
     assert runs[DRAIN_TASK]["summary"]["reclaimedToPending"] == 1
     assert runs[DRAIN_TASK]["summary"]["pendingIds"] == [lost]
     assert runs[DRAIN_TASK]["nodeId"] == "live-node"

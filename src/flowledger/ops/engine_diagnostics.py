@@ -10,10 +10,10 @@ database time, for ``GET /api/workflows/engine/diagnostics``.
   ``ix_system_scheduler_nodes_heartbeat``.
 - **leaders**: every leader lease row (``workflow-jobs-drain``, and any other
   cluster-wide task) with its holder and whether the lease is still valid.
-- **systemTasks**: the last run of the drain and the schedule planner, as
-  they record it in ``system_task_runs`` (node, time, duration, summary —
-  the drain's says how many jobs it reclaimed to pending and to dead, and
-  which).
+- **drain** / **schedulePlanner**: the last run of each, as it records
+  itself in ``system_task_runs`` (node, time, duration, summary — the
+  drain's says how many jobs it reclaimed to pending and to dead, and
+  which); null before the first run.
 - **outbox**: pending and failed rows and the oldest pending one
   (``ix_workflow_event_outbox_status``).
 - **settings**: what governs the ledger in this process (slots, poll, lease,
@@ -48,8 +48,10 @@ from flowledger.ledger.task_runs import task_runs_list
 from flowledger.ledger.types import registered_job_types
 from flowledger.ops.runtime_status import ACTIVE_WINDOW, LIVE_WINDOW
 from flowledger.settings import Settings
+from flowledger.worker.services import DRAIN_TASK
 
 MAX_NODES = 200
+PLANNER_TASK = "schedule_planner"  # handlers.services.SchedulePlanner.name
 LEDGER_SETTINGS = (
     "ledger_slots",
     "outbound_slots",
@@ -241,6 +243,11 @@ async def _queue(
     }
 
 
+def _run(runs: dict[str, dict[str, Any]], name: str, now: datetime) -> dict[str, Any] | None:
+    run = runs.get(name)
+    return None if run is None else {**run, "age_s": _age_s(now, run["finished_at"])}
+
+
 def _settings(settings: Settings) -> dict[str, Any]:
     return {
         **{name: getattr(settings, name) for name in LEDGER_SETTINGS},
@@ -271,10 +278,8 @@ async def engine_diagnostics(
             "now": now,
             "nodes": await _nodes(conn, now),
             "leaders": await _leaders(conn, now),
-            "system_tasks": [
-                {**run, "age_s": _age_s(now, run["finished_at"])}
-                for _name, run in sorted(runs.items())
-            ],
+            "drain": _run(runs, DRAIN_TASK, now),
+            "schedule_planner": _run(runs, PLANNER_TASK, now),
             "outbox": await _outbox(conn, now, tenants),
             "settings": _settings(settings),
             "queue": await _queue(conn, now, tenants),

@@ -120,7 +120,8 @@ class EngineDiagnosticsPublic(ApiModel):
     now: datetime
     nodes: list[NodePublic]
     leaders: list[LeaderPublic]
-    system_tasks: list[SystemTaskRunPublic]
+    drain: SystemTaskRunPublic | None
+    schedule_planner: SystemTaskRunPublic | None
     outbox: OutboxPublic
     settings: LedgerSettingsPublic
     queue: QueuePublic
