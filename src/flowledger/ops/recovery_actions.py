@@ -84,14 +84,6 @@ class ItemResult:
     code: str | None = None
     job_id: int | None = None  # the job retried, woken, reclaimed or created
 
-    def public(self) -> dict[str, Any]:
-        out = {**self.item.public(), "outcome": self.outcome, "detail": self.detail}
-        if self.code is not None:
-            out["code"] = self.code
-        if self.job_id is not None:
-            out["jobId"] = self.job_id
-        return out
-
 
 @dataclass
 class RecoveryRun:
