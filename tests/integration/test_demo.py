@@ -40,9 +40,10 @@ def test_demo_definitions_use_every_node_type() -> None:
 async def test_demo_builds_a_realistic_mix(db: Database, clock: ManualClock) -> None:
     report = await load_demo(Engine(db, clock))
     assert report.definitions == len(ALL)
-    # the three subprocess spawns, the two refused erp_sync trigger calls and
-    # the refused invoice_push call
-    assert await run_due_jobs(db, clock) == 6
+    # the three subprocess spawns, the two refused erp_sync trigger calls, the
+    # refused invoice_push call, and two health cases' due work (the overdue
+    # delay's wake job and the overdue task's timeout job)
+    assert await run_due_jobs(db, clock) == 8
     async with db.read() as conn:
         statuses = Counter((await conn.execute(select(workflow_instances.c.status))).scalars())
         waiting = Counter(

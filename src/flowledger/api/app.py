@@ -22,11 +22,13 @@ from flowledger.api.routers import (
     compensation,
     connectors,
     definitions,
+    engine_diagnostics,
     instances,
     job_actions,
     jobs,
     me,
     messages,
+    recovery,
     schedules,
     subscriptions,
     tasks,
@@ -67,6 +69,8 @@ def api_router() -> APIRouter:
         automation,
         callbacks,
         compensation,
+        engine_diagnostics,
+        recovery,
     ):
         router.include_router(module.router)
     return router

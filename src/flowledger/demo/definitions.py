@@ -224,6 +224,22 @@ ROUTING_GAP: dict[str, Any] = {
     ],
 }
 
+PARTNER_REVIEW: dict[str, Any] = {
+    "key": "partner_review",
+    "name": "Partner contract review (external approval)",
+    "form": {"fields": [{"key": "item", "type": "string", "required": True}]},
+    "nodes": [
+        {"key": "start", "type": "start"},
+        {
+            "key": "partner",
+            "type": "external_approval",
+            "dispatch": {"kind": "http", "url": "https://192.0.2.20/reviews"},
+        },
+        {"key": "end", "type": "end"},
+    ],
+    "edges": _edges(("start", "partner"), ("partner", "end")),
+}
+
 ALL = [
     PURCHASE,
     ONBOARDING,
@@ -233,4 +249,5 @@ ALL = [
     ERP_SYNC,
     INVOICE_PUSH,
     ROUTING_GAP,
+    PARTNER_REVIEW,
 ]

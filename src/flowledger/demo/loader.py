@@ -13,6 +13,7 @@ from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.compensation.admins import ADMIN_ROLE
 from flowledger.db.engine_schema import users, workflow_tasks
 from flowledger.demo.definitions import ALL
+from flowledger.demo.health_cases import load_health_cases
 from flowledger.engine import Engine
 
 DEMO_USERS = ["alice", "bob", "carol", "dave", "erin", "frank"]
@@ -124,4 +125,6 @@ async def load_demo(engine: Engine, *, progress: Callable[[str], None] | None = 
         "broken on purpose: refused trigger calls (one under a notify failure policy, "
         "with a compensation ticket for ops) and an exclusive gateway without default"
     )
+    report.instances.extend(await load_health_cases(engine))
+    say("health cases: one instance per inspection rule, backdated two hours")
     return report

@@ -103,3 +103,59 @@ async def mark(conn: AsyncConnection, ids: Sequence[int], status: str, *, now: d
             .where(outbox.c.id.in_(list(ids)))
             .values(status=status, dispatched_at=now)
         )
+
+
+async def live_dispatch_job(conn: AsyncConnection) -> int | None:
+    """The id of an ``event_dispatch`` job that is waiting or running, if any
+    (served by ``ix_workflow_jobs_status_type``)."""
+    query = (
+        select(jobs.c.id)
+        .where(jobs.c.type == EVENT_DISPATCH, jobs.c.status.in_([s.value for s in _ACTIVE]))
+        .order_by(jobs.c.id)
+        .limit(1)
+    )
+    found = (await conn.execute(query)).scalar_one_or_none()
+    return None if found is None else int(found)
+
+
+async def requeue_failed(conn: AsyncConnection, ids: Sequence[int]) -> list[int]:
+    """Targeted recovery (SPEC O-18): make the listed ``failed`` rows pending
+    again so the next dispatch fans them out; returns the ids that were
+    failed (the others changed meanwhile). Hits already recorded for an event
+    are UNIQUE, so a re-dispatch delivers only what had not been recorded."""
+    if not ids:
+        return []
+    rows = (
+        await conn.execute(
+            update(outbox)
+            .where(outbox.c.id.in_(list(ids)), outbox.c.status == "failed")
+            .values(status="pending", dispatched_at=None)
+            .returning(outbox.c.id)
+        )
+    ).scalars()
+    return [int(i) for i in rows]
+
+
+async def ensure_recovery_dispatch(
+    conn: AsyncConnection, *, now: datetime, run_at: datetime, batch_key: str
+) -> int | None:
+    """The live dispatch job for the pending rows, enqueued (due at
+    ``run_at``) when there is none: unlike :func:`ensure_dispatch_job` this
+    does not give up after :data:`MAX_CHAIN` ended jobs — an operator asked
+    for it. ``batch_key`` (one per recovery run) keeps one run from enqueuing
+    two. None when no row is pending."""
+    live = await live_dispatch_job(conn)
+    if live is not None:
+        return live
+    oldest = await oldest_pending(conn)
+    if oldest is None:
+        return None
+    key = await dispatch_job_key(conn, oldest) or f"{EVENT_DISPATCH}:{oldest}:recovery:{batch_key}"
+    result = await enqueue(
+        conn,
+        JobSpec(
+            type=EVENT_DISPATCH, payload={"fromEventId": oldest}, idempotency_key=key, run_at=run_at
+        ),
+        now=now,
+    )
+    return result.job_id

@@ -7,22 +7,41 @@ relays of many workers enqueue one dispatch job."""
 
 from __future__ import annotations
 
+import os
+import socket
+
 from flowledger.clock import Clock
 from flowledger.db.database import Database
-from flowledger.engine.facade import Engine
+from flowledger.engine import schedules
 from flowledger.events.relay import EventRelay
+from flowledger.ledger.task_runs import task_run_record
 from flowledger.worker.services import PeriodicService
 
 
 class SchedulePlanner(PeriodicService):
+    """Plan due schedule ticks; each run records itself (its node, time and
+    how many launch jobs it enqueued) in ``system_task_runs`` in the same
+    transaction, for the engine diagnostics (SPEC O-18)."""
+
     name = "schedule_planner"
 
     def __init__(self, db: Database, clock: Clock, *, interval_s: float = 10.0) -> None:
         super().__init__(interval_s)
-        self.engine = Engine(db, clock)
+        self.db, self.clock = db, clock
+        self.node_id = f"{socket.gethostname()}:{os.getpid()}"
 
     async def run_once(self) -> None:
-        await self.engine.plan_schedules()
+        now = self.clock.now()
+        async with self.db.begin() as conn:
+            launched = await schedules.plan_due(conn, now=now)
+            await task_run_record(
+                conn,
+                self.name,
+                node_id=self.node_id,
+                started_at=now,
+                finished_at=self.clock.now(),
+                summary={"launchJobs": len(launched), "jobIds": launched[:20]},
+            )
 
 
 def engine_services(db: Database, clock: Clock) -> list[PeriodicService]:

@@ -8,6 +8,7 @@ get their wake hints again. It never runs a handler."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,11 +34,9 @@ class RescueReport:
     hinted_pools: list[str] = field(default_factory=list)
 
 
-async def jobs_rescue(
-    conn: AsyncConnection, *, now: datetime, limit: int = RESCUE_BATCH
-) -> RescueReport:
-    """Reclaim expired running jobs and republish hints, in the caller's transaction."""
-    report = RescueReport()
+def _expired(now: datetime) -> Any:
+    """Running jobs whose lease is missing or expired or whose execution
+    deadline passed, with what deciding their next state needs."""
     # a step receipt written by the attempt that died: its work is committed,
     # only the settlement was lost
     attempt_started = (
@@ -50,30 +49,27 @@ async def jobs_rescue(
         effects.c.generation == jobs.c.generation,
         effects.c.created_at >= attempt_started,
     )
-    rows = (
-        await conn.execute(
-            select(
-                jobs.c.id,
-                jobs.c.attempts,
-                jobs.c.max_attempts,
-                jobs.c.side_effect_at,
-                jobs.c.lease_until,
-                jobs.c.execution_deadline,
-                committed.label("committed"),
-            )
-            .where(
-                jobs.c.status == "running",
-                or_(
-                    jobs.c.lease_until.is_(None),
-                    jobs.c.lease_until < now,
-                    jobs.c.execution_deadline <= now,
-                ),
-            )
-            .order_by(jobs.c.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-    ).all()
+    return select(
+        jobs.c.id,
+        jobs.c.attempts,
+        jobs.c.max_attempts,
+        jobs.c.side_effect_at,
+        jobs.c.lease_until,
+        jobs.c.execution_deadline,
+        committed.label("committed"),
+    ).where(
+        jobs.c.status == "running",
+        or_(
+            jobs.c.lease_until.is_(None),
+            jobs.c.lease_until < now,
+            jobs.c.execution_deadline <= now,
+        ),
+    )
+
+
+async def _reclaim(
+    conn: AsyncConnection, rows: Sequence[Any], *, now: datetime, report: RescueReport
+) -> None:
     for row in rows:
         deadline_passed = row.execution_deadline is not None and row.execution_deadline <= now
         error = (
@@ -122,6 +118,19 @@ async def jobs_rescue(
             )
         )
         (report.dead if status is JobStatus.DEAD else report.retried).append(row.id)
+
+
+async def jobs_rescue(
+    conn: AsyncConnection, *, now: datetime, limit: int = RESCUE_BATCH
+) -> RescueReport:
+    """Reclaim expired running jobs and republish hints, in the caller's transaction."""
+    report = RescueReport()
+    rows = (
+        await conn.execute(
+            _expired(now).order_by(jobs.c.id).limit(limit).with_for_update(skip_locked=True)
+        )
+    ).all()
+    await _reclaim(conn, rows, now=now, report=report)
     pools = (
         (
             await conn.execute(
@@ -136,4 +145,28 @@ async def jobs_rescue(
     for pool in sorted(pools):
         await wake.hint(conn, pool)
         report.hinted_pools.append(pool)
+    return report
+
+
+async def jobs_reclaim(conn: AsyncConnection, job_ids: list[int], *, now: datetime) -> RescueReport:
+    """Reclaim exactly the listed jobs, those of them still running with an
+    expired lease or a passed deadline, as the drain would (targeted recovery,
+    SPEC O-18). The caller holds their instance locks (L-13); the job rows are
+    locked here. Publishes the wake hint of each reclaimed job's pool."""
+    report = RescueReport()
+    if not job_ids:
+        return report
+    rows = (
+        await conn.execute(
+            _expired(now).where(jobs.c.id.in_(job_ids)).order_by(jobs.c.id).with_for_update()
+        )
+    ).all()
+    await _reclaim(conn, rows, now=now, report=report)
+    if report.retried:
+        pools = (
+            await conn.execute(select(jobs.c.pool).where(jobs.c.id.in_(report.retried)).distinct())
+        ).scalars()
+        for pool in sorted(pools):
+            await wake.hint(conn, pool)
+            report.hinted_pools.append(pool)
     return report

@@ -18,6 +18,7 @@ from flowledger.db.database import Database
 from flowledger.ledger.fencing import jobs_renew_leases
 from flowledger.ledger.nodes import leader_acquire, node_heartbeat
 from flowledger.ledger.rescue import RescueReport, jobs_rescue
+from flowledger.ledger.task_runs import task_run_record
 from flowledger.worker.context import AbortReason, JobContext
 
 log = structlog.get_logger("flowledger.worker")
@@ -107,9 +108,25 @@ class Heartbeat(PeriodicService):
             )
 
 
+SUMMARY_IDS = 20
+
+
+def drain_summary(report: RescueReport) -> dict[str, object]:
+    """What one drain run reclaimed, as its ``system_task_runs`` row keeps it
+    (SPEC O-18): the counts and the first ids of each outcome."""
+    return {
+        "reclaimedToPending": len(report.retried),
+        "reclaimedToDead": len(report.dead),
+        "pendingIds": report.retried[:SUMMARY_IDS],
+        "deadIds": report.dead[:SUMMARY_IDS],
+        "hintedPools": report.hinted_pools,
+    }
+
+
 class Drain(PeriodicService):
     """``workflow-jobs-drain``: once per cluster (leader lease row), reclaim
-    expired leases and republish wake hints. Runs no handler."""
+    expired leases and republish wake hints, and record the run (what it
+    reclaimed) in ``system_task_runs``. Runs no handler."""
 
     name = DRAIN_TASK
 
@@ -127,6 +144,14 @@ class Drain(PeriodicService):
             if not leader:
                 return
             self.last_report = await jobs_rescue(conn, now=now)
+            await task_run_record(
+                conn,
+                DRAIN_TASK,
+                node_id=self.node_id,
+                started_at=now,
+                finished_at=self.clock.now(),
+                summary=drain_summary(self.last_report),
+            )
         report = self.last_report
         if report.retried or report.dead:
             log.info("drain_reclaimed", retried=len(report.retried), dead=len(report.dead))
