@@ -160,7 +160,9 @@ async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
 # ------------------------------------------------------------ detail, chains
 
 
-async def _executions(conn: AsyncConnection, job_ids: Sequence[int]) -> dict[int, list[Any]]:
+async def executions_by_job(
+    conn: AsyncConnection, job_ids: Sequence[int]
+) -> dict[int, list[Any]]:
     """Every attempt of ``job_ids`` by job, oldest first (generation, attempt)."""
     out: dict[int, list[Any]] = {job_id: [] for job_id in job_ids}
     for offset in range(0, len(job_ids), 500):
@@ -203,7 +205,7 @@ async def job_detail(
         if row is None:
             raise NotFoundError(f"job {job_id} not found", field="jobId")
         job = camel_row(row)
-        job["executions"] = (await _executions(conn, [job_id]))[job_id]
+        job["executions"] = (await executions_by_job(conn, [job_id]))[job_id]
     return job
 
 
@@ -220,7 +222,7 @@ async def _chain(
     if not rows:
         raise NotFoundError(f"no job with traceId {trace_id!r}", field="traceId")
     chain = [camel_row(r) for r in rows[:MAX_CHAIN_JOBS]]
-    attempts = await _executions(conn, [j["id"] for j in chain])
+    attempts = await executions_by_job(conn, [j["id"] for j in chain])
     for job in chain:
         job["executions"] = attempts[job["id"]]
     instance_ids = sorted({j["instanceId"] for j in chain if j["instanceId"] is not None})
