@@ -22,6 +22,7 @@ from flowledger.api.routers import (
     compensation,
     connectors,
     definitions,
+    instance_ops,
     instances,
     job_actions,
     jobs,
@@ -67,6 +68,7 @@ def api_router() -> APIRouter:
         automation,
         callbacks,
         compensation,
+        instance_ops,
     ):
         router.include_router(module.router)
     return router

@@ -259,7 +259,12 @@ async def chain_bundle(
     """The diagnostic bundle of a chain (SPEC L-25): the chain and its attempts
     plus a snapshot of each related instance — the instances of its jobs and
     those whose engine trace carries the traceId — with their tasks, tokens,
-    comments and trace events. Instances outside ``tenants`` are left out."""
+    comments and trace events, and the per-instance part of the instance
+    bundle (SPEC O-7: ``diagnostics``, ``jobs``, ``audit``; one function,
+    :func:`flowledger.ops.instance_bundle.instance_bundle_part`). Instances
+    outside ``tenants`` are left out."""
+    from flowledger.ops.instance_bundle import instance_bundle_part  # imports this module
+
     async with db.read() as conn:
         chain = await _chain(conn, trace_id, tenants)
         traced = await conn.execute(
@@ -273,7 +278,11 @@ async def chain_bundle(
         for instance_id in related:
             detail = await engine_queries.instance_detail(conn, instance_id, tenants=scope)
             if detail is not None:
-                instances.append(_instance_snapshot(detail))
+                # the same per-instance part as the instance bundle (SPEC O-7)
+                part = await instance_bundle_part(
+                    conn, instance_id, tenants=scope, now=now or await db.now()
+                )
+                instances.append({**_instance_snapshot(detail), **part})
     return {
         "kind": "flowledger.chain-diagnostic-bundle",
         "version": 1,
