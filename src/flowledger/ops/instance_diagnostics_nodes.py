@@ -11,7 +11,8 @@ Run state of a node (one of ``not_reached``, ``active``, ``waiting``,
    there is a system wait (delay, subprocess, trigger: status ``waiting``);
 3. ``active`` — a live token is there otherwise (a pending human task);
 4. ``not_reached`` — never entered;
-5. ``done`` — it was left after its latest entry, or it is an end node;
+5. ``done`` — it was left after its latest entry (``node_left``, or
+   ``token_forked`` for a fork), or it is an end node;
 6. ``skipped`` — entered and never left, with no live token: its position
    was removed (force jump, batch recovery, the instance ended meanwhile).
 
@@ -41,7 +42,7 @@ from flowledger.definitions.model import ProcessDefinition
 from flowledger.states import TaskStatus, TokenState
 
 RUN_STATES = ("not_reached", "active", "waiting", "done", "failed", "skipped")
-_EVENTS = ("node_entered", "node_left", "node_failed")
+_EVENTS = ("node_entered", "node_left", "token_forked", "node_failed")
 
 
 @dataclass
@@ -85,8 +86,8 @@ async def _facts(conn: AsyncConnection, instance_id: int) -> dict[str, _Node]:
             fact.first_entered = first
             fact.last_entered = last
             fact.last_entered_id = int(last_id)
-        elif event == "node_left":
-            fact.last_left_id = int(last_id)
+        elif event in ("node_left", "token_forked"):  # a fork leaves by forking
+            fact.last_left_id = max(fact.last_left_id or 0, int(last_id))
         else:
             fact.last_failed_id = int(last_id)
             failed_ids.append(int(last_id))
