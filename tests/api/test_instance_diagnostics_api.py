@@ -80,9 +80,7 @@ async def _parallel_after_right(api: Api, people: People) -> int:
         right = [t for t in doc["tasks"] if t["nodeKey"] == "right"]
     response = await api.post(f"/tasks/{right[0]['id']}/approve", people.root)
     assert response.status_code == 200, response.text
-    await api.post(
-        f"/instances/{iid}/comments", people.root, {"body": "hello"}
-    )
+    await api.post(f"/instances/{iid}/comments", people.root, {"body": "hello"})
     return iid
 
 
@@ -140,7 +138,7 @@ async def test_nodes_tokens_diagram_tasks_form(api: Api, people: People) -> None
     assert diagram_states == states
     cc = [t for t in doc["tasks"] if t["cc"]]
     assert [(t["nodeKey"], t["assignee"]) for t in cc] == [("copy", "carl")]
-    approved = [t for t in doc["tasks"] if t["nodeKey"] == "right"][0]
+    approved = next(t for t in doc["tasks"] if t["nodeKey"] == "right")
     assert approved["status"] == "completed" and approved["action"] == "approve"
     assert approved["durationMs"] == 0
     assert doc["form"]["data"] == {"days": 1}
@@ -151,7 +149,7 @@ async def test_failed_node_and_error(api: Api, people: People) -> None:
     await api.deploy(people.root, GATE)
     iid = int((await api.start(people.root, "gate", form={"amount": 1}))["id"])
     doc = await _diag(api, people.mon, iid, view="nodes")
-    pick = [n for n in doc["nodes"] if n["key"] == "pick"][0]
+    pick = next(n for n in doc["nodes"] if n["key"] == "pick")
     assert pick["state"] == "failed"
     assert pick["error"]["code"] == "no_matching_condition"
 
@@ -161,7 +159,13 @@ async def test_trace_of_50000_rows_is_paged(api: Api, people: People) -> None:
     iid = int((await api.start(people.root, "gate", form={"amount": 50}))["id"])
     now = api.clock.now()
     rows = [
-        {"instance_id": iid, "trace_id": "t", "event": "filler", "detail": {"n": n}, "created_at": now}
+        {
+            "instance_id": iid,
+            "trace_id": "t",
+            "event": "filler",
+            "detail": {"n": n},
+            "created_at": now,
+        }
         for n in range(50_000)
     ]
     async with api.db.begin() as conn:
@@ -171,7 +175,7 @@ async def test_trace_of_50000_rows_is_paged(api: Api, people: People) -> None:
     assert len(page["items"]) == 1000 and page["total"] > 50_000 and page["next"]
     default = (await _diag(api, people.mon, iid))["trace"]
     assert len(default["items"]) == 200
-    second = (await _diag(api, people.mon, iid, view="trace", limit=1000, cursor=page["next"]))
+    second = await _diag(api, people.mon, iid, view="trace", limit=1000, cursor=page["next"])
     ids = [r["id"] for r in page["items"]] + [r["id"] for r in second["trace"]["items"]]
     assert ids == sorted(set(ids)) and len(ids) == 2000
     too_many = await api.get(f"{BASE}/{iid}/diagnostics", people.mon, view="trace", limit=50_000)

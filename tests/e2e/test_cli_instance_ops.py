@@ -69,7 +69,14 @@ def test_diagnose_force_jump_and_recover(tmp_path: Path) -> None:
     assert {n["key"]: n["state"] for n in doc["nodes"]}["desk"] == "active"
 
     done = _cli(
-        tmp_path, "instances", "force-jump", first, "--target", "boss", "--reason", "by hand",
+        tmp_path,
+        "instances",
+        "force-jump",
+        first,
+        "--target",
+        "boss",
+        "--reason",
+        "by hand",
         stdin="y\n",
     )
     assert done.returncode == 0, done.stderr
@@ -77,26 +84,56 @@ def test_diagnose_force_jump_and_recover(tmp_path: Path) -> None:
     doc = json.loads(_cli(tmp_path, "instances", "diagnose", first, "--json").stdout)
     states = {n["key"]: n["state"] for n in doc["nodes"]}
     assert states["desk"] == "skipped" and states["boss"] == "active"
-    desk = [t for t in doc["tasks"] if t["nodeKey"] == "desk"][0]
+    desk = next(t for t in doc["tasks"] if t["nodeKey"] == "desk")
     assert desk["comment"] == "[Admin force jump to «boss»] by hand"
 
-    refused = _cli(tmp_path, "instances", "force-jump", first, "--target", "x", "--reason", "r", "--yes")
+    refused = _cli(
+        tmp_path, "instances", "force-jump", first, "--target", "x", "--reason", "r", "--yes"
+    )
     assert refused.returncode == 2 and "node_unknown" in refused.stderr
 
     dry = _cli(
-        tmp_path, "instances", "recover", "--definition", "cli_ops", "--node", "desk",
-        "--stuck-minutes", "0", "--reason", "closed", "--dry-run",
+        tmp_path,
+        "instances",
+        "recover",
+        "--definition",
+        "cli_ops",
+        "--node",
+        "desk",
+        "--stuck-minutes",
+        "0",
+        "--reason",
+        "closed",
+        "--dry-run",
     )
     assert dry.returncode == 0, dry.stderr
     assert "selected=1 advanced=1 skipped=0 failed=0" in dry.stdout
     real = _cli(
-        tmp_path, "instances", "recover", "--definition", "cli_ops", "--node", "desk",
-        "--stuck-minutes", "0", "--reason", "closed",
+        tmp_path,
+        "instances",
+        "recover",
+        "--definition",
+        "cli_ops",
+        "--node",
+        "desk",
+        "--stuck-minutes",
+        "0",
+        "--reason",
+        "closed",
     )
     assert real.returncode == 0 and second in real.stdout
     assert "selected=1 advanced=1" in real.stdout
     again = _cli(
-        tmp_path, "instances", "recover", "--definition", "cli_ops", "--node", "desk",
-        "--stuck-minutes", "0", "--reason", "closed",
+        tmp_path,
+        "instances",
+        "recover",
+        "--definition",
+        "cli_ops",
+        "--node",
+        "desk",
+        "--stuck-minutes",
+        "0",
+        "--reason",
+        "closed",
     )
     assert "selected=0" in again.stdout

@@ -66,7 +66,12 @@ DELAY = definition(
 KID = definition("kid", [START, approval("k", "kim"), END], [("start", "k"), ("k", "end")])
 PARENT = definition(
     "parent",
-    [START, {"key": "sub", "type": "subprocess", "definitionKey": "kid"}, approval("b", "bob"), END],
+    [
+        START,
+        {"key": "sub", "type": "subprocess", "definitionKey": "kid"},
+        approval("b", "bob"),
+        END,
+    ],
     [("start", "sub"), ("sub", "b"), ("b", "end")],
 )
 TIMED = definition(
@@ -84,7 +89,9 @@ TIMED = definition(
 def _without_new_ids(outcome: dict[str, Any]) -> dict[str, Any]:
     """The preview's created ids are assigned again when the jump commits."""
     out = dict(outcome)
-    out["createdTasks"] = [{k: v for k, v in t.items() if k != "taskId"} for t in out["createdTasks"]]
+    out["createdTasks"] = [
+        {k: v for k, v in t.items() if k != "taskId"} for t in out["createdTasks"]
+    ]
     out["createdJobs"] = [
         {k: v for k, v in j.items() if k not in ("jobId", "taskId")} for j in out["createdJobs"]
     ]
@@ -117,7 +124,13 @@ async def test_plain_node_preview_equals_result(engine: Engine, db: Database) ->
     task_a = await pending_task(db, iid, "a")
     result = await _jump_both(engine, iid, target="c", reason="amy left the company")
     assert result["terminatedTasks"] == [
-        {"taskId": task_a, "nodeKey": "a", "kind": "approval", "assignee": "amy", "status": "pending"}
+        {
+            "taskId": task_a,
+            "nodeKey": "a",
+            "kind": "approval",
+            "assignee": "amy",
+            "status": "pending",
+        }
     ]
     assert [t["nodeKey"] for t in result["consumedTokens"]] == ["a"]
     assert [(t["nodeKey"], t["assignee"], t["status"]) for t in result["createdTasks"]] == [
@@ -253,7 +266,10 @@ async def test_refusals(engine: Engine, db: Database) -> None:
 async def test_jump_and_approval_serialize(engine: Engine, db: Database) -> None:
     """Both lock the instance row first: whichever runs second sees the
     other's result and is refused (409 in the API)."""
-    await _deploy(engine, definition("one", [START, approval("a", "amy"), END], [("start", "a"), ("a", "end")]))
+    await _deploy(
+        engine,
+        definition("one", [START, approval("a", "amy"), END], [("start", "a"), ("a", "end")]),
+    )
     outcomes: list[str] = []
     for _ in range(3):
         iid = await engine.start("one", form={}, initiator="ann")

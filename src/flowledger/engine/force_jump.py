@@ -365,13 +365,15 @@ async def skip_and_advance(step: Step, *, node_key: str, reason: str) -> Recover
     await step.trace(
         "node_recovered",
         node_key=node_key,
-        detail={"reason": reason, "tokens": token_ids, "skippedTasks": [t["taskId"] for t in skipped]},
+        detail={
+            "reason": reason,
+            "tokens": token_ids,
+            "skippedTasks": [t["taskId"] for t in skipped],
+        },
     )
     moving: list[Token] = []
     for row in rows:
         token = Token(int(row["id"]), str(row["node_key"]), list(row["fork_stack"] or []))
         moving.extend(await runner.leave(step, token, node))
     await runner.run(step, moving)
-    return RecoveryOutcome(
-        step.instance_id, node_key, skipped, canceled, token_ids, [edges[0].to]
-    )
+    return RecoveryOutcome(step.instance_id, node_key, skipped, canceled, token_ids, [edges[0].to])

@@ -16,6 +16,7 @@ At most :data:`MAX_BATCH` instances per call (``truncated`` says more matched)."
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,6 +34,7 @@ from flowledger.errors import FlowledgerError
 from flowledger.states import InstanceStatus, TokenState
 
 MAX_BATCH = 500
+log = logging.getLogger("flowledger.ops.batch_recovery")
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ async def batch_recover(
                 }
             )
             continue
-        except Exception as exc:  # noqa: BLE001 - one instance never stops the batch
+        except Exception as exc:
             results.append(
                 {
                     "instanceId": instance_id,

@@ -6,10 +6,13 @@ Views (the names of ``?view=``):
 ==============  ============================================================
 ``trace``       engine trace rows, paged (cursor + limit), and the job chain
                 of the instance's traceId (:mod:`.instance_diagnostics_trace`)
-``nodes``       every snapshot node with its run state (:mod:`.instance_diagnostics_nodes`)
+``nodes``       every snapshot node with its run state
+                (:mod:`.instance_diagnostics_nodes`)
 ``tasks``       every task; cc tasks marked (:mod:`.instance_diagnostics_tasks`)
-``triggers``    trigger / external dispatch jobs with their attempts (:mod:`.instance_diagnostics_jobs`)
-``events``      outbox rows, dispatch job, hits and deliveries (:mod:`.instance_diagnostics_jobs`)
+``triggers``    trigger / external dispatch jobs with their attempts
+                (:mod:`.instance_diagnostics_jobs`)
+``events``      outbox rows, dispatch job, hits and deliveries
+                (:mod:`.instance_diagnostics_jobs`)
 ``tokens``      every token and every open join's arrived / awaited branches
                 (:mod:`.instance_diagnostics_tokens`)
 ``diagram``     snapshot nodes and edges with run state and ``taken``

@@ -94,13 +94,17 @@ async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]
         .scalar_subquery()
     )
     rows = (
-        await conn.execute(
-            select(outbox, dispatcher.label("dispatch_job_id"))
-            .where(outbox.c.instance_id == instance_id)
-            .order_by(outbox.c.id)
-            .limit(MAX_EVENTS + 1)
+        (
+            await conn.execute(
+                select(outbox, dispatcher.label("dispatch_job_id"))
+                .where(outbox.c.instance_id == instance_id)
+                .order_by(outbox.c.id)
+                .limit(MAX_EVENTS + 1)
+            )
         )
-    ).mappings().all()
+        .mappings()
+        .all()
+    )
     total = (
         await conn.execute(
             select(func.count()).select_from(outbox).where(outbox.c.instance_id == instance_id)
@@ -109,10 +113,14 @@ async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]
     rows = rows[:MAX_EVENTS]
     dispatch_ids = sorted({int(r["dispatch_job_id"]) for r in rows if r["dispatch_job_id"]})
     hit_rows = (
-        await conn.execute(
-            select(hits).where(hits.c.instance_id == instance_id).order_by(hits.c.id)
+        (
+            await conn.execute(
+                select(hits).where(hits.c.instance_id == instance_id).order_by(hits.c.id)
+            )
         )
-    ).mappings().all()
+        .mappings()
+        .all()
+    )
     delivery_ids = sorted({int(h["job_id"]) for h in hit_rows if h["job_id"] is not None})
     wanted = dispatch_ids + delivery_ids
     briefs: dict[int, dict[str, Any]] = {}

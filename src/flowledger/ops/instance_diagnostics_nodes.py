@@ -132,8 +132,11 @@ def _state(fact: _Node, node_type: str) -> str:
     entered = fact.last_entered_id
     failed = fact.last_failed_id
     left = fact.last_left_id
-    if failed is not None and entered is not None and failed > entered and (
-        left is None or left < failed
+    if (
+        failed is not None
+        and entered is not None
+        and failed > entered
+        and (left is None or left < failed)
     ):
         return "failed"
     if fact.live_tokens:

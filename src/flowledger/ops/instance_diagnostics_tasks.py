@@ -68,9 +68,7 @@ async def form_view(conn: AsyncConnection, instance: dict[str, Any]) -> dict[str
     rows = (
         (
             await conn.execute(
-                select(writes)
-                .where(writes.c.instance_id == instance["id"])
-                .order_by(writes.c.id)
+                select(writes).where(writes.c.instance_id == instance["id"]).order_by(writes.c.id)
             )
         )
         .mappings()

@@ -92,8 +92,8 @@ async def tokens_view(
                 if token_id is not None:
                     parent[branch] = int(token_id)
             if ids and ids[0] in by_id and by_id[ids[0]]["fork_stack"]:
-                frame = int(by_id[ids[0]]["fork_stack"][-1])
-                branches_of[frame] = list(zip(detail.get("to", []), ids, strict=False))
+                frame_of = int(by_id[ids[0]]["fork_stack"][-1])
+                branches_of[frame_of] = list(zip(detail.get("to", []), ids, strict=False))
         elif token_id is not None and detail.get("joined"):
             parent[int(token_id)] = int(detail["joined"][0])
 

@@ -72,7 +72,10 @@ async def job_chain(conn: AsyncConnection, trace_id: str) -> dict[str, Any]:
     """Every job of ``trace_id`` oldest first (at most 500, then ``truncated``)."""
     chain = await jobs_with_attempts(
         conn,
-        select(jobs).where(jobs.c.trace_id == trace_id).order_by(jobs.c.id).limit(MAX_CHAIN_JOBS + 1),
+        select(jobs)
+        .where(jobs.c.trace_id == trace_id)
+        .order_by(jobs.c.id)
+        .limit(MAX_CHAIN_JOBS + 1),
     )
     return {
         "traceId": trace_id,

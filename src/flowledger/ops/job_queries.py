@@ -160,9 +160,7 @@ async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
 # ------------------------------------------------------------ detail, chains
 
 
-async def executions_by_job(
-    conn: AsyncConnection, job_ids: Sequence[int]
-) -> dict[int, list[Any]]:
+async def executions_by_job(conn: AsyncConnection, job_ids: Sequence[int]) -> dict[int, list[Any]]:
     """Every attempt of ``job_ids`` by job, oldest first (generation, attempt)."""
     out: dict[int, list[Any]] = {job_id: [] for job_id in job_ids}
     for offset in range(0, len(job_ids), 500):

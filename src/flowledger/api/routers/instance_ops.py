@@ -230,13 +230,10 @@ async def download_instance_bundle(
     """SPEC O-7: the diagnostics document, the instance's jobs with every
     attempt, its audit rows and the flowledger and schema versions, secrets
     redacted — one JSON file."""
-    bundle = await instance_bundle(
-        ctx.db, instance_id, tenants=caller.tenant_scope, now=ctx.now()
-    )
+    bundle = await instance_bundle(ctx.db, instance_id, tenants=caller.tenant_scope, now=ctx.now())
     return JSONResponse(
         jsonable_encoder(bundle),
         headers={
             "Content-Disposition": f'attachment; filename="instance-{instance_id}-bundle.json"'
         },
     )
-
