@@ -9,14 +9,17 @@ O-10, X-1, X-2, X-5, E-10).
   response status, last error, the delivery job's status). The dispatch job
   of a row: while pending, the ``event_dispatch`` job keyed for the oldest
   pending row (``event_dispatch:<id>`` and its ``:after:`` successors); once
-  dispatched or failed, the newest ``event_dispatch`` job enqueued at or
-  before the row's dispatch time. A failed row also carries the error the
-  dispatch recorded in the engine trace (``event_dispatch_failed``).
+  dispatched or failed, the ``event_dispatch`` job whose attempt started
+  last at or before the row's dispatch time (the dispatch marks rows with
+  its attempt's clock, so that attempt is the one that took the row). A
+  failed row also carries the error the dispatch recorded in the engine
+  trace (``event_dispatch_failed``).
 
 Indexes: ``ix_workflow_jobs_instance`` (jobs by instance),
 ``ix_workflow_event_outbox_instance``, ``ix_workflow_subscription_hits_instance``,
 ``uq_workflow_jobs_idempotency_key``; the dispatch job of a dispatched row is
-one correlated lookup on ``ix_workflow_jobs_status_type``."""
+one correlated lookup walking ``ix_workflow_job_executions_started``
+backwards from the dispatch time."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.db.event_schema import workflow_subscription_hits as hits
+from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops.instance_diagnostics_trace import jobs_with_attempts
 from flowledger.ops.redaction import redact
@@ -83,14 +87,18 @@ async def _pending_dispatch_job(conn: AsyncConnection) -> dict[str, Any] | None:
 
 
 async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
+    # the event_dispatch attempt that started last at or before the dispatch
+    # time (the rows are marked with the attempt's clock, inside it)
     dispatcher = (
-        select(jobs.c.id)
+        select(executions.c.job_id)
+        .select_from(executions.join(jobs, jobs.c.id == executions.c.job_id))
         .where(
             jobs.c.type == EVENT_DISPATCH,
-            jobs.c.created_at <= outbox.c.dispatched_at,
+            executions.c.started_at <= outbox.c.dispatched_at,
         )
-        .order_by(jobs.c.id.desc())
+        .order_by(executions.c.started_at.desc(), executions.c.id.desc())
         .limit(1)
+        .correlate(outbox)
         .scalar_subquery()
     )
     rows = (
