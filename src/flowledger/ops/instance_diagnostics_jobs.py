@@ -18,14 +18,16 @@ O-10, X-1, X-2, X-5, E-10).
 Indexes: ``ix_workflow_jobs_instance`` (jobs by instance),
 ``ix_workflow_event_outbox_instance``, ``ix_workflow_subscription_hits_instance``,
 ``uq_workflow_jobs_idempotency_key``; the dispatch job of a dispatched row is
-one correlated lookup walking ``ix_workflow_job_executions_started``
-backwards from the dispatch time."""
+one correlated range on ``ix_workflow_job_executions_started`` (from an
+hour before the row was created to its dispatch time); a pending row's job
+is found by exact idempotency-key lookups."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import ColumnElement, Interval, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
@@ -39,6 +41,9 @@ from flowledger.ops.redaction import redact
 TRIGGER_TYPES = ("trigger_dispatch", "external_dispatch")
 EVENT_DISPATCH = "event_dispatch"
 MAX_EVENTS = 1000
+MAX_CHAIN = 10
+# how long before its row's creation a dispatch attempt may have started
+DISPATCH_SLACK = timedelta(hours=1)
 
 
 async def triggers_view(conn: AsyncConnection, instance_id: int) -> list[dict[str, Any]]:
@@ -72,18 +77,26 @@ async def _pending_dispatch_job(conn: AsyncConnection) -> dict[str, Any] | None:
     ).scalar_one_or_none()
     if oldest is None:
         return None
+    # the chain of keys of SPEC E-10 (events.outbox): exact lookups, at most 10
     key = f"{EVENT_DISPATCH}:{oldest}"
-    row = (
-        await conn.execute(
-            select(jobs)
-            .where(
-                or_(jobs.c.idempotency_key == key, jobs.c.idempotency_key.like(f"{key}:after:%"))
-            )
-            .order_by(jobs.c.id.desc())
-            .limit(1)
-        )
-    ).first()
+    row = None
+    for _ in range(MAX_CHAIN):
+        found = (await conn.execute(select(jobs).where(jobs.c.idempotency_key == key))).first()
+        if found is None:
+            break
+        row = found
+        if found.status in ("pending", "running", "paused"):
+            break
+        key = f"{EVENT_DISPATCH}:{oldest}:after:{found.id}"
     return None if row is None else _job_brief(row)
+
+
+def _earliest_dispatch(conn: AsyncConnection) -> ColumnElement[Any]:
+    """``created_at - DISPATCH_SLACK`` of the outbox row, in SQL (SQLite
+    stores ISO text, which compares correctly with ``datetime()``'s)."""
+    if conn.dialect.name == "sqlite":
+        return func.datetime(outbox.c.created_at, f"-{int(DISPATCH_SLACK.total_seconds())} seconds")
+    return outbox.c.created_at - literal(DISPATCH_SLACK, Interval())
 
 
 async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
@@ -95,6 +108,7 @@ async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]
         .where(
             jobs.c.type == EVENT_DISPATCH,
             executions.c.started_at <= outbox.c.dispatched_at,
+            executions.c.started_at >= _earliest_dispatch(conn),
         )
         .order_by(executions.c.started_at.desc(), executions.c.id.desc())
         .limit(1)
