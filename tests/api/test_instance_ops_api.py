@@ -107,6 +107,56 @@ async def test_preview_equals_result_comment_and_audit(api: Api, people: People)
     assert preview.status_code == 409
 
 
+PARALLEL = {
+    "key": "par",
+    "name": "parallel",
+    "nodes": [
+        {"key": "start", "type": "start"},
+        {"key": "fork", "type": "parallel"},
+        {"key": "left", "type": "approval", "assignees": {"users": ["lea"]}},
+        {"key": "left2", "type": "approval", "assignees": {"users": ["lou"]}},
+        {"key": "right", "type": "approval", "assignees": {"users": ["rik"]}},
+        {"key": "join", "type": "parallel"},
+        {"key": "end", "type": "end"},
+    ],
+    "edges": [
+        {"from": "start", "to": "fork"},
+        {"from": "fork", "to": "left"},
+        {"from": "fork", "to": "right"},
+        {"from": "left", "to": "left2"},
+        {"from": "left2", "to": "join"},
+        {"from": "right", "to": "join"},
+        {"from": "join", "to": "end"},
+    ],
+}
+
+
+async def test_from_node_in_a_parallel_branch(api: Api, people: People) -> None:
+    await api.deploy(people.root, PARALLEL)
+    iid = (await api.start(people.root, "par", form={}))["id"]
+    preview = await api.get(
+        f"{BASE}/{iid}/force-jump/preview", people.mon, target="left2", fromNode="left"
+    )
+    assert preview.status_code == 200, preview.text
+    result = await api.post(
+        f"{BASE}/{iid}/force-jump",
+        people.ops,
+        {"target": "left2", "reason": "skip left", "fromNode": "left"},
+    )
+    assert result.status_code == 200, result.text
+    assert _sans_new_ids(result.json()) == _sans_new_ids(preview.json())
+    body = result.json()
+    assert body["fromNode"] == "left"
+    assert [t["nodeKey"] for t in body["terminatedTasks"]] == ["left"]
+    assert [(t["nodeKey"], t["assignee"]) for t in body["createdTasks"]] == [("left2", "lou")]
+    statuses = {t["node_key"]: t["status"] for t in await _tasks(api, iid)}
+    assert statuses == {"left": "skipped", "right": "pending", "left2": "pending"}
+    doc = (await api.get(f"{BASE}/{iid}/diagnostics", people.mon, view="tokens")).json()
+    (join,) = doc["tokens"]["joins"]
+    awaited = sorted((w["branch"], w["atNodes"]) for w in join["awaited"])
+    assert awaited == [("left", ["left2"]), ("right", ["right"])]
+
+
 @pytest.mark.parametrize("reason", ["", "   ", "\t\n"])
 async def test_blank_reason_is_422(api: Api, people: People, reason: str) -> None:
     await api.deploy(people.root, approval())

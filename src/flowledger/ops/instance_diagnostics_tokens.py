@@ -7,7 +7,7 @@ branches are the edges the fork sent tokens along (the ``token_forked``
 trace event: the branch tokens and their first node keys); a branch is named
 by the key of its first node. A live token belongs to the branch whose
 token it descends from (its own id, or — after a nested fork or join — the
-ancestry recorded by ``token_forked`` / ``token_joined``). Arrived: the
+ancestry recorded by ``token_forked`` / ``token_joined`` / ``force_jump``). Arrived: the
 branches with a token parked at the join under that frame. Awaited: the
 others, each with the nodes where its live tokens are now. The join node is
 where the arrived tokens are parked; while none has arrived, the nearest
@@ -76,7 +76,7 @@ async def tokens_view(
             select(trace.c.event, trace.c.token_id, trace.c.node_key, trace.c.detail)
             .where(
                 trace.c.instance_id == instance_id,
-                trace.c.event.in_(["token_forked", "token_joined"]),
+                trace.c.event.in_(["token_forked", "token_joined", "force_jump"]),
             )
             .order_by(trace.c.id)
         )
@@ -96,6 +96,8 @@ async def tokens_view(
                 branches_of[frame_of] = list(zip(detail.get("to", []), ids, strict=False))
         elif token_id is not None and detail.get("joined"):
             parent[int(token_id)] = int(detail["joined"][0])
+        elif token_id is not None and detail.get("consumedTokens"):  # a force jump
+            parent[int(token_id)] = int(detail["consumedTokens"][0])
 
     def branch_of(token_id: int, frame: int) -> str | None:
         members = {tok: start for start, tok in branches_of.get(frame, [])}

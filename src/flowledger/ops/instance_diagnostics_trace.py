@@ -42,7 +42,7 @@ async def trace_page(
     if after is not None:
         query = query.where(trace.c.id > after)
     rows = (await conn.execute(query.order_by(trace.c.id).limit(limit + 1))).mappings().all()
-    items = [camel_row(r) for r in rows[:limit]]
+    items = [redact(camel_row(r)) for r in rows[:limit]]
     total = (
         await conn.execute(
             select(func.count()).select_from(trace).where(trace.c.instance_id == instance_id)
