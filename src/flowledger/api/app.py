@@ -23,6 +23,7 @@ from flowledger.api.routers import (
     connectors,
     definitions,
     engine_diagnostics,
+    instance_ops,
     instances,
     job_actions,
     jobs,
@@ -71,6 +72,7 @@ def api_router() -> APIRouter:
         compensation,
         engine_diagnostics,
         recovery,
+        instance_ops,
     ):
         router.include_router(module.router)
     return router

@@ -19,6 +19,7 @@ import typer
 from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
+from flowledger.cli.instance_ops import register as register_instance_ops
 from flowledger.cli.jobs import jobs_app
 from flowledger.cli.recovery import recover
 from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
@@ -38,6 +39,7 @@ app.add_typer(token_app, name="token")
 app.add_typer(jobs_app, name="jobs")
 app.command()(demo)
 app.command()(recover)
+register_instance_ops(instances_app)
 
 ImportOpt = Annotated[
     list[str] | None,

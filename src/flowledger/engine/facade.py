@@ -15,6 +15,7 @@ from flowledger.clock import Clock, SystemClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.engine import actions, deployments, lifecycle, schedules
+from flowledger.engine import force_jump as jumps
 from flowledger.engine.errors import TaskNotFound
 from flowledger.engine.forms import validate_form
 from flowledger.engine.instances import start_instance
@@ -24,6 +25,10 @@ from flowledger.states import InstanceStatus
 
 T = TypeVar("T")
 DEFAULT_TENANT = "default"
+
+
+class _Preview(Exception):
+    """Raised inside a step to roll its transaction back (a preview)."""
 
 
 class Engine:
@@ -108,6 +113,62 @@ class Engine:
         return await self._in_step(
             instance_id, actor, lambda s: actions.add_comment(s, body, task_id=task_id)
         )
+
+    async def force_jump(
+        self,
+        instance_id: int,
+        *,
+        target: str,
+        reason: str,
+        actor: str,
+        from_node: str | None = None,
+        preview: bool = False,
+    ) -> jumps.JumpOutcome:
+        """SPEC O-4: move the execution to ``target`` in one step under the
+        instance lock. ``preview`` runs exactly the same step and rolls it
+        back, so the preview is what the jump would do."""
+        return await self._maybe_rolled_back(
+            instance_id,
+            actor,
+            lambda s: jumps.force_jump(s, target=target, reason=reason, from_node=from_node),
+            preview,
+        )
+
+    async def recover_node(
+        self,
+        instance_id: int,
+        *,
+        node_key: str,
+        reason: str,
+        actor: str,
+        dry_run: bool = False,
+    ) -> jumps.RecoveryOutcome | str:
+        """SPEC O-6 for one instance, in its own transaction (rolled back
+        when ``dry_run``): skip the task at ``node_key`` and advance."""
+        return await self._maybe_rolled_back(
+            instance_id,
+            actor,
+            lambda s: jumps.skip_and_advance(s, node_key=node_key, reason=reason),
+            dry_run,
+        )
+
+    async def _maybe_rolled_back(
+        self,
+        instance_id: int,
+        actor: str,
+        fn: Callable[[Step], Awaitable[T]],
+        rollback: bool,
+    ) -> T:
+        if not rollback:
+            return await self._in_step(instance_id, actor, fn)
+        box: list[T] = []
+        try:
+            async with self.db.begin() as conn, self.step(conn, instance_id, actor) as step:
+                box.append(await fn(step))
+                raise _Preview
+        except _Preview:
+            pass
+        return box[0]
 
     # ------------------------------------------------------------------ tasks
 

@@ -267,3 +267,67 @@ async def job_cancel(
             **_RELEASE,
         )
     )
+
+
+async def jobs_cancel_advancement(
+    conn: AsyncConnection,
+    instance_id: int,
+    *,
+    now: datetime,
+    reason: str,
+    task_ids: list[int] | None = None,
+    dry_run: bool = False,
+) -> list[dict[str, Any]]:
+    """Cancel the instance's advancement jobs (SPEC L-22's types plus
+    ``trigger_dispatch``) that could still wake — all of them, or only those
+    of ``task_ids`` — for an operator moving its execution positions (SPEC
+    O-4, O-6). Returns what was canceled (id, type, node, task, status before).
+    ``dry_run`` only lists them."""
+    rows = await _lock_instance_jobs(
+        conn, instance_id, PAUSABLE_TYPES | CLEANUP_TYPES, ["pending", "running", "paused"]
+    )
+    if task_ids is not None:
+        wanted = set(task_ids)
+        detail = await conn.execute(
+            select(jobs.c.id, jobs.c.task_id).where(jobs.c.id.in_([r.id for r in rows]))
+        )
+        of_task = {int(i) for i, t in detail.all() if t is not None and int(t) in wanted}
+        rows = [r for r in rows if r.id in of_task]
+    if not rows:
+        return []
+    info = {
+        int(r.id): r
+        for r in (
+            await conn.execute(
+                select(jobs.c.id, jobs.c.type, jobs.c.node_key, jobs.c.task_id, jobs.c.status)
+                .where(jobs.c.id.in_([r.id for r in rows]))
+                .order_by(jobs.c.id)
+            )
+        ).all()
+    }
+    ids = sorted(info)
+    if not dry_run:
+        await _finish_running_attempts(
+            conn, ids, status=AttemptStatus.CANCELED, error=reason, now=now
+        )
+        await conn.execute(
+            update(jobs)
+            .where(jobs.c.id.in_(ids))
+            .values(
+                status=JobStatus.CANCELED,
+                generation=jobs.c.generation + 1,
+                cancel_reason=reason,
+                updated_at=now,
+                **_RELEASE,
+            )
+        )
+    return [
+        {
+            "jobId": i,
+            "type": info[i].type,
+            "nodeKey": info[i].node_key,
+            "taskId": info[i].task_id,
+            "status": info[i].status,
+        }
+        for i in ids
+    ]

@@ -160,7 +160,7 @@ async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
 # ------------------------------------------------------------ detail, chains
 
 
-async def _executions(conn: AsyncConnection, job_ids: Sequence[int]) -> dict[int, list[Any]]:
+async def executions_by_job(conn: AsyncConnection, job_ids: Sequence[int]) -> dict[int, list[Any]]:
     """Every attempt of ``job_ids`` by job, oldest first (generation, attempt)."""
     out: dict[int, list[Any]] = {job_id: [] for job_id in job_ids}
     for offset in range(0, len(job_ids), 500):
@@ -203,7 +203,7 @@ async def job_detail(
         if row is None:
             raise NotFoundError(f"job {job_id} not found", field="jobId")
         job = camel_row(row)
-        job["executions"] = (await _executions(conn, [job_id]))[job_id]
+        job["executions"] = (await executions_by_job(conn, [job_id]))[job_id]
     return job
 
 
@@ -220,7 +220,7 @@ async def _chain(
     if not rows:
         raise NotFoundError(f"no job with traceId {trace_id!r}", field="traceId")
     chain = [camel_row(r) for r in rows[:MAX_CHAIN_JOBS]]
-    attempts = await _executions(conn, [j["id"] for j in chain])
+    attempts = await executions_by_job(conn, [j["id"] for j in chain])
     for job in chain:
         job["executions"] = attempts[job["id"]]
     instance_ids = sorted({j["instanceId"] for j in chain if j["instanceId"] is not None})
@@ -257,7 +257,12 @@ async def chain_bundle(
     """The diagnostic bundle of a chain (SPEC L-25): the chain and its attempts
     plus a snapshot of each related instance — the instances of its jobs and
     those whose engine trace carries the traceId — with their tasks, tokens,
-    comments and trace events. Instances outside ``tenants`` are left out."""
+    comments and trace events, and the per-instance part of the instance
+    bundle (SPEC O-7: ``diagnostics``, ``jobs``, ``audit``; one function,
+    :func:`flowledger.ops.instance_bundle.instance_bundle_part`). Instances
+    outside ``tenants`` are left out."""
+    from flowledger.ops.instance_bundle import instance_bundle_part  # imports this module
+
     async with db.read() as conn:
         chain = await _chain(conn, trace_id, tenants)
         traced = await conn.execute(
@@ -271,7 +276,11 @@ async def chain_bundle(
         for instance_id in related:
             detail = await engine_queries.instance_detail(conn, instance_id, tenants=scope)
             if detail is not None:
-                instances.append(_instance_snapshot(detail))
+                # the same per-instance part as the instance bundle (SPEC O-7)
+                part = await instance_bundle_part(
+                    conn, instance_id, tenants=scope, now=now or await db.now()
+                )
+                instances.append({**_instance_snapshot(detail), **part})
     return {
         "kind": "flowledger.chain-diagnostic-bundle",
         "version": 1,

@@ -1,0 +1,239 @@
+"""Instance diagnostics and operations under ``/api/workflows/instances``
+(SPEC O-3, O-4, O-6, O-7, O-10, O-12):
+
+- ``GET /instances/{id}/diagnostics`` — every view in one document, or one
+  with ``?view=`` (trace pages with ``limit`` / ``cursor``), plus the
+  consistency ``conclusions`` and the ``verdict``;
+- ``GET /instances/{id}/force-jump/preview?target=&fromNode=`` and
+  ``POST /instances/{id}/force-jump`` — the exact change, then doing it;
+- ``POST /instances/batch-recover`` — skip the task at a node of many stuck
+  instances, each in its own transaction;
+- ``GET /instances/{id}/diagnostic-bundle`` — one JSON file download.
+
+Reads, previews and bundles need ``workflow:instance:monitor``; force jump
+and batch recovery need ``workflow:engine:operate`` (checked by a
+dependency, so a caller without it gets 403 before its body is validated).
+Another tenant's instance is 404. Mutations are audited (``instance.force_jump``
+with the reason; one ``instance.recover`` row per advanced instance and one
+``instance.batch_recover`` row for the batch). The read models live in
+:mod:`flowledger.ops`, the mechanics in :mod:`flowledger.engine.force_jump`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, get_args
+
+from fastapi import APIRouter, Depends, Path, Query
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+
+from flowledger.api import lookups
+from flowledger.api.audit import AuditEntry, audited, write_audit
+from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.deps import Ctx
+from flowledger.api.instance_ops_schemas import (
+    BatchRecover,
+    BatchRecoverPublic,
+    ForceJump,
+    ForceJumpPublic,
+    NodeKey,
+)
+from flowledger.api.pagination import Cursor
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
+from flowledger.api.schemas import MAX_ID
+from flowledger.engine.force_jump import JumpOutcome
+from flowledger.ops.batch_recovery import RecoverySelection, batch_recover
+from flowledger.ops.instance_bundle import instance_bundle
+from flowledger.ops.instance_diagnostics import VIEWS, instance_diagnostics
+from flowledger.ops.instance_diagnostics_trace import DEFAULT_TRACE_LIMIT, MAX_TRACE_LIMIT
+
+router = APIRouter(prefix="/instances", tags=["instances"])
+
+InstanceId = Annotated[int, Path(alias="instanceId", ge=1, le=MAX_ID)]
+View = Literal[
+    "trace", "nodes", "tasks", "triggers", "events", "tokens", "diagram", "form", "definition"
+]
+assert set(get_args(View)) == set(VIEWS)
+PREVIEW_REASON = "(preview)"
+
+
+def monitor(caller: CurrentCaller) -> Caller:
+    require(caller, INSTANCE_MONITOR)
+    return caller
+
+
+def operator(caller: CurrentCaller) -> Caller:
+    require(caller, ENGINE_OPERATE)
+    return caller
+
+
+Monitor = Annotated[Caller, Depends(monitor)]
+Operator = Annotated[Caller, Depends(operator)]
+
+
+@router.post("/batch-recover", response_model=BatchRecoverPublic)
+async def batch_recover_instances(
+    body: BatchRecover, ctx: Ctx, caller: Operator
+) -> BatchRecoverPublic:
+    """SPEC O-6: the running instances of ``definitionKey`` whose active
+    token is at ``nodeKey`` with no engine progress for ``stuckMinutes``
+    (or only ``instanceIds``): each in its own transaction, the task there is
+    skipped and the token advances along the node's outgoing edge. Results
+    per instance (advanced / skipped with reason / failed with error) and
+    totals; ``dryRun`` previews (each step rolled back)."""
+    async with audited(
+        ctx, caller, "instance.batch_recover", "definition", body.definition_key, reason=body.reason
+    ) as entry:
+        sel = RecoverySelection(
+            definition_key=body.definition_key,
+            node_key=body.node_key,
+            stuck_minutes=body.stuck_minutes,
+            instance_ids=None if body.instance_ids is None else tuple(body.instance_ids),
+            tenants=None if caller.tenant_scope is None else tuple(caller.tenant_scope),
+        )
+        result = await batch_recover(
+            ctx.engine, sel, reason=body.reason, actor=caller.user_id, dry_run=body.dry_run
+        )
+        entry.detail.update(
+            nodeKey=body.node_key,
+            stuckMinutes=body.stuck_minutes,
+            dryRun=body.dry_run,
+            totals=result["totals"],
+        )
+        if not body.dry_run:
+            for item in result["results"]:
+                if item["outcome"] != "advanced":
+                    continue
+                await write_audit(
+                    ctx,
+                    AuditEntry(
+                        actor=caller.user_id,
+                        action="instance.recover",
+                        target_type="instance",
+                        target_id=str(item["instanceId"]),
+                        reason=body.reason,
+                        detail={
+                            "nodeKey": body.node_key,
+                            "skippedTasks": [t["taskId"] for t in item["skippedTasks"]],
+                            "canceledJobs": [j["jobId"] for j in item["canceledJobs"]],
+                        },
+                    ),
+                    "ok",
+                )
+    return BatchRecoverPublic.model_validate(result)
+
+
+@router.get(
+    "/{instanceId}/diagnostics",
+    response_class=JSONResponse,
+    responses={200: {"description": "The diagnostics document (see docs/diagnostics.md)."}},
+)
+async def diagnose_instance(
+    instance_id: InstanceId,
+    ctx: Ctx,
+    caller: Monitor,
+    view: Annotated[View | None, Query(description="One view only.")] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_TRACE_LIMIT, description="Trace rows per page.")
+    ] = DEFAULT_TRACE_LIMIT,
+    cursor: Cursor = None,
+) -> JSONResponse:
+    """SPEC O-10: the instance's trace (paged), nodes, tasks, triggers,
+    events, tokens (with open joins), diagram, form and definition, with the
+    consistency conclusions and the verdict (O-12) — or one view alone."""
+    async with ctx.db.read() as conn:
+        doc = await instance_diagnostics(
+            conn,
+            instance_id,
+            tenants=caller.tenant_scope,
+            now=ctx.now(),
+            view=view,
+            trace_limit=limit,
+            trace_cursor=cursor,
+        )
+    return JSONResponse(jsonable_encoder(doc))
+
+
+def _public(outcome: JumpOutcome, *, preview: bool) -> ForceJumpPublic:
+    data: dict[str, Any] = outcome.to_public()
+    if preview:
+        data["reason"] = None
+        data["createdTokens"] = [{**t, "tokenId": None} for t in data["createdTokens"]]
+        data["createdTasks"] = [{**t, "taskId": None} for t in data["createdTasks"]]
+        data["createdJobs"] = [{**j, "jobId": None, "taskId": None} for j in data["createdJobs"]]
+    return ForceJumpPublic.model_validate({**data, "preview": preview})
+
+
+@router.get("/{instanceId}/force-jump/preview", response_model=ForceJumpPublic)
+async def preview_force_jump(
+    instance_id: InstanceId,
+    ctx: Ctx,
+    caller: Monitor,
+    target: Annotated[NodeKey, Query(description="The node to jump to.")],
+    from_node: Annotated[
+        NodeKey | None, Query(alias="fromNode", description="Move only the tokens at this node.")
+    ] = None,
+) -> ForceJumpPublic:
+    """SPEC O-4: exactly what ``POST …/force-jump`` would change — the jump
+    run under the instance lock in a transaction that is rolled back. The
+    ids of what the target creates are assigned only when it is done."""
+    await lookups.visible_instance(ctx, caller, instance_id)
+    outcome = await ctx.engine.force_jump(
+        instance_id,
+        target=target,
+        reason=PREVIEW_REASON,
+        actor=caller.user_id,
+        from_node=from_node,
+        preview=True,
+    )
+    return _public(outcome, preview=True)
+
+
+@router.post("/{instanceId}/force-jump", response_model=ForceJumpPublic)
+async def force_jump_instance(
+    instance_id: InstanceId, body: ForceJump, ctx: Ctx, caller: Operator
+) -> ForceJumpPublic:
+    """SPEC O-4: terminate the open tasks of the moved positions (``skipped``,
+    comment ``[Admin force jump to «target»] reason``), consume their tokens,
+    cancel their advancement jobs and enter ``target`` — one transaction
+    under the instance lock. 409 for a terminal instance, 422 for a target
+    that is not in the snapshot."""
+    async with audited(
+        ctx, caller, "instance.force_jump", "instance", instance_id, reason=body.reason
+    ) as entry:
+        instance = await lookups.visible_instance(ctx, caller, instance_id)
+        entry.tenant_id = instance["tenant_id"]
+        entry.detail.update(target=body.target, fromNode=body.from_node)
+        outcome = await ctx.engine.force_jump(
+            instance_id,
+            target=body.target,
+            reason=body.reason,
+            actor=caller.user_id,
+            from_node=body.from_node,
+        )
+        entry.detail.update(
+            terminatedTasks=[t["taskId"] for t in outcome.terminated_tasks],
+            consumedTokens=[t["tokenId"] for t in outcome.consumed_tokens],
+            canceledJobs=[j["jobId"] for j in outcome.canceled_jobs],
+            createdTasks=[t["taskId"] for t in outcome.created_tasks],
+        )
+    return _public(outcome, preview=False)
+
+
+@router.get(
+    "/{instanceId}/diagnostic-bundle",
+    response_class=JSONResponse,
+    responses={200: {"description": "The bundle, as a JSON file download."}},
+)
+async def download_instance_bundle(
+    instance_id: InstanceId, ctx: Ctx, caller: Monitor
+) -> JSONResponse:
+    """SPEC O-7: the diagnostics document, the instance's jobs with every
+    attempt, its audit rows and the flowledger and schema versions, secrets
+    redacted — one JSON file."""
+    bundle = await instance_bundle(ctx.db, instance_id, tenants=caller.tenant_scope, now=ctx.now())
+    return JSONResponse(
+        jsonable_encoder(bundle),
+        headers={
+            "Content-Disposition": f'attachment; filename="instance-{instance_id}-bundle.json"'
+        },
+    )

@@ -1,0 +1,184 @@
+"""Batch recovery of stuck instances (SPEC O-6): select the running
+instances of a definition whose active token sits at a node with no engine
+progress for at least N minutes (optionally only some explicit ids), then
+for each one, **in its own transaction**, skip the task at that node and
+advance along the node's outgoing edge
+(:meth:`flowledger.engine.Engine.recover_node`). One instance failing never
+affects the others: its transaction rolls back and its result says
+``failed`` with the error. ``dry_run`` runs each step and rolls it back, so
+the preview is what the recovery would do.
+
+Selection is set-based: the candidates are one join of instances
+(``ix_workflow_instances_definition``) and active tokens at the node
+(``ix_workflow_tokens_instance_state``); their last engine progress (the
+newest trace row) is one grouped query over ``ix_workflow_trace_instance``.
+At most :data:`MAX_BATCH` instances per call (``truncated`` says more matched)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import workflow_instances as instances
+from flowledger.db.engine_schema import workflow_tokens as tokens
+from flowledger.db.engine_schema import workflow_trace as trace
+from flowledger.engine import Engine
+from flowledger.engine.force_jump import RecoveryOutcome, clean_reason
+from flowledger.errors import FlowledgerError
+from flowledger.states import InstanceStatus, TokenState
+
+MAX_BATCH = 500
+log = logging.getLogger("flowledger.ops.batch_recovery")
+
+
+@dataclass(frozen=True)
+class RecoverySelection:
+    definition_key: str
+    node_key: str
+    stuck_minutes: int
+    instance_ids: tuple[int, ...] | None = None
+    tenants: tuple[str, ...] | None = None
+
+
+async def _last_progress(conn: AsyncConnection, ids: Sequence[int]) -> dict[int, datetime]:
+    out: dict[int, datetime] = {}
+    for offset in range(0, len(ids), 500):
+        chunk = list(ids[offset : offset + 500])
+        rows = await conn.execute(
+            select(trace.c.instance_id, func.max(trace.c.created_at))
+            .where(trace.c.instance_id.in_(chunk))
+            .group_by(trace.c.instance_id)
+        )
+        out.update({int(i): at for i, at in rows.all()})
+    return out
+
+
+async def select_stuck(
+    conn: AsyncConnection, sel: RecoverySelection, *, now: datetime
+) -> tuple[list[int], list[dict[str, Any]], bool]:
+    """(ids to recover, skipped results of explicit ids that do not qualify, truncated)."""
+    i = instances.c
+    query = (
+        select(i.id, i.tenant_id, i.status, i.definition_key, tokens.c.id.label("token_id"))
+        .select_from(
+            instances.outerjoin(
+                tokens,
+                (tokens.c.instance_id == i.id)
+                & (tokens.c.node_key == sel.node_key)
+                & (tokens.c.state == TokenState.ACTIVE),
+            )
+        )
+        .order_by(i.id)
+    )
+    if sel.instance_ids is not None:
+        query = query.where(i.id.in_(list(sel.instance_ids)))
+    else:
+        query = query.where(
+            i.definition_key == sel.definition_key,
+            i.status == InstanceStatus.RUNNING,
+            tokens.c.id.is_not(None),
+        )
+    if sel.tenants is not None:
+        query = query.where(i.tenant_id.in_(list(sel.tenants)))
+    rows = (await conn.execute(query.limit((MAX_BATCH + 1) * 4))).all()
+    seen: dict[int, Any] = {}
+    for row in rows:
+        if int(row.id) not in seen or row.token_id is not None:
+            seen[int(row.id)] = row
+    cutoff = now - timedelta(minutes=sel.stuck_minutes)
+    progress = await _last_progress(conn, list(seen))
+    chosen: list[int] = []
+    skipped: list[dict[str, Any]] = []
+
+    def skip(instance_id: int, reason: str) -> None:
+        skipped.append({"instanceId": instance_id, "outcome": "skipped", "reason": reason})
+
+    for instance_id, row in seen.items():
+        if row.definition_key != sel.definition_key:
+            skip(instance_id, f"instance is of definition {row.definition_key!r}")
+        elif row.status != InstanceStatus.RUNNING:
+            skip(instance_id, f"instance is {row.status}")
+        elif row.token_id is None:
+            skip(instance_id, f"no active token at {sel.node_key!r}")
+        elif progress.get(instance_id, now) > cutoff:
+            skip(instance_id, f"engine progress within the last {sel.stuck_minutes} minutes")
+        else:
+            chosen.append(instance_id)
+    if sel.instance_ids is not None:
+        for missing in sorted(set(sel.instance_ids) - set(seen)):
+            skip(missing, "instance not found")
+    truncated = len(chosen) > MAX_BATCH
+    return chosen[:MAX_BATCH], skipped, truncated
+
+
+def _advanced(outcome: RecoveryOutcome) -> dict[str, Any]:
+    return {
+        "instanceId": outcome.instance_id,
+        "outcome": "advanced",
+        "skippedTasks": outcome.skipped_tasks,
+        "canceledJobs": outcome.canceled_jobs,
+        "tokenIds": outcome.token_ids,
+        "toNodes": outcome.to_nodes,
+    }
+
+
+async def batch_recover(
+    engine: Engine,
+    sel: RecoverySelection,
+    *,
+    reason: str,
+    actor: str,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Recover every selected instance, each in its own transaction; see the
+    module docstring. Returns per-instance ``results`` and ``totals``."""
+    reason = clean_reason(reason)
+    now = engine.clock.now()
+    async with engine.db.read() as conn:
+        chosen, results, truncated = await select_stuck(conn, sel, now=now)
+    for instance_id in chosen:
+        try:
+            outcome = await engine.recover_node(
+                instance_id, node_key=sel.node_key, reason=reason, actor=actor, dry_run=dry_run
+            )
+        except FlowledgerError as exc:
+            results.append(
+                {
+                    "instanceId": instance_id,
+                    "outcome": "failed",
+                    "error": {"code": exc.code, "message": exc.message},
+                }
+            )
+            continue
+        except Exception as exc:
+            results.append(
+                {
+                    "instanceId": instance_id,
+                    "outcome": "failed",
+                    "error": {"code": "internal_error", "message": type(exc).__name__},
+                }
+            )
+            continue
+        if isinstance(outcome, str):
+            results.append({"instanceId": instance_id, "outcome": "skipped", "reason": outcome})
+        else:
+            results.append(_advanced(outcome))
+    results.sort(key=lambda r: int(r["instanceId"]))
+    totals = {"advanced": 0, "skipped": 0, "failed": 0}
+    for r in results:
+        totals[r["outcome"]] += 1
+    return {
+        "dryRun": dry_run,
+        "definitionKey": sel.definition_key,
+        "nodeKey": sel.node_key,
+        "stuckMinutes": sel.stuck_minutes,
+        "totals": {**totals, "selected": len(results)},
+        "truncated": truncated,
+        "results": results,
+    }
