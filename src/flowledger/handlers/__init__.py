@@ -11,7 +11,9 @@ from flowledger.handlers import (
     event_jobs,
     outbound_jobs,
 )
+from flowledger.handlers import alert_jobs
 
 __all__ = ["automation_jobs", "compensation_jobs", "engine_jobs", "event_jobs", "outbound_jobs"]
+__all__ += ["alert_jobs"]
 
 policies.install()
