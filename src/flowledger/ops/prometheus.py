@@ -58,7 +58,7 @@ from prometheus_client.core import (
     GaugeMetricFamily,
     Metric,
 )
-from sqlalchemy import Float, case, cast, distinct, extract, func, select
+from sqlalchemy import Float, case, cast, extract, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.alert_schema import workflow_alert_rules as rules
@@ -81,7 +81,7 @@ async def _alert_gauges(conn: AsyncConnection, now: datetime) -> list[Metric]:
     tenants = [
         t
         for (t,) in await conn.execute(
-            select(distinct(rules.c.tenant_id)).where(rules.c.tenant_id.is_not(None))
+            select(rules.c.tenant_id).where(rules.c.tenant_id.is_not(None)).distinct()
         )
     ]
     scopes: list[str | None] = [None, *sorted(tenants)]
@@ -142,9 +142,8 @@ def _delay_seconds(conn: AsyncConnection) -> Any:
     that differs by dialect: SQLite stores UTC ISO text)."""
     if conn.dialect.name == "postgresql":
         return cast(extract("epoch", executions.c.started_at - executions.c.scheduled_at), Float)
-    return (
-        func.julianday(executions.c.started_at) - func.julianday(executions.c.scheduled_at)
-    ) * 86400.0
+    days = func.julianday(executions.c.started_at) - func.julianday(executions.c.scheduled_at)
+    return func.round(days * 86400.0, 3)  # julianday is exact to about a millisecond
 
 
 async def _attempt_histograms(conn: AsyncConnection, now: datetime) -> list[Metric]:
@@ -170,7 +169,7 @@ async def _attempt_histograms(conn: AsyncConnection, now: datetime) -> list[Metr
         labels=["type"],
     )
     for row in sorted(duration_rows, key=lambda r: r.type):
-        buckets = [(str(b), float(row[f"b{i}"])) for i, b in enumerate(DURATION_BUCKETS_S)]
+        buckets = [(str(b), float(row._mapping[f"b{i}"])) for i, b in enumerate(DURATION_BUCKETS_S)]
         buckets.append(("+Inf", float(row.n)))
         duration.add_metric([row.type], buckets, gsum_value=float(row.total))
 
@@ -194,7 +193,7 @@ async def _attempt_histograms(conn: AsyncConnection, now: datetime) -> list[Metr
         labels=["pool"],
     )
     for row in sorted(delay_rows, key=lambda r: r.pool):
-        buckets = [(str(b), float(row[f"b{i}"])) for i, b in enumerate(DELAY_BUCKETS_S)]
+        buckets = [(str(b), float(row._mapping[f"b{i}"])) for i, b in enumerate(DELAY_BUCKETS_S)]
         buckets.append(("+Inf", float(row.n)))
         delay.add_metric([row.pool], buckets, gsum_value=round(float(row.total), 6))
     return [duration, delay]
