@@ -6,11 +6,8 @@ due job through the real handlers (claim → handler → settle)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from aiosmtpd.controller import Controller
 from sqlalchemy import select, update
 
 import flowledger.handlers  # noqa: F401  (registers alert_notification)
@@ -20,29 +17,8 @@ from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs
 from flowledger.ops.alerts.evaluator import ALERT_NOTIFICATION, EvaluationSummary, evaluate_once
 from flowledger.ops.alerts.rules import RuleFields, create_rule
-from flowledger.settings import get_settings
 from tests.integration.engine_helpers import run_due_jobs
-from tests.notify.conftest import free_port
-from tests.notify.servers import Collector
 from tests.ops.rows import add_job
-
-
-@pytest.fixture
-def smtp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
-    """A real aiosmtpd server on 127.0.0.1, set as the process's SMTP server."""
-    handler = Collector()
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    handler.port = controller.port
-    monkeypatch.setenv("FLOWLEDGER_SMTP_HOST", "127.0.0.1")
-    monkeypatch.setenv("FLOWLEDGER_SMTP_PORT", str(controller.port))
-    monkeypatch.setenv("FLOWLEDGER_SMTP_TIMEOUT_S", "5")
-    get_settings.cache_clear()
-    try:
-        yield handler
-    finally:
-        controller.stop()
-        get_settings.cache_clear()
 
 
 async def rule(
@@ -88,7 +64,9 @@ async def dead_job(db: Database, clock: ManualClock, tenant: str = "acme") -> in
 
 async def set_job(db: Database, job_id: int, **values: Any) -> None:
     async with db.begin() as conn:
-        await conn.execute(update(workflow_jobs).where(workflow_jobs.c.id == job_id).values(**values))
+        await conn.execute(
+            update(workflow_jobs).where(workflow_jobs.c.id == job_id).values(**values)
+        )
 
 
 async def tick(db: Database, clock: ManualClock, *, minutes: float = 1) -> EvaluationSummary:

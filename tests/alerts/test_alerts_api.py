@@ -13,7 +13,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.engine_schema import operation_audit
 from flowledger.ops.alerts.evaluator import evaluate_once
 from tests.alerts.support import dead_job
-from tests.api.conftest import Api, Headers, api, app, client, engine  # noqa: F401
+from tests.api.conftest import Api, Headers
 
 RULES = "/engine/alerts/rules"
 SILENCES = "/engine/alerts/silences"
@@ -38,7 +38,8 @@ def rule_body(**extra: Any) -> dict[str, Any]:
 
 
 async def operator(api: Api, tenants: tuple[str, ...] = ("acme",)) -> Headers:
-    return await api.token(f"op-{'-'.join(tenants)}", ENGINE_OPERATE, INSTANCE_MONITOR, tenants=tenants)
+    user = f"op-{'-'.join(tenants)}"
+    return await api.token(user, ENGINE_OPERATE, INSTANCE_MONITOR, tenants=tenants)
 
 
 async def audits(api: Api) -> list[tuple[str, str, str | None]]:
@@ -195,8 +196,9 @@ async def test_silences_create_list_expire_delete_with_audit_O22(
     assert gone.status_code == 204
     # a matcher on another tenant's rule is 404; no window is 422
     assert (
-        await api.post(SILENCES, other, {"matcher": {"ruleId": rule["id"]}, "duration": "1h",
-                                         "comment": "x"})
+        await api.post(
+            SILENCES, other, {"matcher": {"ruleId": rule["id"]}, "duration": "1h", "comment": "x"}
+        )
     ).status_code == 404
     bad = await api.post(SILENCES, ops, {"comment": "x"})
     assert (bad.status_code, bad.json()["field"]) == (422, "endsAt")

@@ -67,15 +67,28 @@ def test_alerts_rules_events_and_silence_from_the_cli_O22(tmp_path: Path) -> Non
     rule_id = seed(tmp_path)
     (rule,) = cli(tmp_path, "alerts", "rules", "--json")["items"]
     assert (rule["id"], rule["state"], rule["lastValue"], rule["for"]) == (
-        rule_id, "firing", 1.0, "0s"
+        rule_id,
+        "firing",
+        1.0,
+        "0s",
     )
     assert "dead letters" in cli(tmp_path, "alerts", "rules")
     (event,) = cli(tmp_path, "alerts", "events", "--json")["items"]
     assert (event["ruleId"], event["kind"], event["value"]) == (rule_id, "firing", 1.0)
 
     created = cli(
-        tmp_path, "alerts", "silence", "--rule", str(rule_id), "--duration", "2h",
-        "--comment", "deploying", "--actor", "ann", "--json",
+        tmp_path,
+        "alerts",
+        "silence",
+        "--rule",
+        str(rule_id),
+        "--duration",
+        "2h",
+        "--comment",
+        "deploying",
+        "--actor",
+        "ann",
+        "--json",
     )
     assert created["matcher"] == {"ruleId": rule_id, "metric": None, "tenant": "acme"}
     assert (created["state"], created["createdBy"]) == ("active", "ann")
@@ -83,8 +96,9 @@ def test_alerts_rules_events_and_silence_from_the_cli_O22(tmp_path: Path) -> Non
     assert [s["id"] for s in listed] == [created["id"]]
     expired = cli(tmp_path, "alerts", "silence", "--expire", str(created["id"]), "--json")
     assert expired["state"] == "expired"
-    refused = cli(tmp_path, "alerts", "silence", "--metric", "cpu", "--comment", "x", "--json",
-                  code=2)
+    refused = cli(
+        tmp_path, "alerts", "silence", "--metric", "cpu", "--comment", "x", "--json", code=2
+    )
     assert (refused["code"], refused["field"]) == ("alert_silence_invalid", "matcher.metric")
 
     async def audit() -> list[tuple[str, str, str]]:
@@ -92,8 +106,9 @@ def test_alerts_rules_events_and_silence_from_the_cli_O22(tmp_path: Path) -> Non
         try:
             async with db.read() as conn:
                 rows = await conn.execute(
-                    select(operation_audit.c.action, operation_audit.c.result,
-                           operation_audit.c.actor).order_by(operation_audit.c.id)
+                    select(
+                        operation_audit.c.action, operation_audit.c.result, operation_audit.c.actor
+                    ).order_by(operation_audit.c.id)
                 )
                 return [tuple(r) for r in rows]  # type: ignore[misc]
         finally:

@@ -18,7 +18,6 @@ from tests.alerts.support import (
     rule,
     rule_row,
     set_job,
-    smtp,  # noqa: F401 (fixture)
     tick,
 )
 from tests.notify.servers import Collector
@@ -52,9 +51,7 @@ async def test_for_5m_fires_at_5_minutes_not_4_and_emails_once_per_transition_O2
     (event,) = await alert_events(db)
     assert (event["kind"], event["value"], event["threshold"]) == ("firing", 1.0, 0.0)
     assert event["notified_at"] == clock.now() and not event["silenced"]
-    assert subjects(smtp) == [
-        "[CRITICAL] FIRING: dead letters pile up (dead_letters 1 items > 0)"
-    ]
+    assert subjects(smtp) == ["[CRITICAL] FIRING: dead letters pile up (dead_letters 1 items > 0)"]
     assert smtp.envelopes[0].rcpt_tos == ["ops@example.com"]
 
     for _ in range(5):  # still firing: no new event, no new email

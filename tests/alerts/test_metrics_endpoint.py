@@ -17,7 +17,6 @@ from flowledger.db.database import Database
 from flowledger.ops.runtime_status import runtime_status
 from flowledger.settings import get_settings
 from tests.alerts.support import rule
-from tests.api.conftest import app, client, engine  # noqa: F401
 from tests.ops.rows import add_execution, add_job, add_node
 
 MIN = timedelta(minutes=1)
@@ -58,16 +57,28 @@ async def known_state(db: Database, clock: ManualClock) -> None:
     )
     bad = await add_job(db, now, tenant_id="globex", status="pending", run_at=now + 10 * MIN)
     await add_execution(
-        db, ok, scheduled_at=now - 10 * MIN, started_at=now - 10 * MIN + timedelta(seconds=2),
+        db,
+        ok,
+        scheduled_at=now - 10 * MIN,
+        started_at=now - 10 * MIN + timedelta(seconds=2),
         duration_ms=300,
     )
     await add_execution(
-        db, bad, scheduled_at=now - 5 * MIN, started_at=now - 5 * MIN + timedelta(seconds=20),
-        status="failed", duration_ms=1500,
+        db,
+        bad,
+        scheduled_at=now - 5 * MIN,
+        started_at=now - 5 * MIN + timedelta(seconds=20),
+        status="failed",
+        duration_ms=1500,
     )
     await add_execution(  # older than the hour: not in rates or histograms
-        db, bad, scheduled_at=now - 2 * 60 * MIN, started_at=now - 2 * 60 * MIN, attempt=2,
-        status="failed", duration_ms=100,
+        db,
+        bad,
+        scheduled_at=now - 2 * 60 * MIN,
+        started_at=now - 2 * 60 * MIN,
+        attempt=2,
+        status="failed",
+        duration_ms=100,
     )
 
 
@@ -125,9 +136,7 @@ async def test_metrics_parse_and_equal_the_runtime_status_O22_L23(
     assert samples[("flowledger_jobs", (("status", "running"), ("type", "webhook_delivery")))] == 2
 
     duration = parsed["families"]["flowledger_job_attempt_duration_seconds"]
-    buckets = {
-        s.labels["le"]: s.value for s in duration.samples if s.name.endswith("_bucket")
-    }
+    buckets = {s.labels["le"]: s.value for s in duration.samples if s.name.endswith("_bucket")}
     assert buckets["0.25"] == 0 and buckets["0.5"] == 1 and buckets["2.5"] == 2
     assert buckets["+Inf"] == 2  # the attempt two hours ago is outside the window
     assert samples[

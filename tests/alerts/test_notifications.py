@@ -29,18 +29,14 @@ from tests.alerts.support import (
     rule,
     rule_row,
     set_job,
-    smtp,  # noqa: F401 (fixture)
     tick,
 )
 from tests.notify.conftest import free_port
 from tests.notify.servers import Collector
-from tests.outbound.conftest import other_receiver, outbound_env, receiver  # noqa: F401
 from tests.outbound.receivers import Receiver
 
 
-async def silence(
-    db: Database, clock: ManualClock, minutes: int, **matcher: object
-) -> int:
+async def silence(db: Database, clock: ManualClock, minutes: int, **matcher: object) -> int:
     async with db.begin() as conn:
         row = await create_silence(
             conn,
@@ -139,7 +135,8 @@ async def test_failing_smtp_leaves_a_retrying_job_not_a_lost_alert_O22_L5(
     assert (job["status"], job["attempts"]) == ("pending", 1)
     assert job["run_at"] > clock.now()  # backoff before the next attempt
     assert "SMTP" in (job["last_error"] or "")
-    assert job["idempotency_key"] == f"alert-notification:{(await alert_events(db))[0]['id']}:email"
+    event_id = (await alert_events(db))[0]["id"]
+    assert job["idempotency_key"] == f"alert-notification:{event_id}:email"
 
     await tick(db, clock)  # the evaluator does not enqueue it again
     assert len(await notification_jobs(db)) == 1
@@ -172,7 +169,13 @@ async def test_webhook_is_signed_and_in_app_users_get_a_message_O22_X5(
     (request,) = receiver.requests
     (event,) = await alert_events(db)
     assert request.path == "/alerts"
-    verify(secret, httpx.Headers(request.headers), request.body, now=clock.now().timestamp(), tolerance_s=300)
+    verify(
+        secret,
+        httpx.Headers(request.headers),
+        request.body,
+        now=clock.now().timestamp(),
+        tolerance_s=300,
+    )
     assert request.headers["x-flowledger-event"] == "alert.firing"
     assert request.headers["x-flowledger-delivery"] == str(event["id"])
     body = json.loads(request.body)
@@ -187,8 +190,10 @@ async def test_webhook_is_signed_and_in_app_users_get_a_message_O22_X5(
     }
     async with db.read() as conn:
         rows = (
-            await conn.execute(select(workflow_messages).order_by(workflow_messages.c.recipient))
-        ).mappings().all()
+            (await conn.execute(select(workflow_messages).order_by(workflow_messages.c.recipient)))
+            .mappings()
+            .all()
+        )
     assert [(r["recipient"], r["tenant_id"], r["kind"]) for r in rows] == [
         ("max", "acme", "alert"),
         ("mia", "acme", "alert"),

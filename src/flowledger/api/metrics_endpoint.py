@@ -3,7 +3,8 @@ text exposition of :mod:`flowledger.ops.prometheus`, derived from the
 database at scrape time (multi-process correct without prometheus-client's
 multiprocess mode). When ``FLOWLEDGER_METRICS_TOKEN`` is set, a scrape must
 send ``Authorization: Bearer <token>`` (401 otherwise); it is not an API
-user token, so a Prometheus server needs no user account."""
+user token, so a Prometheus server needs no user account. It is not part of
+the REST API's OpenAPI document (which covers ``/api/workflows`` only)."""
 
 from __future__ import annotations
 
@@ -30,11 +31,7 @@ def _check_token(request: Request) -> None:
         raise Unauthenticated("GET /metrics needs the metrics bearer token")
 
 
-@router.get(
-    "/metrics",
-    response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text"}},
-)
+@router.get("/metrics", response_class=Response, include_in_schema=False)
 async def metrics(request: Request, ctx: Ctx) -> Response:
     """Prometheus metrics: the alert gauges, ledger counters and histograms,
     live workers and slots (see docs/alerting.md)."""

@@ -44,8 +44,17 @@ def list_rules(limit: LimitOpt = 50, as_json: js.JsonOpt = False) -> None:
         if as_json:
             js.print_json({"items": [p.model_dump(by_alias=True) for p in public]})
             return
-        table = Table("id", "tenant", "name", "condition", "for", "severity", "state", "value",
-                      title="alert rules")
+        table = Table(
+            "id",
+            "tenant",
+            "name",
+            "condition",
+            "for",
+            "severity",
+            "state",
+            "value",
+            title="alert rules",
+        )
         for rule in public:
             table.add_row(
                 str(rule.id),
@@ -77,11 +86,22 @@ def list_events(
         if as_json:
             js.print_json({"items": [p.model_dump(by_alias=True) for p in public]})
             return
-        table = Table("id", "at", "rule", "tenant", "kind", "value", "severity", "notified",
-                      title="alert events")
+        table = Table(
+            "id",
+            "at",
+            "rule",
+            "tenant",
+            "kind",
+            "value",
+            "severity",
+            "notified",
+            title="alert events",
+        )
         for event in public:
-            notified = "silenced" if event.silenced and not event.notified_at else js.text(
-                event.notified_at
+            notified = (
+                "silenced"
+                if event.silenced and not event.notified_at
+                else js.text(event.notified_at)
             )
             table.add_row(
                 str(event.id),
@@ -121,12 +141,29 @@ def silence(
             if as_json:
                 js.print_json({"items": [s.model_dump(by_alias=True) for s in shown]})
                 return
-            table = Table("id", "state", "rule", "metric", "tenant", "ends", "by", "comment",
-                          title="alert silences")
+            table = Table(
+                "id",
+                "state",
+                "rule",
+                "metric",
+                "tenant",
+                "ends",
+                "by",
+                "comment",
+                title="alert silences",
+            )
             for s in shown:
                 m = s.matcher
-                table.add_row(str(s.id), s.state, js.text(m.rule_id), m.metric or "",
-                              m.tenant or "*", js.text(s.ends_at), s.created_by, s.comment)
+                table.add_row(
+                    str(s.id),
+                    s.state,
+                    js.text(m.rule_id),
+                    m.metric or "",
+                    m.tenant or "*",
+                    js.text(s.ends_at),
+                    s.created_by,
+                    s.comment,
+                )
             out.print(table)
             return
         ctx, caller = js.operator(engine, actor)
@@ -146,8 +183,15 @@ def silence(
                     if rule is not None:
                         scope = (await rules.require_rule(conn, rule))["tenant_id"]
                     row = await silences.create_silence(
-                        conn, tenant=scope, rule_id=rule, metric=metric, starts_at=now,
-                        ends_at=ends, comment=comment, actor=actor, now=now,
+                        conn,
+                        tenant=scope,
+                        rule_id=rule,
+                        metric=metric,
+                        starts_at=now,
+                        ends_at=ends,
+                        comment=comment,
+                        actor=actor,
+                        now=now,
                     )
                 e.tenant_id, e.target_id = scope, str(row["id"])
         public = SilencePublic.from_row(row, now)

@@ -5,13 +5,13 @@ policies of SPEC C-1 as the engine's node-failure hook."""
 
 from flowledger.compensation import policies
 from flowledger.handlers import (
+    alert_jobs,
     automation_jobs,
     compensation_jobs,
     engine_jobs,
     event_jobs,
     outbound_jobs,
 )
-from flowledger.handlers import alert_jobs
 
 __all__ = ["automation_jobs", "compensation_jobs", "engine_jobs", "event_jobs", "outbound_jobs"]
 __all__ += ["alert_jobs"]

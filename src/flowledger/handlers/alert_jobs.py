@@ -104,9 +104,13 @@ async def alert_notification(ctx: JobContext) -> Any:
         raise PermanentError(f"alert_notification job {ctx.job.id}: malformed payload") from None
     async with ctx.db.read() as conn:
         found, receipt = await receipt_get(conn, ctx.job.operation_key, DONE_STEP)
-        row = None if found else (
-            await conn.execute(select(events).where(events.c.id == event_id))
-        ).mappings().first()
+        row = (
+            None
+            if found
+            else (await conn.execute(select(events).where(events.c.id == event_id)))
+            .mappings()
+            .first()
+        )
     if found:
         return receipt
     if row is None:

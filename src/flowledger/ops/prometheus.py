@@ -39,7 +39,7 @@ histograms* over a sliding hour (the text format shows them as histograms
 with ``_gcount``/``_gsum``): use ``histogram_quantile`` on the buckets
 directly, not on ``rate()`` of them.
 
-Queries (PostgreSQL): the status × type counts are one index-only GROUP BY
+Queries (PostgreSQL): the status x type counts are one index-only GROUP BY
 over ``ix_workflow_jobs_status_type``; the hour's attempts a range of
 ``ix_workflow_job_executions_started`` joined to their jobs by primary key;
 nodes by ``ix_system_scheduler_nodes_heartbeat``.
@@ -201,12 +201,18 @@ async def _attempt_histograms(conn: AsyncConnection, now: datetime) -> list[Metr
 
 async def _worker_gauges(conn: AsyncConnection, now: datetime) -> list[Metric]:
     figures = await worker_figures(conn, now)
-    out = []
+    out: list[Metric] = []
     for name, help_text, value in (
-        ("workers_live", "live ledger workers (heartbeat within 10 min)",
-         figures["liveWorkers"]["total"]),
-        ("workers_active", "active ledger workers (heartbeat within 90 s)",
-         figures["liveWorkers"]["active"]),
+        (
+            "workers_live",
+            "live ledger workers (heartbeat within 10 min)",
+            figures["liveWorkers"]["total"],
+        ),
+        (
+            "workers_active",
+            "active ledger workers (heartbeat within 90 s)",
+            figures["liveWorkers"]["active"],
+        ),
         ("slots_in_use", "execution slots in use on live workers", figures["slots"]["inUse"]),
         ("slots_capacity", "execution slots of live workers", figures["slots"]["capacity"]),
     ):
@@ -240,5 +246,5 @@ async def families(db: Database, *, now: datetime) -> list[Metric]:
 async def exposition(db: Database, *, now: datetime) -> bytes:
     """The text exposition format (0.0.4) of :func:`families`."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Snapshot(await families(db, now=now)))  # type: ignore[arg-type]
+    registry.register(_Snapshot(await families(db, now=now)))
     return generate_latest(registry)

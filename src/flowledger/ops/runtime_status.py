@@ -52,8 +52,8 @@ range scan of it; nodes by ``…_nodes_heartbeat``.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Float, and_, case, cast, extract, func, or_, select, true

@@ -67,7 +67,9 @@ def _scope(caller: Caller, tenant: str | None) -> str | None:
 def _secret_free(values: dict[str, Any]) -> dict[str, Any]:
     """The audit detail of a body: webhook secrets replaced by a flag."""
     channels = values.get("channels")
-    webhook = channels.get("webhook") if isinstance(channels, dict) else None
+    if not isinstance(channels, dict):
+        return values
+    webhook = channels.get("webhook")
     if isinstance(webhook, dict) and "secret" in webhook:
         webhook = {k: v for k, v in webhook.items() if k != "secret"} | {"secretChanged": True}
         values = {**values, "channels": {**channels, "webhook": webhook}}
@@ -279,7 +281,9 @@ async def create_silence(body: SilenceCreate, ctx: Ctx, caller: CurrentCaller) -
         matcher = body.matcher
         starts = body.starts_at or now
         if (body.ends_at is None) == (body.duration is None):
-            raise silences.AlertSilenceInvalid("give endsAt or duration (one of them)", field="endsAt")
+            raise silences.AlertSilenceInvalid(
+                "give endsAt or duration (one of them)", field="endsAt"
+            )
         ends = body.ends_at
         if body.duration is not None:
             ends = starts + timedelta(seconds=parse_duration(body.duration, field="duration"))

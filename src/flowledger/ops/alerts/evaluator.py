@@ -242,7 +242,11 @@ async def _apply(
             rules.c.id == rule["id"],
             rules.c.state == rule["state"],
             rules.c.episode == rule["episode"],
-            rules.c.notified.is_(None) if old_notified is None else rules.c.notified == old_notified,
+            (
+                rules.c.notified.is_(None)
+                if old_notified is None
+                else rules.c.notified == old_notified
+            ),
             rules.c.enabled.is_(True),
         )
         .values(
@@ -306,9 +310,7 @@ async def evaluate_once(db: Database, clock: Clock) -> EvaluationSummary:
                 .values(last_value=bindparam("v"), evaluated_at=now),
                 quiet,
             )
-        states = await conn.execute(
-            select(rules.c.state).where(rules.c.enabled.is_(True))
-        )
+        states = await conn.execute(select(rules.c.state).where(rules.c.enabled.is_(True)))
         for (state,) in states:
             summary.pending += state == PENDING
             summary.firing += state == FIRING

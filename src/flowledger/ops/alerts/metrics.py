@@ -11,7 +11,7 @@ metric                 unit     definition (:mod:`flowledger.ops.runtime_status`
 =====================  =======  ===========================================
 queue_backlog          items    ``backlog``: pending jobs with run_at <= now
 dead_letters           items    ``dead``: dead jobs
-job_failure_rate       %        ``failureRate1h`` × 100: failed attempts /
+job_failure_rate       %        ``failureRate1h`` x 100: failed attempts /
                                 attempts started in the last hour
 stuck_jobs             items    ``stuck``: running jobs whose lease is
                                 missing or expired or whose deadline passed
@@ -155,4 +155,3 @@ async def measure(
             conn, None if tenant is None else [tenant], now=now
         )
     return values
-

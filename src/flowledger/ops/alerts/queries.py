@@ -55,7 +55,12 @@ async def current_values(
     found = metrics()
     values = await measure(conn, [(m.name, tenant) for m in found], now=now)
     return [
-        {"metric": m.name, "unit": m.unit, "description": m.description,
-         "tenant": tenant, "value": values[(m.name, tenant)]}
+        {
+            "metric": m.name,
+            "unit": m.unit,
+            "description": m.description,
+            "tenant": tenant,
+            "value": values[(m.name, tenant)],
+        }
         for m in found
     ]

@@ -140,14 +140,10 @@ def _choice(value: str, allowed: list[str], field: str) -> str:
 def check_emails(values: Sequence[str]) -> list[str]:
     out = list(dict.fromkeys(v.strip() for v in values))
     if len(out) > MAX_RECIPIENTS:
-        raise AlertRuleInvalid(
-            f"at most {MAX_RECIPIENTS} email recipients", field="channels.email"
-        )
+        raise AlertRuleInvalid(f"at most {MAX_RECIPIENTS} email recipients", field="channels.email")
     for value in out:
         if not _EMAIL.match(value):
-            raise AlertRuleInvalid(
-                f"{value!r} is not an email address", field="channels.email"
-            )
+            raise AlertRuleInvalid(f"{value!r} is not an email address", field="channels.email")
     return out
 
 
@@ -238,6 +234,7 @@ async def create_rule(
     secret = fields.webhook_secret
     if values["webhook_url"] is not None and secret is None:
         secret = generated = secrets.token_urlsafe(32)
+    encrypted = None if secret is None else secret_box().encrypt(secret)
     row = (
         (
             await conn.execute(
@@ -245,7 +242,7 @@ async def create_rule(
                 .values(
                     tenant_id=tenant,
                     **values,
-                    webhook_secret_encrypted=None if secret is None else secret_box().encrypt(secret),
+                    webhook_secret_encrypted=encrypted,
                     state="ok",
                     state_since=None,
                     episode=0,
