@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 from sqlalchemy import func, select, update
@@ -51,6 +51,27 @@ def _env(url: str, smtp_port: int) -> dict[str, str]:
         FLOWLEDGER_SECRET_KEY=os.environ["FLOWLEDGER_SECRET_KEY"],
     )
     return env
+
+
+def _start_worker(env: dict[str, str], cwd: Path, log: TextIO) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowledger", "worker"],
+        env=env,
+        cwd=cwd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 async def _counts(db: Database) -> tuple[int, int]:
@@ -94,16 +115,7 @@ async def test_two_worker_processes_fire_and_resolve_once_O22_L20(
     dead = await add_job(db, clock.now(), tenant_id="acme", status="dead", last_error="boom")
     env = _env(pg_url, smtp.port)
     logs = [(tmp_path / f"w{i}.log").open("w") for i in range(2)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "flowledger", "worker"],
-            env=env,
-            cwd=tmp_path,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        for log in logs
-    ]
+    procs = [_start_worker(env, tmp_path, log) for log in logs]
     try:
         await _wait(lambda: len(smtp.envelopes) >= 1, 60, "the firing email")
         await asyncio.sleep(3)  # many more passes by both workers
@@ -120,14 +132,7 @@ async def test_two_worker_processes_fire_and_resolve_once_O22_L20(
         assert await _counts(db) == (2, 2)
         assert all(p.poll() is None for p in procs), "a worker exited early"
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        _stop(procs)
         for log in logs:
             log.close()
         await db.dispose()
