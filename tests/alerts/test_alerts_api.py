@@ -236,3 +236,31 @@ async def test_events_list_shows_the_triggering_value_and_is_tenant_scoped_O22(
     assert (await api.get("/engine/alerts/events", other)).json()["items"] == []
     values = (await api.get("/engine/alerts/metrics", ops)).json()["items"]
     assert {v["metric"]: v["value"] for v in values}["dead_letters"] == 2.0
+
+
+async def test_short_forms_webhook_url_string_for_seconds_flat_matcher_O22(api: Api) -> None:
+    ops = await operator(api)
+    body = rule_body(channels={"webhook": "https://hooks.example.com/a"}, forSeconds=120)
+    del body["for"]
+    created = await api.post(RULES, ops, body)
+    assert created.status_code == 201, created.text
+    rule = created.json()
+    assert (rule["for"], rule["forSeconds"]) == ("2m", 120)
+    assert rule["channels"]["webhook"] == {"url": "https://hooks.example.com/a", "hasSecret": True}
+    both = await api.post(RULES, ops, rule_body(forSeconds=60))
+    assert (both.status_code, both.json()["field"]) == (422, "for")
+    patched = await api.client.patch(
+        f"/api/workflows{RULES}/{rule['id']}", json={"forSeconds": 600}, headers=ops
+    )
+    assert patched.json()["for"] == "10m"
+    flat = await api.post(
+        SILENCES,
+        ops,
+        {"ruleId": rule["id"], "metric": "dead_letters", "duration": 600, "comment": "short"},
+    )
+    assert flat.status_code == 201, flat.text
+    assert flat.json()["matcher"] == {
+        "ruleId": rule["id"],
+        "metric": "dead_letters",
+        "tenant": "acme",
+    }

@@ -7,7 +7,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, AwareDatetime, Field, FiniteFloat, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BeforeValidator,
+    Field,
+    FiniteFloat,
+    field_validator,
+    model_validator,
+)
 
 from flowledger.api.schemas import MAX_ID, ApiModel, Name, RequestModel, TenantId
 from flowledger.ops.alerts.rules import MAX_RECIPIENTS, format_duration
@@ -40,9 +48,19 @@ class WebhookIn(RequestModel):
     )
 
 
+def _webhook(value: Any) -> Any:
+    """A bare URL string is short for ``{"url": …}``."""
+    return {"url": value} if isinstance(value, str) else value
+
+
+Webhook = Annotated[WebhookIn, BeforeValidator(_webhook)]
+
+
 class ChannelsIn(RequestModel):
     email: list[Address] = Field(default_factory=list, max_length=MAX_RECIPIENTS)
-    webhook: WebhookIn | None = None
+    webhook: Webhook | None = Field(
+        default=None, description='{"url", "secret"?}, or just the URL as a string.'
+    )
     in_app: list[UserId] = Field(default_factory=list, max_length=MAX_RECIPIENTS)
 
 
@@ -50,7 +68,7 @@ class ChannelsUpdate(RequestModel):
     """Only the channels given change; ``webhook: null`` removes the webhook."""
 
     email: list[Address] | None = Field(default=None, max_length=MAX_RECIPIENTS)
-    webhook: WebhookIn | None = None
+    webhook: Webhook | None = None
     in_app: list[UserId] | None = Field(default=None, max_length=MAX_RECIPIENTS)
 
 
@@ -64,6 +82,9 @@ class RuleCreate(RequestModel):
         alias="for",
         description="How long the condition must hold before firing: seconds (300), "
         "'5m' / '1h30m', or ISO 8601 ('PT5M').",
+    )
+    for_seconds: int | None = Field(
+        default=None, ge=0, description="Instead of `for`: the duration in seconds."
     )
     severity: Severity = "warning"
     channels: ChannelsIn = Field(default_factory=ChannelsIn)
@@ -83,11 +104,14 @@ class RuleUpdate(RequestModel):
     comparison: Comparison | None = None
     threshold: FiniteFloat | None = None
     for_: Duration | None = Field(default=None, alias="for")
+    for_seconds: int | None = Field(default=None, ge=0)
     severity: Severity | None = None
     channels: ChannelsUpdate | None = None
     enabled: bool | None = None
 
-    @field_validator("name", "metric", "comparison", "threshold", "for_", "severity", "enabled")
+    @field_validator(
+        "name", "metric", "comparison", "threshold", "for_", "for_seconds", "severity", "enabled"
+    )
     @classmethod
     def _not_null(cls, value: Any) -> Any:
         if value is None:
@@ -209,13 +233,29 @@ class Matcher(RequestModel):
 
 
 class SilenceCreate(RequestModel):
+    """The matcher may also be given flat (``ruleId``, ``metric``, ``tenant``
+    at the top level)."""
+
     matcher: Matcher = Field(default_factory=Matcher)
+    rule_id: Id | None = None
+    metric: MetricName | None = None
+    tenant: TenantId | None = None
     starts_at: AwareDatetime | None = Field(default=None, description="Default: now.")
     ends_at: AwareDatetime | None = None
     duration: Duration | None = Field(
         default=None, description="Instead of endsAt: '2h', 7200 or 'PT2H' from startsAt."
     )
     comment: Annotated[str, Field(min_length=1, max_length=2000), _NO_NUL]
+
+    @model_validator(mode="after")
+    def _flat_matcher(self) -> Self:
+        for name in ("rule_id", "metric", "tenant"):
+            flat, nested = getattr(self, name), getattr(self.matcher, name)
+            if flat is not None and nested is not None and flat != nested:
+                raise ValueError(f"{name} is given twice, differently (top level and matcher)")
+            if flat is not None:
+                setattr(self.matcher, name, flat)
+        return self
 
 
 class MatcherPublic(ApiModel):

@@ -79,6 +79,14 @@ def _secret_free(values: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------- rules
 
 
+def _for_seconds(body: RuleCreate) -> int:
+    if body.for_seconds is not None:
+        if "for_" in body.model_fields_set:
+            raise rules.AlertRuleInvalid("give for or forSeconds, not both", field="for")
+        return parse_duration(body.for_seconds, field="forSeconds")
+    return parse_duration(body.for_)
+
+
 @router.get("/rules", response_model=RulePage)
 async def list_rules(
     ctx: Ctx,
@@ -123,7 +131,7 @@ async def create_rule(body: RuleCreate, ctx: Ctx, caller: CurrentCaller) -> Rule
             metric=body.metric,
             comparison=body.comparison,
             threshold=body.threshold,
-            for_seconds=parse_duration(body.for_),
+            for_seconds=_for_seconds(body),
             severity=body.severity,
             email_to=body.channels.email,
             webhook_url=None if webhook is None else webhook.url,
@@ -150,11 +158,14 @@ async def get_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> RulePubl
 
 def _changes(body: RuleUpdate) -> dict[str, Any]:
     changes: dict[str, Any] = {}
-    names = {"for_": "for_seconds"}
-    for name in body.model_fields_set - {"channels"}:
-        changes[names.get(name, name)] = getattr(body, name)
-    if "for_seconds" in changes:
-        changes["for_seconds"] = parse_duration(changes["for_seconds"])
+    if {"for_", "for_seconds"} <= body.model_fields_set:
+        raise rules.AlertRuleInvalid("give for or forSeconds, not both", field="for")
+    for name in body.model_fields_set - {"channels", "for_", "for_seconds"}:
+        changes[name] = getattr(body, name)
+    if body.for_ is not None:
+        changes["for_seconds"] = parse_duration(body.for_)
+    elif body.for_seconds is not None:
+        changes["for_seconds"] = parse_duration(body.for_seconds, field="forSeconds")
     channels = body.channels
     if channels is not None:
         given = channels.model_fields_set
