@@ -29,9 +29,10 @@ panel and ``/metrics`` always agree.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -78,11 +79,22 @@ def metric_names() -> list[str]:
     return list(_registry)
 
 
+# job_figures results of the current measure() call, so the three job
+# metrics of one scope share their two queries
+_figures: ContextVar[dict[Any, dict[str, Any]] | None] = ContextVar("alert_figures", default=None)
+
+
 def _from_jobs(key: str) -> Provider:
     async def provider(
         conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
     ) -> float | None:
-        figures = await job_figures(conn, now, tenant_ids)
+        memo = _figures.get()
+        scope = (now, None if tenant_ids is None else tuple(tenant_ids))
+        figures = None if memo is None else memo.get(scope)
+        if figures is None:
+            figures = await job_figures(conn, now, tenant_ids)
+            if memo is not None:
+                memo[scope] = figures
         return float(figures[key])
 
     return provider
@@ -144,14 +156,19 @@ async def measure(
     now: datetime,
 ) -> dict[tuple[str, str | None], float | None]:
     """The value of each distinct (metric, tenant) pair of ``wanted``
-    (tenant None: overall), each computed once, all in ``conn``'s snapshot."""
+    (tenant None: overall), each computed once, all in ``conn``'s snapshot
+    (the job metrics of one scope share one :func:`job_figures` call)."""
     values: dict[tuple[str, str | None], float | None] = {}
-    for name, tenant in dict.fromkeys(wanted):
-        metric = _registry.get(name)
-        if metric is None:
-            values[(name, tenant)] = None
-            continue
-        values[(name, tenant)] = await metric.provider(
-            conn, None if tenant is None else [tenant], now=now
-        )
+    token = _figures.set({})
+    try:
+        for name, tenant in dict.fromkeys(wanted):
+            metric = _registry.get(name)
+            if metric is None:
+                values[(name, tenant)] = None
+                continue
+            values[(name, tenant)] = await metric.provider(
+                conn, None if tenant is None else [tenant], now=now
+            )
+    finally:
+        _figures.reset(token)
     return values
