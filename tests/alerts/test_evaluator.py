@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import email
 from email.policy import default
+from typing import Any
+
+import pytest
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
+from flowledger.ops.alerts import metrics as metrics_module
 from flowledger.ops.alerts.evaluator import evaluate_once
+from flowledger.ops.alerts.metrics import HEALTH_SCORE, Metric
+from flowledger.ops.alerts.rules import AlertMetricUnknown, check_metric, update_rule
+from flowledger.ops.runtime_status import job_figures
 from tests.alerts.support import (
     alert_events,
     dead_job,
@@ -119,3 +126,55 @@ async def test_no_data_is_not_a_breach_and_resolves_O22(
     await evaluate_once(db, clock)
     row = await rule_row(db, rule_id)
     assert (row["state"], row["last_value"]) == ("ok", None)
+
+
+async def test_disabled_rule_is_not_evaluated_and_disabling_resets_silently_O22(
+    db: Database, clock: ManualClock, smtp: Collector
+) -> None:
+    rule_id = await rule(db, clock, for_seconds=0, email=["ops@example.com"])
+    await dead_job(db, clock)
+    await tick(db, clock, minutes=0)
+    assert (await rule_row(db, rule_id))["state"] == "firing"
+    async with db.begin() as conn:
+        await update_rule(conn, rule_id, {"enabled": False}, now=clock.now(), tenants=None)
+    row = await rule_row(db, rule_id)
+    assert (row["state"], row["state_since"]) == ("ok", None)
+    summary = await tick(db, clock)
+    assert summary.evaluated == 0
+    assert len(smtp.envelopes) == 1  # no resolved notice for a disabled rule
+    async with db.begin() as conn:
+        await update_rule(conn, rule_id, {"enabled": True}, now=clock.now(), tenants=None)
+    await tick(db, clock)  # a new episode
+    assert [(e["kind"], e["episode"]) for e in await alert_events(db)] == [
+        ("firing", 1),
+        ("firing", 2),
+    ]
+    assert len(smtp.envelopes) == 2
+
+
+async def test_a_registered_metric_becomes_a_valid_rule_metric_O22(
+    db: Database, clock: ManualClock, smtp: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The merge point: ``engine_health_score`` is refused until a provider
+    is registered under that name, then evaluated like any other metric.
+    (The provider here reads the dead-job count so the test controls it.)"""
+    with pytest.raises(AlertMetricUnknown):
+        check_metric(HEALTH_SCORE)
+
+    async def score(conn: Any, tenant_ids: list[str] | None, *, now: Any) -> float | None:
+        dead = await job_figures(conn, now, tenant_ids)
+        return 100.0 - 10 * dead["dead"]
+
+    monkeypatch.setitem(
+        metrics_module._registry, HEALTH_SCORE, Metric(HEALTH_SCORE, "points", "score", score)
+    )
+    assert check_metric(HEALTH_SCORE) == HEALTH_SCORE
+    rule_id = await rule(
+        db, clock, metric=HEALTH_SCORE, comparison="lt", threshold=95, for_seconds=0
+    )
+    await evaluate_once(db, clock)
+    assert (await rule_row(db, rule_id))["state"] == "ok"
+    await dead_job(db, clock)
+    await evaluate_once(db, clock)
+    row = await rule_row(db, rule_id)
+    assert (row["state"], row["last_value"]) == ("firing", 90.0)
