@@ -12,11 +12,13 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.ops.runtime_status import runtime_status
 from flowledger.settings import get_settings
 from tests.alerts.support import rule
+from tests.api.conftest import Api
 from tests.ops.rows import add_execution, add_job, add_node
 
 MIN = timedelta(minutes=1)
@@ -34,6 +36,9 @@ def parse(text: str) -> dict[str, Any]:
 
 
 async def known_state(db: Database, clock: ManualClock) -> None:
+    """Rows around the database's time: /metrics, like the runtime status
+    panel, reads at database time (the test clock is moved there)."""
+    clock.set(await db.now())
     now = clock.now()
     await add_node(db, "w1", heartbeat_at=now - 10 * timedelta(seconds=1), slots_in_use=3)
     await add_node(db, "w2", heartbeat_at=now - 5 * MIN, slots_in_use=1)
@@ -93,7 +98,7 @@ async def test_metrics_parse_and_equal_the_runtime_status_O22_L23(
     assert response.headers["content-type"].startswith("text/plain")
     parsed = parse(response.text)
     samples = parsed["samples"]
-    status = await runtime_status(db, now=clock.now())
+    status = await runtime_status(db)  # at database time, as GET /runtime-status
 
     def gauge(name: str, tenant: str) -> float:
         return float(samples[(name, (("tenant", tenant),))])
@@ -151,6 +156,26 @@ async def test_metrics_parse_and_equal_the_runtime_status_O22_L23(
     assert samples[
         ("flowledger_job_queue_delay_seconds_gsum", (("pool", "workflow-ledger-outbound"),))
     ] == pytest.approx(22.0)
+
+
+async def test_metrics_equal_the_runtime_status_endpoint_O22_L23(
+    db: Database, clock: ManualClock, api: Api
+) -> None:
+    await known_state(db, clock)
+    monitor = await api.token("watcher", INSTANCE_MONITOR, tenants=["*"])
+    panel = (await api.get("/engine/jobs/runtime-status", monitor)).json()
+    samples = parse((await api.client.get("/metrics")).text)["samples"]
+    overall = (("tenant", "*"),)
+    assert samples[("flowledger_queue_backlog_items", overall)] == panel["backlog"]
+    assert samples[("flowledger_dead_letters_items", overall)] == panel["dead"]
+    assert samples[("flowledger_stuck_jobs_items", overall)] == panel["stuck"]
+    assert samples[("flowledger_job_failure_rate_percent", overall)] == pytest.approx(
+        panel["failureRate1h"] * 100
+    )
+    assert samples[("flowledger_workers_live", ())] == panel["liveWorkers"]["total"]
+    assert samples[("flowledger_workers_active", ())] == panel["liveWorkers"]["active"]
+    assert samples[("flowledger_slots_in_use", ())] == panel["slots"]["inUse"]
+    assert samples[("flowledger_slots_capacity", ())] == panel["slots"]["capacity"]
 
 
 async def test_metrics_of_an_empty_ledger_have_zeros_and_no_failure_rate_O22(

@@ -3,7 +3,8 @@ text exposition of :mod:`flowledger.ops.prometheus`, derived from the
 database at scrape time (multi-process correct without prometheus-client's
 multiprocess mode). When ``FLOWLEDGER_METRICS_TOKEN`` is set, a scrape must
 send ``Authorization: Bearer <token>`` (401 otherwise); it is not an API
-user token, so a Prometheus server needs no user account. It is not part of
+user token, so a Prometheus server needs no user account. Figures are taken
+at the database's time, as the runtime status panel's (SPEC L-23). It is not part of
 the REST API's OpenAPI document (which covers ``/api/workflows`` only)."""
 
 from __future__ import annotations
@@ -36,5 +37,5 @@ async def metrics(request: Request, ctx: Ctx) -> Response:
     """Prometheus metrics: the alert gauges, ledger counters and histograms,
     live workers and slots (see docs/alerting.md)."""
     _check_token(request)
-    body = await exposition(ctx.db, now=ctx.now())
+    body = await exposition(ctx.db, now=await ctx.db.now())
     return Response(content=body, media_type=CONTENT_TYPE_LATEST)

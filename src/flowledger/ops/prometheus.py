@@ -26,7 +26,8 @@ flowledger_workers_live / _active              gauge     runtime status nodes
 flowledger_slots_in_use / _capacity            gauge     of live workers
 =============================================  ========  ====================
 
-``tenant="*"`` is the whole engine; per-tenant series are exported for the
+Figures are taken at the ``now`` given (``GET /metrics``: the database's
+time, like the runtime status panel). ``tenant="*"`` is the whole engine; per-tenant series are exported for the
 tenants that have alert rules (a tenant list would otherwise need a scan of
 every job). The alert gauges are the very providers the evaluator uses, so
 a dashboard and an alert never disagree, and they equal the runtime status
