@@ -27,11 +27,11 @@ flowledger_slots_in_use / _capacity            gauge     of live workers
 =============================================  ========  ====================
 
 Figures are taken at the ``now`` given (``GET /metrics``: the database's
-time, like the runtime status panel). ``tenant="*"`` is the whole engine; per-tenant series are exported for the
-tenants that have alert rules (a tenant list would otherwise need a scan of
-every job). The alert gauges are the very providers the evaluator uses, so
-a dashboard and an alert never disagree, and they equal the runtime status
-panel (L-23) for ``tenant="*"``.
+time, like the runtime status panel). ``tenant="*"`` is the whole engine;
+per-tenant series are exported for the tenants that have alert rules (a
+tenant list would otherwise need a scan of every job). The alert gauges are
+the very providers the evaluator uses, so a dashboard and an alert never
+disagree, and they equal the runtime status panel (L-23) for ``tenant="*"``.
 
 Counters count rows that exist: retention deleting old jobs, or a manual
 retry taking a job out of ``dead``, lowers them, which Prometheus reads as
