@@ -73,6 +73,11 @@ class Settings(BaseSettings):
     # entry for the tenant, the users holding role workflow_admin in it
     admin_users: str = ""
 
+    # alerting and Prometheus (SPEC O-22): how often the leader evaluates the
+    # alert rules; a bearer token GET /metrics requires (empty: open)
+    alert_eval_interval_s: float = Field(default=60.0, gt=0)
+    metrics_token: str = ""
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

@@ -16,7 +16,9 @@ from fastapi.routing import APIRoute
 
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
+from flowledger.api.metrics_endpoint import router as metrics_router
 from flowledger.api.routers import (
+    alerts,
     automation,
     callbacks,
     compensation,
@@ -75,6 +77,7 @@ def api_router() -> APIRouter:
         instance_ops,
     ):
         router.include_router(module.router)
+    router.include_router(alerts.router)  # SPEC O-22
     return router
 
 
@@ -93,4 +96,5 @@ def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
     app.state.api = ApiContext(db=db, engine=engine or Engine(db))
     install_error_handlers(app)
     app.include_router(api_router())
+    app.include_router(metrics_router)  # GET /metrics at the root (SPEC O-22)
     return app

@@ -6,7 +6,7 @@ layers; no logic lives here.
   token, demo data on an empty database, then API + worker + system tasks.
 - ``serve``: the API only. ``worker``: the worker role only.
 - ``migrate``, ``demo``, ``token create``, ``definitions …``, ``instances …``,
-  ``jobs …`` (job ledger operations).
+  ``jobs …`` (job ledger operations), ``alerts rules|events|silence``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from flowledger.cli.alerts import alerts_app
 from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
@@ -37,6 +38,7 @@ app.add_typer(definitions_app, name="definitions")
 app.add_typer(instances_app, name="instances")
 app.add_typer(token_app, name="token")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(alerts_app, name="alerts")
 app.command()(demo)
 app.command()(recover)
 register_instance_ops(instances_app)

@@ -212,6 +212,7 @@ system_leader_leases = Table(
 )
 
 # The engine's tables live in their own module but share this metadata.
+from flowledger.db import alert_schema as _alert_schema  # noqa: E402,F401
 from flowledger.db import automation_schema as _automation_schema  # noqa: E402,F401
 from flowledger.db import callback_schema as _callback_schema  # noqa: E402,F401
 from flowledger.db import compensation_schema as _compensation_schema  # noqa: E402,F401

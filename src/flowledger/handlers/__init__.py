@@ -5,6 +5,7 @@ policies of SPEC C-1 as the engine's node-failure hook."""
 
 from flowledger.compensation import policies
 from flowledger.handlers import (
+    alert_jobs,
     automation_jobs,
     compensation_jobs,
     engine_jobs,
@@ -13,5 +14,6 @@ from flowledger.handlers import (
 )
 
 __all__ = ["automation_jobs", "compensation_jobs", "engine_jobs", "event_jobs", "outbound_jobs"]
+__all__ += ["alert_jobs"]
 
 policies.install()

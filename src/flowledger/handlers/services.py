@@ -1,7 +1,8 @@
 """Periodic services the engine contributes to worker processes: the
 schedule planner (SPEC E-9), which turns due cron ticks into
 ``schedule_launch`` jobs, and the event outbox relay (E-10, X-5), which
-keeps one ``event_dispatch`` job in flight while events are pending. Safe to
+keeps one ``event_dispatch`` job in flight while events are pending, and the
+leader-gated alert evaluator (O-22). Safe to
 run on every worker: idempotency keys make a tick launch once and the
 relays of many workers enqueue one dispatch job."""
 
@@ -15,6 +16,7 @@ from flowledger.db.database import Database
 from flowledger.engine import schedules
 from flowledger.events.relay import EventRelay
 from flowledger.ledger.task_runs import task_run_record
+from flowledger.ops.alerts.service import AlertEvaluator
 from flowledger.worker.services import PeriodicService
 
 
@@ -45,4 +47,6 @@ class SchedulePlanner(PeriodicService):
 
 
 def engine_services(db: Database, clock: Clock) -> list[PeriodicService]:
-    return [SchedulePlanner(db, clock), EventRelay(db, clock)]
+    services: list[PeriodicService] = [SchedulePlanner(db, clock), EventRelay(db, clock)]
+    services.append(AlertEvaluator(db, clock))  # SPEC O-22, leader-gated
+    return services

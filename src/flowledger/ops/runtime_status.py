@@ -29,7 +29,13 @@ avgDurationMs1h        mean ``duration_ms`` of attempts started in the last
                        hour that have one; null when none
 =====================  ======================================================
 
-"The last hour" is ``now - 1 h <= started_at <= now``. Percentiles are
+"The last hour" is ``now - 1 h <= started_at <= now``.
+
+The job and attempt figures can also be narrowed to some tenants (the jobs'
+``tenant_id``; an attempt belongs to its job's tenant) through
+:func:`job_figures` and :func:`attempt_figures` — what the alert metrics of
+SPEC O-22 use, so they keep exactly these definitions. The panel itself
+stays global. Percentiles are
 computed by PostgreSQL's ``percentile_cont``; on SQLite the hour's delays
 (bounded by one hour of claims) are fetched and interpolated the same way in
 Python, so both backends give the same number (rounded to 0.001 ms).
@@ -46,10 +52,11 @@ range scan of it; nodes by ``…_nodes_heartbeat``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Float, and_, case, cast, extract, func, or_, select
+from sqlalchemy import Float, and_, case, cast, extract, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
@@ -107,9 +114,16 @@ async def _workers(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
     }
 
 
-async def _job_counts(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
+def _job_tenants(tenant_ids: Sequence[str] | None) -> Any:
+    return true() if tenant_ids is None else jobs.c.tenant_id.in_(list(tenant_ids))
+
+
+async def _job_counts(
+    conn: AsyncConnection, now: datetime, tenant_ids: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Two round trips, each count over its own partial index."""
-    running = jobs.c.status == JobStatus.RUNNING
+    scope = _job_tenants(tenant_ids)
+    running = and_(jobs.c.status == JobStatus.RUNNING, scope)
     stuck = or_(
         jobs.c.lease_until.is_(None), jobs.c.lease_until < now, jobs.c.execution_deadline <= now
     )
@@ -122,7 +136,7 @@ async def _job_counts(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
             select(
                 count(running).label("in_flight"),
                 count(running, stuck).label("stuck"),
-                count(jobs.c.status == JobStatus.DEAD).label("dead"),
+                count(jobs.c.status == JobStatus.DEAD, scope).label("dead"),
                 select(func.max(executions.c.started_at)).scalar_subquery().label("last_claim"),
             )
         )
@@ -130,7 +144,7 @@ async def _job_counts(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
     backlog, oldest = (
         await conn.execute(
             select(func.count(), func.min(jobs.c.run_at)).where(
-                jobs.c.status == JobStatus.PENDING, jobs.c.run_at <= now
+                jobs.c.status == JobStatus.PENDING, jobs.c.run_at <= now, scope
             )
         )
     ).one()
@@ -148,18 +162,21 @@ def _last_hour(now: datetime) -> Any:
     return and_(executions.c.started_at >= now - RATE_WINDOW, executions.c.started_at <= now)
 
 
-async def _attempt_figures(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
+async def _attempt_figures(
+    conn: AsyncConnection, now: datetime, tenant_ids: Sequence[str] | None = None
+) -> dict[str, Any]:
     failed = case((executions.c.status == AttemptStatus.FAILED, 1), else_=0)
-    row = (
-        await conn.execute(
-            select(
-                func.count().label("attempts"),
-                func.coalesce(func.sum(failed), 0).label("failed"),
-                func.count(executions.c.duration_ms).label("timed"),
-                func.coalesce(func.sum(executions.c.duration_ms), 0).label("duration"),
-            ).where(_last_hour(now))
+    query = select(
+        func.count().label("attempts"),
+        func.coalesce(func.sum(failed), 0).label("failed"),
+        func.count(executions.c.duration_ms).label("timed"),
+        func.coalesce(func.sum(executions.c.duration_ms), 0).label("duration"),
+    ).where(_last_hour(now))
+    if tenant_ids is not None:  # the hour's attempts, joined to their jobs by primary key
+        query = query.join_from(executions, jobs, jobs.c.id == executions.c.job_id).where(
+            _job_tenants(tenant_ids)
         )
-    ).one()
+    row = (await conn.execute(query)).one()
     return {
         "failureRate1h": row.failed / row.attempts if row.attempts else None,
         "avgDurationMs1h": _ms(row.duration / row.timed) if row.timed else None,
@@ -187,6 +204,28 @@ async def _queue_percentiles(conn: AsyncConnection, now: datetime) -> tuple[Any,
     )
     delays = [(r.started_at - r.scheduled_at).total_seconds() * 1000 for r in rows]
     return _ms(percentile_cont(delays, 0.95)), _ms(percentile_cont(delays, 0.99))
+
+
+async def job_figures(
+    conn: AsyncConnection, now: datetime, tenant_ids: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """``inFlight``, ``stuck``, ``backlog``, ``oldestQueuedSeconds``, ``dead``
+    and ``lastClaimAt`` (global), counting only jobs of ``tenant_ids``
+    (None: every job)."""
+    return await _job_counts(conn, now, tenant_ids)
+
+
+async def attempt_figures(
+    conn: AsyncConnection, now: datetime, tenant_ids: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """``failureRate1h``, ``avgDurationMs1h``, ``attempts1h`` and
+    ``failedAttempts1h`` over attempts of jobs of ``tenant_ids`` (None: all)."""
+    return await _attempt_figures(conn, now, tenant_ids)
+
+
+async def worker_figures(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
+    """``liveWorkers`` and ``slots`` (nodes are not per tenant)."""
+    return await _workers(conn, now)
 
 
 async def runtime_status(db: Database, *, now: datetime | None = None) -> dict[str, Any]:

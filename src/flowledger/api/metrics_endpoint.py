@@ -1,0 +1,41 @@
+"""``GET /metrics`` at the application root (SPEC O-22): the Prometheus
+text exposition of :mod:`flowledger.ops.prometheus`, derived from the
+database at scrape time (multi-process correct without prometheus-client's
+multiprocess mode). When ``FLOWLEDGER_METRICS_TOKEN`` is set, a scrape must
+send ``Authorization: Bearer <token>`` (401 otherwise); it is not an API
+user token, so a Prometheus server needs no user account. Figures are taken
+at the database's time, as the runtime status panel's (SPEC L-23). It is not part of
+the REST API's OpenAPI document (which covers ``/api/workflows`` only)."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from flowledger.api.deps import Ctx
+from flowledger.api.errors import Unauthenticated
+from flowledger.ops.prometheus import exposition
+from flowledger.settings import get_settings
+
+router = APIRouter(tags=["metrics"])
+
+
+def _check_token(request: Request) -> None:
+    expected = get_settings().metrics_token
+    if not expected:
+        return
+    given = request.headers.get("authorization", "")
+    scheme, _, token = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), expected):
+        raise Unauthenticated("GET /metrics needs the metrics bearer token")
+
+
+@router.get("/metrics", response_class=Response, include_in_schema=False)
+async def metrics(request: Request, ctx: Ctx) -> Response:
+    """Prometheus metrics: the alert gauges, ledger counters and histograms,
+    live workers and slots (see docs/alerting.md)."""
+    _check_token(request)
+    body = await exposition(ctx.db, now=await ctx.db.now())
+    return Response(content=body, media_type=CONTENT_TYPE_LATEST)

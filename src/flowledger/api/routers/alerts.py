@@ -1,0 +1,353 @@
+"""Alerting under ``/api/workflows/engine/alerts`` (SPEC O-22, A-2, A-3):
+rules (``GET|POST /rules``, ``GET|PATCH|DELETE /rules/{ruleId}``), events
+(``GET /events``), silences (``GET|POST /silences``, ``DELETE
+/silences/{silenceId}``, ``POST /silences/{silenceId}/expire``) and the
+metrics' current values (``GET /metrics``).
+
+Mutations need ``workflow:engine:operate`` and are audited
+(``alert_rule.create|update|delete``, ``alert_silence.create|expire|delete``;
+webhook secrets never appear in the audit); reads need
+``workflow:instance:monitor``. Rules, events and silences of a tenant the
+caller cannot see are 404; those of the whole engine (no tenant) are seen
+and changed only by callers who see every tenant. The logic lives in
+:mod:`flowledger.ops.alerts`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Response
+
+from flowledger.api.alert_schemas import (
+    OVERALL,
+    EventPage,
+    EventPublic,
+    MetricValue,
+    MetricValues,
+    RuleCreate,
+    RuleCreated,
+    RulePage,
+    RulePublic,
+    RuleUpdate,
+    SilenceCreate,
+    SilencePage,
+    SilencePublic,
+)
+from flowledger.api.audit import audited
+from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.deps import Ctx
+from flowledger.api.errors import Forbidden
+from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require, require_tenant
+from flowledger.api.schemas import MAX_ID
+from flowledger.ops.alerts import queries, rules, silences
+from flowledger.ops.alerts.rules import RuleFields, parse_duration
+
+router = APIRouter(prefix="/engine/alerts", tags=["alerts"])
+
+RuleId = Annotated[int, Path(alias="ruleId", ge=1, le=MAX_ID)]
+SilenceId = Annotated[int, Path(alias="silenceId", ge=1, le=MAX_ID)]
+
+
+def _scope(caller: Caller, tenant: str | None) -> str | None:
+    """The rule's tenant (None: overall) once the caller may use it."""
+    if tenant is None or tenant == OVERALL:
+        if not caller.all_tenants:
+            raise Forbidden(
+                "a rule or silence over every tenant needs access to every tenant",
+                field="tenant",
+            )
+        return None
+    require_tenant(caller, tenant)
+    return tenant
+
+
+def _secret_free(values: dict[str, Any]) -> dict[str, Any]:
+    """The audit detail of a body: webhook secrets replaced by a flag."""
+    channels = values.get("channels")
+    if not isinstance(channels, dict):
+        return values
+    webhook = channels.get("webhook")
+    if isinstance(webhook, dict) and "secret" in webhook:
+        webhook = {k: v for k, v in webhook.items() if k != "secret"} | {"secretChanged": True}
+        values = {**values, "channels": {**channels, "webhook": webhook}}
+    return values
+
+
+# ------------------------------------------------------------------- rules
+
+
+def _for_seconds(body: RuleCreate) -> int:
+    if body.for_seconds is not None:
+        if "for_" in body.model_fields_set:
+            raise rules.AlertRuleInvalid("give for or forSeconds, not both", field="for")
+        return parse_duration(body.for_seconds, field="forSeconds")
+    return parse_duration(body.for_)
+
+
+@router.get("/rules", response_model=RulePage)
+async def list_rules(
+    ctx: Ctx,
+    caller: CurrentCaller,
+    enabled: bool | None = None,
+    metric: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> RulePage:
+    """Rules of the caller's tenants, newest first."""
+    require(caller, INSTANCE_MONITOR)
+    after = decode_cursor(cursor, (int,))
+    async with ctx.db.read() as conn:
+        items, key = await rules.list_rules(
+            conn,
+            tenants=caller.tenant_scope,
+            enabled=enabled,
+            metric=metric,
+            limit=limit,
+            after_id=None if after is None else after[0],
+        )
+    return RulePage(
+        items=[RulePublic.from_row(r) for r in items],
+        next=cursor_for(None if key is None else [key]),
+    )
+
+
+@router.post("/rules", status_code=201, response_model=RuleCreated)
+async def create_rule(body: RuleCreate, ctx: Ctx, caller: CurrentCaller) -> RuleCreated:
+    """A threshold rule; a webhook without a secret gets one, returned once."""
+    async with audited(ctx, caller, "alert_rule.create", "alert_rule") as entry:
+        require(caller, ENGINE_OPERATE)
+        given = "tenant" in body.model_fields_set
+        tenant = _scope(caller, body.tenant if given else caller.default_tenant)
+        entry.tenant_id = tenant
+        entry.detail.update(
+            _secret_free(body.model_dump(by_alias=True, exclude={"tenant"}, mode="json"))
+        )
+        webhook = body.channels.webhook
+        fields = RuleFields(
+            name=body.name,
+            metric=body.metric,
+            comparison=body.comparison,
+            threshold=body.threshold,
+            for_seconds=_for_seconds(body),
+            severity=body.severity,
+            email_to=body.channels.email,
+            webhook_url=None if webhook is None else webhook.url,
+            webhook_secret=None if webhook is None else webhook.secret,
+            in_app_users=body.channels.in_app,
+            enabled=body.enabled,
+        )
+        async with ctx.db.begin() as conn:
+            row, generated = await rules.create_rule(
+                conn, tenant=tenant, fields=fields, actor=caller.user_id, now=ctx.now()
+            )
+        entry.target_id = str(row["id"])
+    public = RulePublic.from_row(row)
+    return RuleCreated(**public.model_dump(), webhook_secret=generated)
+
+
+@router.get("/rules/{ruleId}", response_model=RulePublic)
+async def get_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> RulePublic:
+    require(caller, INSTANCE_MONITOR)
+    async with ctx.db.read() as conn:
+        row = await rules.require_rule(conn, rule_id, tenants=caller.tenant_scope)
+    return RulePublic.from_row(row)
+
+
+def _changes(body: RuleUpdate) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if {"for_", "for_seconds"} <= body.model_fields_set:
+        raise rules.AlertRuleInvalid("give for or forSeconds, not both", field="for")
+    for name in body.model_fields_set - {"channels", "for_", "for_seconds"}:
+        changes[name] = getattr(body, name)
+    if body.for_ is not None:
+        changes["for_seconds"] = parse_duration(body.for_)
+    elif body.for_seconds is not None:
+        changes["for_seconds"] = parse_duration(body.for_seconds, field="forSeconds")
+    channels = body.channels
+    if channels is not None:
+        given = channels.model_fields_set
+        if "email" in given:
+            changes["email_to"] = channels.email or []
+        if "in_app" in given:
+            changes["in_app_users"] = channels.in_app or []
+        if "webhook" in given:
+            changes["webhook_url"] = None if channels.webhook is None else channels.webhook.url
+            if channels.webhook is not None and channels.webhook.secret is not None:
+                changes["webhook_secret"] = channels.webhook.secret
+    return changes
+
+
+@router.patch("/rules/{ruleId}", response_model=RulePublic)
+async def update_rule(
+    rule_id: RuleId, body: RuleUpdate, ctx: Ctx, caller: CurrentCaller
+) -> RulePublic:
+    """Change some fields; disabling returns the rule to ``ok`` silently."""
+    async with audited(ctx, caller, "alert_rule.update", "alert_rule", rule_id) as entry:
+        require(caller, ENGINE_OPERATE)
+        entry.detail.update(
+            _secret_free(body.model_dump(by_alias=True, exclude_unset=True, mode="json"))
+        )
+        async with ctx.db.begin() as conn:
+            row = await rules.update_rule(
+                conn, rule_id, _changes(body), now=ctx.now(), tenants=caller.tenant_scope
+            )
+        entry.tenant_id = row["tenant_id"]
+    return RulePublic.from_row(row)
+
+
+@router.delete("/rules/{ruleId}", status_code=204, response_class=Response)
+async def delete_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> Response:
+    """Delete a rule; its events stay on record."""
+    async with audited(ctx, caller, "alert_rule.delete", "alert_rule", rule_id) as entry:
+        require(caller, ENGINE_OPERATE)
+        async with ctx.db.begin() as conn:
+            row = await rules.delete_rule(conn, rule_id, tenants=caller.tenant_scope)
+        entry.tenant_id = row["tenant_id"]
+    return Response(status_code=204)
+
+
+# ------------------------------------------------------------------ events
+
+
+@router.get("/events", response_model=EventPage)
+async def list_events(
+    ctx: Ctx,
+    caller: CurrentCaller,
+    rule_id: Annotated[int | None, Query(alias="ruleId", ge=1, le=MAX_ID)] = None,
+    kind: Literal["firing", "resolved"] | None = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> EventPage:
+    """Firing and resolved transitions, newest first, with the deciding value."""
+    require(caller, INSTANCE_MONITOR)
+    after = decode_cursor(cursor, (int,))
+    async with ctx.db.read() as conn:
+        items, key = await queries.list_events(
+            conn,
+            tenants=caller.tenant_scope,
+            rule_id=rule_id,
+            kind=kind,
+            limit=limit,
+            after_id=None if after is None else after[0],
+        )
+    return EventPage(
+        items=[EventPublic.from_row(r) for r in items],
+        next=cursor_for(None if key is None else [key]),
+    )
+
+
+@router.get("/metrics", response_model=MetricValues)
+async def metric_values(
+    ctx: Ctx,
+    caller: CurrentCaller,
+    tenant: Annotated[str | None, Query(max_length=64, description="'*': every tenant")] = None,
+) -> MetricValues:
+    """The alert metrics' values now, for one tenant or every tenant."""
+    require(caller, INSTANCE_MONITOR)
+    scope = _scope(caller, tenant if tenant is not None else caller.default_tenant)
+    async with ctx.db.read() as conn:
+        values = await queries.current_values(conn, tenant=scope, now=ctx.now())
+    return MetricValues(items=[MetricValue.model_validate(v) for v in values])
+
+
+# ---------------------------------------------------------------- silences
+
+
+@router.get("/silences", response_model=SilencePage)
+async def list_silences(
+    ctx: Ctx,
+    caller: CurrentCaller,
+    state: Literal["active", "pending", "expired", "all"] = "all",
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> SilencePage:
+    require(caller, INSTANCE_MONITOR)
+    after = decode_cursor(cursor, (int,))
+    now = ctx.now()
+    async with ctx.db.read() as conn:
+        items, key = await silences.list_silences(
+            conn,
+            tenants=caller.tenant_scope,
+            now=now,
+            state=state,
+            limit=limit,
+            after_id=None if after is None else after[0],
+        )
+    return SilencePage(
+        items=[SilencePublic.from_row(r, now) for r in items],
+        next=cursor_for(None if key is None else [key]),
+    )
+
+
+@router.post("/silences", status_code=201, response_model=SilencePublic)
+async def create_silence(body: SilenceCreate, ctx: Ctx, caller: CurrentCaller) -> SilencePublic:
+    """Silence the notifications of matching rules for a time window."""
+    async with audited(ctx, caller, "alert_silence.create", "alert_silence") as entry:
+        require(caller, ENGINE_OPERATE)
+        entry.detail.update(body.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        now = ctx.now()
+        matcher = body.matcher
+        starts = body.starts_at or now
+        if (body.ends_at is None) == (body.duration is None):
+            raise silences.AlertSilenceInvalid(
+                "give endsAt or duration (one of them)", field="endsAt"
+            )
+        ends = body.ends_at
+        if body.duration is not None:
+            ends = starts + timedelta(seconds=parse_duration(body.duration, field="duration"))
+        assert ends is not None
+        async with ctx.db.begin() as conn:
+            tenant = matcher.tenant
+            if matcher.rule_id is not None:
+                rule = await rules.require_rule(conn, matcher.rule_id, tenants=caller.tenant_scope)
+                if tenant is not None and tenant != rule["tenant_id"]:
+                    raise silences.AlertSilenceInvalid(
+                        "matcher.tenant is not the rule's tenant", field="matcher.tenant"
+                    )
+                tenant = rule["tenant_id"]
+                scope = _scope(caller, OVERALL if tenant is None else tenant)
+            elif tenant is None and not caller.all_tenants:
+                scope = caller.default_tenant
+            else:
+                scope = _scope(caller, OVERALL if tenant is None else tenant)
+            entry.tenant_id = scope
+            row = await silences.create_silence(
+                conn,
+                tenant=scope,
+                rule_id=matcher.rule_id,
+                metric=matcher.metric,
+                starts_at=starts,
+                ends_at=ends,
+                comment=body.comment,
+                actor=caller.user_id,
+                now=now,
+            )
+        entry.target_id = str(row["id"])
+    return SilencePublic.from_row(row, now)
+
+
+@router.post("/silences/{silenceId}/expire", response_model=SilencePublic)
+async def expire_silence(silence_id: SilenceId, ctx: Ctx, caller: CurrentCaller) -> SilencePublic:
+    """End a silence now; notifications owed go out at the next evaluation."""
+    async with audited(ctx, caller, "alert_silence.expire", "alert_silence", silence_id) as entry:
+        require(caller, ENGINE_OPERATE)
+        now = ctx.now()
+        async with ctx.db.begin() as conn:
+            row = await silences.expire_silence(
+                conn, silence_id, now=now, tenants=caller.tenant_scope
+            )
+        entry.tenant_id = row["tenant_id"]
+    return SilencePublic.from_row(row, now)
+
+
+@router.delete("/silences/{silenceId}", status_code=204, response_class=Response)
+async def delete_silence(silence_id: SilenceId, ctx: Ctx, caller: CurrentCaller) -> Response:
+    async with audited(ctx, caller, "alert_silence.delete", "alert_silence", silence_id) as entry:
+        require(caller, ENGINE_OPERATE)
+        async with ctx.db.begin() as conn:
+            row = await silences.delete_silence(conn, silence_id, tenants=caller.tenant_scope)
+        entry.tenant_id = row["tenant_id"]
+    return Response(status_code=204)

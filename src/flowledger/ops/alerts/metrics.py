@@ -1,0 +1,174 @@
+"""The alert metrics of SPEC O-22 as named providers, derived from the
+database at evaluation (or scrape) time — there is no collection task.
+
+A provider is ``async (conn, tenant_ids, *, now) -> float | None``:
+``tenant_ids`` None means the whole engine ("overall"), a list narrows the
+figure to those tenants' jobs; None as the value means "no data" (e.g. no
+attempt in the last hour), for which no alert condition holds.
+
+=====================  =======  ===========================================
+metric                 unit     definition (:mod:`flowledger.ops.runtime_status`)
+=====================  =======  ===========================================
+queue_backlog          items    ``backlog``: pending jobs with run_at <= now
+dead_letters           items    ``dead``: dead jobs
+job_failure_rate       %        ``failureRate1h`` x 100: failed attempts /
+                                attempts started in the last hour
+stuck_jobs             items    ``stuck``: running jobs whose lease is
+                                missing or expired or whose deadline passed
+engine_health_score    points   registered by the health inspection module
+                                (see the merge point below); not a valid
+                                rule metric until its provider is
+=====================  =======  ===========================================
+
+The four job metrics call the runtime status panel's own queries
+(:func:`~flowledger.ops.runtime_status.job_figures`,
+:func:`~flowledger.ops.runtime_status.attempt_figures`), so the alert, the
+panel and ``/metrics`` always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.ops.runtime_status import attempt_figures, job_figures
+
+
+class Provider(Protocol):
+    def __call__(
+        self, conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
+    ) -> Awaitable[float | None]: ...
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named metric: its unit, a one-line description and its provider."""
+
+    name: str
+    unit: str
+    description: str
+    provider: Provider
+
+
+_registry: dict[str, Metric] = {}
+
+
+def register_metric(metric: Metric, *, replace: bool = False) -> Metric:
+    """Make ``metric`` known to rules, the evaluator and ``/metrics``."""
+    if metric.name in _registry and not replace and _registry[metric.name] != metric:
+        raise ValueError(f"metric {metric.name!r} is already registered")
+    _registry[metric.name] = metric
+    return metric
+
+
+def get_metric(name: str) -> Metric | None:
+    return _registry.get(name)
+
+
+def metrics() -> list[Metric]:
+    """Every registered metric, in registration order."""
+    return list(_registry.values())
+
+
+def metric_names() -> list[str]:
+    return list(_registry)
+
+
+# job_figures results of the current measure() call, so the three job
+# metrics of one scope share their two queries
+_figures: ContextVar[dict[Any, dict[str, Any]] | None] = ContextVar("alert_figures", default=None)
+
+
+def _from_jobs(key: str) -> Provider:
+    async def provider(
+        conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
+    ) -> float | None:
+        memo = _figures.get()
+        scope = (now, None if tenant_ids is None else tuple(tenant_ids))
+        figures = None if memo is None else memo.get(scope)
+        if figures is None:
+            figures = await job_figures(conn, now, tenant_ids)
+            if memo is not None:
+                memo[scope] = figures
+        return float(figures[key])
+
+    return provider
+
+
+async def _failure_rate(
+    conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
+) -> float | None:
+    rate = (await attempt_figures(conn, now, tenant_ids))["failureRate1h"]
+    return None if rate is None else round(float(rate) * 100, 6)
+
+
+register_metric(
+    Metric("queue_backlog", "items", "pending jobs that are due", _from_jobs("backlog"))
+)
+register_metric(Metric("dead_letters", "items", "dead jobs", _from_jobs("dead")))
+register_metric(
+    Metric(
+        "job_failure_rate",
+        "percent",
+        "failed share of the attempts started in the last hour",
+        _failure_rate,
+    )
+)
+register_metric(
+    Metric(
+        "stuck_jobs",
+        "items",
+        "running jobs whose lease is missing or expired or whose deadline passed",
+        _from_jobs("stuck"),
+    )
+)
+
+# ---------------------------------------------------------------- MERGE POINT
+# The lead registers the health score here at merge (ops/health_score.py of
+# the health inspection branch). Until then "engine_health_score" is not a
+# registered metric, so a rule naming it is refused (422 alert_metric_unknown,
+# field "metric") and /metrics does not export it. At merge, uncomment:
+#
+# from flowledger.ops.health_score import engine_health_score
+#
+# async def _health_score(
+#     conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
+# ) -> float | None:
+#     return float((await engine_health_score(conn, tenant_ids, now=now)).score)
+#
+# register_metric(
+#     Metric("engine_health_score", "points", "engine health score (0-100)", _health_score)
+# )
+# ------------------------------------------------------------ END MERGE POINT
+
+HEALTH_SCORE = "engine_health_score"
+
+
+async def measure(
+    conn: AsyncConnection,
+    wanted: Sequence[tuple[str, str | None]],
+    *,
+    now: datetime,
+) -> dict[tuple[str, str | None], float | None]:
+    """The value of each distinct (metric, tenant) pair of ``wanted``
+    (tenant None: overall), each computed once, all in ``conn``'s snapshot
+    (the job metrics of one scope share one :func:`job_figures` call)."""
+    values: dict[tuple[str, str | None], float | None] = {}
+    token = _figures.set({})
+    try:
+        for name, tenant in dict.fromkeys(wanted):
+            metric = _registry.get(name)
+            if metric is None:
+                values[(name, tenant)] = None
+                continue
+            values[(name, tenant)] = await metric.provider(
+                conn, None if tenant is None else [tenant], now=now
+            )
+    finally:
+        _figures.reset(token)
+    return values
