@@ -3,7 +3,7 @@ evaluation state), ``workflow_alert_events`` (firing / resolved
 transitions, UNIQUE per rule, episode and kind) and
 ``workflow_alert_silences``.
 
-Revision ID: 0010
+Revision ID: 0008
 Revises: 0006
 Create Date: 2026-12-01 11:30:00
 """
