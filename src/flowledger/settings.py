@@ -73,6 +73,11 @@ class Settings(BaseSettings):
     # entry for the tenant, the users holding role workflow_admin in it
     admin_users: str = ""
 
+    # health history (SPEC O-16): the leader-gated snapshot interval and how
+    # long snapshots are kept
+    health_snapshot_interval_s: float = Field(default=300.0, gt=0)
+    health_snapshot_retention_days: int = Field(default=30, ge=1)
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

@@ -31,6 +31,7 @@ from flowledger.api.routers import (
     subscriptions,
     tasks,
 )
+from flowledger.api.routers import health as health_routes
 from flowledger.api.schemas import ErrorPublic
 from flowledger.compensation import policies
 from flowledger.db.database import Database
@@ -67,6 +68,7 @@ def api_router() -> APIRouter:
         automation,
         callbacks,
         compensation,
+        health_routes,
     ):
         router.include_router(module.router)
     return router

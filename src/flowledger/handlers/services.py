@@ -11,6 +11,7 @@ from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.engine.facade import Engine
 from flowledger.events.relay import EventRelay
+from flowledger.handlers.health_service import HealthSnapshots
 from flowledger.worker.services import PeriodicService
 
 
@@ -26,4 +27,4 @@ class SchedulePlanner(PeriodicService):
 
 
 def engine_services(db: Database, clock: Clock) -> list[PeriodicService]:
-    return [SchedulePlanner(db, clock), EventRelay(db, clock)]
+    return [SchedulePlanner(db, clock), EventRelay(db, clock), HealthSnapshots(db, clock)]
