@@ -162,7 +162,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             Conclusion(
                 "running_without_active_token",
                 CRITICAL,
-                "the instance is running but no token is active: nothing can move it",
+                "the instance is running but no token is active, so nothing can move it",
                 Evidence(token_ids=_ints(parked)),
                 _force_jump(last_node_key),
             )
@@ -172,8 +172,8 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             Conclusion(
                 "task_without_token",
                 CRITICAL,
-                f"task {row.task_id} at «{row.node_key}» holds no active token: "
-                "acting on it will fail",
+                f"task {row.task_id} at «{row.node_key}» holds no active token, "
+                "so acting on it will fail",
                 Evidence(task_ids=[int(row.task_id)]),
                 _force_jump(row.node_key),
             )
@@ -324,11 +324,11 @@ def _verdict(conclusions: list[Conclusion]) -> Verdict | None:
     action = repair["action"]
     params = dict(repair["params"])
     if action == "force_jump":
-        message += f": force jump to «{params['target']}»"
+        message += f"; force jump to «{params['target']}»"
     elif action == "job_retry":
-        message += f": retry job {params['jobId']}"
+        message += f"; retry job {params['jobId']}"
     elif action == "recovery":
-        message += f": run the recovery action {params['action']}"
+        message += f"; run the recovery action {params['action']}"
     return Verdict(message + ".", action, params)
 
 

@@ -1,4 +1,4 @@
-"""The engine health score (SPEC O-16): 0–100 points from the health
+"""The engine health score (SPEC O-16): 0-100 points from the health
 inspection and the runtime status (L-23). It is the ``engine_health_score``
 metric that alerting uses and what the health history records. Read-only.
 
@@ -15,7 +15,7 @@ stuckJobs        5 per stuck running job (lease expired or      15
                  deadline reached)
 backlog          1 per full minute the oldest due pending job   10
                  has waited, beyond the first minute
-failureRate      50 × failed attempts / attempts of the last    15
+failureRate      50 x failed attempts / attempts of the last    15
                  hour (rounded down)
 ===============  ===========================================  ====
 
