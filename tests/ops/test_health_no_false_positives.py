@@ -203,7 +203,7 @@ async def test_healthy_instances_give_nothing_O16_O12(
     # one child of each two approves: its parent joins and moves on
     parents = started[11 :: len(STARTS)]
     for parent in parents[: PER_FLOW // 2]:
-        (sub,) = await tasks(db, parent, node_key="sub")
+        (_sub,) = await tasks(db, parent, node_key="sub")
         child = await _child_of(db, parent)
         await engine.approve(await pending_task(db, child, "check"), actor="auditor")
     clock.advance(seconds=5 * MIN)

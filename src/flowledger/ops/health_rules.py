@@ -317,7 +317,9 @@ def delay_missing_wake_job(p: RuleParams) -> Select[Any]:
     ).add_columns(*_task_row(p, null(), tasks.c.created_at, tasks.c.due_at))
 
 
-def _overdue(p: RuleParams, kind_filter: ColumnElement[bool], status: str, job_type: str) -> Any:
+def _overdue(
+    p: RuleParams, kind_filter: ColumnElement[bool], status: str, job_type: str
+) -> Select[Any]:
     return (
         select(*_task_row(p, jobs.c.id, jobs.c.run_at, jobs.c.status))
         .select_from(
