@@ -11,9 +11,17 @@ Table and index definitions only; they share
   creation time: token_task_mismatch.
 - ``ix_workflow_tasks_open_kind`` — open tasks by kind and creation time: the
   per-kind rules (delay, trigger, subprocess, external approval, human).
-- ``ix_workflow_jobs_task`` — jobs by (instance, task, type): "does this task
-  have a live / succeeded / executed job of type T" of every task rule.
-- ``ix_workflow_instances_running`` — running instances: instance_stalled.
+- ``ix_workflow_tasks_open_instance`` — open tasks by instance: the "no open
+  task" anti-joins (instance_stalled: a merge anti-join with
+  ``ix_workflow_instances_running``, both index-only).
+- ``ix_workflow_jobs_task`` — jobs attached to a task by (type, task): "does
+  this task have a live / succeeded / executed job of type T" of every task
+  rule, and the due jobs of a type (delay_overdue, task_timeout_overdue).
+- ``ix_workflow_instances_running`` — running instances by id: the instance
+  probe of every rule and instance_stalled.
+
+On PostgreSQL each carries the columns its rules read (INCLUDE), so the
+scans and probes are index-only.
 """
 
 from __future__ import annotations
@@ -26,6 +34,20 @@ from flowledger.db.types import BigId, JsonType, UTCDateTime
 
 _OPEN = text("status IN ('pending', 'waiting')")
 _RUNNING = text("status = 'running'")
+_WITH_TASK = text("task_id IS NOT NULL")
+# PostgreSQL INCLUDE columns, so the rules' scans and probes are index-only
+TASK_INCLUDE = [
+    "id",
+    "instance_id",
+    "token_id",
+    "status",
+    "tenant_id",
+    "node_key",
+    "assignee",
+    "due_at",
+]
+JOB_INCLUDE = ["id", "status", "run_at", "instance_id"]
+INSTANCE_INCLUDE = ["tenant_id", "definition_key", "updated_at"]
 
 workflow_health_snapshots = Table(
     "workflow_health_snapshots",
@@ -41,6 +63,7 @@ workflow_health_snapshots = Table(
 Index(
     "ix_workflow_tasks_open_created",
     workflow_tasks.c.created_at,
+    postgresql_include=TASK_INCLUDE,
     postgresql_where=_OPEN,
     sqlite_where=_OPEN,
 )
@@ -48,20 +71,28 @@ Index(
     "ix_workflow_tasks_open_kind",
     workflow_tasks.c.kind,
     workflow_tasks.c.created_at,
+    postgresql_include=TASK_INCLUDE,
+    postgresql_where=_OPEN,
+    sqlite_where=_OPEN,
+)
+Index(
+    "ix_workflow_tasks_open_instance",
+    workflow_tasks.c.instance_id,
     postgresql_where=_OPEN,
     sqlite_where=_OPEN,
 )
 Index(
     "ix_workflow_jobs_task",
-    workflow_jobs.c.instance_id,
-    workflow_jobs.c.task_id,
     workflow_jobs.c.type,
-    postgresql_where=text("task_id IS NOT NULL"),
-    sqlite_where=text("task_id IS NOT NULL"),
+    workflow_jobs.c.task_id,
+    postgresql_include=JOB_INCLUDE,
+    postgresql_where=_WITH_TASK,
+    sqlite_where=_WITH_TASK,
 )
 Index(
     "ix_workflow_instances_running",
-    workflow_instances.c.updated_at,
+    workflow_instances.c.id,
+    postgresql_include=INSTANCE_INCLUDE,
     postgresql_where=_RUNNING,
     sqlite_where=_RUNNING,
 )

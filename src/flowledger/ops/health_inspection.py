@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.ops.health_rules import (
@@ -65,7 +66,12 @@ def _as_int(value: Any) -> int | None:
 async def run_rules(
     conn: AsyncConnection, params: RuleParams, rules: Sequence[Rule] = RULES
 ) -> list[Problem]:
-    """Every problem the ``rules`` find, before de-duplication."""
+    """Every problem the ``rules`` find, before de-duplication. On
+    PostgreSQL the transaction runs without JIT: the rules are short
+    index-driven queries whose (pessimistic) cost estimates would otherwise
+    make PostgreSQL spend far longer compiling them than running them."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("SET LOCAL jit = off"))
     found: list[Problem] = []
     for rule in rules:
         for row in await conn.execute(rule.build(params)):

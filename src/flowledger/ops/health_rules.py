@@ -116,6 +116,31 @@ def _scope(p: RuleParams, *, running: bool = True) -> list[ColumnElement[bool]]:
     return where
 
 
+def _task_scope(p: RuleParams) -> list[ColumnElement[bool]]:
+    """The filters a task row carries itself (tenant, instance)."""
+    where: list[ColumnElement[bool]] = []
+    if p.tenants is not None:
+        where.append(tasks.c.tenant_id.in_(list(p.tenants)))
+    if p.instance_id is not None:
+        where.append(tasks.c.instance_id == p.instance_id)
+    return where
+
+
+def _running(p: RuleParams, candidates: Select[Any]) -> Select[Any]:
+    """The candidate rows whose instance is running and in scope. The
+    candidates are found first (a materialized CTE on PostgreSQL) and each is
+    then checked by one probe of ``ix_workflow_instances_running`` — a scalar
+    subquery, which PostgreSQL never turns into a hash join over every
+    running instance, whatever it estimates the candidates to be."""
+    found = candidates.cte("candidates").prefix_with("MATERIALIZED", dialect="postgresql")
+    probe = (
+        select(instances.c.id)
+        .where(instances.c.id == found.c.instance_id, *_scope(p))
+        .scalar_subquery()
+    )
+    return select(*(found.c[name] for name in COLUMNS)).where(probe.isnot(None))
+
+
 def _task_jobs(job_type: str, *where: ColumnElement[bool]) -> Any:
     """Jobs of ``job_type`` attached to the outer task (ix_workflow_jobs_task)."""
     return and_(
@@ -130,13 +155,10 @@ def _latest_job(job_type: str) -> Any:
     return select(func.max(jobs.c.id)).where(_task_jobs(job_type)).scalar_subquery()
 
 
-def _open_tasks(*where: ColumnElement[bool]) -> Select[Any]:
-    """Open tasks of running instances, joined to their instance."""
-    return (
-        select()
-        .select_from(tasks.join(instances, instances.c.id == tasks.c.instance_id))
-        .where(tasks.c.status.in_(OPEN_TASK), *where)
-    )
+def _open_tasks(p: RuleParams, *where: ColumnElement[bool]) -> Select[Any]:
+    """Open tasks in the caller's scope (their instance is checked by
+    :func:`_running`)."""
+    return select().select_from(tasks).where(tasks.c.status.in_(OPEN_TASK), *where, *_task_scope(p))
 
 
 def _columns(
@@ -152,8 +174,11 @@ def _columns(
     ]
 
 
+COLUMNS = ("instance_id", "task_id", "node_key", "job_id", "since", "detail")
+
+
 def _task_row(p: RuleParams, job_id: Any, since: Any, detail: Any) -> list[Any]:
-    return _columns(instances.c.id, tasks.c.id, tasks.c.node_key, job_id, since, detail)
+    return _columns(tasks.c.instance_id, tasks.c.id, tasks.c.node_key, job_id, since, detail)
 
 
 # -------------------------------------------------------------------- rules
@@ -161,27 +186,21 @@ def _task_row(p: RuleParams, job_id: Any, since: Any, detail: Any) -> list[Any]:
 
 def token_task_mismatch(p: RuleParams) -> Select[Any]:
     """An open task whose token is missing, not active, or at another node,
-    created at or before the cutoff."""
-    holder = tokens.alias("holder")
-    query = (
-        select(*_task_row(p, null(), tasks.c.created_at, tasks.c.assignee))
-        .select_from(
-            tasks.join(instances, instances.c.id == tasks.c.instance_id).outerjoin(
-                holder, holder.c.id == tasks.c.token_id
-            )
-        )
+    created at or before the cutoff. The token is one primary-key probe per
+    candidate (a scalar subquery)."""
+    holder_ok = (
+        select(tokens.c.id)
         .where(
-            tasks.c.status.in_(OPEN_TASK),
-            tasks.c.created_at <= p.cutoff,
-            or_(
-                holder.c.id.is_(None),
-                holder.c.state != TokenState.ACTIVE.value,
-                holder.c.node_key != tasks.c.node_key,
-            ),
-            *_scope(p),
+            tokens.c.id == tasks.c.token_id,
+            tokens.c.state == TokenState.ACTIVE.value,
+            tokens.c.node_key == tasks.c.node_key,
         )
+        .scalar_subquery()
     )
-    return query
+    query = _open_tasks(p, tasks.c.created_at <= p.cutoff, holder_ok.is_(None)).add_columns(
+        *_task_row(p, null(), tasks.c.created_at, tasks.c.assignee)
+    )
+    return _running(p, query)
 
 
 def _active_token_at_job_node() -> Any:
@@ -247,7 +266,8 @@ def external_dispatch_pending(p: RuleParams) -> Select[Any]:
     live = select(func.max(jobs.c.id)).where(
         _task_jobs("external_dispatch", jobs.c.status.in_(LIVE_JOB))
     )
-    return _open_tasks(
+    query = _open_tasks(
+        p,
         tasks.c.kind == "external_approval",
         tasks.c.status == TaskStatus.PENDING.value,
         tasks.c.created_at <= p.cutoff,
@@ -257,8 +277,8 @@ def external_dispatch_pending(p: RuleParams) -> Select[Any]:
                 jobs.c.status.in_([JobStatus.SUCCEEDED.value, *BROKEN_JOB]),
             )
         ),
-        *_scope(p),
     ).add_columns(*_task_row(p, live.scalar_subquery(), tasks.c.created_at, literal("")))
+    return _running(p, query)
 
 
 def trigger_waiting_no_execution(p: RuleParams) -> Select[Any]:
@@ -269,13 +289,14 @@ def trigger_waiting_no_execution(p: RuleParams) -> Select[Any]:
         .select_from(executions.join(jobs, jobs.c.id == executions.c.job_id))
         .where(_task_jobs("trigger_dispatch"))
     )
-    return _open_tasks(
+    query = _open_tasks(
+        p,
         tasks.c.kind == "trigger",
         tasks.c.status == TaskStatus.WAITING.value,
         tasks.c.created_at <= p.cutoff,
         ~attempted.exists(),
-        *_scope(p),
     ).add_columns(*_task_row(p, _latest_job("trigger_dispatch"), tasks.c.created_at, literal("")))
+    return _running(p, query)
 
 
 def subprocess_waiting(p: RuleParams) -> Select[Any]:
@@ -298,43 +319,47 @@ def subprocess_waiting(p: RuleParams) -> Select[Any]:
         )
         .scalar_subquery()
     )
-    return _open_tasks(
+    query = _open_tasks(
+        p,
         tasks.c.kind == "subprocess",
         tasks.c.status == TaskStatus.WAITING.value,
         tasks.c.created_at <= p.cutoff,
-        *_scope(p),
     ).add_columns(*_task_row(p, newest, tasks.c.created_at, child_id))
+    return _running(p, query)
 
 
 def delay_missing_wake_job(p: RuleParams) -> Select[Any]:
     """A waiting delay task with no delay_wake job that could still wake it
     (none pending, running, paused, failed or dead). Any age."""
-    return _open_tasks(
+    query = _open_tasks(
+        p,
         tasks.c.kind == "delay",
         tasks.c.status == TaskStatus.WAITING.value,
         ~exists().where(_task_jobs("delay_wake", jobs.c.status.in_([*LIVE_JOB, *BROKEN_JOB]))),
-        *_scope(p),
     ).add_columns(*_task_row(p, null(), tasks.c.created_at, tasks.c.due_at))
+    return _running(p, query)
 
 
 def _overdue(
     p: RuleParams, kind_filter: ColumnElement[bool], status: str, job_type: str
 ) -> Select[Any]:
-    return (
+    """Driven from the jobs of ``job_type`` that are due (a range of
+    ``ix_workflow_jobs_task``), then their task by primary key."""
+    query = (
         select(*_task_row(p, jobs.c.id, jobs.c.run_at, jobs.c.status))
-        .select_from(
-            tasks.join(instances, instances.c.id == tasks.c.instance_id).join(
-                jobs, _task_jobs(job_type)
-            )
-        )
+        .select_from(jobs.join(tasks, tasks.c.id == jobs.c.task_id))
         .where(
-            kind_filter,
-            tasks.c.status == status,
+            jobs.c.type == job_type,
+            jobs.c.task_id.isnot(None),
             jobs.c.status.in_(DUE_JOB),
             jobs.c.run_at <= p.now - DUE_GRACE,
-            *_scope(p),
+            jobs.c.instance_id == tasks.c.instance_id,
+            kind_filter,
+            tasks.c.status == status,
+            *_task_scope(p),
         )
     )
+    return _running(p, query)
 
 
 def delay_overdue(p: RuleParams) -> Select[Any]:
@@ -352,12 +377,13 @@ def task_timeout_overdue(p: RuleParams) -> Select[Any]:
 def waiting_task_stuck(p: RuleParams) -> Select[Any]:
     """A pending human task (approval, handle, catch, resubmit) created at
     or before the cutoff; ``detail`` is its assignee."""
-    return _open_tasks(
+    query = _open_tasks(
+        p,
         tasks.c.kind.in_(HUMAN_KINDS),
         tasks.c.status == TaskStatus.PENDING.value,
         tasks.c.created_at <= p.cutoff,
-        *_scope(p),
     ).add_columns(*_task_row(p, null(), tasks.c.created_at, tasks.c.assignee))
+    return _running(p, query)
 
 
 def _outbox(p: RuleParams, status: str, *where: ColumnElement[bool]) -> Select[Any]:
@@ -524,8 +550,9 @@ def unwakeable_waiting_tasks(p: RuleParams) -> Select[Any]:
         ),
     )
     any_pending = exists().where(
-        pending.c.instance_id == instances.c.id, pending.c.status == TaskStatus.PENDING.value
+        pending.c.instance_id == tasks.c.instance_id, pending.c.status == TaskStatus.PENDING.value
     )
-    return _open_tasks(
-        tasks.c.status == TaskStatus.WAITING.value, ~wakeable, ~any_pending, *_scope(p)
+    query = _open_tasks(
+        p, tasks.c.status == TaskStatus.WAITING.value, ~wakeable, ~any_pending
     ).add_columns(*_task_row(p, null(), tasks.c.created_at, tasks.c.kind))
+    return _running(p, query)

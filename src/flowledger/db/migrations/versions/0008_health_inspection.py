@@ -25,6 +25,16 @@ depends_on = None
 _OPEN = sa.text("status IN ('pending', 'waiting')")
 _RUNNING = sa.text("status = 'running'")
 _WITH_TASK = sa.text("task_id IS NOT NULL")
+_TASK_INCLUDE = [
+    "id",
+    "instance_id",
+    "token_id",
+    "status",
+    "tenant_id",
+    "node_key",
+    "assignee",
+    "due_at",
+]
 
 
 def upgrade() -> None:
@@ -49,6 +59,7 @@ def upgrade() -> None:
         "workflow_tasks",
         ["created_at"],
         unique=False,
+        postgresql_include=_TASK_INCLUDE,
         postgresql_where=_OPEN,
         sqlite_where=_OPEN,
     )
@@ -57,22 +68,33 @@ def upgrade() -> None:
         "workflow_tasks",
         ["kind", "created_at"],
         unique=False,
+        postgresql_include=_TASK_INCLUDE,
+        postgresql_where=_OPEN,
+        sqlite_where=_OPEN,
+    )
+    op.create_index(
+        "ix_workflow_tasks_open_instance",
+        "workflow_tasks",
+        ["instance_id"],
+        unique=False,
         postgresql_where=_OPEN,
         sqlite_where=_OPEN,
     )
     op.create_index(
         "ix_workflow_jobs_task",
         "workflow_jobs",
-        ["instance_id", "task_id", "type"],
+        ["type", "task_id"],
         unique=False,
+        postgresql_include=["id", "status", "run_at", "instance_id"],
         postgresql_where=_WITH_TASK,
         sqlite_where=_WITH_TASK,
     )
     op.create_index(
         "ix_workflow_instances_running",
         "workflow_instances",
-        ["updated_at"],
+        ["id"],
         unique=False,
+        postgresql_include=["tenant_id", "definition_key", "updated_at"],
         postgresql_where=_RUNNING,
         sqlite_where=_RUNNING,
     )
@@ -81,6 +103,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_workflow_instances_running", table_name="workflow_instances")
     op.drop_index("ix_workflow_jobs_task", table_name="workflow_jobs")
+    op.drop_index("ix_workflow_tasks_open_instance", table_name="workflow_tasks")
     op.drop_index("ix_workflow_tasks_open_kind", table_name="workflow_tasks")
     op.drop_index("ix_workflow_tasks_open_created", table_name="workflow_tasks")
     op.drop_table("workflow_health_snapshots")
