@@ -9,13 +9,14 @@ not reported, older is) and one-problem-per-task."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import delete, update
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
 from flowledger.db.schema import workflow_jobs
-from flowledger.settings import Settings
+from flowledger.settings import Settings, get_settings
 from tests.integration.engine_helpers import jobs, new_engine, run_due_jobs, tasks, tokens
 from tests.ops.health_support import (
     approval_flow,
@@ -285,3 +286,46 @@ async def test_tenant_and_definition_scope_O16(db: Database, clock: ManualClock)
     assert await inspection(db, clock, tenants=["elsewhere"]) == []
     assert len(await inspection(db, clock, tenants=["default"])) == 2
     await run_due_jobs(db, clock)
+
+
+async def test_a_failed_trigger_awaiting_manual_repair_is_still_reported_O16_C3(
+    db: Database,
+    clock: ManualClock,
+    receiver: Receiver,
+    outbound_env: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """onFailure retry, budget spent: a repair (catch) task for the
+    administrator at the failed node; the failed job is still the problem."""
+    monkeypatch.setenv("FLOWLEDGER_ADMIN_USERS", "*:ops")
+    get_settings.cache_clear()
+    receiver.reply = 422
+    engine = new_engine(db, clock)
+    await engine.deploy(trigger_flow(receiver.url, onFailure="retry", maxRetries=0), actor="a")
+    iid = await engine.start("erp", form={}, initiator="u")
+    await run_and_flush(db, clock)
+    (job,) = await jobs(db, iid, type="trigger_dispatch")
+    trigger_task, repair = await tasks(db, iid, node_key="erp")
+    assert (repair["kind"], repair["status"], repair["assignee"]) == ("catch", "pending", "ops")
+    assert summary(await inspection(db, clock, instance_id=iid)) == [
+        ("trigger_execution_failed", "critical", iid, trigger_task["id"], "erp", job["id"])
+    ]
+
+
+async def test_a_dispatch_handed_to_people_is_not_a_failure_O16_X2(
+    db: Database, clock: ManualClock, receiver: Receiver, outbound_env: Settings
+) -> None:
+    """dispatchFallback manual: approval tasks for the node's assignees
+    decide instead; nothing is broken while they are younger than T."""
+    receiver.reply = 400
+    engine = new_engine(db, clock)
+    flow = external_flow(
+        receiver.url, maxRetries=0, dispatchFallback="manual", assignees={"users": ["alice"]}
+    )
+    await engine.deploy(flow, actor="a")
+    iid = await engine.start("ext", form={}, initiator="u")
+    await run_and_flush(db, clock)
+    (job,) = await jobs(db, iid, type="external_dispatch")
+    assert job["status"] == "dead"
+    assert [t["assignee"] for t in await tasks(db, iid, status="pending")] == ["alice"]
+    assert await inspection(db, clock, instance_id=iid) == []

@@ -214,8 +214,10 @@ def _active_token_at_job_node() -> Any:
 def _broken_dispatch(job_type: str, p: RuleParams) -> Select[Any]:
     """A ``job_type`` job failed or dead while the flow still waits at its
     node (an active token there), it is the node's newest job of that type,
-    and no person was handed the node instead (no open task of another kind
-    at the node)."""
+    and no person was handed the node's decision instead (no open approval /
+    handle task at the node, as ``dispatchFallback: manual`` creates; a
+    repair ``catch`` task there does not count: the failure still awaits
+    its repair)."""
     newer = jobs.alias("newer")
     other_task = tasks.alias("other_task")
     return (
@@ -244,7 +246,7 @@ def _broken_dispatch(job_type: str, p: RuleParams) -> Select[Any]:
                 other_task.c.instance_id == jobs.c.instance_id,
                 other_task.c.node_key == jobs.c.node_key,
                 other_task.c.status.in_(OPEN_TASK),
-                other_task.c.kind.notin_(["external_approval", "trigger"]),
+                other_task.c.kind.notin_(["external_approval", "trigger", "catch"]),
             ),
             *_scope(p),
         )
