@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances as instances
@@ -284,6 +284,13 @@ async def _waiting_for(conn: AsyncConnection, instance: Any, now: datetime) -> V
                 "remind",
                 {"taskId": int(oldest.id), "assignee": oldest.assignee},
             )
+        if all(t.kind == "external_approval" for t in pending):
+            return Verdict(
+                f"nothing is wrong: waiting for the external approval at «{oldest.node_key}» "
+                f"since {since}",
+                None,
+                {},
+            )
         return Verdict(f"nothing is wrong: waiting for {people} since {since}", None, {})
     if open_tasks:
         first = open_tasks[0]
@@ -337,6 +344,8 @@ async def instance_findings(
 ) -> InstanceFindings:
     """The conclusions and the verdict of ``instance_id`` at ``now``. The
     caller has checked the instance exists in the caller's tenants."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("SET LOCAL jit = off"))  # see health_inspection.run_rules
     instance = (
         await conn.execute(
             select(instances.c.id, instances.c.status).where(instances.c.id == instance_id)

@@ -126,6 +126,16 @@ def _task_scope(p: RuleParams) -> list[ColumnElement[bool]]:
     return where
 
 
+def _job_scope(p: RuleParams) -> list[ColumnElement[bool]]:
+    """The filters a job row carries itself (tenant, instance)."""
+    where: list[ColumnElement[bool]] = []
+    if p.tenants is not None:
+        where.append(jobs.c.tenant_id.in_(list(p.tenants)))
+    if p.instance_id is not None:
+        where.append(jobs.c.instance_id == p.instance_id)
+    return where
+
+
 def _running(p: RuleParams, candidates: Select[Any]) -> Select[Any]:
     """The candidate rows whose instance is running and in scope. The
     candidates are found first (a materialized CTE on PostgreSQL) and each is
@@ -248,6 +258,7 @@ def _broken_dispatch(job_type: str, p: RuleParams) -> Select[Any]:
                 other_task.c.status.in_(OPEN_TASK),
                 other_task.c.kind.notin_(["external_approval", "trigger", "catch"]),
             ),
+            *_job_scope(p),
             *_scope(p),
         )
     )
