@@ -228,7 +228,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
 
 async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) -> list[Conclusion]:
     out: list[Conclusion] = []
-    for code, level, build, params, text in (
+    for code, level, build, params, what in (
         (
             "event_dispatch_failed",
             CRITICAL,
@@ -249,7 +249,7 @@ async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) 
                 Conclusion(
                     code,
                     level,
-                    f"{row.detail} event(s) of the instance {text} "
+                    f"{row.detail} event(s) of the instance {what} "
                     f"(oldest since {age(row.since, now)})",
                     Evidence(),
                     {"action": "recovery", "params": {"action": "event-dispatch", "jobId": None}},
