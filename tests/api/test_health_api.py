@@ -181,3 +181,18 @@ async def test_history_is_leader_gated_and_one_point_per_interval_O16(
         "/engine/health-history", mon, **{"from": clock.now().isoformat(), "to": start}
     )
     assert bad.status_code == 422 and bad.json()["field"] == "from"
+
+
+async def test_snapshots_older_than_the_retention_are_deleted_O16(
+    api: Api, db: Database, clock: ManualClock
+) -> None:
+    service = HealthSnapshots(db, clock, interval_s=300, retention_days=1, holder="node-a")
+    assert await service.snapshot_once() is True
+    clock.advance(seconds=12 * 3600)
+    assert await service.snapshot_once() is True
+    assert await api.count(workflow_health_snapshots) == 2
+    clock.advance(seconds=13 * 3600)  # the first is now 25 h old
+    assert await service.snapshot_once() is True
+    rows = await api.rows(workflow_health_snapshots)
+    assert len(rows) == 2
+    assert min(r["taken_at"] for r in rows) >= clock.now() - timedelta(days=1)

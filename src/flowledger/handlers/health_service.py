@@ -14,7 +14,7 @@ from datetime import timedelta
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.ledger.nodes import leader_acquire
-from flowledger.ops.health_history import take_snapshot
+from flowledger.ops.health_history import measure, snapshot_due, store_snapshot
 from flowledger.settings import get_settings
 from flowledger.worker.services import PeriodicService
 
@@ -43,7 +43,8 @@ class HealthSnapshots(PeriodicService):
         await self.snapshot_once()
 
     async def snapshot_once(self) -> bool:
-        """Take a snapshot when this process leads; True when one was written."""
+        """Take a snapshot when this process leads and one is due; True when
+        one was written."""
         now = self.clock.now()
         interval = timedelta(seconds=self.interval_s)
         async with self.db.begin() as conn:
@@ -51,4 +52,9 @@ class HealthSnapshots(PeriodicService):
                 conn, SNAPSHOT_TASK, self.holder, now=now, ttl=interval * 2
             ):
                 return False
-            return await take_snapshot(conn, now=now, interval=interval, retention=self.retention)
+            if not await snapshot_due(conn, now=now, interval=interval):
+                return False
+        async with self.db.read() as conn:
+            figures = await measure(conn, now=now)
+        async with self.db.begin() as conn:
+            return await store_snapshot(conn, figures, interval=interval, retention=self.retention)

@@ -4,9 +4,11 @@ written by the leader-gated snapshot service
 (:mod:`flowledger.handlers.health_service`) into
 ``workflow_health_snapshots``, and the series read back for the console.
 
-- :func:`take_snapshot` writes one snapshot unless one was taken less than
-  0.9 interval ago (so a leader change never doubles a point), and deletes
-  snapshots older than the retention.
+- :func:`snapshot_due`, :func:`measure`, :func:`store_snapshot`: a snapshot
+  is written unless one was taken less than 0.9 interval ago (so a leader
+  change never doubles a point); its figures are measured in a read
+  transaction (never holding SQLite's writer during the inspection); the
+  same write deletes the snapshots older than the retention.
 - :func:`history` returns the snapshots in ``[from, to]``, at most one per
   interval (the newest of each interval bucket, buckets aligned on the Unix
   epoch), oldest first. Served by the unique index on ``taken_at``.
@@ -28,24 +30,34 @@ RUNTIME_FIGURES = ("stuck", "backlog", "oldestQueuedSeconds", "dead", "inFlight"
 MAX_POINTS = 10_000
 
 
-async def take_snapshot(
-    conn: AsyncConnection, *, now: datetime, interval: timedelta, retention: timedelta
-) -> bool:
-    """Write one snapshot at ``now``; False when a recent one exists."""
+async def snapshot_due(conn: AsyncConnection, *, now: datetime, interval: timedelta) -> bool:
+    """True unless a snapshot was taken less than 0.9 interval before ``now``."""
     latest = (await conn.execute(select(func.max(snapshots.c.taken_at)))).scalar_one_or_none()
-    if latest is not None and now - latest < interval * 0.9:
-        return False
+    return latest is None or now - latest >= interval * 0.9
+
+
+async def measure(conn: AsyncConnection, *, now: datetime) -> dict[str, Any]:
+    """The snapshot's figures at ``now`` (read-only)."""
     score = await engine_health_score(conn, None, now=now)
     runtime = await runtime_figures(conn, now)
-    await conn.execute(
-        snapshots.insert().values(
-            taken_at=now,
-            score=score.score,
-            by_rule=score.by_rule,
-            by_level=score.by_level,
-            runtime={name: runtime.get(name) for name in RUNTIME_FIGURES},
-        )
-    )
+    return {
+        "taken_at": now,
+        "score": score.score,
+        "by_rule": score.by_rule,
+        "by_level": score.by_level,
+        "runtime": {name: runtime.get(name) for name in RUNTIME_FIGURES},
+    }
+
+
+async def store_snapshot(
+    conn: AsyncConnection, figures: dict[str, Any], *, interval: timedelta, retention: timedelta
+) -> bool:
+    """Write ``figures`` unless a snapshot became due-no-more meanwhile, and
+    delete the snapshots older than ``retention``."""
+    now = figures["taken_at"]
+    if not await snapshot_due(conn, now=now, interval=interval):
+        return False
+    await conn.execute(snapshots.insert().values(**figures))
     await conn.execute(delete(snapshots).where(snapshots.c.taken_at < now - retention))
     return True
 

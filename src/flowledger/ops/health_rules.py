@@ -25,7 +25,7 @@ by type by ``ix_workflow_jobs_status_type``; tokens by
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -94,8 +94,8 @@ class Rule:
     #: rules are "instance")
     group: str
     build: Builder
+    #: whether the rule measures its condition against the threshold
     uses_threshold: bool
-    condition: str = field(default="")
 
 
 # ------------------------------------------------------------------ helpers
