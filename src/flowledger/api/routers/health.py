@@ -2,7 +2,7 @@
 ``/api/workflows/engine`` (SPEC O-16). Reads need
 ``workflow:instance:monitor`` (403 otherwise) and are never audited; the
 inspection sees only the caller's tenants (A-3). Time is the engine's clock
-(the database clock in production). The queries live in :mod:`flowledger.ops`.
+(the clock that writes the engine's rows). The queries live in :mod:`flowledger.ops`.
 
 - ``GET /engine/health-inspection?thresholdMinutes=T`` — T from 10 to 1440
   (default 30; outside: 422 on the field ``thresholdMinutes``); filters
