@@ -260,6 +260,10 @@ async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) 
 
 async def _waiting_for(conn: AsyncConnection, instance: Any, now: datetime) -> Verdict:
     """The verdict of a healthy instance: what it waits for."""
+    if instance.status == InstanceStatus.SUSPENDED.value:
+        return Verdict(
+            "nothing is wrong: the instance is suspended and moves again once resumed", None, {}
+        )
     if instance.status != InstanceStatus.RUNNING.value:
         return Verdict(f"nothing is wrong: the instance is {instance.status}", None, {})
     open_tasks = await _rows(
