@@ -132,6 +132,7 @@ async def test_trigger_execution_failed_gives_a_job_retry_verdict_O12(
     assert failed.evidence == Evidence(task_ids=[task["id"]], job_ids=[job["id"]])
     assert failed.repair == {"action": "job_retry", "params": {"jobId": job["id"]}}
     assert (found.verdict.action, found.verdict.params) == ("job_retry", {"jobId": job["id"]})
+    assert "confirm it with the receiver before any retry" in found.verdict.message
 
 
 async def test_external_dispatch_failed_O12(

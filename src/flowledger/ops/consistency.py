@@ -40,7 +40,12 @@ from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops import health_rules as rules
 from flowledger.ops.health_messages import age
-from flowledger.states import InstanceStatus, TaskStatus, TokenState
+from flowledger.states import (
+    EXTERNAL_OUTCOME_UNCONFIRMED,
+    InstanceStatus,
+    TaskStatus,
+    TokenState,
+)
 
 CRITICAL, WARNING = rules.CRITICAL, rules.WARNING
 PENDING_EVENTS_AFTER = timedelta(minutes=30)
@@ -218,7 +223,14 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
                 Conclusion(
                     code,
                     CRITICAL,
-                    f"the {what} at «{row.node_key}» failed (job {row.job_id}: {row.detail})",
+                    (
+                        f"the {what} at «{row.node_key}» may or may not have reached the "
+                        f"receiver (job {row.job_id}: outcome unconfirmed); confirm it with "
+                        "the receiver before any retry"
+                        if row.detail == EXTERNAL_OUTCOME_UNCONFIRMED
+                        else f"the {what} at «{row.node_key}» failed (job {row.job_id}: "
+                        f"{row.detail})"
+                    ),
                     Evidence(task_ids=_ints([row.task_id]), job_ids=[int(row.job_id)]),
                     {"action": "job_retry", "params": {"jobId": int(row.job_id)}},
                 )
