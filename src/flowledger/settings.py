@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     # alert rules; a bearer token GET /metrics requires (empty: open)
     alert_eval_interval_s: float = Field(default=60.0, gt=0)
     metrics_token: str = ""
+    # health history (SPEC O-16): the leader-gated snapshot interval and how
+    # long snapshots are kept
+    health_snapshot_interval_s: float = Field(default=300.0, gt=0)
+    health_snapshot_retention_days: int = Field(default=30, ge=1)
 
 
 @lru_cache(maxsize=1)

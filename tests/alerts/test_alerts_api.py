@@ -109,7 +109,6 @@ async def test_for_accepts_seconds_and_durations_and_refuses_nonsense_O22(api: A
 async def test_validation_errors_name_code_and_field_A4(api: Api) -> None:
     ops = await operator(api)
     cases = [
-        (rule_body(metric="engine_health_score"), "alert_metric_unknown", "metric"),
         (rule_body(metric="cpu"), "alert_metric_unknown", "metric"),
         (rule_body(channels={"email": ["not-an-address"]}), "alert_rule_invalid", "channels.email"),
         (

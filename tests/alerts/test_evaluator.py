@@ -16,7 +16,7 @@ from flowledger.db.database import Database
 from flowledger.ops.alerts import metrics as metrics_module
 from flowledger.ops.alerts.evaluator import evaluate_once
 from flowledger.ops.alerts.metrics import HEALTH_SCORE, Metric
-from flowledger.ops.alerts.rules import AlertMetricUnknown, check_metric, update_rule
+from flowledger.ops.alerts.rules import check_metric, update_rule
 from flowledger.ops.runtime_status import job_figures
 from tests.alerts.support import (
     alert_events,
@@ -155,11 +155,11 @@ async def test_disabled_rule_is_not_evaluated_and_disabling_resets_silently_O22(
 async def test_a_registered_metric_becomes_a_valid_rule_metric_O22(
     db: Database, clock: ManualClock, smtp: Collector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The merge point: ``engine_health_score`` is refused until a provider
-    is registered under that name, then evaluated like any other metric.
-    (The provider here reads the dead-job count so the test controls it.)"""
-    with pytest.raises(AlertMetricUnknown):
-        check_metric(HEALTH_SCORE)
+    """``engine_health_score`` is a registered metric (the health
+    inspection's score, SPEC O-16) and is evaluated like any other. (The
+    provider is swapped for one that reads the dead-job count so the test
+    controls the value.)"""
+    assert check_metric(HEALTH_SCORE) == HEALTH_SCORE
 
     async def score(conn: Any, tenant_ids: list[str] | None, *, now: Any) -> float | None:
         dead = await job_figures(conn, now, tenant_ids)

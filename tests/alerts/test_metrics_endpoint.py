@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
+from flowledger.ops.health_score import engine_health_score
 from flowledger.ops.runtime_status import runtime_status
 from flowledger.settings import get_settings
 from tests.alerts.support import rule
@@ -118,7 +119,11 @@ async def test_metrics_parse_and_equal_the_runtime_status_O22_L23(
     assert per_tenant == {"acme": [2, 1, 1], "globex": [0, 1, 0]}
     assert gauge("flowledger_job_failure_rate_percent", "acme") == 0.0
     assert gauge("flowledger_job_failure_rate_percent", "globex") == 100.0
-    assert "flowledger_engine_health_score_points" not in parsed["families"]
+    # the health inspection's score (SPEC O-16) at the database's time
+    async with db.begin() as conn:
+        score = await engine_health_score(conn, None, now=await db.now())
+    assert parsed["families"]["flowledger_engine_health_score_points"].type == "gauge"
+    assert gauge("flowledger_engine_health_score_points", "*") == score.score
     for family in ("flowledger_queue_backlog_items", "flowledger_dead_letters_items"):
         assert parsed["families"][family].type == "gauge"
 

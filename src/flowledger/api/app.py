@@ -36,6 +36,7 @@ from flowledger.api.routers import (
     subscriptions,
     tasks,
 )
+from flowledger.api.routers import health as health_routes
 from flowledger.api.schemas import ErrorPublic
 from flowledger.compensation import policies
 from flowledger.db.database import Database
@@ -75,6 +76,7 @@ def api_router() -> APIRouter:
         engine_diagnostics,
         recovery,
         instance_ops,
+        health_routes,
     ):
         router.include_router(module.router)
     router.include_router(alerts.router)  # SPEC O-22

@@ -20,6 +20,7 @@ from flowledger.cli.alerts import alerts_app
 from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
+from flowledger.cli.health import health
 from flowledger.cli.instance_ops import register as register_instance_ops
 from flowledger.cli.jobs import jobs_app
 from flowledger.cli.recovery import recover
@@ -42,6 +43,7 @@ app.add_typer(alerts_app, name="alerts")
 app.command()(demo)
 app.command()(recover)
 register_instance_ops(instances_app)
+app.command()(health)
 
 ImportOpt = Annotated[
     list[str] | None,

@@ -1,24 +1,84 @@
-"""Consistency conclusions and the verdict of one instance (SPEC O-12).
+"""Consistency conclusions and the verdict of one instance (SPEC O-12), for
+the instance diagnostics document. Read-only.
 
-interim: replaced at merge by the health-inspection implementation. This
-module only fixes the interface the diagnostics document (SPEC O-10) calls:
-:func:`instance_findings` returns no conclusion and the verdict "no check has
-run"."""
+The checks are the shared builders of :mod:`flowledger.ops.health_rules`
+run for this one instance (``instance_id`` parameter): the same
+``token_task_mismatch``, ``external_dispatch_failed``,
+``trigger_execution_failed`` and outbox checks the health inspection runs
+(here with no threshold, except the pending-events backlog, which keeps the
+inspection's default of 30 min), plus the O-12-only checks (no active task,
+no active token, token without task, unwakeable waiting tasks).
+
+Rules and levels (O-12): ``running_without_active_task`` critical,
+``running_without_active_token`` critical, ``task_without_token`` critical
+(repair ``force_jump``), ``token_without_task`` warning (parked join tokens
+excluded), ``waiting_task_unwakeable`` critical, ``external_dispatch_failed``
+and ``trigger_execution_failed`` critical (job failed or dead; repair
+``job_retry``), ``event_dispatch_failed`` critical / ``event_dispatch_pending``
+warning (repair ``recovery`` event-dispatch).
+
+The verdict is the most important conclusion in the order of
+:data:`VERDICT_ORDER` with its repair; with no conclusion it says what the
+instance waits for ("nothing is wrong: waiting for alice since 3 h"), with
+``remind`` when that human task is overdue or older than a day.
+A running instance with no problem gives no conclusion at all; an ended
+instance is checked for its events only.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.engine_schema import workflow_instances as instances
+from flowledger.db.engine_schema import workflow_tasks as tasks
+from flowledger.db.engine_schema import workflow_tokens as tokens
+from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.ops import health_rules as rules
+from flowledger.ops.health_messages import age
+from flowledger.states import (
+    EXTERNAL_OUTCOME_UNCONFIRMED,
+    InstanceStatus,
+    TaskStatus,
+    TokenState,
+)
+
+CRITICAL, WARNING = rules.CRITICAL, rules.WARNING
+PENDING_EVENTS_AFTER = timedelta(minutes=30)
+REMIND_AFTER = timedelta(days=1)
+
+VERDICT_ORDER = (
+    "task_without_token",
+    "trigger_execution_failed",
+    "external_dispatch_failed",
+    "waiting_task_unwakeable",
+    "running_without_active_token",
+    "running_without_active_task",
+    "token_without_task",
+    "event_dispatch_failed",
+    "event_dispatch_pending",
+)
+
+_RECOVERY_BY_KIND = {
+    "delay": "delay-wake",
+    "subprocess": "subprocess",
+    "trigger": "trigger-dispatch",
+    "external_approval": "external-dispatch",
+}
 
 
 @dataclass(frozen=True)
 class Evidence:
-    task_ids: list[int]
-    token_ids: list[int]
-    job_ids: list[int]
+    task_ids: list[int] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    job_ids: list[int] = field(default_factory=list)
+
+    def to_public(self) -> dict[str, Any]:
+        return {"taskIds": self.task_ids, "tokenIds": self.token_ids, "jobIds": self.job_ids}
 
 
 @dataclass(frozen=True)
@@ -29,12 +89,24 @@ class Conclusion:
     evidence: Evidence
     repair: dict[str, Any] | None
 
+    def to_public(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "level": self.level,
+            "message": self.message,
+            "evidence": self.evidence.to_public(),
+            "repair": self.repair,
+        }
+
 
 @dataclass(frozen=True)
 class Verdict:
     message: str
     action: str | None
     params: dict[str, Any]
+
+    def to_public(self) -> dict[str, Any]:
+        return {"message": self.message, "action": self.action, "params": self.params}
 
 
 @dataclass(frozen=True)
@@ -43,31 +115,263 @@ class InstanceFindings:
     verdict: Verdict
 
     def to_public(self) -> dict[str, Any]:
-        """``{"conclusions": [...], "verdict": {"message", "action", "params"}}``."""
         return {
-            "conclusions": [
-                {
-                    "rule": c.rule,
-                    "level": c.level,
-                    "message": c.message,
-                    "evidence": {
-                        "taskIds": list(c.evidence.task_ids),
-                        "tokenIds": list(c.evidence.token_ids),
-                        "jobIds": list(c.evidence.job_ids),
-                    },
-                    "repair": c.repair,
-                }
-                for c in self.conclusions
-            ],
-            "verdict": asdict(self.verdict),
+            "conclusions": [c.to_public() for c in self.conclusions],
+            "verdict": self.verdict.to_public(),
         }
+
+
+def _ints(values: Any) -> list[int]:
+    return sorted({int(v) for v in values if v is not None})
+
+
+async def _rows(conn: AsyncConnection, query: Any) -> list[Any]:
+    return list(await conn.execute(query))
+
+
+def _force_jump(node_key: str | None) -> dict[str, Any] | None:
+    return None if node_key is None else {"action": "force_jump", "params": {"target": node_key}}
+
+
+async def _open_tokens(conn: AsyncConnection, instance_id: int) -> list[Any]:
+    query = (
+        select(tokens.c.id, tokens.c.node_key, tokens.c.state, tokens.c.created_at)
+        .where(tokens.c.instance_id == instance_id)
+        .order_by(tokens.c.id.desc())
+    )
+    return await _rows(conn, query)
+
+
+async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> list[Conclusion]:
+    now_params = rules.RuleParams(now=now, threshold=timedelta(0), instance_id=instance_id)
+    out: list[Conclusion] = []
+    all_tokens = await _open_tokens(conn, instance_id)
+    # the node the flow last stood at: an active token, else the newest one
+    active = [t for t in all_tokens if t.state == TokenState.ACTIVE.value]
+    last_node = (active or all_tokens or [None])[0]
+    last_node_key = None if last_node is None else last_node.node_key
+
+    if await _rows(conn, rules.running_without_active_task(now_params)):
+        out.append(
+            Conclusion(
+                "running_without_active_task",
+                CRITICAL,
+                "the instance is running but has no pending or waiting task",
+                Evidence(token_ids=_ints(t.id for t in active)),
+                _force_jump(last_node_key),
+            )
+        )
+    if await _rows(conn, rules.running_without_active_token(now_params)):
+        parked = [t.id for t in all_tokens if t.state == TokenState.PARKED.value]
+        out.append(
+            Conclusion(
+                "running_without_active_token",
+                CRITICAL,
+                "the instance is running but no token is active, so nothing can move it",
+                Evidence(token_ids=_ints(parked)),
+                _force_jump(last_node_key),
+            )
+        )
+    for row in await _rows(conn, rules.token_task_mismatch(now_params)):
+        out.append(
+            Conclusion(
+                "task_without_token",
+                CRITICAL,
+                f"task {row.task_id} at «{row.node_key}» holds no active token, "
+                "so acting on it will fail",
+                Evidence(task_ids=[int(row.task_id)]),
+                _force_jump(row.node_key),
+            )
+        )
+    for row in await _rows(conn, rules.tokens_without_task(now_params)):
+        out.append(
+            Conclusion(
+                "token_without_task",
+                WARNING,
+                f"token {row.task_id} at «{row.node_key}» is active but no open task holds it",
+                Evidence(token_ids=[int(row.task_id)]),
+                _force_jump(row.node_key),
+            )
+        )
+    unwakeable = await _rows(conn, rules.unwakeable_waiting_tasks(now_params))
+    if unwakeable:
+        first = unwakeable[0]
+        recovery = _RECOVERY_BY_KIND.get(first.detail or "")
+        repair = (
+            {"action": "recovery", "params": {"action": recovery, "jobId": None}}
+            if recovery
+            else _force_jump(first.node_key)
+        )
+        nodes = ", ".join(sorted({f"«{r.node_key}»" for r in unwakeable}))
+        out.append(
+            Conclusion(
+                "waiting_task_unwakeable",
+                CRITICAL,
+                f"only waiting tasks remain ({nodes}) and no job, callback, child instance "
+                "or pending task can wake them (suspected deadlock)",
+                Evidence(task_ids=_ints(r.task_id for r in unwakeable)),
+                repair,
+            )
+        )
+    for code, build in (
+        ("external_dispatch_failed", rules.external_dispatch_failed),
+        ("trigger_execution_failed", rules.trigger_execution_failed),
+    ):
+        for row in await _rows(conn, build(now_params)):
+            what = "external approval dispatch" if code.startswith("external") else "trigger"
+            out.append(
+                Conclusion(
+                    code,
+                    CRITICAL,
+                    (
+                        f"the {what} at «{row.node_key}» may or may not have reached the "
+                        f"receiver (job {row.job_id}: outcome unconfirmed); confirm it with "
+                        "the receiver before any retry"
+                        if row.detail == EXTERNAL_OUTCOME_UNCONFIRMED
+                        else f"the {what} at «{row.node_key}» failed (job {row.job_id}: "
+                        f"{row.detail})"
+                    ),
+                    Evidence(task_ids=_ints([row.task_id]), job_ids=[int(row.job_id)]),
+                    {"action": "job_retry", "params": {"jobId": int(row.job_id)}},
+                )
+            )
+    return out
+
+
+async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) -> list[Conclusion]:
+    out: list[Conclusion] = []
+    for code, level, build, params, what in (
+        (
+            "event_dispatch_failed",
+            CRITICAL,
+            rules.workflow_event_outbox_failed,
+            rules.RuleParams(now=now, threshold=timedelta(0), instance_id=instance_id),
+            "could not be dispatched",
+        ),
+        (
+            "event_dispatch_pending",
+            WARNING,
+            rules.workflow_event_outbox_pending,
+            rules.RuleParams(now=now, threshold=PENDING_EVENTS_AFTER, instance_id=instance_id),
+            "are still pending",
+        ),
+    ):
+        for row in await _rows(conn, build(params)):
+            out.append(
+                Conclusion(
+                    code,
+                    level,
+                    f"{row.detail} event(s) of the instance {what} "
+                    f"(oldest since {age(row.since, now)})",
+                    Evidence(),
+                    {"action": "recovery", "params": {"action": "event-dispatch", "jobId": None}},
+                )
+            )
+    return out
+
+
+async def _waiting_for(conn: AsyncConnection, instance: Any, now: datetime) -> Verdict:
+    """The verdict of a healthy instance: what it waits for."""
+    if instance.status == InstanceStatus.SUSPENDED.value:
+        return Verdict(
+            "nothing is wrong: the instance is suspended and moves again once resumed", None, {}
+        )
+    if instance.status != InstanceStatus.RUNNING.value:
+        return Verdict(f"nothing is wrong: the instance is {instance.status}", None, {})
+    open_tasks = await _rows(
+        conn,
+        select(tasks.c.id, tasks.c.kind, tasks.c.assignee, tasks.c.node_key)
+        .add_columns(tasks.c.status, tasks.c.created_at, tasks.c.due_at)
+        .where(tasks.c.instance_id == instance.id, tasks.c.status.in_(rules.OPEN_TASK))
+        .order_by(tasks.c.created_at, tasks.c.id),
+    )
+    pending = [t for t in open_tasks if t.status == TaskStatus.PENDING.value]
+    if pending:
+        oldest = pending[0]
+        people = ", ".join(dict.fromkeys(t.assignee for t in pending))
+        since = age(oldest.created_at, now)
+        overdue = oldest.due_at is not None and oldest.due_at <= now
+        if oldest.kind in rules.HUMAN_KINDS and (
+            overdue or now - oldest.created_at >= REMIND_AFTER
+        ):
+            return Verdict(
+                f"nothing is broken: waiting for {people} since {since}"
+                f"{' (overdue)' if overdue else ''}; remind {oldest.assignee}",
+                "remind",
+                {"taskId": int(oldest.id), "assignee": oldest.assignee},
+            )
+        if all(t.kind == "external_approval" for t in pending):
+            return Verdict(
+                f"nothing is wrong: waiting for the external approval at «{oldest.node_key}» "
+                f"since {since}",
+                None,
+                {},
+            )
+        return Verdict(f"nothing is wrong: waiting for {people} since {since}", None, {})
+    if open_tasks:
+        first = open_tasks[0]
+        what = {
+            "delay": "the delay",
+            "subprocess": "the subprocess",
+            "trigger": "the trigger",
+        }.get(first.kind, f"the {first.kind} task")
+        until = (
+            f" until {first.due_at.isoformat()}" if first.kind == "delay" and first.due_at else ""
+        )
+        return Verdict(
+            f"nothing is wrong: waiting for {what} at «{first.node_key}»{until} "
+            f"since {age(first.created_at, now)}",
+            None,
+            {},
+        )
+    live = await _rows(
+        conn,
+        select(jobs.c.id, jobs.c.type)
+        .where(jobs.c.instance_id == instance.id, jobs.c.status.in_(rules.LIVE_JOB))
+        .limit(1),
+    )
+    if live:
+        return Verdict(
+            f"nothing is wrong: job {live[0].id} ({live[0].type}) is in flight", None, {}
+        )
+    return Verdict("nothing is wrong", None, {})
+
+
+def _verdict(conclusions: list[Conclusion]) -> Verdict | None:
+    ranked = sorted(conclusions, key=lambda c: VERDICT_ORDER.index(c.rule))
+    if not ranked:
+        return None
+    top = ranked[0]
+    repair = top.repair or {"action": None, "params": {}}
+    message = top.message[0].upper() + top.message[1:]
+    action = repair["action"]
+    params = dict(repair["params"])
+    if action == "force_jump":
+        message += f"; force jump to «{params['target']}»"
+    elif action == "job_retry":
+        message += f"; retry job {params['jobId']}"
+    elif action == "recovery":
+        message += f"; run the recovery action {params['action']}"
+    return Verdict(message + ".", action, params)
 
 
 async def instance_findings(
     conn: AsyncConnection, instance_id: int, *, now: datetime
 ) -> InstanceFindings:
-    """The conclusions and the verdict of ``instance_id`` (interim: none)."""
-    del conn, instance_id, now
-    return InstanceFindings(
-        conclusions=[], verdict=Verdict(message="no check has run", action=None, params={})
-    )
+    """The conclusions and the verdict of ``instance_id`` at ``now``. The
+    caller has checked the instance exists in the caller's tenants."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("SET LOCAL jit = off"))  # see health_inspection.run_rules
+    instance = (
+        await conn.execute(
+            select(instances.c.id, instances.c.status).where(instances.c.id == instance_id)
+        )
+    ).first()
+    if instance is None:
+        return InstanceFindings([], Verdict("no such instance", None, {}))
+    conclusions: list[Conclusion] = []
+    if instance.status == InstanceStatus.RUNNING.value:
+        conclusions += await _checks(conn, instance_id, now)
+    conclusions += await _event_checks(conn, instance_id, now)
+    verdict = _verdict(conclusions) or await _waiting_for(conn, instance, now)
+    return InstanceFindings(conclusions, verdict)

@@ -228,6 +228,14 @@ async def worker_figures(conn: AsyncConnection, now: datetime) -> dict[str, Any]
     return await _workers(conn, now)
 
 
+async def runtime_figures(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
+    """The job and attempt figures (stuck, backlog, oldest queued, dead,
+    failure rate, …) on an open connection, for the health score (SPEC O-16)."""
+    figures = await _job_counts(conn, now)
+    figures.update(await _attempt_figures(conn, now))
+    return figures
+
+
 async def runtime_status(db: Database, *, now: datetime | None = None) -> dict[str, Any]:
     """Every figure of SPEC L-23 at ``now`` (default: the database's clock)."""
     if now is None:

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.ops.health_score import engine_health_score
 from flowledger.ops.runtime_status import attempt_figures, job_figures
 
 
@@ -128,23 +129,17 @@ register_metric(
     )
 )
 
-# ---------------------------------------------------------------- MERGE POINT
-# The lead registers the health score here at merge (ops/health_score.py of
-# the health inspection branch). Until then "engine_health_score" is not a
-# registered metric, so a rule naming it is refused (422 alert_metric_unknown,
-# field "metric") and /metrics does not export it. At merge, uncomment:
-#
-# from flowledger.ops.health_score import engine_health_score
-#
-# async def _health_score(
-#     conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
-# ) -> float | None:
-#     return float((await engine_health_score(conn, tenant_ids, now=now)).score)
-#
-# register_metric(
-#     Metric("engine_health_score", "points", "engine health score (0-100)", _health_score)
-# )
-# ------------------------------------------------------------ END MERGE POINT
+
+async def _health_score(
+    conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
+) -> float | None:
+    """The health inspection's engine health score (SPEC O-16, O-22)."""
+    return float((await engine_health_score(conn, tenant_ids, now=now)).score)
+
+
+register_metric(
+    Metric("engine_health_score", "points", "engine health score (0-100)", _health_score)
+)
 
 HEALTH_SCORE = "engine_health_score"
 

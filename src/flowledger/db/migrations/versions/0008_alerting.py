@@ -4,7 +4,7 @@ transitions, UNIQUE per rule, episode and kind) and
 ``workflow_alert_silences``.
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007_task_runs
 Create Date: 2026-12-01 11:30:00
 """
 

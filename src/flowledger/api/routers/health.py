@@ -1,0 +1,221 @@
+"""Health inspection, health score and health history under
+``/api/workflows/engine`` (SPEC O-16). Reads need
+``workflow:instance:monitor`` (403 otherwise) and are never audited; the
+inspection sees only the caller's tenants (A-3). Time is the engine's clock
+(the clock that writes the engine's rows). The queries live in :mod:`flowledger.ops`.
+
+- ``GET /engine/health-inspection?thresholdMinutes=T`` — T from 10 to 1440
+  (default 30; outside: 422 on the field ``thresholdMinutes``); filters
+  ``rule``, ``level``, ``definitionKey``; keyset paging (``limit``,
+  ``cursor``); items ``{rule, level, instanceId, taskId, nodeKey, jobId,
+  since, message, suggestion}`` and ``summary {byRule, byLevel, score}``.
+- ``GET /engine/health-score`` — the score with its points and inputs.
+- ``GET /engine/health-history?from&to`` — the snapshot series (default: the
+  last 24 h; at most 31 days), at most one point per snapshot interval.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import Field
+
+from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.deps import Ctx
+from flowledger.api.job_schemas import UtcTime
+from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
+from flowledger.api.permissions import INSTANCE_MONITOR, require
+from flowledger.api.schemas import ApiModel, DefinitionKey
+from flowledger.errors import FlowledgerError
+from flowledger.ops import health_inspection as inspection
+from flowledger.ops.health_history import history
+from flowledger.ops.health_messages import describe
+from flowledger.ops.health_rules import RULE_CODES
+from flowledger.ops.health_score import health_score_of
+from flowledger.ops.runtime_status import runtime_figures
+from flowledger.settings import get_settings
+
+router = APIRouter(prefix="/engine", tags=["health"])
+
+RuleCode = Literal[
+    "token_task_mismatch",
+    "external_dispatch_failed",
+    "external_dispatch_pending",
+    "trigger_execution_failed",
+    "trigger_waiting_no_execution",
+    "subprocess_waiting",
+    "delay_missing_wake_job",
+    "delay_overdue",
+    "task_timeout_overdue",
+    "waiting_task_stuck",
+    "workflow_event_outbox_failed",
+    "workflow_event_outbox_pending",
+    "instance_stalled",
+]
+assert set(RuleCode.__args__) == set(RULE_CODES)  # type: ignore[attr-defined]
+Level = Literal["critical", "warning"]
+MAX_HISTORY = timedelta(days=31)
+
+
+class InvalidQuery(FlowledgerError):
+    code = "invalid_query"
+
+
+class HealthItem(ApiModel):
+    rule: str
+    level: str
+    instance_id: int | None
+    task_id: int | None
+    node_key: str | None
+    job_id: int | None
+    since: datetime
+    message: str
+    suggestion: str
+
+
+class HealthSummary(ApiModel):
+    by_rule: dict[str, int]
+    by_level: dict[str, int]
+    score: int
+
+
+class HealthInspection(ApiModel):
+    threshold_minutes: int
+    now: datetime
+    items: list[HealthItem]
+    next: str | None
+    summary: HealthSummary
+
+
+class HealthScorePublic(ApiModel):
+    score: int
+    points: dict[str, int]
+    inputs: dict[str, Any]
+
+
+class HealthPoint(ApiModel):
+    taken_at: datetime
+    score: int
+    by_rule: dict[str, int]
+    by_level: dict[str, int]
+    runtime: dict[str, Any]
+
+
+class HealthHistory(ApiModel):
+    interval_seconds: float = Field(description="At most one point per interval.")
+    from_: datetime = Field(alias="from")
+    to: datetime
+    points: list[HealthPoint]
+
+
+def monitor(caller: CurrentCaller) -> Caller:
+    require(caller, INSTANCE_MONITOR)
+    return caller
+
+
+Monitor = Annotated[Caller, Depends(monitor)]
+
+
+def _threshold(value: int) -> timedelta:
+    low, high = inspection.MIN_THRESHOLD_MINUTES, inspection.MAX_THRESHOLD_MINUTES
+    if not low <= value <= high:
+        raise InvalidQuery(
+            f"thresholdMinutes must be from {low} to {high}", field="thresholdMinutes"
+        )
+    return timedelta(minutes=value)
+
+
+@router.get("/health-inspection", response_model=HealthInspection)
+async def health_inspection(
+    ctx: Ctx,
+    caller: Monitor,
+    threshold_minutes: Annotated[
+        int,
+        Query(alias="thresholdMinutes", description="From 10 to 1440 minutes (default 30)."),
+    ] = inspection.DEFAULT_THRESHOLD_MINUTES,
+    rule: RuleCode | None = None,
+    level: Level | None = None,
+    definition_key: Annotated[DefinitionKey | None, Query(alias="definitionKey")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> HealthInspection:
+    """Every problem of the rules of SPEC O-16 within the caller's tenants,
+    one per task (missing token > job anomaly > stuck), critical first and
+    oldest first, with counts by rule and level and the health score."""
+    threshold = _threshold(threshold_minutes)
+    after = decode_cursor(cursor, (int, datetime, int, int, int))
+    now = ctx.now()
+    async with ctx.db.read() as conn:
+        problems = await inspection.inspect(
+            conn,
+            now=now,
+            threshold=threshold,
+            tenants=caller.tenant_scope,
+            definition_key=definition_key,
+        )
+        runtime = await runtime_figures(conn, now)
+    items, last = inspection.page(problems, rule=rule, level=level, after=after, limit=limit)
+    summary = inspection.summarize(problems)
+    score = health_score_of(problems, runtime).score
+    return HealthInspection(
+        threshold_minutes=threshold_minutes,
+        now=now,
+        items=[_item(p, now) for p in items],
+        next=cursor_for(last),
+        summary=HealthSummary(by_rule=summary["byRule"], by_level=summary["byLevel"], score=score),
+    )
+
+
+def _item(p: inspection.Problem, now: datetime) -> HealthItem:
+    message, suggestion = describe(p, now)
+    return HealthItem(
+        rule=p.rule,
+        level=p.level,
+        instance_id=p.instance_id,
+        task_id=p.task_id,
+        node_key=p.node_key,
+        job_id=p.job_id,
+        since=p.since,
+        message=message,
+        suggestion=suggestion,
+    )
+
+
+@router.get("/health-score", response_model=HealthScorePublic)
+async def health_score(ctx: Ctx, caller: Monitor) -> HealthScorePublic:
+    """The engine health score (0-100) with its deductions and inputs."""
+    now = ctx.now()
+    async with ctx.db.read() as conn:
+        problems = await inspection.inspect(conn, now=now, tenants=caller.tenant_scope)
+        runtime = await runtime_figures(conn, now)
+    return HealthScorePublic.model_validate(health_score_of(problems, runtime).to_public())
+
+
+@router.get("/health-history", response_model=HealthHistory)
+async def health_history(
+    ctx: Ctx,
+    _caller: Monitor,
+    start: Annotated[UtcTime | None, Query(alias="from")] = None,
+    end: Annotated[UtcTime | None, Query(alias="to")] = None,
+) -> HealthHistory:
+    """The health snapshots in ``[from, to]`` (default: the last 24 h),
+    oldest first, at most one per snapshot interval. Engine-wide."""
+    end = end or ctx.now()
+    start = start or end - timedelta(days=1)
+    if start > end:
+        raise InvalidQuery("from must not be after to", field="from")
+    if end - start > MAX_HISTORY:
+        raise InvalidQuery("at most 31 days of history at once", field="from")
+    interval = timedelta(seconds=get_settings().health_snapshot_interval_s)
+    async with ctx.db.read() as conn:
+        points = await history(conn, start=start, end=end, interval=interval)
+    return HealthHistory.model_validate(
+        {
+            "intervalSeconds": interval.total_seconds(),
+            "from": start,
+            "to": end,
+            "points": points,
+        }
+    )

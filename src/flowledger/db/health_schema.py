@@ -1,0 +1,98 @@
+"""The declared schema of the health inspection (SPEC O-16): the health
+history table and the partial indexes that serve the inspection's rules.
+Table and index definitions only; they share
+:data:`flowledger.db.schema.metadata`.
+
+- ``workflow_health_snapshots`` — one row per snapshot of the leader-gated
+  health snapshot service: the health score, the inspection's counts by rule
+  and level, and the runtime-status figures, at ``taken_at`` (unique, so two
+  leaders in one instant cannot write twice).
+- ``ix_workflow_tasks_open_created`` — open tasks (pending / waiting) by
+  creation time: token_task_mismatch.
+- ``ix_workflow_tasks_open_kind`` — open tasks by kind and creation time: the
+  per-kind rules (delay, trigger, subprocess, external approval, human).
+- ``ix_workflow_tasks_open_instance`` — open tasks by instance: the "no open
+  task" anti-joins (instance_stalled: a merge anti-join with
+  ``ix_workflow_instances_running``, both index-only).
+- ``ix_workflow_jobs_task`` — jobs attached to a task by (type, task): "does
+  this task have a live / succeeded / executed job of type T" of every task
+  rule, and the due jobs of a type (delay_overdue, task_timeout_overdue).
+- ``ix_workflow_instances_running`` — running instances by id: the instance
+  probe of every rule and instance_stalled.
+
+On PostgreSQL each carries the columns its rules read (INCLUDE), so the
+scans and probes are index-only.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Index, Integer, Table, text
+
+from flowledger.db.engine_schema import workflow_instances, workflow_tasks
+from flowledger.db.schema import metadata, workflow_jobs
+from flowledger.db.types import BigId, JsonType, UTCDateTime
+
+_OPEN = text("status IN ('pending', 'waiting')")
+_RUNNING = text("status = 'running'")
+_WITH_TASK = text("task_id IS NOT NULL")
+# PostgreSQL INCLUDE columns, so the rules' scans and probes are index-only
+TASK_INCLUDE = [
+    "id",
+    "instance_id",
+    "token_id",
+    "status",
+    "tenant_id",
+    "node_key",
+    "assignee",
+    "due_at",
+]
+JOB_INCLUDE = ["id", "status", "run_at", "instance_id"]
+INSTANCE_INCLUDE = ["tenant_id", "definition_key", "updated_at"]
+
+workflow_health_snapshots = Table(
+    "workflow_health_snapshots",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("taken_at", UTCDateTime, nullable=False, unique=True),
+    Column("score", Integer, nullable=False),
+    Column("by_rule", JsonType, nullable=False),
+    Column("by_level", JsonType, nullable=False),
+    Column("runtime", JsonType, nullable=False),
+)
+
+Index(
+    "ix_workflow_tasks_open_created",
+    workflow_tasks.c.created_at,
+    postgresql_include=TASK_INCLUDE,
+    postgresql_where=_OPEN,
+    sqlite_where=_OPEN,
+)
+Index(
+    "ix_workflow_tasks_open_kind",
+    workflow_tasks.c.kind,
+    workflow_tasks.c.created_at,
+    postgresql_include=TASK_INCLUDE,
+    postgresql_where=_OPEN,
+    sqlite_where=_OPEN,
+)
+Index(
+    "ix_workflow_tasks_open_instance",
+    workflow_tasks.c.instance_id,
+    postgresql_where=_OPEN,
+    sqlite_where=_OPEN,
+)
+Index(
+    "ix_workflow_jobs_task",
+    workflow_jobs.c.type,
+    workflow_jobs.c.task_id,
+    postgresql_include=JOB_INCLUDE,
+    postgresql_where=_WITH_TASK,
+    sqlite_where=_WITH_TASK,
+)
+Index(
+    "ix_workflow_instances_running",
+    workflow_instances.c.id,
+    postgresql_include=INSTANCE_INCLUDE,
+    postgresql_where=_RUNNING,
+    sqlite_where=_RUNNING,
+)

@@ -1,0 +1,92 @@
+"""What an operator reads for each health problem (SPEC O-16): one sentence
+saying what is wrong, and the suggestion naming the repair (force jump, a
+targeted recovery action, a job retry, remind / transfer, …). Pure text; no
+queries."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flowledger.ops.health_inspection import Problem
+from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
+
+
+def age(since: datetime, now: datetime) -> str:
+    """A short human age: ``45 min``, ``3 h``, ``2 d``."""
+    seconds = max(0, int((now - since).total_seconds()))
+    if seconds < 3600:
+        return f"{max(1, seconds // 60)} min"
+    if seconds < 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} d"
+
+
+def _node(p: Problem) -> str:
+    return f"«{p.node_key}»" if p.node_key else "its node"
+
+
+def describe(p: Problem, now: datetime) -> tuple[str, str]:
+    """``(message, suggestion)`` of one problem."""
+    ago = age(p.since, now)
+    node, job, task = _node(p), f"job {p.job_id}", f"task {p.task_id}"
+    unconfirmed = p.detail == EXTERNAL_OUTCOME_UNCONFIRMED
+    texts: dict[str, tuple[str, str]] = {
+        "token_task_mismatch": (
+            f"{task} at {node} is open but holds no active token (for {ago}): acting on it fails",
+            f"force jump to {node}",
+        ),
+        "external_dispatch_failed": (
+            f"the external approval at {node} could not be dispatched ({job} {p.detail})",
+            f"retry {job}, or recovery external-dispatch",
+        ),
+        "trigger_execution_failed": (
+            f"the trigger at {node} failed ({job} {p.detail}); the flow waits there",
+            (
+                f"confirm the outcome with the receiver, then retry {job} or force jump past {node}"
+                if unconfirmed
+                else f"retry {job}, or recovery trigger-dispatch"
+            ),
+        ),
+        "delay_missing_wake_job": (
+            f"the delay at {node} ({task}) has no wake job: it will never wake",
+            "recovery delay-wake (recreates the wake job)",
+        ),
+        "delay_overdue": (
+            f"the delay at {node} was due {ago} ago and still waits ({job} {p.detail})",
+            "check that a worker runs the ledger pool; recovery delay-wake",
+        ),
+        "task_timeout_overdue": (
+            f"the timeout of {task} at {node} was due {ago} ago and is not handled ({job})",
+            "check that a worker runs the ledger pool; recovery task-timeout",
+        ),
+        "trigger_waiting_no_execution": (
+            f"the trigger at {node} has waited {ago} and was never executed",
+            "recovery trigger-dispatch",
+        ),
+        "external_dispatch_pending": (
+            f"the external approval at {node} has waited {ago} and was not dispatched",
+            "recovery external-dispatch",
+        ),
+        "subprocess_waiting": (
+            f"the parent has waited {ago} at {node} for its subprocess"
+            + (f" (child instance {p.detail})" if p.detail else " (no child started)"),
+            "look at the child instance; recovery subprocess",
+        ),
+        "waiting_task_stuck": (
+            f"{task} at {node} has waited {ago} for {p.detail}",
+            "remind or transfer the assignee, or give the node a timeout policy",
+        ),
+        "workflow_event_outbox_failed": (
+            f"{p.detail} event(s) could not be dispatched (oldest {ago} ago)",
+            "recovery event-dispatch",
+        ),
+        "workflow_event_outbox_pending": (
+            f"{p.detail} event(s) pending for more than {ago}",
+            "check that a worker runs the event relay; recovery event-dispatch",
+        ),
+        "instance_stalled": (
+            f"the instance is running but has no open task and no job in flight (since {ago})",
+            "force jump to the node it should continue at",
+        ),
+    }
+    return texts[p.rule]
