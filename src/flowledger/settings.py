@@ -73,6 +73,15 @@ class Settings(BaseSettings):
     # entry for the tenant, the users holding role workflow_admin in it
     admin_users: str = ""
 
+    # analytics (SPEC O-14): the time zone of the daily panel when a request
+    # names none (IANA name; empty: the server's zone)
+    analytics_time_zone: str = ""
+    # data retention (SPEC O-20): the daily run's local time (HH:MM) and zone
+    # (empty: the server's), and the check interval of the service
+    retention_time_of_day: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
+    retention_time_zone: str = ""
+    retention_interval_s: float = Field(default=60.0, gt=0)
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

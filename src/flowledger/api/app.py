@@ -17,6 +17,7 @@ from fastapi.routing import APIRoute
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
 from flowledger.api.routers import (
+    analytics,
     automation,
     callbacks,
     compensation,
@@ -67,6 +68,7 @@ def api_router() -> APIRouter:
         automation,
         callbacks,
         compensation,
+        analytics,
     ):
         router.include_router(module.router)
     return router
