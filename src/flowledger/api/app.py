@@ -28,6 +28,7 @@ from flowledger.api.routers import (
     jobs,
     me,
     messages,
+    retention,
     schedules,
     subscriptions,
     tasks,
@@ -69,6 +70,7 @@ def api_router() -> APIRouter:
         callbacks,
         compensation,
         analytics,
+        retention,
     ):
         router.include_router(module.router)
     return router

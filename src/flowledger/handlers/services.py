@@ -11,6 +11,7 @@ from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.engine.facade import Engine
 from flowledger.events.relay import EventRelay
+from flowledger.handlers.retention_service import retention_service
 from flowledger.worker.services import PeriodicService
 
 
@@ -26,4 +27,7 @@ class SchedulePlanner(PeriodicService):
 
 
 def engine_services(db: Database, clock: Clock) -> list[PeriodicService]:
-    return [SchedulePlanner(db, clock), EventRelay(db, clock)]
+    services: list[PeriodicService] = [SchedulePlanner(db, clock), EventRelay(db, clock)]
+    # SPEC O-20: the daily data-retention task (leader-gated)
+    services.append(retention_service(db, clock))
+    return services
