@@ -209,3 +209,42 @@ async def add_hit(
             "updated_at": updated_at,
         },
     )
+
+
+async def add_ticket(
+    db: Database, instance_id: int, *, status: str, now: datetime, tenant: str = "default"
+) -> int:
+    from flowledger.db.compensation_schema import workflow_compensations
+
+    return await _one(
+        db,
+        workflow_compensations,
+        {
+            "tenant_id": tenant,
+            "instance_id": instance_id,
+            "failed_node_key": "pay",
+            "node_key": "pay",
+            "kind": "manual",
+            "status": status,
+            "compensation_action_status": "none",
+            "created_by": "system",
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+
+
+async def add_effect(db: Database, job_id: int, *, now: datetime, step: str = "s") -> int:
+    from flowledger.db.schema import workflow_job_effects
+
+    return await _one(
+        db,
+        workflow_job_effects,
+        {
+            "operation_key": f"op-e-{next(_seq)}",
+            "step_key": step,
+            "job_id": job_id,
+            "generation": 1,
+            "created_at": now,
+        },
+    )
