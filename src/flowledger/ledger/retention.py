@@ -6,9 +6,12 @@ caller's transaction, so a retention run holds its locks for one batch only.
 What is never removed here: a job that is pending, running, paused, failed or
 dead (only ``succeeded`` and ``canceled`` qualify); any job of an instance
 that is running or suspended or has an unresolved (pending) compensation
-ticket. On PostgreSQL the batch is selected ``FOR UPDATE SKIP LOCKED``, so a
-job an operator is retrying at this moment is skipped, not waited for, and a
-concurrent change of its status is re-checked before the delete.
+ticket. On PostgreSQL the batch is selected ``FOR UPDATE`` (rows in id order,
+the parent job before its attempts, like every other writer of the ledger):
+a job an operator is retrying at this moment is waited for — one short
+transaction — and its new status is re-checked before it is removed, so a
+retried job is never deleted. (Not ``SKIP LOCKED``: a skipped row behind the
+keyset would survive the run and the preview would no longer equal it.)
 
 Batches are keyset-paged by id (``after_id``), so one run passes over the
 table once instead of re-scanning the rows it decided to keep.
@@ -99,7 +102,7 @@ async def jobs_purge_batch(
         .limit(limit)
     )
     if conn.dialect.name == "postgresql":
-        stmt = stmt.with_for_update(skip_locked=True, of=jobs)
+        stmt = stmt.with_for_update(of=jobs)
     ids = list((await conn.execute(stmt)).scalars())
     if not ids:
         return JobPurge(None, 0, 0, 0)

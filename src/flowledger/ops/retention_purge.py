@@ -7,7 +7,8 @@ The job-ledger tables are purged through :mod:`flowledger.ledger.retention`
 (jobs, attempts, receipts, worker registry); the engine's own tables
 (tokens, trace, outbox, subscription hits, health snapshots) here. Every
 batch is keyset-paged by id (``id > after``, ordered by id, ``LIMIT batch``)
-and, on PostgreSQL, selected ``FOR UPDATE SKIP LOCKED``.
+and, on PostgreSQL, selected ``FOR UPDATE`` (the status re-checked after a
+concurrent writer commits).
 
 Protection (never removed): anything of an instance that is running or
 suspended or has a pending compensation ticket
@@ -88,7 +89,7 @@ def _id_step(table: Table, where: Callable[[datetime], list[ColumnElement[bool]]
             .limit(limit)
         )
         if conn.dialect.name == "postgresql":
-            stmt = stmt.with_for_update(skip_locked=True)
+            stmt = stmt.with_for_update()
         ids = list((await conn.execute(stmt)).scalars())
         if not ids:
             return None, {table.name: 0}
