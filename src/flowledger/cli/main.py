@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from flowledger.cli.analytics import analytics, retention_app
 from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
@@ -36,6 +37,8 @@ app.add_typer(instances_app, name="instances")
 app.add_typer(token_app, name="token")
 app.add_typer(jobs_app, name="jobs")
 app.command()(demo)
+app.command("analytics")(analytics)
+app.add_typer(retention_app, name="retention")
 
 ImportOpt = Annotated[
     list[str] | None,
