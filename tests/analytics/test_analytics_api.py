@@ -32,49 +32,88 @@ async def data(db: Database, clock: ManualClock) -> dict[str, int]:
     running, child of i3. Tenant ``other``: o1 running, o2 approved — which
     must never show up for a caller of ``default``."""
     clock.set(NOW)
-    i1 = await add_instance(db, "leave", created_at=NOW - 2 * D, status="approved",
-                            finished_at=NOW - 2 * D + H)
-    i2 = await add_instance(db, "leave", created_at=NOW - 3 * D, status="rejected",
-                            finished_at=NOW - 3 * D + 3 * H)
+    i1 = await add_instance(
+        db, "leave", created_at=NOW - 2 * D, status="approved", finished_at=NOW - 2 * D + H
+    )
+    i2 = await add_instance(
+        db, "leave", created_at=NOW - 3 * D, status="rejected", finished_at=NOW - 3 * D + 3 * H
+    )
     i3 = await add_instance(db, "leave", created_at=NOW - H)
-    i4 = await add_instance(db, "expense", created_at=NOW - 10 * D, status="approved",
-                            finished_at=NOW - 10 * D + 2 * H)
+    i4 = await add_instance(
+        db, "expense", created_at=NOW - 10 * D, status="approved", finished_at=NOW - 10 * D + 2 * H
+    )
     i5 = await add_instance(db, "expense", created_at=NOW - 20 * D)
-    i6 = await add_instance(db, "sub", created_at=NOW - H / 2, parent=i3)
+    await add_instance(db, "sub", created_at=NOW - H / 2, parent=i3)
     o1 = await add_instance(db, "leave", created_at=NOW - D, tenant="other")
-    await add_instance(db, "leave", created_at=NOW - D, status="approved",
-                       finished_at=NOW - D + H, tenant="other")
+    await add_instance(
+        db, "leave", created_at=NOW - D, status="approved", finished_at=NOW - D + H, tenant="other"
+    )
     # human tasks
-    await add_task(db, i1, "manager", "mia", created_at=NOW - 2 * D, status="completed",
-                   finished_at=NOW - 2 * D + H)
-    await add_task(db, i1, "manager", "max", created_at=NOW - 2 * D, status="skipped",
-                   finished_at=NOW - 2 * D + H)
-    await add_task(db, i2, "manager", "mia", created_at=NOW - 3 * D, status="completed",
-                   finished_at=NOW - 3 * D + 3 * H)
-    await add_task(db, i2, "manager", "max", created_at=NOW - 3 * D, status="completed",
-                   finished_at=NOW - 3 * D + H / 2)
+    await add_task(
+        db,
+        i1,
+        "manager",
+        "mia",
+        created_at=NOW - 2 * D,
+        status="completed",
+        finished_at=NOW - 2 * D + H,
+    )
+    await add_task(
+        db,
+        i1,
+        "manager",
+        "max",
+        created_at=NOW - 2 * D,
+        status="skipped",
+        finished_at=NOW - 2 * D + H,
+    )
+    await add_task(
+        db,
+        i2,
+        "manager",
+        "mia",
+        created_at=NOW - 3 * D,
+        status="completed",
+        finished_at=NOW - 3 * D + 3 * H,
+    )
+    await add_task(
+        db,
+        i2,
+        "manager",
+        "max",
+        created_at=NOW - 3 * D,
+        status="completed",
+        finished_at=NOW - 3 * D + H / 2,
+    )
     t3 = await add_task(db, i3, "manager", "mia", created_at=NOW - H, due_at=NOW - H / 2)
     await add_task(db, i3, "manager", "max", created_at=NOW - H, due_at=NOW + 2 * H)
     await add_task(db, i3, "watchers", "zoe", created_at=NOW - H, status="cc", kind="cc")
-    await add_task(db, i4, "review", "hal", created_at=NOW - 10 * D, status="completed",
-                   finished_at=NOW - 10 * D + 2 * H)
+    await add_task(
+        db,
+        i4,
+        "review",
+        "hal",
+        created_at=NOW - 10 * D,
+        status="completed",
+        finished_at=NOW - 10 * D + 2 * H,
+    )
     await add_task(db, i5, "review", "hal", created_at=NOW - 20 * D, due_at=NOW + 30 * H)
     await add_task(db, i5, "review", "hal", created_at=NOW - 20 * D)
-    await add_task(db, o1, "manager", "mia", created_at=NOW - D, due_at=NOW - D,
-                   tenant="other")
+    await add_task(db, o1, "manager", "mia", created_at=NOW - D, due_at=NOW - D, tenant="other")
     # jobs, webhook deliveries
     for _ in range(2):
         await add_job(db, NOW, type="webhook_delivery", status="succeeded", instance_id=i1)
-    await add_job(db, NOW, type="engine_step", pool="workflow-ledger", status="dead",
-                  instance_id=i4)
-    await add_job(db, NOW, type="webhook_delivery", status="pending", tenant_id="other",
-                  instance_id=o1)
+    await add_job(
+        db, NOW, type="engine_step", pool="workflow-ledger", status="dead", instance_id=i4
+    )
+    await add_job(
+        db, NOW, type="webhook_delivery", status="pending", tenant_id="other", instance_id=o1
+    )
     sub = await add_subscription(db, NOW)
     await add_hit(db, sub, status="delivered", updated_at=NOW, instance_id=i1)
     await add_hit(db, sub, status="failed", updated_at=NOW, instance_id=i4)
     other_sub = await add_subscription(db, NOW, tenant="other")
-    await add_hit(db, other_sub, status="delivered", updated_at=NOW, instance_id=o1,
-                  tenant="other")
+    await add_hit(db, other_sub, status="delivered", updated_at=NOW, instance_id=o1, tenant="other")
     return {"i1": i1, "i3": i3, "t3": t3}
 
 
@@ -87,7 +126,11 @@ async def _get(api: Api, people: People, panel: str, **params: object) -> dict:
 async def test_totals_O14(api: Api, people: People, data: dict[str, int]) -> None:
     body = await _get(api, people, "totals")
     assert body["instancesByStatus"] == {
-        "running": 3, "suspended": 0, "approved": 2, "rejected": 1, "withdrawn": 0,
+        "running": 3,
+        "suspended": 0,
+        "approved": 2,
+        "rejected": 1,
+        "withdrawn": 0,
         "canceled": 0,
     }
     assert body["instances"] == 6
@@ -105,12 +148,30 @@ async def test_totals_O14(api: Api, people: People, data: dict[str, int]) -> Non
 async def test_top_definitions_O14(api: Api, people: People, data: dict[str, int]) -> None:
     body = await _get(api, people, "top-definitions")
     assert body["items"] == [
-        {"definitionKey": "leave", "total": 3, "running": 1, "approved": 1, "rejected": 1,
-         "avgDurationMs": 7_200_000},
-        {"definitionKey": "expense", "total": 2, "running": 1, "approved": 1, "rejected": 0,
-         "avgDurationMs": 7_200_000},
-        {"definitionKey": "sub", "total": 1, "running": 1, "approved": 0, "rejected": 0,
-         "avgDurationMs": None},
+        {
+            "definitionKey": "leave",
+            "total": 3,
+            "running": 1,
+            "approved": 1,
+            "rejected": 1,
+            "avgDurationMs": 7_200_000,
+        },
+        {
+            "definitionKey": "expense",
+            "total": 2,
+            "running": 1,
+            "approved": 1,
+            "rejected": 0,
+            "avgDurationMs": 7_200_000,
+        },
+        {
+            "definitionKey": "sub",
+            "total": 1,
+            "running": 1,
+            "approved": 0,
+            "rejected": 0,
+            "avgDurationMs": None,
+        },
     ]
     # a 7-day period leaves out expense (10 and 20 days old)
     week = await _get(api, people, "top-definitions", days=7)
@@ -123,12 +184,24 @@ async def test_node_bottlenecks_O14(api: Api, people: People, data: dict[str, in
     body = await _get(api, people, "node-bottlenecks")
     assert body["items"] == [
         # expense/review: one handled (2 h), p90 of one value is that value
-        {"definitionKey": "expense", "nodeKey": "review", "handled": 1,
-         "avgHandlingMs": 7_200_000, "p90HandlingMs": 7_200_000, "backlog": 2},
+        {
+            "definitionKey": "expense",
+            "nodeKey": "review",
+            "handled": 1,
+            "avgHandlingMs": 7_200_000,
+            "p90HandlingMs": 7_200_000,
+            "backlog": 2,
+        },
         # leave/manager: 0.5 h, 1 h, 3 h: mean 1.5 h; p90 at position 1.8:
         # 1 h + 0.8 * (3 h - 1 h) = 2.6 h
-        {"definitionKey": "leave", "nodeKey": "manager", "handled": 3,
-         "avgHandlingMs": 5_400_000, "p90HandlingMs": 9_360_000, "backlog": 2},
+        {
+            "definitionKey": "leave",
+            "nodeKey": "manager",
+            "handled": 3,
+            "avgHandlingMs": 5_400_000,
+            "p90HandlingMs": 9_360_000,
+            "backlog": 2,
+        },
     ]
     leave = await _get(api, people, "node-bottlenecks", definitionKey="leave")
     assert [(i["definitionKey"], i["nodeKey"]) for i in leave["items"]] == [("leave", "manager")]
@@ -152,9 +225,15 @@ async def test_timeouts_O14(api: Api, people: People, data: dict[str, int]) -> N
     body = await _get(api, people, "timeouts")
     assert (body["overdue"], body["dueWithin24h"]) == (1, 1)
     assert body["overdueTasks"] == [
-        {"taskId": data["t3"], "instanceId": data["i3"], "definitionKey": "leave",
-         "nodeKey": "manager", "assignee": "mia", "dueAt": "2026-06-15T11:30:00Z",
-         "overdueSeconds": 1800.0},
+        {
+            "taskId": data["t3"],
+            "instanceId": data["i3"],
+            "definitionKey": "leave",
+            "nodeKey": "manager",
+            "assignee": "mia",
+            "dueAt": "2026-06-15T11:30:00Z",
+            "overdueSeconds": 1800.0,
+        },
     ]
     expense = await _get(api, people, "timeouts", definitionKey="expense")
     assert (expense["overdue"], expense["dueWithin24h"], expense["overdueTasks"]) == (0, 0, [])
@@ -169,7 +248,10 @@ async def test_async_health_O14(api: Api, people: People, data: dict[str, int]) 
     assert jobs["webhook_delivery"]["byStatus"]["pending"] == 0  # other tenant's
     assert jobs["engine_step"]["byStatus"]["dead"] == 1
     assert body["webhookDeliveries"]["byStatus"] == {
-        "pending": 0, "delivered": 1, "failed": 1, "skipped": 0,
+        "pending": 0,
+        "delivered": 1,
+        "failed": 1,
+        "skipped": 0,
     }
     assert body["subprocessInstances"]["total"] == 1
     assert body["subprocessInstances"]["byStatus"]["running"] == 1
@@ -197,7 +279,11 @@ async def test_all_tenants_caller_sees_other_tenant_O14(
     ],
 )
 async def test_daily_local_days_and_zero_days_O14(
-    api: Api, people: People, db: Database, clock: ManualClock, zone: str,
+    api: Api,
+    people: People,
+    db: Database,
+    clock: ManualClock,
+    zone: str,
     midnight_utc: datetime,
 ) -> None:
     """``midnight_utc`` is the start of the local day of NOW (2026-06-15)
@@ -207,8 +293,9 @@ async def test_daily_local_days_and_zero_days_O14(
     second = timedelta(seconds=1)
     # exactly at local midnight: today; one second before: yesterday
     await add_instance(db, "leave", created_at=midnight_utc)
-    await add_instance(db, "leave", created_at=midnight_utc - second, status="approved",
-                       finished_at=midnight_utc)
+    await add_instance(
+        db, "leave", created_at=midnight_utc - second, status="approved", finished_at=midnight_utc
+    )
     # 13 days before today's midnight is the window's first day; one second
     # earlier is outside the window
     first = midnight_utc - 13 * D
@@ -248,8 +335,15 @@ async def test_daily_default_zone_is_utc_here_and_bad_zone_422_O14(
 
 @pytest.mark.parametrize(
     "panel",
-    ["totals", "daily", "top-definitions", "node-bottlenecks", "approver-workload",
-     "timeouts", "async-health"],
+    [
+        "totals",
+        "daily",
+        "top-definitions",
+        "node-bottlenecks",
+        "approver-workload",
+        "timeouts",
+        "async-health",
+    ],
 )
 async def test_panels_need_monitor_A2(api: Api, people: People, panel: str) -> None:
     response = await api.get(f"/analytics/{panel}", people.ann)

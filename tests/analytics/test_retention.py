@@ -67,19 +67,21 @@ async def world(db: Database, clock: ManualClock) -> dict[str, object]:
 
     async def done(name: str, days: int, status: str = "approved") -> int:
         ids[name] = await add_instance(
-            db, "leave", created_at=NOW - (days + 1) * D, status=status,
+            db,
+            "leave",
+            created_at=NOW - (days + 1) * D,
+            status=status,
             finished_at=NOW - days * D,
         )
         return int(ids[name])  # type: ignore[call-overload]
 
-    await done("old", 200)          # past tokens (90) and trace (180)
-    await done("mid", 100)          # past tokens only
+    await done("old", 200)  # past tokens (90) and trace (180)
+    await done("mid", 100)  # past tokens only
     await done("new", 10, "rejected")
-    await done("old_ticket", 200, "rejected")    # a pending ticket protects it
+    await done("old_ticket", 200, "rejected")  # a pending ticket protects it
     await done("old_resolved", 200, "canceled")  # a resolved ticket does not
     ids["running"] = await add_instance(db, "leave", created_at=NOW - 300 * D)
-    ids["suspended"] = await add_instance(db, "leave", created_at=NOW - 300 * D,
-                                          status="suspended")
+    ids["suspended"] = await add_instance(db, "leave", created_at=NOW - 300 * D, status="suspended")
     await add_ticket(db, ids["old_ticket"], status="pending", now=NOW - 200 * D)  # type: ignore[arg-type]
     await add_ticket(db, ids["old_resolved"], status="resolved", now=NOW - 200 * D)  # type: ignore[arg-type]
     for name in ("old", "mid", "new", "old_ticket", "old_resolved", "running", "suspended"):
@@ -88,23 +90,26 @@ async def world(db: Database, clock: ManualClock) -> dict[str, object]:
         ids[f"trace_{name}"] = await add_trace(db, instance, created_at=NOW - 300 * D)  # type: ignore[arg-type]
 
     old = NOW - 40 * D
-    ids["job_old"] = await add_job(db, NOW - 41 * D, status="succeeded", updated_at=old,
-                                   instance_id=ids["old"])
+    ids["job_old"] = await add_job(
+        db, NOW - 41 * D, status="succeeded", updated_at=old, instance_id=ids["old"]
+    )
     await add_execution(db, ids["job_old"], scheduled_at=old, started_at=old)  # type: ignore[arg-type]
     await add_execution(db, ids["job_old"], scheduled_at=old, started_at=old, attempt=2)  # type: ignore[arg-type]
     await add_effect(db, ids["job_old"], now=old)  # type: ignore[arg-type]
     ids["job_canceled"] = await add_job(db, old, status="canceled", updated_at=old)
     ids["job_new"] = await add_job(db, NOW - 10 * D, status="succeeded", updated_at=NOW - 10 * D)
     ids["job_dead"] = await add_job(db, NOW - 100 * D, status="dead", updated_at=NOW - 100 * D)
-    ids["job_failed"] = await add_job(db, NOW - 100 * D, status="failed",
-                                      updated_at=NOW - 100 * D)
+    ids["job_failed"] = await add_job(db, NOW - 100 * D, status="failed", updated_at=NOW - 100 * D)
     await add_execution(db, ids["job_dead"], scheduled_at=old, started_at=old, status="failed")  # type: ignore[arg-type]
-    ids["job_running_instance"] = await add_job(db, old, status="succeeded", updated_at=old,
-                                                instance_id=ids["running"])
-    ids["job_suspended_instance"] = await add_job(db, old, status="canceled", updated_at=old,
-                                                  instance_id=ids["suspended"])
-    ids["job_ticket"] = await add_job(db, old, status="succeeded", updated_at=old,
-                                      instance_id=ids["old_ticket"])
+    ids["job_running_instance"] = await add_job(
+        db, old, status="succeeded", updated_at=old, instance_id=ids["running"]
+    )
+    ids["job_suspended_instance"] = await add_job(
+        db, old, status="canceled", updated_at=old, instance_id=ids["suspended"]
+    )
+    ids["job_ticket"] = await add_job(
+        db, old, status="succeeded", updated_at=old, instance_id=ids["old_ticket"]
+    )
 
     await add_node(db, "node-gone", heartbeat_at=NOW - 8 * D)
     await add_node(db, "node-recent", heartbeat_at=NOW - 6 * D)
@@ -117,8 +122,9 @@ async def world(db: Database, clock: ManualClock) -> dict[str, object]:
     ids["hit_old"] = await add_hit(db, sub, status="delivered", updated_at=old)
     ids["hit_new"] = await add_hit(db, sub, status="delivered", updated_at=NOW - 10 * D)
     ids["hit_failed"] = await add_hit(db, sub, status="failed", updated_at=old)
-    ids["hit_running"] = await add_hit(db, sub, status="delivered", updated_at=old,
-                                       instance_id=ids["running"])  # type: ignore[arg-type]
+    ids["hit_running"] = await add_hit(
+        db, sub, status="delivered", updated_at=old, instance_id=ids["running"]
+    )  # type: ignore[arg-type]
     return ids
 
 
@@ -162,15 +168,25 @@ async def test_run_removes_exactly_the_preview_and_keeps_protected_rows_O20(
     assert jobs_item["batches"] == 3
     w = world
     assert await _ids(db, workflow_tokens) == {
-        w["token_new"], w["token_old_ticket"], w["token_running"], w["token_suspended"]
+        w["token_new"],
+        w["token_old_ticket"],
+        w["token_running"],
+        w["token_suspended"],
     }
     assert await _ids(db, workflow_trace) == {
-        w["trace_mid"], w["trace_new"], w["trace_old_ticket"], w["trace_running"],
+        w["trace_mid"],
+        w["trace_new"],
+        w["trace_old_ticket"],
+        w["trace_running"],
         w["trace_suspended"],
     }
     assert await _ids(db, workflow_jobs) == {
-        w["job_new"], w["job_dead"], w["job_failed"], w["job_running_instance"],
-        w["job_suspended_instance"], w["job_ticket"],
+        w["job_new"],
+        w["job_dead"],
+        w["job_failed"],
+        w["job_running_instance"],
+        w["job_suspended_instance"],
+        w["job_ticket"],
     }
     async with db.read() as conn:
         attempts = (await conn.execute(select(workflow_job_executions.c.job_id))).scalars().all()
@@ -178,10 +194,14 @@ async def test_run_removes_exactly_the_preview_and_keeps_protected_rows_O20(
     assert await _count(db, workflow_job_effects) == 0
     assert await _ids(db, system_scheduler_nodes) == {"node-recent"}
     assert await _ids(db, workflow_event_outbox) == {
-        w["outbox_new"], w["outbox_pending"], w["outbox_running"]
+        w["outbox_new"],
+        w["outbox_pending"],
+        w["outbox_running"],
     }
     assert await _ids(db, workflow_subscription_hits) == {
-        w["hit_new"], w["hit_failed"], w["hit_running"]
+        w["hit_new"],
+        w["hit_failed"],
+        w["hit_running"],
     }
     # a second preview finds nothing left; the run is on record per policy
     again = await ops.preview(db, now=NOW)
@@ -190,7 +210,9 @@ async def test_run_removes_exactly_the_preview_and_keeps_protected_rows_O20(
         recorded = (await conn.execute(select(workflow_retention_runs))).one()
         items = (await conn.execute(select(workflow_retention_run_items))).all()
     assert (recorded.status, recorded.rows_removed, recorded.trigger) == (
-        "succeeded", before["rows"], "manual"
+        "succeeded",
+        before["rows"],
+        "manual",
     )
     assert {i.policy: i.rows_removed for i in items} == {
         name: sum(t.values()) for name, t in EXPECTED.items()
@@ -203,10 +225,12 @@ async def test_disabled_policy_and_keep_days_O20(
     response = await api.client.patch(
         "/api/workflows/engine/retention/policies",
         headers=people.ops,
-        json={"policies": [
-            {"name": "workflow_jobs", "keepDays": 50},
-            {"name": "workflow_trace", "enabled": False},
-        ]},
+        json={
+            "policies": [
+                {"name": "workflow_jobs", "keepDays": 50},
+                {"name": "workflow_trace", "enabled": False},
+            ]
+        },
     )
     assert response.status_code == 200, response.text
     by_name = {p["name"]: p for p in response.json()["items"]}
@@ -225,13 +249,15 @@ async def test_disabled_policy_and_keep_days_O20(
 
 async def test_health_snapshots_when_table_exists_O20(db: Database) -> None:
     async with db.begin() as conn:
-        await conn.execute(text(
-            "CREATE TABLE workflow_health_snapshots "
-            "(id INTEGER PRIMARY KEY, created_at TIMESTAMP WITH TIME ZONE NOT NULL)"
-            if db.dialect == "postgresql"
-            else "CREATE TABLE workflow_health_snapshots "
-            "(id INTEGER PRIMARY KEY, created_at DATETIME NOT NULL)"
-        ))
+        await conn.execute(
+            text(
+                "CREATE TABLE workflow_health_snapshots "
+                "(id INTEGER PRIMARY KEY, created_at TIMESTAMP WITH TIME ZONE NOT NULL)"
+                if db.dialect == "postgresql"
+                else "CREATE TABLE workflow_health_snapshots "
+                "(id INTEGER PRIMARY KEY, created_at DATETIME NOT NULL)"
+            )
+        )
         for i, days in enumerate([91, 89], start=1):
             stamp = (NOW - days * D).replace(tzinfo=None).isoformat(sep=" ")
             await conn.execute(
@@ -330,10 +356,16 @@ async def test_rest_permissions_preview_run_and_audit_O20(
     ("body", "field", "code"),
     [
         ({"name": "nope", "keepDays": 3}, "name", "unknown_policy"),
-        ({"policies": [{"name": "workflow_jobs"}, {"name": "nope"}]}, "policies[1].name",
-         "unknown_policy"),
-        ({"policies": [{"name": "workflow_jobs"}, {"name": "workflow_jobs"}]},
-         "policies[1].name", "duplicate_policy"),
+        (
+            {"policies": [{"name": "workflow_jobs"}, {"name": "nope"}]},
+            "policies[1].name",
+            "unknown_policy",
+        ),
+        (
+            {"policies": [{"name": "workflow_jobs"}, {"name": "workflow_jobs"}]},
+            "policies[1].name",
+            "duplicate_policy",
+        ),
         ({"name": "workflow_jobs", "keepDays": 0}, "body.keepDays", "validation_error"),
     ],
 )

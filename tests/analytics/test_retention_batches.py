@@ -57,7 +57,9 @@ async def _fill(db: Database) -> None:
 
 async def _count(db: Database) -> int:
     async with db.read() as conn:
-        return int((await conn.execute(select(func.count()).select_from(workflow_jobs))).scalar_one())
+        return int(
+            (await conn.execute(select(func.count()).select_from(workflow_jobs))).scalar_one()
+        )
 
 
 async def test_run_over_200k_rows_holds_locks_one_batch_at_a_time_O20(db: Database) -> None:

@@ -150,7 +150,10 @@ def policies(as_json: js.JsonOpt = False) -> None:
         out.print(
             _rows_table(
                 "retention policies",
-                [{k: i[k] for k in ("name", "enabled", "keepDays", "defaultKeepDays")} for i in items],
+                [
+                    {k: i[k] for k in ("name", "enabled", "keepDays", "defaultKeepDays")}
+                    for i in items
+                ],
             )
         )
 

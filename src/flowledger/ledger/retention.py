@@ -87,7 +87,11 @@ async def jobs_purge_count(conn: AsyncConnection, *, before: datetime) -> dict[s
             )
         )
     ).one()
-    return {"workflow_jobs": row[0], "workflow_job_executions": row[1], "workflow_job_effects": row[2]}
+    return {
+        "workflow_jobs": row[0],
+        "workflow_job_executions": row[1],
+        "workflow_job_effects": row[2],
+    }
 
 
 async def jobs_purge_batch(

@@ -38,6 +38,7 @@ from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.ops.analytics_sql import (
     AnalyticsScope,
+    analytics_read,
     count_by_local_day,
     day_window,
     duration_ms,
@@ -72,7 +73,7 @@ async def _pending_tasks(conn: AsyncConnection, scope: AnalyticsScope) -> int:
 
 async def totals(db: Database, scope: AnalyticsScope, *, now: datetime) -> dict[str, Any]:
     where = scope.instance_filter()
-    async with db.read() as conn:
+    async with analytics_read(db) as conn:
         by_status = {s.value: 0 for s in InstanceStatus}
         rows = await conn.execute(
             select(instances.c.status, func.count()).where(*where).group_by(instances.c.status)
@@ -113,7 +114,7 @@ async def daily(
 ) -> dict[str, Any]:
     dates, start, end = day_window(now, zone, days)
     where = scope.instance_filter()
-    async with db.read() as conn:
+    async with analytics_read(db) as conn:
         starts = await count_by_local_day(
             conn, instances.c.created_at, where, zone=zone, start=start, end=end
         )
@@ -136,7 +137,7 @@ async def top_definitions(
     def status_count(status: InstanceStatus) -> Any:
         return func.sum(case((instances.c.status == status, 1), else_=0))
 
-    async with db.read() as conn:
+    async with analytics_read(db) as conn:
         total = func.count().label("total")
         stmt = (
             select(
@@ -145,9 +146,9 @@ async def top_definitions(
                 status_count(InstanceStatus.RUNNING).label("running"),
                 status_count(InstanceStatus.APPROVED).label("approved"),
                 status_count(InstanceStatus.REJECTED).label("rejected"),
-                func.avg(
-                    duration_ms(conn, instances.c.created_at, instances.c.finished_at)
-                ).label("avg_ms"),
+                func.avg(duration_ms(conn, instances.c.created_at, instances.c.finished_at)).label(
+                    "avg_ms"
+                ),
             )
             .where(
                 and_(

@@ -18,13 +18,14 @@ from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
+from sqlalchemy.sql.elements import ColumnElement
 
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.event_schema import HIT_STATUSES
 from flowledger.db.event_schema import workflow_subscription_hits as hits
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.ops.analytics_sql import AnalyticsScope
+from flowledger.ops.analytics_sql import AnalyticsScope, analytics_read
 from flowledger.states import InstanceStatus, JobStatus
 
 
@@ -41,11 +42,11 @@ async def async_health(db: Database, scope: AnalyticsScope) -> dict[str, Any]:
         hit_where.append(instances.c.definition_key == definition)
     parent = aliased(instances)
     child_from = instances.join(parent, parent.c.id == instances.c.parent_instance_id)
-    child_where = [instances.c.parent_instance_id.is_not(None)]
+    child_where: list[ColumnElement[bool]] = [instances.c.parent_instance_id.is_not(None)]
     child_where += scope.tenant_filter(instances.c.tenant_id)
     if definition is not None:
         child_where.append(parent.c.definition_key == definition)
-    async with db.read() as conn:
+    async with analytics_read(db) as conn:
         job_rows = await conn.execute(
             select(jobs.c.type, jobs.c.status, func.count())
             .select_from(job_from)

@@ -36,7 +36,13 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.ops.analytics import HUMAN_TASK_KINDS, scoped_tasks
-from flowledger.ops.analytics_sql import AnalyticsScope, duration_ms, grouped_p90, ms
+from flowledger.ops.analytics_sql import (
+    AnalyticsScope,
+    analytics_read,
+    duration_ms,
+    grouped_stats,
+    ms,
+)
 from flowledger.states import TaskStatus
 
 DUE_SOON = timedelta(hours=24)
@@ -81,9 +87,8 @@ async def node_bottlenecks(
     keys = [instances.c.definition_key, tasks.c.node_key]
     froms = _with_instance()
     handled_where = _handled(scope, now, days)
-    async with db.read() as conn:
-        handled = await _handling_by(conn, keys, handled_where, froms)
-        p90 = await grouped_p90(
+    async with analytics_read(db) as conn:
+        handled = await grouped_stats(
             conn,
             keys,
             duration_ms(conn, tasks.c.created_at, tasks.c.finished_at),
@@ -96,14 +101,14 @@ async def node_bottlenecks(
         backlog = {(r[0], r[1]): int(r[2]) for r in backlog_rows}
     items = []
     for key in set(handled) | set(backlog):
-        count, avg = handled.get(key, (0, None))
+        count, avg, p90 = handled.get(key, (0, None, None))
         items.append(
             {
                 "definitionKey": key[0],
                 "nodeKey": key[1],
                 "handled": count,
                 "avgHandlingMs": ms(avg),
-                "p90HandlingMs": ms(p90.get(key)),
+                "p90HandlingMs": ms(p90),
                 "backlog": backlog.get(key, 0),
             }
         )
@@ -118,7 +123,7 @@ async def approver_workload(
 ) -> dict[str, Any]:
     froms, _where = scoped_tasks(scope)
     keys = [tasks.c.assignee]
-    async with db.read() as conn:
+    async with analytics_read(db) as conn:
         handled = await _handling_by(conn, keys, _handled(scope, now, days), froms)
         pending_rows = await conn.execute(
             select(tasks.c.assignee, func.count())
@@ -149,7 +154,7 @@ async def timeouts(
     pending = [tasks.c.status == TaskStatus.PENDING, tasks.c.due_at.is_not(None), *where]
     overdue = tasks.c.due_at < now
     soon = (tasks.c.due_at >= now) & (tasks.c.due_at < now + DUE_SOON)
-    async with db.read() as conn:
+    async with analytics_read(db) as conn:
         counts = (
             await conn.execute(
                 select(

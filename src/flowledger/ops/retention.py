@@ -189,7 +189,10 @@ async def run_retention(
     try:
         for policy in chosen:
             result = PolicyResult(
-                policy.name, policy.enabled, policy.keep_days, now - timedelta(days=policy.keep_days)
+                policy.name,
+                policy.enabled,
+                policy.keep_days,
+                now - timedelta(days=policy.keep_days),
             )
             policy_started = time.monotonic()
             if policy.enabled:
@@ -275,15 +278,17 @@ async def get_run(db: Database, run_id: int) -> dict[str, Any]:
 async def list_runs(db: Database, *, limit: int = 20) -> list[dict[str, Any]]:
     """The newest runs first, each with its per-policy items (two queries)."""
     async with db.read() as conn:
-        rows = (
-            await conn.execute(select(runs).order_by(desc(runs.c.id)).limit(limit))
-        ).all()
+        rows = (await conn.execute(select(runs).order_by(desc(runs.c.id)).limit(limit))).all()
         ids = [r.id for r in rows]
         items = (
-            await conn.execute(
-                select(run_items).where(run_items.c.run_id.in_(ids)).order_by(run_items.c.id)
-            )
-        ).all() if ids else []
+            (
+                await conn.execute(
+                    select(run_items).where(run_items.c.run_id.in_(ids)).order_by(run_items.c.id)
+                )
+            ).all()
+            if ids
+            else []
+        )
     by_run: dict[int, list[Any]] = {}
     for item in items:
         by_run.setdefault(item.run_id, []).append(item)

@@ -49,9 +49,7 @@ def _tenants(caller: Caller) -> tuple[str, ...] | None:
 
 
 Scope = Annotated[AnalyticsScope, Depends(analytics_scope)]
-PeriodDays = Annotated[
-    int, Query(ge=1, le=366, description="The period, in days back from now.")
-]
+PeriodDays = Annotated[int, Query(ge=1, le=366, description="The period, in days back from now.")]
 ItemLimit = Annotated[int, Query(ge=1, le=500)]
 
 

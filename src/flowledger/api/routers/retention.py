@@ -28,14 +28,14 @@ from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
 from flowledger.api.schemas import ApiModel, RequestModel
 from flowledger.errors import FlowledgerError
 from flowledger.ops import retention as ops
-from flowledger.ops import retention_policies as policies
+from flowledger.ops import retention_policies as rp
 from flowledger.ops.analytics_time import server_time_zone
 from flowledger.settings import get_settings
 
 router = APIRouter(prefix="/engine/retention", tags=["retention"])
 
 PolicyName = Annotated[str, Field(min_length=1, max_length=64)]
-KeepDays = Annotated[int, Field(ge=1, le=policies.MAX_KEEP_DAYS)]
+KeepDays = Annotated[int, Field(ge=1, le=rp.MAX_KEEP_DAYS)]
 
 
 class DuplicatePolicy(FlowledgerError):
@@ -89,13 +89,13 @@ class PoliciesPatch(RequestModel):
             raise ValueError("enabled and keepDays go inside each entry of policies")
         return self
 
-    def changes(self) -> list[tuple[str, policies.PolicyChange]]:
+    def changes(self) -> list[tuple[str, rp.PolicyChange]]:
         """(field path, change) per entry."""
         if self.policies is None:
             assert self.name is not None
-            return [("name", policies.PolicyChange(self.name, self.enabled, self.keep_days))]
+            return [("name", rp.PolicyChange(self.name, self.enabled, self.keep_days))]
         return [
-            (f"policies[{i}].name", policies.PolicyChange(p.name, p.enabled, p.keep_days))
+            (f"policies[{i}].name", rp.PolicyChange(p.name, p.enabled, p.keep_days))
             for i, p in enumerate(self.policies)
         ]
 
@@ -174,7 +174,7 @@ class RetentionRunList(ApiModel):
 
 async def _policies(ctx: Ctx) -> RetentionPolicies:
     async with ctx.db.read() as conn:
-        items = await policies.load_policies(conn)
+        items = await rp.load_policies(conn)
     settings = get_settings()
     return RetentionPolicies(
         items=[RetentionPolicyPublic.model_validate(p.public()) for p in items],
@@ -195,9 +195,7 @@ async def list_policies(ctx: Ctx, _caller: Monitor) -> RetentionPolicies:
 @router.patch("/policies", response_model=RetentionPolicies)
 async def update_policies(
     ctx: Ctx,
-    caller: Annotated[
-        Caller, Depends(operator("retention.policies_update", "retention_policy"))
-    ],
+    caller: Annotated[Caller, Depends(operator("retention.policies_update", "retention_policy"))],
     body: PoliciesPatch,
 ) -> RetentionPolicies:
     """Enable or disable policies and change how many days they keep."""
@@ -208,7 +206,7 @@ async def update_policies(
     ) as entry:
         seen: set[str] = set()
         for field, change in changes:
-            policies.check_name(change.name, field=field)
+            rp.check_name(change.name, field=field)
             if change.name in seen:
                 raise DuplicatePolicy(f"policy {change.name!r} is named twice", field=field)
             seen.add(change.name)
@@ -216,7 +214,7 @@ async def update_policies(
             {"name": c.name, "enabled": c.enabled, "keepDays": c.keep_days} for _f, c in changes
         ]
         async with ctx.db.begin() as conn:
-            await policies.update_policies(
+            await rp.update_policies(
                 conn, [c for _f, c in changes], actor=caller.user_id, now=ctx.now()
             )
     return await _policies(ctx)

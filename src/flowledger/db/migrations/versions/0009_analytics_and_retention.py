@@ -83,9 +83,7 @@ def upgrade() -> None:
         sa.Column("keep_days", sa.Integer(), nullable=False),
         sa.Column("updated_by", sa.String(length=128), nullable=False),
         sa.Column("updated_at", UTCDateTime(), nullable=False),
-        sa.CheckConstraint(
-            "keep_days >= 1", name=op.f("ck_workflow_retention_policies_keep_days")
-        ),
+        sa.CheckConstraint("keep_days >= 1", name=op.f("ck_workflow_retention_policies_keep_days")),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_workflow_retention_policies")),
     )
     op.create_table(
