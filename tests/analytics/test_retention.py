@@ -283,11 +283,33 @@ async def test_overlapping_runs_are_refused_O20(db: Database, world: dict) -> No
     with pytest.raises(ops.RetentionRunning):
         await ops.run_retention(db, now=NOW, trigger="manual", actor="ops")
     assert await _count(db, workflow_retention_runs) == 0
+    # a run whose process died mid-way (still marked running) is closed as
+    # failed by the next run that gets the lease
+    async with db.begin() as conn:
+        await conn.execute(
+            workflow_retention_runs.insert().values(
+                trigger="scheduled",
+                actor="system",
+                status="running",
+                started_at=NOW,
+                rows_removed=0,
+            )
+        )
     # once that lease has expired, a run proceeds and releases its own lease
     later = NOW + timedelta(minutes=6)
     await ops.run_retention(db, now=later, trigger="manual", actor="ops")
     await ops.run_retention(db, now=later, trigger="manual", actor="ops")
-    assert await _count(db, workflow_retention_runs) == 2
+    async with db.read() as conn:
+        statuses = (
+            (
+                await conn.execute(
+                    select(workflow_retention_runs.c.status).order_by(workflow_retention_runs.c.id)
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert statuses == ["failed", "succeeded", "succeeded"]
 
 
 async def test_daily_service_runs_once_per_day_on_the_leader_O20(

@@ -10,7 +10,9 @@ A run:
    ``retention_running`` (two operators clicking at once, or an operator and
    the daily task); the lease is renewed in every batch and released at the
    end, and expires on its own if the process dies;
-2. records the run (``workflow_retention_runs``, status ``running``);
+2. records the run (``workflow_retention_runs``, status ``running``) and
+   closes any run still marked running as ``failed`` (interrupted: its
+   process died, its lease expired);
 3. for every enabled policy and each of its steps, removes one batch of at
    most ``batch_size`` rows per transaction until a batch comes back short,
    yielding to the event loop between batches: no lock is ever held longer
@@ -169,6 +171,13 @@ async def run_retention(
         chosen = _select(await load_policies(conn), policies)
         if not await leader_acquire(conn, RUN_LEASE, holder, now=now, ttl=RUN_LEASE_TTL):
             raise RetentionRunning("a retention run is already in progress")
+        # holding the lease, no other run is alive: a run still marked
+        # running was interrupted (its process died) and is closed as failed
+        await conn.execute(
+            update(runs)
+            .where(runs.c.status == "running")
+            .values(status="failed", error="interrupted (the run's process stopped)")
+        )
         run_id = (
             await conn.execute(
                 runs.insert()
