@@ -131,8 +131,8 @@ async def grouped_stats(
         .group_by(*keys)
     )
     means = {tuple(r[: len(keys)]): (int(r[-2]), r[-1]) for r in await conn.execute(aggregate)}
-    p90 = await _sqlite_p90(conn, keys, value, where, froms)
-    return {k: (n, mean, p90.get(k)) for k, (n, mean) in means.items()}
+    p90s = await _sqlite_p90(conn, keys, value, where, froms)
+    return {k: (n, mean, p90s.get(k)) for k, (n, mean) in means.items()}
 
 
 async def _sqlite_p90(
