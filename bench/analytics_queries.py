@@ -15,7 +15,8 @@ EMPTIED first.
 2. VACUUM ANALYZE (PostgreSQL) / ANALYZE (SQLite);
 3. start ``flowledger serve`` as a separate process on 127.0.0.1:PORT and,
    with a new admin token (every tenant: the largest scans), time 20 calls
-   (after 2 warm-ups) of each panel over real HTTP;
+   (after 2 warm-ups) of each panel over real HTTP (and of ``GET /me``: the
+   baseline cost of HTTP and token auth, printed but not in the last line);
 4. stop the server.
 Prints the median of each panel. Last line:
 totals_ms=… daily_ms=… top_definitions_ms=… node_bottlenecks_ms=…
@@ -399,10 +400,12 @@ async def main() -> None:
         await wait_for_server(base, server)
         headers = {"Authorization": f"Bearer {token}"}
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as client:
+            baseline = await timed(client, "/api/workflows/me")
             figures = {p: await timed(client, f"{BASE}/{p}") for p in PANELS}
     finally:
         server.terminate()
         await server.wait()
+    print(f"(HTTP + token auth baseline, GET /me: {baseline:.1f} ms)")
     print(" ".join(f"{p.replace('-', '_')}_ms={v:.1f}" for p, v in figures.items()))
 
 

@@ -407,3 +407,25 @@ async def test_unknown_policy_in_run_selection_422_O20(api: Api, people: People)
     response = await api.post("/engine/retention/run", people.ops, {"policies": ["nope"]})
     assert response.status_code == 422
     assert (response.json()["code"], response.json()["field"]) == ("unknown_policy", "policies[0]")
+
+
+def test_bad_retention_time_zone_is_a_configuration_error_O20(
+    monkeypatch: pytest.MonkeyPatch, db: Database, clock: ManualClock
+) -> None:
+    from flowledger.errors import ConfigurationError
+    from flowledger.handlers.retention_service import retention_service
+    from flowledger.settings import get_settings
+
+    monkeypatch.setenv("FLOWLEDGER_RETENTION_TIME_ZONE", "Mars/Olympus")
+    monkeypatch.setenv("FLOWLEDGER_RETENTION_TIME_OF_DAY", "04:30")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(ConfigurationError) as caught:
+            retention_service(db, clock)
+        assert caught.value.field == "FLOWLEDGER_RETENTION_TIME_ZONE"
+        monkeypatch.setenv("FLOWLEDGER_RETENTION_TIME_ZONE", "Europe/Berlin")
+        get_settings.cache_clear()
+        service = retention_service(db, clock)
+        assert (service.zone.key, service.at.hour, service.at.minute) == ("Europe/Berlin", 4, 30)
+    finally:
+        get_settings.cache_clear()

@@ -16,12 +16,13 @@ The run itself (batches, protection, its own run lease) is
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import structlog
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
+from flowledger.errors import ConfigurationError
 from flowledger.ledger.nodes import leader_acquire, new_node
 from flowledger.ops.analytics_time import server_time_zone
 from flowledger.ops.retention import RetentionRunning, last_scheduled_start, run_retention
@@ -83,7 +84,13 @@ def retention_service(db: Database, clock: Clock) -> DataRetention:
     """The service as configured by the settings."""
     settings = get_settings()
     hours, minutes = (int(p) for p in settings.retention_time_of_day.split(":"))
-    zone = ZoneInfo(settings.retention_time_zone or server_time_zone())
+    name = settings.retention_time_zone or server_time_zone()
+    try:
+        zone = ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigurationError(
+            f"unknown time zone {name!r}", field="FLOWLEDGER_RETENTION_TIME_ZONE"
+        ) from exc
     return DataRetention(
         db, clock, interval_s=settings.retention_interval_s, at=time(hours, minutes), zone=zone
     )
