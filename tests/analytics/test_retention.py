@@ -429,3 +429,39 @@ def test_bad_retention_time_zone_is_a_configuration_error_O20(
         assert (service.zone.key, service.at.hour, service.at.minute) == ("Europe/Berlin", 4, 30)
     finally:
         get_settings.cache_clear()
+
+
+async def test_a_failing_policy_is_on_record_with_what_it_removed_O20(
+    db: Database, world: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flowledger.ops import retention_purge
+    from flowledger.ops.retention_purge import Step
+
+    calls = 0
+
+    async def flaky(conn: object, before: datetime, after: object, limit: int) -> object:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise RuntimeError("disk full")
+        return await retention_purge.TRACE.batch(conn, before, after, limit)  # type: ignore[arg-type]
+
+    broken = Step(retention_purge.TRACE.count, flaky)  # type: ignore[arg-type]
+    monkeypatch.setitem(retention_purge.STEPS, "workflow_trace", [broken])
+    with pytest.raises(RuntimeError):
+        await ops.run_retention(
+            db,
+            now=NOW,
+            trigger="manual",
+            actor="ops",
+            batch_size=1,
+            policies=["workflow_tokens", "workflow_trace"],
+        )
+    (run,) = await ops.list_runs(db)
+    assert run["status"] == "failed" and "disk full" in run["error"]
+    assert [(i["policy"], i["rows"]) for i in run["items"]] == [
+        ("workflow_tokens", 3),
+        ("workflow_trace", 1),  # its first batch committed before the failure
+    ]
+    assert run["rowsRemoved"] == 4
+    assert await _count(db, workflow_trace) == 6

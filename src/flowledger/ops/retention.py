@@ -204,27 +204,18 @@ async def run_retention(
                 now - timedelta(days=policy.keep_days),
             )
             policy_started = time.monotonic()
-            if policy.enabled:
-                await _purge_policy(db, result, holder, elapsed_clock, batch_size)
-            else:
-                result.skipped = "disabled"
-            result.duration_ms = round((time.monotonic() - policy_started) * 1000)
-            total += result.rows
-            async with db.begin() as conn:
-                await conn.execute(
-                    run_items.insert().values(
-                        run_id=run_id,
-                        policy=result.policy,
-                        keep_days=result.keep_days,
-                        cutoff=result.cutoff,
-                        rows_removed=result.rows,
-                        batches=result.batches,
-                        duration_ms=result.duration_ms,
-                        skipped=result.skipped,
-                        detail={"tables": result.tables, "enabled": result.enabled},
-                    )
-                )
-    except Exception as exc:
+            try:
+                if policy.enabled:
+                    await _purge_policy(db, result, holder, elapsed_clock, batch_size)
+                else:
+                    result.skipped = "disabled"
+            finally:
+                # recorded even when the policy failed half-way: its batches
+                # that committed are gone and must be on record
+                result.duration_ms = round((time.monotonic() - policy_started) * 1000)
+                total += result.rows
+                await _record_item(db, run_id, result)
+    except BaseException as exc:  # a cancelled run (shutdown) is not a success either
         error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
@@ -243,6 +234,23 @@ async def run_retention(
             )
             await leader_release(conn, RUN_LEASE, holder)
     return await get_run(db, run_id)
+
+
+async def _record_item(db: Database, run_id: int, result: PolicyResult) -> None:
+    async with db.begin() as conn:
+        await conn.execute(
+            run_items.insert().values(
+                run_id=run_id,
+                policy=result.policy,
+                keep_days=result.keep_days,
+                cutoff=result.cutoff,
+                rows_removed=result.rows,
+                batches=result.batches,
+                duration_ms=result.duration_ms,
+                skipped=result.skipped,
+                detail={"tables": result.tables, "enabled": result.enabled},
+            )
+        )
 
 
 def _run_public(row: Any, items: list[Any]) -> dict[str, Any]:
