@@ -77,10 +77,17 @@ class Settings(BaseSettings):
     # alert rules; a bearer token GET /metrics requires (empty: open)
     alert_eval_interval_s: float = Field(default=60.0, gt=0)
     metrics_token: str = ""
-    # health history (SPEC O-16): the leader-gated snapshot interval and how
-    # long snapshots are kept
+    # health history (SPEC O-16): the leader-gated snapshot interval (the
+    # retention policy workflow_health_snapshots decides how long they stay)
     health_snapshot_interval_s: float = Field(default=300.0, gt=0)
-    health_snapshot_retention_days: int = Field(default=30, ge=1)
+    # analytics (SPEC O-14): the time zone of the daily panel when a request
+    # names none (IANA name; empty: the server's zone)
+    analytics_time_zone: str = ""
+    # data retention (SPEC O-20): the daily run's local time (HH:MM) and zone
+    # (empty: the server's), and the check interval of the service
+    retention_time_of_day: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
+    retention_time_zone: str = ""
+    retention_interval_s: float = Field(default=60.0, gt=0)
 
 
 @lru_cache(maxsize=1)

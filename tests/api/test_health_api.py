@@ -16,6 +16,7 @@ from flowledger.db.database import Database
 from flowledger.db.health_schema import workflow_health_snapshots
 from flowledger.engine import Engine
 from flowledger.handlers.health_service import HealthSnapshots
+from flowledger.ops import retention
 from tests.api.conftest import Api
 from tests.integration.engine_helpers import tasks
 from tests.ops.health_support import approval_flow, dead_end_flow, flush_events
@@ -183,16 +184,18 @@ async def test_history_is_leader_gated_and_one_point_per_interval_O16(
     assert bad.status_code == 422 and bad.json()["field"] == "from"
 
 
-async def test_snapshots_older_than_the_retention_are_deleted_O16(
+async def test_snapshots_are_kept_until_the_retention_policy_removes_them_O16_O20(
     api: Api, db: Database, clock: ManualClock
 ) -> None:
-    service = HealthSnapshots(db, clock, interval_s=300, retention_days=1, holder="node-a")
+    """The snapshot service never deletes; the ``workflow_health_snapshots``
+    retention policy (90 days by default) does."""
+    service = HealthSnapshots(db, clock, interval_s=300, holder="node-a")
     assert await service.snapshot_once() is True
-    clock.advance(seconds=12 * 3600)
+    clock.advance(seconds=91 * 86400)
     assert await service.snapshot_once() is True
     assert await api.count(workflow_health_snapshots) == 2
-    clock.advance(seconds=13 * 3600)  # the first is now 25 h old
-    assert await service.snapshot_once() is True
+    run = await retention.run_retention(db, now=clock.now(), trigger="manual", actor="ops")
+    removed = {i["policy"]: i["tables"] for i in run["items"]}
+    assert removed["workflow_health_snapshots"] == {"workflow_health_snapshots": 1}
     rows = await api.rows(workflow_health_snapshots)
-    assert len(rows) == 2
-    assert min(r["taken_at"] for r in rows) >= clock.now() - timedelta(days=1)
+    assert [r["taken_at"] for r in rows] == [clock.now()]

@@ -19,6 +19,7 @@ from flowledger.api.errors import install_error_handlers
 from flowledger.api.metrics_endpoint import router as metrics_router
 from flowledger.api.routers import (
     alerts,
+    analytics,
     automation,
     callbacks,
     compensation,
@@ -32,6 +33,7 @@ from flowledger.api.routers import (
     me,
     messages,
     recovery,
+    retention,
     schedules,
     subscriptions,
     tasks,
@@ -77,6 +79,8 @@ def api_router() -> APIRouter:
         recovery,
         instance_ops,
         health_routes,
+        analytics,
+        retention,
     ):
         router.include_router(module.router)
     router.include_router(alerts.router)  # SPEC O-22

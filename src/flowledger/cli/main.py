@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from flowledger.cli.alerts import alerts_app
+from flowledger.cli.analytics import analytics, retention_app
 from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
@@ -44,6 +45,8 @@ app.command()(demo)
 app.command()(recover)
 register_instance_ops(instances_app)
 app.command()(health)
+app.command("analytics")(analytics)
+app.add_typer(retention_app, name="retention")
 
 ImportOpt = Annotated[
     list[str] | None,

@@ -213,6 +213,7 @@ system_leader_leases = Table(
 
 # The engine's tables live in their own module but share this metadata.
 from flowledger.db import alert_schema as _alert_schema  # noqa: E402,F401
+from flowledger.db import analytics_schema as _analytics_schema  # noqa: E402,F401
 from flowledger.db import automation_schema as _automation_schema  # noqa: E402,F401
 from flowledger.db import callback_schema as _callback_schema  # noqa: E402,F401
 from flowledger.db import compensation_schema as _compensation_schema  # noqa: E402,F401
@@ -220,4 +221,5 @@ from flowledger.db import connector_schema as _connector_schema  # noqa: E402,F4
 from flowledger.db import engine_schema as _engine_schema  # noqa: E402,F401
 from flowledger.db import event_schema as _event_schema  # noqa: E402,F401
 from flowledger.db import health_schema as _health_schema  # noqa: E402,F401
+from flowledger.db import retention_schema as _retention_schema  # noqa: E402,F401
 from flowledger.db import task_run_schema as _task_run_schema  # noqa: E402,F401

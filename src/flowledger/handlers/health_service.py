@@ -30,13 +30,11 @@ class HealthSnapshots(PeriodicService):
         clock: Clock,
         *,
         interval_s: float | None = None,
-        retention_days: int | None = None,
         holder: str | None = None,
     ) -> None:
         settings = get_settings()
         super().__init__(interval_s or settings.health_snapshot_interval_s)
         self.db, self.clock = db, clock
-        self.retention = timedelta(days=retention_days or settings.health_snapshot_retention_days)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     async def run_once(self) -> None:
@@ -57,4 +55,4 @@ class HealthSnapshots(PeriodicService):
         async with self.db.read() as conn:
             figures = await measure(conn, now=now)
         async with self.db.begin() as conn:
-            return await store_snapshot(conn, figures, interval=interval, retention=self.retention)
+            return await store_snapshot(conn, figures, interval=interval)

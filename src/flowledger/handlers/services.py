@@ -16,6 +16,7 @@ from flowledger.db.database import Database
 from flowledger.engine import schedules
 from flowledger.events.relay import EventRelay
 from flowledger.handlers.health_service import HealthSnapshots
+from flowledger.handlers.retention_service import retention_service
 from flowledger.ledger.task_runs import task_run_record
 from flowledger.ops.alerts.service import AlertEvaluator
 from flowledger.worker.services import PeriodicService
@@ -51,4 +52,6 @@ def engine_services(db: Database, clock: Clock) -> list[PeriodicService]:
     services: list[PeriodicService] = [SchedulePlanner(db, clock), EventRelay(db, clock)]
     services.append(AlertEvaluator(db, clock))  # SPEC O-22, leader-gated
     services.append(HealthSnapshots(db, clock))  # SPEC O-16, leader-gated
+    # SPEC O-20: the daily data-retention task (leader-gated)
+    services.append(retention_service(db, clock))
     return services

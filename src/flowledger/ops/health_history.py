@@ -7,8 +7,9 @@ written by the leader-gated snapshot service
 - :func:`snapshot_due`, :func:`measure`, :func:`store_snapshot`: a snapshot
   is written unless one was taken less than 0.9 interval ago (so a leader
   change never doubles a point); its figures are measured in a read
-  transaction (never holding SQLite's writer during the inspection); the
-  same write deletes the snapshots older than the retention.
+  transaction (never holding SQLite's writer during the inspection). Old
+  snapshots are removed by the retention policy ``workflow_health_snapshots``
+  (SPEC O-20, :mod:`flowledger.ops.retention`).
 - :func:`history` returns the snapshots in ``[from, to]``, at most one per
   interval (the newest of each interval bucket, buckets aligned on the Unix
   epoch), oldest first. Served by the unique index on ``taken_at``.
@@ -19,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.health_schema import workflow_health_snapshots as snapshots
@@ -50,15 +51,15 @@ async def measure(conn: AsyncConnection, *, now: datetime) -> dict[str, Any]:
 
 
 async def store_snapshot(
-    conn: AsyncConnection, figures: dict[str, Any], *, interval: timedelta, retention: timedelta
+    conn: AsyncConnection, figures: dict[str, Any], *, interval: timedelta
 ) -> bool:
-    """Write ``figures`` unless a snapshot became due-no-more meanwhile, and
-    delete the snapshots older than ``retention``."""
+    """Write ``figures`` unless a snapshot became due-no-more meanwhile (old
+    snapshots are removed by the retention policy ``workflow_health_snapshots``,
+    SPEC O-20)."""
     now = figures["taken_at"]
     if not await snapshot_due(conn, now=now, interval=interval):
         return False
     await conn.execute(snapshots.insert().values(**figures))
-    await conn.execute(delete(snapshots).where(snapshots.c.taken_at < now - retention))
     return True
 
 

@@ -1,0 +1,113 @@
+"""Response bodies of the analytics panels (SPEC O-14); the exact definition
+of every figure is in :mod:`flowledger.ops.analytics`,
+:mod:`flowledger.ops.analytics_tasks` and :mod:`flowledger.ops.analytics_async`.
+Durations are whole milliseconds; ``null`` when there is nothing to average."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from flowledger.api.schemas import ApiModel
+
+
+class AnalyticsTotals(ApiModel):
+    definition_key: str | None = None
+    instances: int
+    instances_by_status: dict[str, int]
+    finished: int
+    avg_duration_ms: int | None = None
+    pending_tasks: int
+    starts_last_7_days: int = Field(alias="startsLast7Days")
+
+
+class DailyPoint(ApiModel):
+    date: str = Field(description="Local date (YYYY-MM-DD) in timeZone.")
+    starts: int
+    finishes: int
+
+
+class AnalyticsDaily(ApiModel):
+    definition_key: str | None = None
+    time_zone: str
+    days: list[DailyPoint]
+
+
+class TopDefinition(ApiModel):
+    definition_key: str
+    total: int
+    running: int
+    approved: int
+    rejected: int
+    avg_duration_ms: int | None = None
+
+
+class AnalyticsTopDefinitions(ApiModel):
+    definition_key: str | None = None
+    period_days: int
+    items: list[TopDefinition]
+
+
+class NodeBottleneck(ApiModel):
+    definition_key: str
+    node_key: str
+    handled: int
+    avg_handling_ms: int | None = None
+    p90_handling_ms: int | None = Field(default=None, alias="p90HandlingMs")
+    backlog: int
+
+
+class AnalyticsNodeBottlenecks(ApiModel):
+    definition_key: str | None = None
+    period_days: int
+    items: list[NodeBottleneck]
+
+
+class ApproverLoad(ApiModel):
+    assignee: str
+    pending: int
+    handled: int
+    avg_handling_ms: int | None = None
+
+
+class AnalyticsApproverWorkload(ApiModel):
+    definition_key: str | None = None
+    period_days: int
+    items: list[ApproverLoad]
+
+
+class OverdueTask(ApiModel):
+    task_id: int
+    instance_id: int
+    definition_key: str
+    node_key: str
+    assignee: str
+    due_at: datetime
+    overdue_seconds: float
+
+
+class AnalyticsTimeouts(ApiModel):
+    definition_key: str | None = None
+    now: datetime
+    overdue: int
+    due_within_24h: int = Field(alias="dueWithin24h")
+    overdue_tasks: list[OverdueTask]
+
+
+class JobTypeHealth(ApiModel):
+    type: str
+    total: int
+    by_status: dict[str, int]
+
+
+class StatusCounts(ApiModel):
+    total: int
+    by_status: dict[str, int]
+
+
+class AnalyticsAsyncHealth(ApiModel):
+    definition_key: str | None = None
+    jobs: list[JobTypeHealth]
+    webhook_deliveries: StatusCounts
+    subprocess_instances: StatusCounts

@@ -1,0 +1,254 @@
+"""Data retention under ``/api/workflows/engine/retention`` (SPEC O-20, A-1,
+A-2): the policies (GET, PATCH), a preview of what a run would remove (POST
+``/preview``, counts per policy and table, no change), a run now (POST
+``/run``) and the record of runs (GET ``/runs``).
+
+Reads and the preview need ``workflow:instance:monitor``; PATCH and run need
+``workflow:engine:operate`` and are audited (``retention.policies_update``,
+``retention.run``). The permission is checked before the body is validated.
+Retention is cluster-wide (like the runtime status): policies are global and
+a run purges every tenant's expired rows. A run while another one is in
+progress is 409 ``retention_running``. The rules live in
+:mod:`flowledger.ops.retention` and :mod:`flowledger.ops.retention_policies`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, Self
+
+from fastapi import APIRouter, Body, Depends, Query
+from pydantic import Field, model_validator
+
+from flowledger.api.audit import audited
+from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.deps import Ctx
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
+from flowledger.api.schemas import ApiModel, RequestModel
+from flowledger.errors import FlowledgerError
+from flowledger.ops import retention as ops
+from flowledger.ops import retention_policies as rp
+from flowledger.ops.analytics_time import server_time_zone
+from flowledger.settings import get_settings
+
+router = APIRouter(prefix="/engine/retention", tags=["retention"])
+
+PolicyName = Annotated[str, Field(min_length=1, max_length=64)]
+KeepDays = Annotated[int, Field(ge=1, le=rp.MAX_KEEP_DAYS)]
+
+
+class DuplicatePolicy(FlowledgerError):
+    code = "duplicate_policy"
+
+
+def monitor(caller: CurrentCaller) -> Caller:
+    require(caller, INSTANCE_MONITOR)
+    return caller
+
+
+def operator(action: str, target_type: str) -> Callable[..., Awaitable[Caller]]:
+    """A dependency: the caller, once it holds ``workflow:engine:operate``;
+    a refusal is audited as a failed ``action`` (before the body is read)."""
+
+    async def dependency(ctx: Ctx, caller: CurrentCaller) -> Caller:
+        if not caller.has(ENGINE_OPERATE):
+            async with audited(ctx, caller, action, target_type):
+                require(caller, ENGINE_OPERATE)
+        return caller
+
+    return dependency
+
+
+Monitor = Annotated[Caller, Depends(monitor)]
+
+# ------------------------------------------------------------------- bodies
+
+
+class PolicyPatch(RequestModel):
+    name: PolicyName
+    enabled: bool | None = None
+    keep_days: KeepDays | None = None
+
+
+class PoliciesPatch(RequestModel):
+    """Either ``{"policies": [{"name", "enabled"?, "keepDays"?}, …]}`` or one
+    policy's ``{"name", "enabled"?, "keepDays"?}``. All changes apply in one
+    transaction, or none."""
+
+    policies: Annotated[list[PolicyPatch], Field(min_length=1, max_length=20)] | None = None
+    name: PolicyName | None = None
+    enabled: bool | None = None
+    keep_days: KeepDays | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Self:
+        if (self.policies is None) == (self.name is None):
+            raise ValueError("give either policies (a list) or the name of one policy")
+        if self.policies is not None and (self.enabled is not None or self.keep_days is not None):
+            raise ValueError("enabled and keepDays go inside each entry of policies")
+        return self
+
+    def changes(self) -> list[tuple[str, rp.PolicyChange]]:
+        """(field path, change) per entry."""
+        if self.policies is None:
+            assert self.name is not None
+            return [("name", rp.PolicyChange(self.name, self.enabled, self.keep_days))]
+        return [
+            (f"policies[{i}].name", rp.PolicyChange(p.name, p.enabled, p.keep_days))
+            for i, p in enumerate(self.policies)
+        ]
+
+
+class PolicySelection(RequestModel):
+    """Which policies (default: all of them)."""
+
+    policies: Annotated[list[PolicyName], Field(max_length=20)] | None = None
+
+
+OptionalSelection = Annotated[PolicySelection, Body(default_factory=PolicySelection)]
+
+# ---------------------------------------------------------------- responses
+
+
+class RetentionPolicyPublic(ApiModel):
+    name: str
+    description: str
+    enabled: bool
+    keep_days: int
+    default_enabled: bool
+    default_keep_days: int
+    updated_by: str | None = None
+    updated_at: datetime | None = None
+
+
+class RetentionSchedule(ApiModel):
+    time_of_day: str = Field(description="Local time (HH:MM) of the daily run.")
+    time_zone: str
+
+
+class RetentionPolicies(ApiModel):
+    items: list[RetentionPolicyPublic]
+    schedule: RetentionSchedule
+
+
+class RetentionItem(ApiModel):
+    policy: str
+    enabled: bool
+    keep_days: int
+    cutoff: datetime
+    rows: int
+    tables: dict[str, int]
+    batches: int = 0
+    duration_ms: int = 0
+    skipped: str | None = Field(
+        default=None, description="disabled, table_missing or unsupported_table"
+    )
+
+
+class RetentionPreview(ApiModel):
+    now: datetime
+    rows: int
+    items: list[RetentionItem]
+
+
+class RetentionRun(ApiModel):
+    id: int
+    trigger: str
+    actor: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    duration_ms: int | None = None
+    rows_removed: int
+    error: str | None = None
+    items: list[RetentionItem]
+
+
+class RetentionRunList(ApiModel):
+    items: list[RetentionRun]
+
+
+# ------------------------------------------------------------------- routes
+
+
+async def _policies(ctx: Ctx) -> RetentionPolicies:
+    async with ctx.db.read() as conn:
+        items = await rp.load_policies(conn)
+    settings = get_settings()
+    return RetentionPolicies(
+        items=[RetentionPolicyPublic.model_validate(p.public()) for p in items],
+        schedule=RetentionSchedule(
+            time_of_day=settings.retention_time_of_day,
+            time_zone=settings.retention_time_zone or server_time_zone(),
+        ),
+    )
+
+
+@router.get("/policies", response_model=RetentionPolicies)
+async def list_policies(ctx: Ctx, _caller: Monitor) -> RetentionPolicies:
+    """Every policy with its effective settings and default, and the daily
+    schedule."""
+    return await _policies(ctx)
+
+
+@router.patch("/policies", response_model=RetentionPolicies)
+async def update_policies(
+    ctx: Ctx,
+    caller: Annotated[Caller, Depends(operator("retention.policies_update", "retention_policy"))],
+    body: PoliciesPatch,
+) -> RetentionPolicies:
+    """Enable or disable policies and change how many days they keep."""
+    changes = body.changes()
+    names = [c.name for _field, c in changes]
+    async with audited(
+        ctx, caller, "retention.policies_update", "retention_policy", ",".join(names)
+    ) as entry:
+        seen: set[str] = set()
+        for field, change in changes:
+            rp.check_name(change.name, field=field)
+            if change.name in seen:
+                raise DuplicatePolicy(f"policy {change.name!r} is named twice", field=field)
+            seen.add(change.name)
+        entry.detail["changes"] = [
+            {"name": c.name, "enabled": c.enabled, "keepDays": c.keep_days} for _f, c in changes
+        ]
+        async with ctx.db.begin() as conn:
+            await rp.update_policies(
+                conn, [c for _f, c in changes], actor=caller.user_id, now=ctx.now()
+            )
+    return await _policies(ctx)
+
+
+@router.post("/preview", response_model=RetentionPreview)
+async def preview_retention(
+    ctx: Ctx, _caller: Monitor, body: OptionalSelection
+) -> RetentionPreview:
+    """How many rows a run now would remove, per policy and table."""
+    result = await ops.preview(ctx.db, now=ctx.now(), policies=body.policies)
+    return RetentionPreview.model_validate(result)
+
+
+@router.post("/run", response_model=RetentionRun)
+async def run_retention(
+    ctx: Ctx,
+    caller: Annotated[Caller, Depends(operator("retention.run", "retention_run"))],
+    body: OptionalSelection,
+) -> RetentionRun:
+    """Run the enabled policies now, in batches; returns the recorded run."""
+    async with audited(ctx, caller, "retention.run", "retention_run") as entry:
+        run = await ops.run_retention(
+            ctx.db, now=ctx.now(), trigger="manual", actor=caller.user_id, policies=body.policies
+        )
+        entry.target_id = str(run["id"])
+        entry.detail.update(rowsRemoved=run["rowsRemoved"], policies=body.policies)
+    return RetentionRun.model_validate(run)
+
+
+@router.get("/runs", response_model=RetentionRunList)
+async def list_runs(
+    ctx: Ctx, _caller: Monitor, limit: Annotated[int, Query(ge=1, le=100)] = 20
+) -> RetentionRunList:
+    """The newest retention runs first, with their per-policy results."""
+    runs = await ops.list_runs(ctx.db, limit=limit)
+    return RetentionRunList(items=[RetentionRun.model_validate(r) for r in runs])

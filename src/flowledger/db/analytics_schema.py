@@ -1,0 +1,63 @@
+"""The indexes that serve the analytics read models (SPEC O-14) on tables
+declared elsewhere (instances and tasks). Index definitions only; attaching
+an :class:`~sqlalchemy.Index` to a table's columns registers it in the shared
+metadata.
+
+PostgreSQL ``INCLUDE`` columns make each panel an index-only scan:
+
+- ``ix_workflow_instances_created`` (created_at): starts per day, starts in
+  the last 7 days, top definitions of a period.
+- ``ix_workflow_instances_finished`` (finished_at, finished only): finishes
+  per day and average durations.
+- ``ix_workflow_tasks_due`` (due_at, pending with a due time): timeouts.
+- ``ix_workflow_tasks_finished`` (finished_at, completed only): handling
+  times of node bottlenecks and approver workload.
+- ``ix_workflow_tasks_pending`` (instance_id, pending only): backlogs and
+  pending-now counts.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Index, text
+
+from flowledger.db.engine_schema import workflow_instances as _instances
+from flowledger.db.engine_schema import workflow_tasks as _tasks
+
+_FINISHED = text("finished_at IS NOT NULL")
+_PENDING_DUE = text("status = 'pending' AND due_at IS NOT NULL")
+_COMPLETED = text("status = 'completed'")
+_PENDING = text("status = 'pending'")
+
+ix_instances_created = Index(
+    "ix_workflow_instances_created",
+    _instances.c.created_at,
+    postgresql_include=["tenant_id", "definition_key", "status", "finished_at"],
+)
+ix_instances_finished = Index(
+    "ix_workflow_instances_finished",
+    _instances.c.finished_at,
+    postgresql_include=["tenant_id", "definition_key", "status", "created_at"],
+    postgresql_where=_FINISHED,
+    sqlite_where=_FINISHED,
+)
+ix_tasks_due = Index(
+    "ix_workflow_tasks_due",
+    _tasks.c.due_at,
+    postgresql_include=["tenant_id", "instance_id", "node_key", "assignee"],
+    postgresql_where=_PENDING_DUE,
+    sqlite_where=_PENDING_DUE,
+)
+ix_tasks_finished = Index(
+    "ix_workflow_tasks_finished",
+    _tasks.c.finished_at,
+    postgresql_include=["tenant_id", "instance_id", "node_key", "assignee", "kind", "created_at"],
+    postgresql_where=_COMPLETED,
+    sqlite_where=_COMPLETED,
+)
+ix_tasks_pending = Index(
+    "ix_workflow_tasks_pending",
+    _tasks.c.instance_id,
+    postgresql_include=["tenant_id", "node_key", "assignee", "kind"],
+    postgresql_where=_PENDING,
+    sqlite_where=_PENDING,
+)

@@ -1,0 +1,96 @@
+"""The ``data-retention`` system task (SPEC O-20): a periodic service on
+every worker that, behind the ``data-retention`` leader lease (one leader per
+cluster, ``system_leader_leases``), starts one scheduled retention run per
+day at the configured local time (``FLOWLEDGER_RETENTION_TIME_OF_DAY``,
+default 03:00, in ``FLOWLEDGER_RETENTION_TIME_ZONE``, default the server's
+zone).
+
+"Due" means: no scheduled run has started since the latest daily slot at or
+before now — so a leader that was down at 03:00 catches up when it comes
+back, a new leader after a failover does not run the day twice, and the
+record of runs (``workflow_retention_runs``), not process memory, decides.
+The run itself (batches, protection, its own run lease) is
+:func:`flowledger.ops.retention.run_retention`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import structlog
+
+from flowledger.clock import Clock
+from flowledger.db.database import Database
+from flowledger.errors import ConfigurationError
+from flowledger.ledger.nodes import leader_acquire, new_node
+from flowledger.ops.analytics_time import server_time_zone
+from flowledger.ops.retention import RetentionRunning, last_scheduled_start, run_retention
+from flowledger.settings import get_settings
+from flowledger.worker.services import PeriodicService
+
+log = structlog.get_logger("flowledger.retention")
+
+RETENTION_TASK = "data-retention"
+
+
+def latest_slot(now: datetime, zone: ZoneInfo, at: time) -> datetime:
+    """The latest instant ``<= now`` whose local time in ``zone`` is ``at``."""
+    local_day = now.astimezone(zone).date()
+    slot = datetime.combine(local_day, at, zone)
+    if slot > now:
+        slot = datetime.combine(local_day - timedelta(days=1), at, zone)
+    return slot
+
+
+class DataRetention(PeriodicService):
+    name = RETENTION_TASK
+
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        *,
+        interval_s: float,
+        at: time,
+        zone: ZoneInfo,
+        holder: str | None = None,
+    ) -> None:
+        super().__init__(interval_s)
+        self.db, self.clock, self.at, self.zone = db, clock, at, zone
+        self.holder = holder or new_node(["retention"], {}).id
+        self.last_run: dict[str, object] | None = None
+
+    async def run_once(self) -> None:
+        now = self.clock.now()
+        async with self.db.begin() as conn:
+            ttl = timedelta(seconds=self.interval_s * 2)
+            if not await leader_acquire(conn, RETENTION_TASK, self.holder, now=now, ttl=ttl):
+                return
+            last = await last_scheduled_start(conn)
+        if last is not None and last >= latest_slot(now, self.zone, self.at):
+            return
+        try:
+            self.last_run = await run_retention(
+                self.db, now=now, trigger="scheduled", actor="system"
+            )
+        except RetentionRunning:
+            log.info("retention_skipped", reason="a manual run is in progress")
+            return
+        log.info("retention_ran", rows=self.last_run["rowsRemoved"])
+
+
+def retention_service(db: Database, clock: Clock) -> DataRetention:
+    """The service as configured by the settings."""
+    settings = get_settings()
+    hours, minutes = (int(p) for p in settings.retention_time_of_day.split(":"))
+    name = settings.retention_time_zone or server_time_zone()
+    try:
+        zone = ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigurationError(
+            f"unknown time zone {name!r}", field="FLOWLEDGER_RETENTION_TIME_ZONE"
+        ) from exc
+    return DataRetention(
+        db, clock, interval_s=settings.retention_interval_s, at=time(hours, minutes), zone=zone
+    )

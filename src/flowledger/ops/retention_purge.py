@@ -1,0 +1,165 @@
+"""What each retention policy removes (SPEC O-20), as *steps*: a step counts
+the rows it would remove (the preview) and removes one bounded batch inside
+the caller's transaction (the run). Both use the same conditions, so a
+preview equals the run that follows it on an unchanged database.
+
+The job-ledger tables are purged through :mod:`flowledger.ledger.retention`
+(jobs, attempts, receipts, worker registry); the engine's own tables
+(tokens, trace, outbox, subscription hits, health snapshots) here. Every
+batch is keyset-paged by id (``id > after``, ordered by id, ``LIMIT batch``)
+and, on PostgreSQL, selected ``FOR UPDATE`` (the status re-checked after a
+concurrent writer commits).
+
+Protection (never removed): anything of an instance that is running or
+suspended or has a pending compensation ticket
+(:func:`flowledger.ledger.retention.instance_protected`); tokens and trace
+only of terminal instances whose ``finished_at`` is before the cut-off.
+
+Indexes (PostgreSQL): the keyset walks each table's primary key; instance
+conditions are primary-key probes of ``workflow_instances`` and
+``ix_workflow_compensations_instance``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Table, delete, exists, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from flowledger.db.compensation_schema import workflow_compensations as tickets
+from flowledger.db.engine_schema import workflow_event_outbox as outbox
+from flowledger.db.engine_schema import workflow_instances as instances
+from flowledger.db.engine_schema import workflow_tokens as tokens
+from flowledger.db.engine_schema import workflow_trace as trace
+from flowledger.db.event_schema import workflow_subscription_hits as hits
+from flowledger.db.health_schema import workflow_health_snapshots as snapshots
+from flowledger.ledger import retention as ledger_retention
+from flowledger.ledger.retention import instance_protected
+from flowledger.states import TERMINAL_INSTANCE_STATUSES
+
+Counts = dict[str, int]
+BatchFn = Callable[[AsyncConnection, datetime, Any, int], Awaitable[tuple[Any, Counts]]]
+CountFn = Callable[[AsyncConnection, datetime], Awaitable[Counts]]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One table (or table family) of a policy."""
+
+    count: CountFn
+    batch: BatchFn
+    start: Any = 0
+
+
+def _finished_instance(instance_id: Any, before: datetime) -> ColumnElement[bool]:
+    """The instance is terminal, finished before ``before`` and has no
+    pending compensation ticket."""
+    finished = exists().where(
+        instances.c.id == instance_id,
+        instances.c.status.in_([s.value for s in TERMINAL_INSTANCE_STATUSES]),
+        instances.c.finished_at < before,
+    )
+    ticket = exists().where(tickets.c.instance_id == instance_id, tickets.c.status == "pending")
+    return finished & ~ticket
+
+
+def _unprotected(instance_id: Any) -> ColumnElement[bool]:
+    return or_(instance_id.is_(None), ~instance_protected(instance_id))
+
+
+def _id_step(table: Table, where: Callable[[datetime], list[ColumnElement[bool]]]) -> Step:
+    """A step over one table with an integer ``id``."""
+
+    async def count(conn: AsyncConnection, before: datetime) -> Counts:
+        stmt = select(func.count()).select_from(table).where(*where(before))
+        return {table.name: int((await conn.execute(stmt)).scalar_one())}
+
+    async def batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
+        stmt = (
+            select(table.c.id)
+            .where(table.c.id > after, *where(before))
+            .order_by(table.c.id)
+            .limit(limit)
+        )
+        if conn.dialect.name == "postgresql":
+            stmt = stmt.with_for_update()
+        ids = list((await conn.execute(stmt)).scalars())
+        if not ids:
+            return None, {table.name: 0}
+        removed = await conn.execute(delete(table).where(table.c.id.in_(ids)))
+        return max(ids), {table.name: int(removed.rowcount)}
+
+    return Step(count, batch)
+
+
+TOKENS = _id_step(tokens, lambda before: [_finished_instance(tokens.c.instance_id, before)])
+TRACE = _id_step(trace, lambda before: [_finished_instance(trace.c.instance_id, before)])
+OUTBOX = _id_step(
+    outbox,
+    lambda before: [
+        outbox.c.status == "dispatched",
+        outbox.c.dispatched_at < before,
+        _unprotected(outbox.c.instance_id),
+    ],
+)
+HITS = _id_step(
+    hits,
+    lambda before: [
+        hits.c.status == "delivered",
+        hits.c.updated_at < before,
+        _unprotected(hits.c.instance_id),
+    ],
+)
+
+
+async def _jobs_count(conn: AsyncConnection, before: datetime) -> Counts:
+    return await ledger_retention.jobs_purge_count(conn, before=before)
+
+
+async def _jobs_batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
+    purge = await ledger_retention.jobs_purge_batch(
+        conn, before=before, after_id=after, limit=limit
+    )
+    return purge.last_id, {
+        "workflow_jobs": purge.jobs,
+        "workflow_job_executions": purge.attempts,
+        "workflow_job_effects": purge.receipts,
+    }
+
+
+async def _nodes_count(conn: AsyncConnection, before: datetime) -> Counts:
+    return {"system_scheduler_nodes": await ledger_retention.nodes_purge_count(conn, before=before)}
+
+
+async def _nodes_batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
+    removed = await ledger_retention.nodes_purge_batch(conn, before=before, limit=limit)
+    return (after if removed == limit else None), {"system_scheduler_nodes": removed}
+
+
+JOBS = Step(_jobs_count, _jobs_batch)
+NODES = Step(_nodes_count, _nodes_batch)
+
+
+SNAPSHOTS = _id_step(
+    snapshots, lambda before: [snapshots.c.taken_at < before]
+)  # health snapshots (SPEC O-16) are engine-wide: nothing protects them
+
+
+STEPS: dict[str, list[Step]] = {
+    "workflow_tokens": [TOKENS],
+    "system_scheduler_nodes": [NODES],
+    "workflow_jobs": [JOBS],
+    "workflow_trace": [TRACE],
+    "workflow_event_outbox": [OUTBOX, HITS],
+    "workflow_health_snapshots": [SNAPSHOTS],
+}
+
+
+async def policy_steps(conn: AsyncConnection, name: str) -> tuple[list[Step], str | None]:
+    """The steps of policy ``name`` and, when it cannot run, why."""
+    return STEPS[name], None
