@@ -338,10 +338,10 @@ async def test_rest_permissions_preview_run_and_audit_O20(
     assert patch.status_code == 403
     preview = await api.post(f"{base}/preview", people.mon)
     assert preview.status_code == 200
-    assert preview.json()["rows"] == 13
+    assert preview.json()["rows"] == 14
     run = await api.post(f"{base}/run", people.ops)
     assert run.status_code == 200, run.text
-    assert run.json()["rowsRemoved"] == 13
+    assert run.json()["rowsRemoved"] == 14
     assert [i["rows"] for i in run.json()["items"]] == [i["rows"] for i in preview.json()["items"]]
     runs = await api.get(f"{base}/runs", people.mon)
     assert runs.json()["items"][0]["id"] == run.json()["id"]
@@ -351,7 +351,7 @@ async def test_rest_permissions_preview_run_and_audit_O20(
         ("retention.policies_update", "failed", "mon"),
         ("retention.run", "ok", "ops"),
     ]
-    assert audit[-1]["detail"]["rowsRemoved"] == 13
+    assert audit[-1]["detail"]["rowsRemoved"] == 14
 
 
 @pytest.mark.parametrize(
