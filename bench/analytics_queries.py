@@ -20,7 +20,8 @@ EMPTIED first.
 4. stop the server.
 Prints the median of each panel. Last line:
 totals_ms=… daily_ms=… top_definitions_ms=… node_bottlenecks_ms=…
-approver_workload_ms=… timeouts_ms=… async_health_ms=…
+approver_workload_ms=… timeouts_ms=… async_health_ms=… evaluate_ms=… (one alert
+evaluator pass, SPEC O-22, with one overall rule per alert metric)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from sqlalchemy import Table, insert, text
 
 from flowledger.api.auth import create_user, issue_token
 from flowledger.api.permissions import ALL_PERMISSIONS
+from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import (
     workflow_definitions,
@@ -54,6 +56,9 @@ from flowledger.db.event_schema import workflow_event_subscriptions, workflow_su
 from flowledger.db.migrate import upgrade
 from flowledger.db.schema import workflow_jobs
 from flowledger.db.urls import libpq_conninfo
+from flowledger.ops.alerts.evaluator import evaluate_once
+from flowledger.ops.alerts.metrics import metric_names
+from flowledger.ops.alerts.rules import RuleFields, create_rule
 
 CALLS = 20
 WARMUP = 2
@@ -405,8 +410,34 @@ async def main() -> None:
     finally:
         server.terminate()
         await server.wait()
+    figures["evaluate"] = await evaluator_pass_ms(args.db, now)
     print(f"(HTTP + token auth baseline, GET /me: {baseline:.1f} ms)")
     print(" ".join(f"{p.replace('-', '_')}_ms={v:.1f}" for p, v in figures.items()))
+
+
+async def evaluator_pass_ms(url: str, now: datetime) -> float:
+    """Median of one alert evaluator pass (SPEC O-22) over the filled data,
+    with one overall rule per alert metric (the health score included)."""
+    db = Database(url)
+    try:
+        async with db.begin() as conn:
+            for table in ("workflow_alert_events", "workflow_alert_rules"):
+                await conn.execute(text(f"DELETE FROM {table}"))
+            for metric in metric_names():
+                fields = RuleFields(f"bench {metric}", metric, "gt", 1e9, 0)
+                await create_rule(conn, tenant=None, fields=fields, actor="bench", now=now)
+        clock = ManualClock(now)
+        await evaluate_once(db, clock)  # warm-up
+        samples = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            await evaluate_once(db, clock)
+            samples.append((time.perf_counter() - t0) * 1000)
+        median = statistics.median(samples)
+        print(f"evaluate_once: median {median:.1f} ms, max {max(samples):.1f}")
+        return median
+    finally:
+        await db.dispose()
 
 
 if __name__ == "__main__":
