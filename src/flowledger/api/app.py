@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
+from flowledger.api.console import mount_console
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
 from flowledger.api.routers import (
@@ -87,4 +88,5 @@ def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
     app.state.api = ApiContext(db=db, engine=engine or Engine(db))
     install_error_handlers(app)
     app.include_router(api_router())
+    mount_console(app)  # the web console at / (SPA fallback; never shadows /api)
     return app
