@@ -11,11 +11,14 @@ export class ApiError extends Error {
   status: number;
   code: string;
   field: string | null;
-  constructor(status: number, code: string, message: string, field: string | null) {
+  /** The whole error body: `problems` of an invalid definition, `status` of a conflict … */
+  body: Record<string, unknown>;
+  constructor(status: number, code: string, message: string, field: string | null, body: Record<string, unknown> = {}) {
     super(message);
     this.status = status;
     this.code = code;
     this.field = field;
+    this.body = body;
   }
 }
 
@@ -48,6 +51,7 @@ function toApiError(error: unknown, response: Response): ApiError {
     body.code ?? `http_${response.status}`,
     body.message ?? response.statusText,
     body.field ?? null,
+    (error ?? {}) as Record<string, unknown>,
   );
 }
 

@@ -4887,6 +4887,10 @@ export interface operations {
                 enqueuedBefore?: string | null;
                 /** @description Created at or after. */
                 enqueuedAfter?: string | null;
+                /** @description The definition node of the job. */
+                nodeKey?: string | null;
+                /** @description Jobs of instances of this definition. */
+                definitionKey?: string | null;
             };
             header?: never;
             path?: never;
@@ -5243,6 +5247,10 @@ export interface operations {
                 enqueuedBefore?: string | null;
                 /** @description Created at or after. */
                 enqueuedAfter?: string | null;
+                /** @description The definition node of the job. */
+                nodeKey?: string | null;
+                /** @description Jobs of instances of this definition. */
+                definitionKey?: string | null;
             };
             header?: never;
             path?: never;
@@ -5527,6 +5535,10 @@ export interface operations {
                 enqueuedBefore?: string | null;
                 /** @description Created at or after. */
                 enqueuedAfter?: string | null;
+                /** @description The definition node of the job. */
+                nodeKey?: string | null;
+                /** @description Jobs of instances of this definition. */
+                definitionKey?: string | null;
             };
             header?: never;
             path?: never;

@@ -14,6 +14,18 @@ export interface PageDef {
 
 export const PAGES: PageDef[] = [
   { key: "jobs", path: "/monitor/jobs", ns: "jobs", group: "monitor", component: lazy(() => import("./jobs/JobLedgerPage")) },
+  {
+    key: "compensation",
+    path: "/monitor/compensation",
+    ns: "compensation",
+    group: "monitor",
+    component: lazy(() => import("./compensation/CompensationPage")),
+  },
+  { key: "subscriptions", path: "/subscriptions", ns: "subscriptions", component: lazy(() => import("./subscriptions/SubscriptionsPage")) },
+  { key: "triggers", path: "/triggers", ns: "triggers", component: lazy(() => import("./triggers/TriggerExecutionsPage")) },
+  { key: "integrations", path: "/integrations", ns: "integrations", component: lazy(() => import("./integrations/IntegrationsPage")) },
+  { key: "definitions", path: "/definitions", ns: "definitions", component: lazy(() => import("./definitions/DefinitionsPage")) },
+  { key: "tasks", path: "/tasks", ns: "tasks", component: lazy(() => import("./tasks/MyTasksPage")) },
 ];
 
 export const MONITOR_TABS = PAGES.filter((p) => p.group === "monitor");

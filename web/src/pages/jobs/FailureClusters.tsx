@@ -68,7 +68,7 @@ export function FailureClusters(props: {
                 }
                 description={
                   <Space direction="vertical" size={2}>
-                    {c.pattern && <Typography.Text type="secondary" ellipsis style={{ maxWidth: 700 }}>{c.pattern}</Typography.Text>}
+                    {c.pattern && <Typography.Text type="secondary" ellipsis style={{ maxWidth: "60vw" }}>{c.pattern}</Typography.Text>}
                     <Typography.Text type="secondary">{t("clusters.seen", { first: formatTime(c.firstSeenAt), last: formatTime(c.lastSeenAt) })}</Typography.Text>
                     <Space wrap>
                       {t("clusters.samples")}

@@ -91,7 +91,7 @@ export default function JobLedgerPage() {
         </Space>
       </Card>
       <Row gutter={16}>
-        <Col xs={24} xl={15}>
+        <Col span={24}>
           <Card
             size="small"
             title={t("table.title")}
@@ -133,7 +133,7 @@ export default function JobLedgerPage() {
             <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={jobs.data?.next} onPrevious={pager.previous} onNext={() => pager.next(jobs.data?.next)} />
           </Card>
         </Col>
-        <Col xs={24} xl={9}>
+        <Col span={24} style={{ marginTop: 16 }}>
           <FailureClusters
             query={query}
             by={by}

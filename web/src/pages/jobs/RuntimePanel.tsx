@@ -78,7 +78,7 @@ export function RuntimePanel() {
           </Col>
         )}
         {figures.map((f) => (
-          <Col xs={12} md={6} xl={4} key={f.key}>
+          <Col xs={12} md={6} xl={f.key === "lastClaim" ? 8 : 4} key={f.key}>
             <div data-testid={`runtime-${f.key}`}>
               <Statistic title={t(`runtime.${f.key}`)} value={f.value as string} valueStyle={{ fontSize: 20 }} />
             </div>
