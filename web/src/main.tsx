@@ -6,9 +6,12 @@ import { App as AntApp, ConfigProvider } from "antd";
 import enUS from "antd/locale/en_US";
 import zhCN from "antd/locale/zh_CN";
 import { useTranslation } from "react-i18next";
-import "./i18n";
+import { i18nReady } from "./i18n";
 import { ApiError } from "./api/client";
 import { App } from "./App";
+import { preloadPage } from "./pages/registry";
+
+preloadPage(window.location.pathname);
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -35,8 +38,10 @@ function Root() {
   );
 }
 
-ReactDOM.createRoot(document.getElementById("root")!).render(
-  <React.StrictMode>
-    <Root />
-  </React.StrictMode>,
+void i18nReady.then(() =>
+  ReactDOM.createRoot(document.getElementById("root")!).render(
+    <React.StrictMode>
+      <Root />
+    </React.StrictMode>,
+  ),
 );

@@ -31,6 +31,7 @@ from flowledger.api.routers import (
     schedules,
     subscriptions,
     tasks,
+    worker_nodes,
 )
 from flowledger.api.schemas import ErrorPublic
 from flowledger.compensation import policies
@@ -68,6 +69,7 @@ def api_router() -> APIRouter:
         automation,
         callbacks,
         compensation,
+        worker_nodes,
     ):
         router.include_router(module.router)
     return router

@@ -123,22 +123,9 @@ class JobSummary(ApiModel):
     by_type: list[JobTypeCounts]
 
 
-class WorkerNode(ApiModel):
-    """One live worker node (the runtime panel's hover card)."""
-
-    id: str
-    hostname: str
-    status: str
-    slots_in_use: int
-    slots_capacity: int
-    heartbeat_at: datetime
-    heartbeat_age_seconds: float
-
-
 class LiveWorkers(ApiModel):
     active: int
     total: int
-    nodes: list[WorkerNode] = []
 
 
 class Slots(ApiModel):

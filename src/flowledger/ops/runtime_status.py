@@ -8,8 +8,7 @@ Every figure, exactly (``now`` is the database's time unless given):
 liveWorkers            nodes with the ``worker`` role, a ledger pool among
                        their pools and a heartbeat within 10 min (``total``);
                        ``active``: of those, status active with a heartbeat
-                       within 90 s; ``nodes``: each live node's id, host,
-                       status, slots in use / capacity and heartbeat age
+                       within 90 s
 slots                  ``inUse`` / ``capacity`` summed over those live nodes
                        (API-only or scheduler-only nodes never count)
 inFlight               running jobs
@@ -89,8 +88,6 @@ def _is_ledger_worker(roles: Any, pools: Any) -> bool:
 async def _workers(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
     rows = await conn.execute(
         select(
-            nodes.c.id,
-            nodes.c.hostname,
             nodes.c.roles,
             nodes.c.pools,
             nodes.c.status,
@@ -102,22 +99,7 @@ async def _workers(conn: AsyncConnection, now: datetime) -> dict[str, Any]:
     live = [r for r in rows if _is_ledger_worker(r.roles, r.pools)]
     active = [r for r in live if r.status == "active" and r.heartbeat_at >= now - ACTIVE_WINDOW]
     return {
-        "liveWorkers": {
-            "active": len(active),
-            "total": len(live),
-            "nodes": [
-                {
-                    "id": r.id,
-                    "hostname": r.hostname,
-                    "status": r.status,
-                    "slotsInUse": r.slots_in_use,
-                    "slotsCapacity": r.slots_capacity,
-                    "heartbeatAt": r.heartbeat_at,
-                    "heartbeatAgeSeconds": round((now - r.heartbeat_at).total_seconds(), 3),
-                }
-                for r in sorted(live, key=lambda r: r.id)
-            ],
-        },
+        "liveWorkers": {"active": len(active), "total": len(live)},
         "slots": {
             "inUse": sum(r.slots_in_use for r in live),
             "capacity": sum(r.slots_capacity for r in live),

@@ -685,6 +685,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/engine/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Worker Nodes
+         * @description Live worker nodes by id (the same definition of live as the panel).
+         */
+        get: operations["workers-list_worker_nodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/instances": {
         parameters: {
             query?: never;
@@ -2375,11 +2395,6 @@ export interface components {
         LiveWorkers: {
             /** Active */
             active: number;
-            /**
-             * Nodes
-             * @default []
-             */
-            nodes: components["schemas"]["WorkerNode"][];
             /** Total */
             total: number;
         };
@@ -3060,11 +3075,20 @@ export interface components {
             /** Error Type */
             type: string;
         };
-        /**
-         * WorkerNode
-         * @description One live worker node (the runtime panel's hover card).
-         */
-        WorkerNode: {
+        /** WorkerNodeList */
+        WorkerNodeList: {
+            /** Items */
+            items: components["schemas"]["WorkerNodePublic"][];
+            /**
+             * Now
+             * Format: date-time
+             */
+            now: string;
+        };
+        /** WorkerNodePublic */
+        WorkerNodePublic: {
+            /** Active */
+            active: boolean;
             /** Heartbeatageseconds */
             heartbeatAgeSeconds: number;
             /**
@@ -3076,10 +3100,21 @@ export interface components {
             hostname: string;
             /** Id */
             id: string;
+            /** Pid */
+            pid: number;
+            /** Pools */
+            pools: {
+                [key: string]: number;
+            };
             /** Slotscapacity */
             slotsCapacity: number;
             /** Slotsinuse */
             slotsInUse: number;
+            /**
+             * Startedat
+             * Format: date-time
+             */
+            startedAt: string;
             /** Status */
             status: string;
         };
@@ -5762,6 +5797,71 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobActionPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "workers-list_worker_nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerNodeList"];
                 };
             };
             /** @description Missing or invalid bearer token */

@@ -22,6 +22,7 @@ const COLORS: Record<string, string> = {
   none: "default",
   active: "success",
   stopped: "default",
+  stale: "warning",
 };
 
 /** A status as a colored tag, its label from common:status.*. */

@@ -1,7 +1,8 @@
 // i18n: one JSON file per page (namespace) and language under
 // locales/{zh-CN,en}/<page>.json, found by glob so a new page adds files
-// only. A missing key is reported as a console error (the browser tests fail
-// on it) and a unit test compares the key sets of both languages.
+// only; only the active language is loaded (the other one when switched to).
+// A missing key is reported as a console error (the browser tests fail on
+// it) and a unit test compares the key sets of both languages.
 import i18n from "i18next";
 import { initReactI18next } from "react-i18next";
 import dayjs from "dayjs";
@@ -11,16 +12,18 @@ export const LANGUAGES = ["zh-CN", "en"] as const;
 export type Language = (typeof LANGUAGES)[number];
 const STORAGE = "flowledger.lang";
 
-const files = import.meta.glob<Record<string, unknown>>("../locales/*/*.json", {
-  eager: true,
-  import: "default",
-});
-const resources: Record<string, Record<string, Record<string, unknown>>> = {};
-for (const [path, content] of Object.entries(files)) {
-  const match = /locales\/([^/]+)\/([^/]+)\.json$/.exec(path);
-  if (!match) continue;
-  const [, lang, ns] = match;
-  (resources[lang] ??= {})[ns] = content;
+const files = import.meta.glob<Record<string, unknown>>("../locales/*/*.json", { import: "default" });
+const NAMESPACES = [...new Set(Object.keys(files).map((p) => /\/([^/]+)\.json$/.exec(p)![1]))];
+
+async function loadLanguage(lang: Language): Promise<void> {
+  if (i18n.hasResourceBundle(lang, "common")) return;
+  const entries = Object.entries(files).filter(([path]) => path.includes(`/locales/${lang}/`));
+  await Promise.all(
+    entries.map(async ([path, load]) => {
+      const ns = /\/([^/]+)\.json$/.exec(path)![1];
+      i18n.addResourceBundle(lang, ns, await load(), true, true);
+    }),
+  );
 }
 
 function initialLanguage(): Language {
@@ -29,11 +32,11 @@ function initialLanguage(): Language {
   return navigator.language.toLowerCase().startsWith("zh") ? "zh-CN" : "en";
 }
 
-void i18n.use(initReactI18next).init({
-  resources,
+const ready = i18n.use(initReactI18next).init({
+  resources: {},
   lng: initialLanguage(),
   fallbackLng: false,
-  ns: Object.keys(resources["en"] ?? {}),
+  ns: NAMESPACES,
   defaultNS: "common",
   interpolation: { escapeValue: false },
   saveMissing: true,
@@ -42,13 +45,20 @@ void i18n.use(initReactI18next).init({
   },
   returnNull: false,
 });
-dayjs.locale(i18n.language === "zh-CN" ? "zh-cn" : "en");
 
-export function setLanguage(lang: Language): void {
+/** Resolves when the active language's strings are loaded. */
+export const i18nReady: Promise<void> = ready.then(async () => {
+  await loadLanguage(i18n.language as Language);
+  dayjs.locale(i18n.language === "zh-CN" ? "zh-cn" : "en");
+  document.documentElement.lang = i18n.language;
+});
+
+export async function setLanguage(lang: Language): Promise<void> {
+  await loadLanguage(lang);
   window.localStorage.setItem(STORAGE, lang);
   dayjs.locale(lang === "zh-CN" ? "zh-cn" : "en");
   document.documentElement.lang = lang;
-  void i18n.changeLanguage(lang);
+  await i18n.changeLanguage(lang);
 }
 
 export default i18n;

@@ -54,7 +54,7 @@ export function AppLayout() {
                 { value: "zh-CN", label: "中文" },
                 { value: "en", label: "English" },
               ]}
-              onChange={(value) => setLanguage(value as Language)}
+              onChange={(value) => void setLanguage(value as Language)}
             />
             <Typography.Text data-testid="current-user">{me.data ? t("user.signedInAs", { name: me.data.displayName }) : ""}</Typography.Text>
             <Button onClick={logout} data-testid="logout">

@@ -10,23 +10,30 @@ export interface PageDef {
   ns: string;
   group?: "monitor";
   component: LazyExoticComponent<ComponentType>;
+  load: () => Promise<unknown>;
+}
+
+type Loader = () => Promise<{ default: ComponentType }>;
+function page(key: string, path: string, ns: string, load: Loader, group?: "monitor"): PageDef {
+  return { key, path, ns, group, load, component: lazy(load) };
 }
 
 export const PAGES: PageDef[] = [
-  { key: "jobs", path: "/monitor/jobs", ns: "jobs", group: "monitor", component: lazy(() => import("./jobs/JobLedgerPage")) },
-  {
-    key: "compensation",
-    path: "/monitor/compensation",
-    ns: "compensation",
-    group: "monitor",
-    component: lazy(() => import("./compensation/CompensationPage")),
-  },
-  { key: "subscriptions", path: "/subscriptions", ns: "subscriptions", component: lazy(() => import("./subscriptions/SubscriptionsPage")) },
-  { key: "triggers", path: "/triggers", ns: "triggers", component: lazy(() => import("./triggers/TriggerExecutionsPage")) },
-  { key: "integrations", path: "/integrations", ns: "integrations", component: lazy(() => import("./integrations/IntegrationsPage")) },
-  { key: "definitions", path: "/definitions", ns: "definitions", component: lazy(() => import("./definitions/DefinitionsPage")) },
-  { key: "tasks", path: "/tasks", ns: "tasks", component: lazy(() => import("./tasks/MyTasksPage")) },
+  page("jobs", "/monitor/jobs", "jobs", () => import("./jobs/JobLedgerPage"), "monitor"),
+  page("compensation", "/monitor/compensation", "compensation", () => import("./compensation/CompensationPage"), "monitor"),
+  page("subscriptions", "/subscriptions", "subscriptions", () => import("./subscriptions/SubscriptionsPage")),
+  page("triggers", "/triggers", "triggers", () => import("./triggers/TriggerExecutionsPage")),
+  page("integrations", "/integrations", "integrations", () => import("./integrations/IntegrationsPage")),
+  page("definitions", "/definitions", "definitions", () => import("./definitions/DefinitionsPage")),
+  page("tasks", "/tasks", "tasks", () => import("./tasks/MyTasksPage")),
 ];
+
+/** Start loading the page of `pathname` (called before the first render, so
+ * the route's chunk loads alongside the language files, not after them). */
+export function preloadPage(pathname: string): void {
+  const target = pathname === "/" || pathname === "/monitor" ? "/monitor/jobs" : pathname;
+  void PAGES.find((p) => target.startsWith(p.path))?.load();
+}
 
 export const MONITOR_TABS = PAGES.filter((p) => p.group === "monitor");
 export const HOME = MONITOR_TABS[0].path;

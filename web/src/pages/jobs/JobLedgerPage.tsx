@@ -1,6 +1,6 @@
 // 作业账本 (Job ledger): the runtime panel, URL filters, the keyset-paged
 // job table with batch actions, failure clusters, replay, the detail drawer.
-import { useMemo, useState } from "react";
+import { Suspense, lazy, useMemo, useState } from "react";
 import { Button, Card, Col, Form, Input, InputNumber, Row, Select, Space, Table, Tag, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
@@ -13,10 +13,12 @@ import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { BatchActions } from "./JobActions";
 import { FailureClusters, type ClusterBy } from "./FailureClusters";
-import { JobDetailDrawer } from "./JobDetailDrawer";
-import { ReplayDialog } from "./ReplayDialog";
 import { JOB_STATUSES, readQuery, writeQuery, type JobQuery } from "./filters";
 import { RuntimePanel } from "./RuntimePanel";
+
+// the drawer and the replay dialog load when first opened
+const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
+const ReplayDialog = lazy(() => import("./ReplayDialog").then((m) => ({ default: m.ReplayDialog })));
 
 type Job = Schemas["JobPublic"];
 const PAGE_SIZE = 20;
@@ -143,8 +145,10 @@ export default function JobLedgerPage() {
           />
         </Col>
       </Row>
-      <JobDetailDrawer jobId={openJob} onClose={() => setJob(null)} onOpen={setJob} />
-      <ReplayDialog open={replay.open} initial={replay.initial} types={types} onClose={() => setReplay({ open: false, initial: {} })} />
+      <Suspense fallback={null}>
+        {openJob !== null && <JobDetailDrawer jobId={openJob} onClose={() => setJob(null)} onOpen={setJob} />}
+        {replay.open && <ReplayDialog open={replay.open} initial={replay.initial} types={types} onClose={() => setReplay({ open: false, initial: {} })} />}
+      </Suspense>
     </div>
   );
 }

@@ -9,7 +9,7 @@ import { ErrorAlert } from "../../components/errors";
 import { formatNumber, formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
 
-type Node = Schemas["WorkerNode"];
+type Node = Schemas["WorkerNodePublic"];
 
 function WorkersCard({ nodes }: { nodes: Node[] }) {
   const { t } = useTranslation("jobs");
@@ -23,7 +23,8 @@ function WorkersCard({ nodes }: { nodes: Node[] }) {
       locale={{ emptyText: t("runtime.noWorkers") }}
       columns={[
         { title: t("runtime.node"), dataIndex: "id", render: (id: string, n) => <span title={n.hostname}>{id}</span> },
-        { title: t("runtime.nodeStatus"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
+        { title: t("runtime.nodeStatus"), render: (_, n) => <StatusTag status={n.active ? "active" : n.status === "stopped" ? "stopped" : "stale"} /> },
+        { title: t("runtime.nodePools"), dataIndex: "pools", render: (p: Record<string, number>) => Object.entries(p).map(([k, v]) => `${k}: ${v}`).join(", ") },
         { title: t("runtime.nodeSlots"), render: (_, n) => `${n.slotsInUse} / ${n.slotsCapacity}` },
         { title: t("runtime.heartbeatAge"), dataIndex: "heartbeatAgeSeconds", render: (s: number) => t("runtime.secondsAgo", { s: formatNumber(s, 1) }) },
       ]}
@@ -36,6 +37,12 @@ export function RuntimePanel() {
   const status = useQuery({
     queryKey: ["runtime-status"],
     queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs/runtime-status")),
+    refetchInterval: 5_000,
+    placeholderData: keepPreviousData,
+  });
+  const workers = useQuery({
+    queryKey: ["runtime-status", "workers"],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/workers")),
     refetchInterval: 5_000,
     placeholderData: keepPreviousData,
   });
@@ -70,7 +77,7 @@ export function RuntimePanel() {
       <Row gutter={[16, 12]} style={{ minHeight: 128 }}>
         {s && (
           <Col xs={12} md={6} xl={4}>
-            <Popover content={<WorkersCard nodes={s.liveWorkers.nodes ?? []} />} title={t("runtime.workersTitle")}>
+            <Popover content={<WorkersCard nodes={workers.data?.items ?? []} />} title={t("runtime.workersTitle")}>
               <div data-testid="runtime-liveWorkers" style={{ cursor: "help" }}>
                 <Statistic title={t("runtime.liveWorkers")} value={`${s.liveWorkers.active} / ${s.liveWorkers.total}`} />
               </div>

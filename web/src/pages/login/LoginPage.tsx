@@ -55,7 +55,7 @@ export default function LoginPage() {
         <Segmented
           value={i18n.language}
           options={[{ value: "zh-CN", label: "中文" }, { value: "en", label: "English" }]}
-          onChange={(value) => setLanguage(value as Language)}
+          onChange={(value) => void setLanguage(value as Language)}
         />
       }>
         <Space direction="vertical" style={{ width: "100%" }}>
