@@ -91,7 +91,7 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
 
   useEffect(() => {
     if (open) {
-      form.setFieldsValue({ statuses: ["dead"], limit: 1000, rate: 20, ...initial });
+      form.setFieldsValue({ statuses: ["dead"], limit: 500, rate: 20, ...initial });
       setPreview(null);
       setReplay(null);
     }
@@ -185,7 +185,7 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
             </Col>
             <Col span={8}>
               <Form.Item name="limit" label={t("replay.limit")} rules={[{ required: true }]}>
-                <InputNumber min={1} max={10000} style={{ width: "100%" }} />
+                <InputNumber min={1} max={500} style={{ width: "100%" }} />
               </Form.Item>
             </Col>
             <Col span={8}>
