@@ -24,12 +24,10 @@ from flowledger.engine import Engine
 from tests.api.conftest import Api, People
 from tests.ops.rows import add_node
 
-SESSION = "/api/console/session"
+SESSION = "/api/workflows/console/session"
 
 
-async def test_a_login_code_is_exchanged_once_for_a_working_token(
-    api: Api, people: People
-) -> None:
+async def test_a_login_code_is_exchanged_once_for_a_working_token(api: Api, people: People) -> None:
     url = login_url("http://127.0.0.1:8717", "root")
     assert url.startswith("http://127.0.0.1:8717/login#code=")
     code = url.split("#code=", 1)[1]
@@ -75,7 +73,7 @@ async def test_logout_revokes_the_token_of_the_request(api: Api, people: People)
     code = LOGIN_CODES.mint("root")
     token = (await api.client.post(SESSION, json={"code": code})).json()["token"]
     headers = {"Authorization": f"Bearer {token}"}
-    out = await api.client.post("/api/console/logout", headers=headers)
+    out = await api.client.post("/api/workflows/console/logout", headers=headers)
     assert out.status_code == 200 and out.json() == {"revoked": True}
     after = await api.client.get("/api/workflows/me", headers=headers)
     assert after.status_code == 401
@@ -83,10 +81,12 @@ async def test_logout_revokes_the_token_of_the_request(api: Api, people: People)
     assert (await api.client.get("/api/workflows/me", headers=people.root)).status_code == 200
     async with api.db.read() as conn:
         revoked = (
-            await conn.execute(select(api_tokens.c.revoked_at).where(api_tokens.c.user_id == "root"))
+            await conn.execute(
+                select(api_tokens.c.revoked_at).where(api_tokens.c.user_id == "root")
+            )
         ).scalars()
         assert sum(r is not None for r in revoked) == 1
-    assert (await api.client.post("/api/console/logout")).status_code == 401
+    assert (await api.client.post("/api/workflows/console/logout")).status_code == 401
 
 
 async def test_worker_nodes_list_the_live_workers_L23(api: Api, people: People) -> None:
@@ -119,7 +119,9 @@ async def test_jobs_filter_by_node_and_definition(api: Api, people: People) -> N
     leave = await api.start(people.ann, "leave")
     trip = await api.start(people.ann, "trip")
     now = api.clock.now()
-    a = await add_job(api.db, now, type="trigger_dispatch", node_key="push", instance_id=leave["id"])
+    a = await add_job(
+        api.db, now, type="trigger_dispatch", node_key="push", instance_id=leave["id"]
+    )
     b = await add_job(api.db, now, type="trigger_dispatch", node_key="post", instance_id=trip["id"])
     c = await add_job(api.db, now, type="trigger_dispatch", node_key="push", instance_id=trip["id"])
 

@@ -31,14 +31,15 @@ import httpx
 import pytest
 
 pytest.importorskip("playwright")  # a dev dependency; the import error would be clearer
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "web" / "dist" / "index.html"
 CHROMIUM = os.environ.get("FLOWLEDGER_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(os.environ.get("FLOWLEDGER_BROWSER_ARTIFACTS", ROOT / "build" / "browser-artifacts"))
+ARTIFACTS = Path(
+    os.environ.get("FLOWLEDGER_BROWSER_ARTIFACTS", ROOT / "build" / "browser-artifacts")
+)
 LANGS = ("zh-CN", "en")
-
 
 
 def _free_port() -> int:
@@ -175,9 +176,11 @@ def _attach(page: Page, watch: Watch) -> None:
     page.on("pageerror", lambda exc: watch.problems.append(f"page error: {exc}"))
     page.on(
         "requestfailed",
-        lambda req: None
-        if (req.failure or "").endswith("ERR_ABORTED")
-        else watch.problems.append(f"request failed: {req.url} {req.failure}"),
+        lambda req: (
+            None
+            if (req.failure or "").endswith("ERR_ABORTED")
+            else watch.problems.append(f"request failed: {req.url} {req.failure}")
+        ),
     )
     page.on("response", lambda r: watch.response(r.status, r.url))
 
@@ -192,7 +195,9 @@ def open_console(browser: Browser, server: Server) -> Iterator[Opener]:
     by default; ``""`` for none). The test fails on any unexpected problem."""
     opened: list[tuple[Any, Watch]] = []
 
-    def open_(lang: str = "en", token: str | None = None, path: str | None = "/monitor/jobs") -> tuple[Page, Watch]:
+    def open_(
+        lang: str = "en", token: str | None = None, path: str | None = "/monitor/jobs"
+    ) -> tuple[Page, Watch]:
         context = browser.new_context(
             viewport={"width": 1440, "height": 900},
             locale=lang,
@@ -204,7 +209,10 @@ def open_console(browser: Browser, server: Server) -> Iterator[Opener]:
         value = server.token if token is None else token
         if value:
             script += f"window.localStorage.setItem('flowledger.token', {value!r});"
-        context.add_init_script(f"if (!sessionStorage.getItem('seeded')) {{ {script} sessionStorage.setItem('seeded', '1'); }}")
+        context.add_init_script(
+            "if (!sessionStorage.getItem('seeded')) {"
+            f" {script} sessionStorage.setItem('seeded', '1'); }}"
+        )
         page = context.new_page()
         watch = Watch()
         _attach(page, watch)

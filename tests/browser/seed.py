@@ -58,21 +58,27 @@ def seed(api: httpx.Client) -> dict[str, list[int]]:
     for i in range(4):
         started["approval"].append(
             api.post(
-                "/instances", json={"definitionKey": "console_approval", "form": {"amount": 100 + i}}
+                "/instances",
+                json={"definitionKey": "console_approval", "form": {"amount": 100 + i}},
             ).json()["id"]
         )
     for i in range(3):
         started["notify"].append(
             api.post(
-                "/instances", json={"definitionKey": "invoice_push", "form": {"invoiceId": f"B-{i}"}}
+                "/instances",
+                json={"definitionKey": "invoice_push", "form": {"invoiceId": f"B-{i}"}},
             ).json()["id"]
         )
     started["undo"].append(
-        api.post("/instances", json={"definitionKey": "invoice_undo", "form": {"invoiceId": "U-1"}}).json()["id"]
+        api.post(
+            "/instances", json={"definitionKey": "invoice_undo", "form": {"invoiceId": "U-1"}}
+        ).json()["id"]
     )
     for i in range(4):
         started["erp"].append(
-            api.post("/instances", json={"definitionKey": "erp_sync", "form": {"orderId": f"O-{i}"}}).json()["id"]
+            api.post(
+                "/instances", json={"definitionKey": "erp_sync", "form": {"orderId": f"O-{i}"}}
+            ).json()["id"]
         )
     ours = set(started["notify"]) | set(started["undo"])
 
@@ -80,11 +86,17 @@ def seed(api: httpx.Client) -> dict[str, list[int]]:
         items = api.get("/compensation/list", params={"limit": 100}).json()["items"]
         mine = {t["instanceId"]: t for t in items if t["instanceId"] in ours}
         undo = mine.get(started["undo"][0])
-        return len(mine) == len(ours) and undo is not None and undo["compensationActionStatus"] == "failed"
+        return (
+            len(mine) == len(ours)
+            and undo is not None
+            and undo["compensationActionStatus"] == "failed"
+        )
 
     wait_for(tickets_ready, 60, "the seeded tickets")
     wait_for(
-        lambda: len(api.get("/tasks", params={"status": "pending", "limit": 100}).json()["items"]) >= 8,
+        lambda: (
+            len(api.get("/tasks", params={"status": "pending", "limit": 100}).json()["items"]) >= 8
+        ),
         60,
         "the admin's tasks",
     )

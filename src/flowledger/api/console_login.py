@@ -1,13 +1,13 @@
 """Signing in to the web console: one-time login codes and the session
-endpoints under ``/api/console``.
+endpoints under ``/api/workflows/console``.
 
 ``flowledger run`` / ``serve`` mint a code for the admin and print one URL,
 ``/login#code=…``. The code sits in the URL *fragment*, which a browser never
 sends to the server, so it never reaches an access log; the page posts it to
-``POST /api/console/session`` and receives a fresh bearer token in the
+``POST /api/workflows/console/session`` and receives a fresh bearer token in the
 response body (never in a URL either). A code is random, short-lived
 (:data:`CODE_TTL`), single-use and kept in this process only as its sha256
-digest. ``POST /api/console/logout`` revokes the caller's own token.
+digest. ``POST /api/workflows/console/logout`` revokes the caller's own token.
 
 Both mutations write an ``operation_audit`` row (``console.login``,
 ``console.logout``).
@@ -95,7 +95,7 @@ class LogoutPublic(ApiModel):
     revoked: bool
 
 
-router = APIRouter(prefix="/api/console", tags=["console"])
+router = APIRouter(prefix="/api/workflows/console", tags=["console"])
 
 
 @router.post("/session", response_model=SessionPublic, response_model_by_alias=True)

@@ -24,9 +24,7 @@ async def live_worker_nodes(db: Database, *, now: datetime | None = None) -> dic
     moment = now or await db.now()
     async with db.read() as conn:
         rows = await conn.execute(
-            select(nodes)
-            .where(nodes.c.heartbeat_at >= moment - LIVE_WINDOW)
-            .order_by(nodes.c.id)
+            select(nodes).where(nodes.c.heartbeat_at >= moment - LIVE_WINDOW).order_by(nodes.c.id)
         )
         items = [
             {

@@ -29,7 +29,7 @@ const auth: Middleware = {
     return request;
   },
   onResponse({ response, request }) {
-    if (response.status === 401 && !request.url.includes("/api/console/session")) {
+    if (response.status === 401 && !request.url.includes("/api/workflows/console/session")) {
       clearToken();
       if (!window.location.pathname.startsWith("/login")) {
         window.location.assign("/login?expired=1");

@@ -24,7 +24,7 @@ export function AppLayout() {
 
   async function logout() {
     try {
-      await api.POST("/api/console/logout");
+      await api.POST("/api/workflows/console/logout");
     } finally {
       clearToken();
       navigate("/login", { replace: true });

@@ -25,7 +25,7 @@ export default function LoginPage() {
     exchanged.current = true;
     window.history.replaceState(null, "", "/login");
     setBusy(true);
-    unwrap(api.POST("/api/console/session", { body: { code } }))
+    unwrap(api.POST("/api/workflows/console/session", { body: { code } }))
       .then((session) => {
         setToken(session.token);
         navigate(HOME, { replace: true });
