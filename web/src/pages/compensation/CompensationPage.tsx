@@ -177,12 +177,14 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
                     </Space>
                     {h.message && <div>{h.message}</div>}
                     {h.attachment && (
+                      <div>
                       <a
                         data-testid="attachment-download"
                         onClick={() => download(h.attachment!.url, h.attachment!.name).catch(showError)}
                       >
                         {t("history.download", { name: h.attachment.name, size: Math.ceil(h.attachment.sizeBytes / 1024) })}
                       </a>
+                      </div>
                     )}
                     {h.detail && Object.keys(h.detail).length > 0 && <JsonBlock value={h.detail} />}
                   </div>
