@@ -1,11 +1,19 @@
-# flowledger: `make run` starts it on the embedded SQLite; `make test` runs
-# lint, types and the whole test suite (SQLite + PostgreSQL).
+# flowledger: `make run` builds the web console if needed and starts it on the
+# embedded SQLite; `make test` runs lint, types, the console checks and the
+# whole test suite (SQLite + PostgreSQL, browser tests included).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run migrate test lint typecheck pytest bench clean
+.PHONY: install run migrate test lint typecheck pytest bench clean web-build web-client web-check
+
+# The web console (web/): built by `make run` when dist is missing or older
+# than its sources; checked by `make test` (npm ci, generated client current,
+# ESLint, tsc, vite build). Playwright never downloads a browser: the browser
+# tests drive Debian's chromium.
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+WEB_SRC := $(shell find web/src web/index.html web/package.json web/package-lock.json web/vite.config.ts web/tsconfig.json -type f 2>/dev/null)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +26,27 @@ install: $(STAMP)
 migrate: install
 	$(BIN)/flowledger migrate
 
-run: install
+web/node_modules/.installed: web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+web/dist/index.html: web/node_modules/.installed $(WEB_SRC)
+	cd web && npx vite build
+	touch $@
+
+web-build: web/dist/index.html
+
+web-client: install web/node_modules/.installed  # regenerate web/src/api/schema.d.ts
+	PYTHON_BIN=$(BIN)/python scripts/web_client.sh
+
+web-check: install
+	cd web && npm ci --no-audit --no-fund && touch node_modules/.installed
+	PYTHON_BIN=$(BIN)/python scripts/web_client.sh check
+	cd web && npx eslint --max-warnings 0 src
+	cd web && npx tsc --noEmit
+	cd web && npx vite build
+
+run: install web/dist/index.html
 	$(BIN)/flowledger run
 
 lint: install
@@ -31,10 +59,10 @@ typecheck: install
 pytest: install
 	$(BIN)/pytest -q -n 2 --dist loadfile  # one worker per core; a file stays on one worker
 
-test: lint typecheck pytest
+test: lint typecheck web-check pytest
 
 bench: install
 	$(BIN)/python bench/ledger_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --jobs 20000 --workers 1
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache web/node_modules web/dist

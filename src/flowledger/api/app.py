@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
+from flowledger.api.console import mount_console
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
 from flowledger.api.metrics_endpoint import router as metrics_router
@@ -37,6 +38,7 @@ from flowledger.api.routers import (
     schedules,
     subscriptions,
     tasks,
+    worker_nodes,
 )
 from flowledger.api.routers import health as health_routes
 from flowledger.api.schemas import ErrorPublic
@@ -81,6 +83,7 @@ def api_router() -> APIRouter:
         health_routes,
         analytics,
         retention,
+        worker_nodes,
     ):
         router.include_router(module.router)
     router.include_router(alerts.router)  # SPEC O-22
@@ -103,4 +106,5 @@ def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(api_router())
     app.include_router(metrics_router)  # GET /metrics at the root (SPEC O-22)
+    mount_console(app)  # the web console at / (SPA fallback; never shadows /api)
     return app

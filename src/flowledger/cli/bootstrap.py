@@ -39,6 +39,12 @@ async def ensure_admin(db: Database, engine: Engine) -> str | None:
         return await issue_token(conn, ADMIN, now=now)
 
 
+async def admin_exists(db: Database) -> bool:
+    async with db.read() as conn:
+        row = (await conn.execute(select(users.c.id).where(users.c.id == ADMIN))).first()
+        return row is not None
+
+
 async def ensure_demo_users(db: Database, engine: Engine) -> None:
     async with db.begin() as conn:
         known = set((await conn.execute(select(users.c.id))).scalars())

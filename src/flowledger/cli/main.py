@@ -18,7 +18,7 @@ import typer
 
 from flowledger.cli.alerts import alerts_app
 from flowledger.cli.analytics import analytics, retention_app
-from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
+from flowledger.cli.bootstrap import ADMIN, admin_exists, ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
 from flowledger.cli.health import health
@@ -26,7 +26,7 @@ from flowledger.cli.instance_ops import register as register_instance_ops
 from flowledger.cli.jobs import jobs_app
 from flowledger.cli.recovery import recover
 from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
-from flowledger.cli.serve import serve_api
+from flowledger.cli.serve import console_login_url, serve_api
 from flowledger.db.migrate import current_revision, upgrade
 from flowledger.errors import FlowledgerError
 from flowledger.handlers.services import engine_services
@@ -111,6 +111,8 @@ def serve(host: HostOpt = "127.0.0.1", port: PortOpt = 8000) -> None:
     async def main() -> None:
         async with engine_session() as engine:
             console.print(f"flowledger API on http://{host}:{port}/api/docs")
+            if await admin_exists(engine.db):
+                _print_console_url(host, port)
             await serve_api(engine.db, engine, host=host, port=port, stop=stop_on_signals())
 
     run_async(main)
@@ -150,6 +152,7 @@ def run(
                     "admin` issues another):"
                 )
                 print(token, flush=True)
+            _print_console_url(host, port)
             stop = stop_on_signals()
             try:
                 await asyncio.gather(
@@ -160,6 +163,11 @@ def run(
                 await close_shared_client()
 
     run_async(main)
+
+
+def _print_console_url(host: str, port: int) -> None:
+    console.print("web console, signed in as admin (the link works once, for 10 minutes):")
+    print(console_login_url(host, port, ADMIN), flush=True)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import uvicorn
 
 from flowledger.api.app import create_app
+from flowledger.api.console_login import login_url
 from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.errors import ConfigurationError
@@ -45,3 +46,10 @@ async def serve_api(
     server.should_exit = True
     stop_wait.cancel()
     await serving
+
+
+def console_login_url(host: str, port: int, user_id: str) -> str:
+    """The one-time URL that opens the web console signed in as ``user_id``
+    (served by this process: the code lives in its memory)."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return login_url(f"http://{shown}:{port}", user_id)

@@ -72,8 +72,8 @@ def _in_key(column: Any, keys: list[Any]) -> Any:
 
 def _filter_body(flt: JobFilter, by: str, key: Any) -> dict[str, Any] | None:
     """The cluster's own condition plus every condition of ``flt``."""
-    if key is None:
-        return None
+    if key is None or flt.node_key or flt.definition_key:
+        return None  # the replay body cannot name a node or a definition
     body: dict[str, Any] = {"statuses": list(flt.statuses or ())}
     for name, value in (
         ("types", list(flt.types) if flt.types else None),

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_
+from sqlalchemy import func, or_, select
 
+from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.schema import workflow_jobs as jobs
 
 
@@ -28,6 +29,8 @@ class JobFilter:
     enqueued_after: datetime | None = None
     replay_batch_id: str | None = None
     tenants: tuple[str, ...] | None = None
+    node_key: str | None = None  # the definition node a job belongs to
+    definition_key: str | None = None  # jobs of instances of one definition
 
     def apply(self, query: Any) -> Any:
         if self.types:
@@ -42,6 +45,16 @@ class JobFilter:
             query = query.where(jobs.c.last_error_fingerprint == self.fingerprint)
         if self.replay_batch_id:
             query = query.where(jobs.c.replay_batch_id == self.replay_batch_id)
+        if self.node_key:
+            query = query.where(jobs.c.node_key == self.node_key)
+        if self.definition_key:
+            # instance ids by ix_workflow_instances_definition, then jobs by
+            # ix_workflow_jobs_instance: no per-instance queries
+            query = query.where(
+                jobs.c.instance_id.in_(
+                    select(instances.c.id).where(instances.c.definition_key == self.definition_key)
+                )
+            )
         if self.enqueued_before is not None:
             query = query.where(jobs.c.created_at <= self.enqueued_before)
         if self.enqueued_after is not None:

@@ -85,6 +85,13 @@ def job_filter(
     enqueued_after: Annotated[
         UtcTime | None, Query(alias="enqueuedAfter", description="Created at or after.")
     ] = None,
+    node_key: Annotated[
+        KeywordText | None, Query(alias="nodeKey", description="The definition node of the job.")
+    ] = None,
+    definition_key: Annotated[
+        KeywordText | None,
+        Query(alias="definitionKey", description="Jobs of instances of this definition."),
+    ] = None,
 ) -> JobFilter:
     """The list filters of SPEC L-25 within the caller's tenants (A-3)."""
     return JobFilter(
@@ -98,6 +105,8 @@ def job_filter(
         enqueued_after=enqueued_after,
         replay_batch_id=replay_batch_id,
         tenants=_tenants(caller),
+        node_key=node_key,
+        definition_key=definition_key,
     )
 
 

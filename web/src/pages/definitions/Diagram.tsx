@@ -1,0 +1,104 @@
+// A definition's process diagram: React Flow, laid out by dagre (left to
+// right). Nodes and edges named by a validation problem are drawn red with
+// the problem's message beside them.
+import { useMemo } from "react";
+import { Background, Controls, MarkerType, ReactFlow, type Edge, type Node } from "@xyflow/react";
+import dagre from "@dagrejs/dagre";
+import "@xyflow/react/dist/style.css";
+import { useTranslation } from "react-i18next";
+
+export interface Problem {
+  code: string;
+  message: string;
+  node?: string | null;
+  edge?: string | null;
+  field?: string | null;
+}
+
+interface SourceNode {
+  key: string;
+  type?: string;
+  name?: string;
+}
+interface SourceEdge {
+  from: string;
+  to: string;
+  condition?: string;
+  default?: boolean;
+  on?: string;
+}
+
+const WIDTH = 180;
+const HEIGHT = 56;
+
+export function Diagram({ source, problems = [] }: { source: unknown; problems?: Problem[] }) {
+  const { t } = useTranslation("definitions");
+  const labels = useMemo(() => ({ default: t("diagram.default"), on: (v: string) => t("diagram.on", { on: v }) }), [t]);
+  const { nodes, edges } = useMemo(() => layout(source, problems, labels), [source, problems, labels]);
+  return (
+    <div style={{ height: 460, border: "1px solid #f0f0f0", borderRadius: 6 }} data-testid="diagram">
+      <ReactFlow nodes={nodes} edges={edges} fitView nodesConnectable={false} nodesDraggable={false} proOptions={{ hideAttribution: true }}>
+        <Background />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+    </div>
+  );
+}
+
+function layout(source: unknown, problems: Problem[], labels: { default: string; on: (v: string) => string }): { nodes: Node[]; edges: Edge[] } {
+  const src = (source ?? {}) as { nodes?: SourceNode[]; edges?: SourceEdge[] };
+  const srcNodes = Array.isArray(src.nodes) ? src.nodes.filter((n) => n && typeof n.key === "string") : [];
+  const srcEdges = Array.isArray(src.edges) ? src.edges.filter((e) => e && typeof e.from === "string" && typeof e.to === "string") : [];
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: "LR", nodesep: 30, ranksep: 60 });
+  g.setDefaultEdgeLabel(() => ({}));
+  const keys = new Set(srcNodes.map((n) => n.key));
+  srcNodes.forEach((n) => g.setNode(n.key, { width: WIDTH, height: HEIGHT }));
+  srcEdges.forEach((e) => {
+    if (keys.has(e.from) && keys.has(e.to)) g.setEdge(e.from, e.to);
+  });
+  dagre.layout(g);
+  const nodeProblems = (key: string) => problems.filter((p) => p.node === key && !p.edge);
+  const edgeProblems = (e: SourceEdge) => problems.filter((p) => p.edge === `${e.from}->${e.to}`);
+  const nodes: Node[] = srcNodes.map((n) => {
+    const pos = g.node(n.key);
+    const issues = nodeProblems(n.key);
+    return {
+      id: n.key,
+      position: { x: (pos?.x ?? 0) - WIDTH / 2, y: (pos?.y ?? 0) - HEIGHT / 2 },
+      data: {
+        label: (
+          <div data-testid={`diagram-node-${n.key}`} data-problem={issues.length ? "true" : undefined} title={issues.map((p) => p.message).join("\n")}>
+            <div style={{ fontWeight: 600 }}>{n.name ?? n.key}</div>
+            <div style={{ fontSize: 11, color: "#888" }}>{n.type}</div>
+            {issues.map((p, i) => (
+              <div key={i} style={{ fontSize: 11, color: "#cf1322" }}>
+                {p.message}
+              </div>
+            ))}
+          </div>
+        ),
+      },
+      style: { width: WIDTH, border: `1px solid ${issues.length ? "#cf1322" : "#91caff"}`, background: issues.length ? "#fff1f0" : "#fff" },
+      sourcePosition: "right" as Node["sourcePosition"],
+      targetPosition: "left" as Node["targetPosition"],
+    };
+  });
+  const edges: Edge[] = srcEdges
+    .filter((e) => keys.has(e.from) && keys.has(e.to))
+    .map((e, i) => {
+      const issues = edgeProblems(e);
+      const label = issues.length ? issues.map((p) => p.message).join("; ") : e.condition ?? (e.default ? labels.default : e.on ? labels.on(e.on) : undefined);
+      return {
+        id: `${e.from}->${e.to}-${i}`,
+        source: e.from,
+        target: e.to,
+        label,
+        markerEnd: { type: MarkerType.ArrowClosed },
+        style: issues.length ? { stroke: "#cf1322", strokeWidth: 2 } : undefined,
+        labelStyle: issues.length ? { fill: "#cf1322" } : undefined,
+        data: { problem: issues.length > 0 },
+      };
+    });
+  return { nodes, edges };
+}

@@ -1,0 +1,154 @@
+// 作业账本 (Job ledger): the runtime panel, URL filters, the keyset-paged
+// job table with batch actions, failure clusters, replay, the detail drawer.
+import { Suspense, lazy, useMemo, useState } from "react";
+import { Button, Card, Col, Form, Input, InputNumber, Row, Select, Space, Table, Tag, Typography } from "antd";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useSearchParams } from "react-router-dom";
+import { useTranslation } from "react-i18next";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { ErrorAlert } from "../../components/errors";
+import { formatTime } from "../../components/format";
+import { Pager } from "../../components/Pager";
+import { StatusTag } from "../../components/StatusTag";
+import { useCursor } from "../../components/useCursor";
+import { BatchActions } from "./JobActions";
+import { FailureClusters, type ClusterBy } from "./FailureClusters";
+import { JOB_STATUSES, readQuery, writeQuery, type JobQuery } from "./filters";
+import { RuntimePanel } from "./RuntimePanel";
+
+// the drawer and the replay dialog load when first opened
+const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
+const ReplayDialog = lazy(() => import("./ReplayDialog").then((m) => ({ default: m.ReplayDialog })));
+
+type Job = Schemas["JobPublic"];
+const PAGE_SIZE = 20;
+
+export default function JobLedgerPage() {
+  const { t } = useTranslation("jobs");
+  const [params, setParams] = useSearchParams();
+  const query = useMemo(() => readQuery(params), [params]);
+  const by = (params.get("by") as ClusterBy | null) ?? "reason";
+  const jobParam = Number(params.get("job"));
+  const openJob = Number.isInteger(jobParam) && jobParam > 0 ? jobParam : null;
+  const queryKey = JSON.stringify(query);
+  const pager = useCursor(queryKey);
+  const [selected, setSelected] = useState<number[]>([]);
+  const [replay, setReplay] = useState<{ open: boolean; initial: Record<string, unknown> }>({ open: false, initial: {} });
+  const [form] = Form.useForm();
+
+  const update = (q: JobQuery, extra: Record<string, string> = {}) =>
+    setParams(writeQuery(q, { by: by === "reason" ? "" : by, job: openJob ? String(openJob) : "", ...extra }));
+  const setJob = (id: number | null) => {
+    const next = new URLSearchParams(params);
+    if (id) next.set("job", String(id));
+    else next.delete("job");
+    setParams(next);
+  };
+
+  const summary = useQuery({
+    queryKey: ["job-summary", "all"],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs/summary")),
+  });
+  const types = (summary.data?.byType ?? []).map((b) => b.type);
+  const jobs = useQuery({
+    queryKey: ["jobs", queryKey, pager.cursor],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs", { params: { query: { ...query, limit: PAGE_SIZE, cursor: pager.cursor } } })),
+    placeholderData: keepPreviousData,
+  });
+
+  return (
+    <div data-testid="page-jobs">
+      <RuntimePanel />
+      <Card size="small" style={{ marginBottom: 16 }}>
+        <Form
+          form={form}
+          layout="inline"
+          key={queryKey}
+          initialValues={{ type: query.type ?? [], status: query.status ?? [], instanceId: query.instanceId, keyword: query.keyword }}
+          onFinish={(v: { type: string[]; status: JobQuery["status"]; instanceId?: number | null; keyword?: string }) =>
+            update({ ...query, type: v.type, status: v.status, instanceId: v.instanceId ?? undefined, keyword: v.keyword || undefined })
+          }
+        >
+          <Form.Item name="type" label={t("filter.type")}>
+            <Select mode="multiple" allowClear style={{ minWidth: 220 }} data-testid="filter-type" options={types.map((v) => ({ value: v, label: v }))} />
+          </Form.Item>
+          <Form.Item name="status" label={t("filter.status")}>
+            <Select mode="multiple" allowClear style={{ minWidth: 200 }} data-testid="filter-status" options={JOB_STATUSES.map((s) => ({ value: s, label: t(`common:status.${s}`) }))} />
+          </Form.Item>
+          <Form.Item name="instanceId" label={t("filter.instance")}>
+            <InputNumber min={1} data-testid="filter-instance" />
+          </Form.Item>
+          <Form.Item name="keyword" label={t("filter.keyword")}>
+            <Input allowClear data-testid="filter-keyword" />
+          </Form.Item>
+          <Space>
+            <Button type="primary" htmlType="submit" data-testid="filter-apply">{t("filter.apply")}</Button>
+            <Button onClick={() => update({})} data-testid="filter-reset">{t("filter.reset")}</Button>
+          </Space>
+        </Form>
+        <Space style={{ marginTop: 8 }} wrap>
+          {query.traceId && <Tag closable onClose={() => update({ ...query, traceId: undefined })}>{`${t("filter.traceId")}: ${query.traceId}`}</Tag>}
+          {query.fingerprint && <Tag closable onClose={() => update({ ...query, fingerprint: undefined })}>{`${t("filter.fingerprint")}: ${query.fingerprint}`}</Tag>}
+          {query.replayBatchId && <Tag closable onClose={() => update({ ...query, replayBatchId: undefined })}>{`${t("replay.batch")}: ${query.replayBatchId}`}</Tag>}
+        </Space>
+      </Card>
+      <Row gutter={16}>
+        <Col span={24}>
+          <Card
+            size="small"
+            title={t("table.title")}
+            extra={
+              <Space>
+                <BatchActions ids={selected} onDone={() => setSelected([])} />
+                <Button type="primary" danger onClick={() => setReplay({ open: true, initial: { types: query.type, keyword: query.keyword, instanceId: query.instanceId } })} data-testid="open-replay">
+                  {t("replay.open")}
+                </Button>
+              </Space>
+            }
+          >
+            {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
+            <Table<Job>
+              data-testid="jobs-table"
+              size="small"
+              rowKey="id"
+              loading={jobs.isLoading}
+              pagination={false}
+              dataSource={jobs.data?.items ?? []}
+              rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
+              onRow={(job) => ({ onDoubleClick: () => setJob(job.id) })}
+              columns={[
+                { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</a> },
+                { title: t("col.type"), dataIndex: "type" },
+                { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
+                { title: t("col.instance"), dataIndex: "instanceId", render: (v: number | null) => v ?? "—" },
+                { title: t("col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
+                { title: t("col.attempts"), render: (_, j) => `${j.attempts} / ${j.maxAttempts}` },
+                {
+                  title: t("detail.lastError"),
+                  dataIndex: "lastError",
+                  ellipsis: true,
+                  render: (v: string | null) => (v ? <Typography.Text type="danger">{v}</Typography.Text> : "—"),
+                },
+                { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
+              ]}
+            />
+            <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={jobs.data?.next} onPrevious={pager.previous} onNext={() => pager.next(jobs.data?.next)} />
+          </Card>
+        </Col>
+        <Col span={24} style={{ marginTop: 16 }}>
+          <FailureClusters
+            query={query}
+            by={by}
+            onBy={(b) => update(query, { by: b === "reason" ? "" : b })}
+            onReplay={(filter) => setReplay({ open: true, initial: filter })}
+            onOpenJob={setJob}
+          />
+        </Col>
+      </Row>
+      <Suspense fallback={null}>
+        {openJob !== null && <JobDetailDrawer jobId={openJob} onClose={() => setJob(null)} onOpen={setJob} />}
+        {replay.open && <ReplayDialog open={replay.open} initial={replay.initial} types={types} onClose={() => setReplay({ open: false, initial: {} })} />}
+      </Suspense>
+    </div>
+  );
+}

@@ -1,0 +1,97 @@
+// The runtime status panel (SPEC L-23): every figure of runtime-status,
+// refreshed every 5 s. The previous figures stay on screen while a refresh
+// is in flight (no spinner, no layout change), so nothing flickers.
+import { Card, Col, Popover, Row, Statistic, Table, Typography } from "antd";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useTranslation } from "react-i18next";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { ErrorAlert } from "../../components/errors";
+import { formatNumber, formatTime } from "../../components/format";
+import { StatusTag } from "../../components/StatusTag";
+
+type Node = Schemas["WorkerNodePublic"];
+
+function WorkersCard({ nodes }: { nodes: Node[] }) {
+  const { t } = useTranslation("jobs");
+  return (
+    <Table<Node>
+      data-testid="workers-card"
+      size="small"
+      rowKey="id"
+      pagination={false}
+      dataSource={nodes}
+      locale={{ emptyText: t("runtime.noWorkers") }}
+      columns={[
+        { title: t("runtime.node"), dataIndex: "id", render: (id: string, n) => <span title={n.hostname}>{id}</span> },
+        { title: t("runtime.nodeStatus"), render: (_, n) => <StatusTag status={n.active ? "active" : n.status === "stopped" ? "stopped" : "stale"} /> },
+        { title: t("runtime.nodePools"), dataIndex: "pools", render: (p: Record<string, number>) => Object.entries(p).map(([k, v]) => `${k}: ${v}`).join(", ") },
+        { title: t("runtime.nodeSlots"), render: (_, n) => `${n.slotsInUse} / ${n.slotsCapacity}` },
+        { title: t("runtime.heartbeatAge"), dataIndex: "heartbeatAgeSeconds", render: (s: number) => t("runtime.secondsAgo", { s: formatNumber(s, 1) }) },
+      ]}
+    />
+  );
+}
+
+export function RuntimePanel() {
+  const { t } = useTranslation("jobs");
+  const status = useQuery({
+    queryKey: ["runtime-status"],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs/runtime-status")),
+    refetchInterval: 5_000,
+    placeholderData: keepPreviousData,
+  });
+  const workers = useQuery({
+    queryKey: ["runtime-status", "workers"],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/workers")),
+    refetchInterval: 5_000,
+    placeholderData: keepPreviousData,
+  });
+  const s = status.data;
+  const pct = (v: number | null | undefined) => (v === null || v === undefined ? "—" : `${formatNumber(v * 100, 1)}%`);
+  const ms = (v: number | null | undefined) => (v === null || v === undefined ? "—" : `${formatNumber(v, 1)} ms`);
+  const figures: { key: string; value: React.ReactNode }[] = s
+    ? [
+        { key: "slots", value: `${s.slots.inUse} / ${s.slots.capacity}` },
+        { key: "inFlight", value: s.inFlight },
+        { key: "stuck", value: s.stuck },
+        { key: "backlog", value: s.backlog },
+        { key: "oldestQueued", value: s.oldestQueuedSeconds == null ? "—" : t("runtime.seconds", { s: formatNumber(s.oldestQueuedSeconds, 1) }) },
+        { key: "queueP95", value: ms(s.queueP95Ms) },
+        { key: "queueP99", value: ms(s.queueP99Ms) },
+        { key: "dead", value: s.dead },
+        { key: "failureRate", value: pct(s.failureRate1h) },
+        { key: "avgDuration", value: ms(s.avgDurationMs1h) },
+        { key: "attempts1h", value: `${s.attempts1h} / ${s.failedAttempts1h}` },
+        { key: "lastClaim", value: formatTime(s.lastClaimAt) },
+      ]
+    : [];
+  return (
+    <Card
+      size="small"
+      title={t("runtime.title")}
+      extra={<Typography.Text type="secondary" data-testid="runtime-updated">{s ? t("runtime.updated", { time: formatTime(s.now) }) : ""}</Typography.Text>}
+      style={{ marginBottom: 16 }}
+      data-testid="runtime-panel"
+    >
+      {status.error ? <ErrorAlert error={status.error} /> : null}
+      <Row gutter={[16, 12]} style={{ minHeight: 128 }}>
+        {s && (
+          <Col xs={12} md={6} xl={4}>
+            <Popover content={<WorkersCard nodes={workers.data?.items ?? []} />} title={t("runtime.workersTitle")}>
+              <div data-testid="runtime-liveWorkers" style={{ cursor: "help" }}>
+                <Statistic title={t("runtime.liveWorkers")} value={`${s.liveWorkers.active} / ${s.liveWorkers.total}`} />
+              </div>
+            </Popover>
+          </Col>
+        )}
+        {figures.map((f) => (
+          <Col xs={12} md={6} xl={f.key === "lastClaim" ? 8 : 4} key={f.key}>
+            <div data-testid={`runtime-${f.key}`}>
+              <Statistic title={t(`runtime.${f.key}`)} value={f.value as string} valueStyle={{ fontSize: 20 }} />
+            </div>
+          </Col>
+        ))}
+      </Row>
+    </Card>
+  );
+}

@@ -1,0 +1,88 @@
+// 触发器执行 (Trigger executions, SPEC X-1, X-2): the trigger_dispatch and
+// external_dispatch jobs, filterable by definition, node and status, with
+// the request/response of each attempt (the job drawer) and retry / skip.
+import { Button, Card, Form, Input, Select, Space, Table, Typography } from "antd";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useSearchParams } from "react-router-dom";
+import { useTranslation } from "react-i18next";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { ErrorAlert } from "../../components/errors";
+import { formatTime } from "../../components/format";
+import { Pager } from "../../components/Pager";
+import { StatusTag } from "../../components/StatusTag";
+import { useCursor } from "../../components/useCursor";
+import { JobActionButtons } from "../jobs/JobActions";
+import { JobDetailDrawer } from "../jobs/JobDetailDrawer";
+import { JOB_STATUSES, type JobStatus } from "../jobs/filters";
+
+const TYPES = ["trigger_dispatch", "external_dispatch"];
+
+export default function TriggerExecutionsPage() {
+  const { t } = useTranslation("triggers");
+  const [params, setParams] = useSearchParams();
+  const definitionKey = params.get("definitionKey") ?? undefined;
+  const nodeKey = params.get("nodeKey") ?? undefined;
+  const status = params.getAll("status") as JobStatus[];
+  const typeParam = params.get("type");
+  const type = typeParam && TYPES.includes(typeParam) ? [typeParam] : TYPES;
+  const query = { type, definitionKey, nodeKey, status: status.length ? status : undefined };
+  const key = JSON.stringify(query);
+  const pager = useCursor(key);
+  const openJob = Number(params.get("job")) || null;
+  const definitions = useQuery({ queryKey: ["definitions", "all"], queryFn: () => unwrap(api.GET("/api/workflows/definitions", { params: { query: { limit: 200 } } })) });
+  const jobs = useQuery({
+    queryKey: ["jobs", "triggers", key, pager.cursor],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs", { params: { query: { ...query, limit: 20, cursor: pager.cursor } } })),
+    placeholderData: keepPreviousData,
+  });
+  const setParam = (name: string, values: string[]) => {
+    const next = new URLSearchParams(params);
+    next.delete(name);
+    values.filter(Boolean).forEach((v) => next.append(name, v));
+    setParams(next);
+  };
+  const defKeys = [...new Set((definitions.data?.items ?? []).map((d) => d.key))];
+  return (
+    <div data-testid="page-triggers">
+      <Card size="small" style={{ marginBottom: 16 }}>
+        <Form layout="inline">
+          <Form.Item label={t("filter.type")}>
+            <Select allowClear style={{ width: 200 }} value={typeParam ?? undefined} onChange={(v: string | undefined) => setParam("type", v ? [v] : [])} options={TYPES.map((v) => ({ value: v, label: t(`type.${v}`) }))} data-testid="trigger-filter-type" />
+          </Form.Item>
+          <Form.Item label={t("filter.definition")}>
+            <Select allowClear showSearch style={{ width: 200 }} value={definitionKey} onChange={(v: string | undefined) => setParam("definitionKey", v ? [v] : [])} options={defKeys.map((k) => ({ value: k, label: k }))} data-testid="trigger-filter-definition" />
+          </Form.Item>
+          <Form.Item label={t("filter.node")}>
+            <Input.Search allowClear defaultValue={nodeKey} style={{ width: 180 }} onSearch={(v) => setParam("nodeKey", v ? [v] : [])} data-testid="trigger-filter-node" />
+          </Form.Item>
+          <Form.Item label={t("filter.status")}>
+            <Select mode="multiple" allowClear style={{ minWidth: 200 }} value={status} onChange={(v: string[]) => setParam("status", v)} options={JOB_STATUSES.map((s) => ({ value: s, label: t(`common:status.${s}`) }))} data-testid="trigger-filter-status" />
+          </Form.Item>
+          <Button onClick={() => setParams(new URLSearchParams())}>{t("filter.reset")}</Button>
+        </Form>
+      </Card>
+      {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
+      <Table<Schemas["JobPublic"]>
+        data-testid="triggers-table"
+        size="small"
+        rowKey="id"
+        pagination={false}
+        loading={jobs.isLoading}
+        dataSource={jobs.data?.items ?? []}
+        columns={[
+          { title: t("col.job"), dataIndex: "id", render: (id: number) => <a onClick={() => setParam("job", [String(id)])} data-testid={`trigger-job-${id}`}>#{id}</a> },
+          { title: t("col.type"), dataIndex: "type", render: (v: string) => t(`type.${v}`) },
+          { title: t("col.instance"), dataIndex: "instanceId", render: (v: number | null) => v ?? "—" },
+          { title: t("col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
+          { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
+          { title: t("col.attempts"), render: (_, j) => `${j.attempts} / ${j.maxAttempts}` },
+          { title: t("col.error"), dataIndex: "lastError", ellipsis: true, render: (v: string | null) => (v ? <Typography.Text type="danger">{v}</Typography.Text> : "—") },
+          { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
+          { title: "", render: (_, j) => <Space><JobActionButtons job={j} /></Space> },
+        ]}
+      />
+      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={jobs.data?.next} onPrevious={pager.previous} onNext={() => pager.next(jobs.data?.next)} />
+      <JobDetailDrawer jobId={openJob} onClose={() => setParam("job", [])} onOpen={(id) => setParam("job", [String(id)])} />
+    </div>
+  );
+}
