@@ -4,6 +4,151 @@
  */
 
 export interface paths {
+    "/api/workflows/analytics/approver-workload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Approver Workload
+         * @description Per assignee: pending now, handled in the period, average handling time.
+         */
+        get: operations["analytics-read_approver_workload"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/analytics/async-health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Async Health
+         * @description Job status distribution per type, webhook deliveries per status and
+         *     subprocess child instances per status.
+         */
+        get: operations["analytics-read_async_health"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/analytics/daily": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Daily
+         * @description Starts and finishes per local day over the last ``days`` (default 14),
+         *     today included, days without any included as zeros.
+         */
+        get: operations["analytics-read_daily"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/analytics/node-bottlenecks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Node Bottlenecks
+         * @description Per human node: tasks handled in the period, average and p90 handling
+         *     time, and the backlog of pending tasks now.
+         */
+        get: operations["analytics-read_node_bottlenecks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/analytics/timeouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Timeouts
+         * @description Overdue pending tasks (count and list), and those due within 24 h.
+         */
+        get: operations["analytics-read_timeouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/analytics/top-definitions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Top Definitions
+         * @description Definitions by instances started in the period, largest first, with
+         *     their running / approved / rejected split and average duration.
+         */
+        get: operations["analytics-read_top_definitions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/analytics/totals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Totals
+         * @description Instances per status, average duration of finished ones, pending human
+         *     tasks now and starts in the last 7 days.
+         */
+        get: operations["analytics-read_totals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/automation-rules": {
         parameters: {
             query?: never;
@@ -414,6 +559,237 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/engine/alerts/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Events
+         * @description Firing and resolved transitions, newest first, with the deciding value.
+         */
+        get: operations["alerts-list_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/alerts/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Metric Values
+         * @description The alert metrics' values now, for one tenant or every tenant.
+         */
+        get: operations["alerts-metric_values"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/alerts/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Rules
+         * @description Rules of the caller's tenants, newest first.
+         */
+        get: operations["alerts-list_rules"];
+        put?: never;
+        /**
+         * Create Rule
+         * @description A threshold rule; a webhook without a secret gets one, returned once.
+         */
+        post: operations["alerts-create_rule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/alerts/rules/{ruleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Rule */
+        get: operations["alerts-get_rule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Rule
+         * @description Delete a rule; its events stay on record.
+         */
+        delete: operations["alerts-delete_rule"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Rule
+         * @description Change some fields; disabling returns the rule to ``ok`` silently.
+         */
+        patch: operations["alerts-update_rule"];
+        trace?: never;
+    };
+    "/api/workflows/engine/alerts/silences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Silences */
+        get: operations["alerts-list_silences"];
+        put?: never;
+        /**
+         * Create Silence
+         * @description Silence the notifications of matching rules for a time window.
+         */
+        post: operations["alerts-create_silence"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/alerts/silences/{silenceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete Silence */
+        delete: operations["alerts-delete_silence"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/alerts/silences/{silenceId}/expire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Expire Silence
+         * @description End a silence now; notifications owed go out at the next evaluation.
+         */
+        post: operations["alerts-expire_silence"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/diagnostics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Engine Diagnostics
+         * @description The engine's state now: nodes, leaders, system task runs, outbox,
+         *     settings and the queue distribution (tenant-scoped job figures).
+         */
+        get: operations["engine-read_engine_diagnostics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/health-history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Health History
+         * @description The health snapshots in ``[from, to]`` (default: the last 24 h),
+         *     oldest first, at most one per snapshot interval. Engine-wide.
+         */
+        get: operations["health-health_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/health-inspection": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Health Inspection
+         * @description Every problem of the rules of SPEC O-16 within the caller's tenants,
+         *     one per task (missing token > job anomaly > stuck), critical first and
+         *     oldest first, with counts by rule and level and the health score.
+         */
+        get: operations["health-health_inspection"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/health-score": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Health Score
+         * @description The engine health score (0-100) with its deductions and inputs.
+         */
+        get: operations["health-health_score"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/engine/jobs": {
         parameters: {
             query?: never;
@@ -685,6 +1061,133 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/engine/recovery/{action}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview Recovery
+         * @description What ``run`` would touch now: the count and the first 20 items, each
+         *     with what will be done to it.
+         */
+        post: operations["recovery-preview_recovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/recovery/{action}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run Recovery
+         * @description Recover what the preview lists, one transaction per item, staggered at
+         *     ``ratePerSecond``; per-item outcomes and totals.
+         */
+        post: operations["recovery-run_recovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/retention/policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Policies
+         * @description Every policy with its effective settings and default, and the daily
+         *     schedule.
+         */
+        get: operations["retention-list_policies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update Policies
+         * @description Enable or disable policies and change how many days they keep.
+         */
+        patch: operations["retention-update_policies"];
+        trace?: never;
+    };
+    "/api/workflows/engine/retention/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview Retention
+         * @description How many rows a run now would remove, per policy and table.
+         */
+        post: operations["retention-preview_retention"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/retention/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run Retention
+         * @description Run the enabled policies now, in batches; returns the recorded run.
+         */
+        post: operations["retention-run_retention"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/retention/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Runs
+         * @description The newest retention runs first, with their per-policy results.
+         */
+        get: operations["retention-list_runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/engine/workers": {
         parameters: {
             query?: never;
@@ -725,6 +1228,31 @@ export interface paths {
          *     is the caller unless an operator names someone else.
          */
         post: operations["instances-start_instance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/batch-recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Batch Recover Instances
+         * @description SPEC O-6: the running instances of ``definitionKey`` whose active
+         *     token is at ``nodeKey`` with no engine progress for ``stuckMinutes``
+         *     (or only ``instanceIds``): each in its own transaction, the task there is
+         *     skipped and the token advances along the node's outgoing edge. Results
+         *     per instance (advanced / skipped with reason / failed with error) and
+         *     totals; ``dryRun`` previews (each step rolled back).
+         */
+        post: operations["instances-batch_recover_instances"];
         delete?: never;
         options?: never;
         head?: never;
@@ -785,6 +1313,96 @@ export interface paths {
          * @description Add a comment to an instance: its initiator, or an operator.
          */
         post: operations["instances-comment_instance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/{instanceId}/diagnostic-bundle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download Instance Bundle
+         * @description SPEC O-7: the diagnostics document, the instance's jobs with every
+         *     attempt, its audit rows and the flowledger and schema versions, secrets
+         *     redacted — one JSON file.
+         */
+        get: operations["instances-download_instance_bundle"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/{instanceId}/diagnostics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Diagnose Instance
+         * @description SPEC O-10: the instance's trace (paged), nodes, tasks, triggers,
+         *     events, tokens (with open joins), diagram, form and definition, with the
+         *     consistency conclusions and the verdict (O-12) — or one view alone.
+         */
+        get: operations["instances-diagnose_instance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/{instanceId}/force-jump": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Force Jump Instance
+         * @description SPEC O-4: terminate the open tasks of the moved positions (``skipped``,
+         *     comment ``[Admin force jump to «target»] reason``), consume their tokens,
+         *     cancel their advancement jobs and enter ``target`` — one transaction
+         *     under the instance lock. 409 for a terminal instance, 422 for a target
+         *     that is not in the snapshot.
+         */
+        post: operations["instances-force_jump_instance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/{instanceId}/force-jump/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Preview Force Jump
+         * @description SPEC O-4: exactly what ``POST …/force-jump`` would change — the jump
+         *     run under the instance lock in a transaction that is rolled back. The
+         *     ids of what the target creates are assigned only when it is done.
+         */
+        get: operations["instances-preview_force_jump"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1240,6 +1858,97 @@ export interface components {
          * @enum {string}
          */
         ActionStatus: "none" | "pending" | "running" | "succeeded" | "failed";
+        /** AnalyticsApproverWorkload */
+        AnalyticsApproverWorkload: {
+            /** Definitionkey */
+            definitionKey?: string | null;
+            /** Items */
+            items: components["schemas"]["ApproverLoad"][];
+            /** Perioddays */
+            periodDays: number;
+        };
+        /** AnalyticsAsyncHealth */
+        AnalyticsAsyncHealth: {
+            /** Definitionkey */
+            definitionKey?: string | null;
+            /** Jobs */
+            jobs: components["schemas"]["JobTypeHealth"][];
+            subprocessInstances: components["schemas"]["StatusCounts"];
+            webhookDeliveries: components["schemas"]["StatusCounts"];
+        };
+        /** AnalyticsDaily */
+        AnalyticsDaily: {
+            /** Days */
+            days: components["schemas"]["DailyPoint"][];
+            /** Definitionkey */
+            definitionKey?: string | null;
+            /** Timezone */
+            timeZone: string;
+        };
+        /** AnalyticsNodeBottlenecks */
+        AnalyticsNodeBottlenecks: {
+            /** Definitionkey */
+            definitionKey?: string | null;
+            /** Items */
+            items: components["schemas"]["NodeBottleneck"][];
+            /** Perioddays */
+            periodDays: number;
+        };
+        /** AnalyticsTimeouts */
+        AnalyticsTimeouts: {
+            /** Definitionkey */
+            definitionKey?: string | null;
+            /** Duewithin24H */
+            dueWithin24h: number;
+            /**
+             * Now
+             * Format: date-time
+             */
+            now: string;
+            /** Overdue */
+            overdue: number;
+            /** Overduetasks */
+            overdueTasks: components["schemas"]["OverdueTask"][];
+        };
+        /** AnalyticsTopDefinitions */
+        AnalyticsTopDefinitions: {
+            /** Definitionkey */
+            definitionKey?: string | null;
+            /** Items */
+            items: components["schemas"]["TopDefinition"][];
+            /** Perioddays */
+            periodDays: number;
+        };
+        /** AnalyticsTotals */
+        AnalyticsTotals: {
+            /** Avgdurationms */
+            avgDurationMs?: number | null;
+            /** Definitionkey */
+            definitionKey?: string | null;
+            /** Finished */
+            finished: number;
+            /** Instances */
+            instances: number;
+            /** Instancesbystatus */
+            instancesByStatus: {
+                [key: string]: number;
+            };
+            /** Pendingtasks */
+            pendingTasks: number;
+            /** Startslast7Days */
+            startsLast7Days: number;
+        };
+        /** ApproverLoad */
+        ApproverLoad: {
+            /** Assignee */
+            assignee: string;
+            /** Avghandlingms */
+            avgHandlingMs?: number | null;
+            /** Handled */
+            handled: number;
+            /** Pending */
+            pending: number;
+        };
         /** AttachmentPublic */
         AttachmentPublic: {
             /** Contenttype */
@@ -1314,6 +2023,43 @@ export interface components {
              */
             updatedAt: string;
         };
+        /**
+         * BatchRecover
+         * @description Select stuck instances and skip their task at ``nodeKey``.
+         */
+        BatchRecover: {
+            /** Definitionkey */
+            definitionKey: string;
+            /**
+             * Dryrun
+             * @default false
+             */
+            dryRun: boolean;
+            /** Instanceids */
+            instanceIds?: number[] | null;
+            /** Nodekey */
+            nodeKey: string;
+            /** Reason */
+            reason: string;
+            /** Stuckminutes */
+            stuckMinutes: number;
+        };
+        /** BatchRecoverPublic */
+        BatchRecoverPublic: {
+            /** Definitionkey */
+            definitionKey: string;
+            /** Dryrun */
+            dryRun: boolean;
+            /** Nodekey */
+            nodeKey: string;
+            /** Results */
+            results: components["schemas"]["RecoveryResult"][];
+            /** Stuckminutes */
+            stuckMinutes: number;
+            totals: components["schemas"]["flowledger__api__instance_ops_schemas__RecoveryTotals"];
+            /** Truncated */
+            truncated: boolean;
+        };
         /** BatchRetry */
         BatchRetry: {
             /** Ids */
@@ -1328,7 +2074,7 @@ export interface components {
         };
         /** BatchRetryPublic */
         BatchRetryPublic: {
-            estimatedCompletion: components["schemas"]["CompletionWindow"];
+            estimatedCompletion: components["schemas"]["flowledger__api__routers__job_actions__CompletionWindow"];
             /** Items */
             items: components["schemas"]["ItemOutcomePublic"][];
             /** Matched */
@@ -1357,6 +2103,34 @@ export interface components {
             skipped: number;
             /** Submitted */
             submitted: number;
+        };
+        /** ChannelsIn */
+        ChannelsIn: {
+            /** Email */
+            email?: string[];
+            /** Inapp */
+            inApp?: string[];
+            /** @description {"url", "secret"?}, or just the URL as a string. */
+            webhook?: components["schemas"]["WebhookIn"] | null;
+        };
+        /** ChannelsPublic */
+        ChannelsPublic: {
+            /** Email */
+            email: string[];
+            /** Inapp */
+            inApp: string[];
+            webhook?: components["schemas"]["WebhookPublic"] | null;
+        };
+        /**
+         * ChannelsUpdate
+         * @description Only the channels given change; ``webhook: null`` removes the webhook.
+         */
+        ChannelsUpdate: {
+            /** Email */
+            email?: string[] | null;
+            /** Inapp */
+            inApp?: string[] | null;
+            webhook?: components["schemas"]["WebhookIn"] | null;
         };
         /** ClusterSample */
         ClusterSample: {
@@ -1529,22 +2303,6 @@ export interface components {
              * Format: date-time
              */
             updatedAt: string;
-        };
-        /**
-         * CompletionWindow
-         * @description When the submitted jobs become due: from now to now + submitted / rate.
-         */
-        CompletionWindow: {
-            /**
-             * From
-             * Format: date-time
-             */
-            from: string;
-            /**
-             * To
-             * Format: date-time
-             */
-            to: string;
         };
         /** ConnectorBreakerBody */
         ConnectorBreakerBody: {
@@ -1744,6 +2502,18 @@ export interface components {
             /** Username */
             username?: string | null;
         };
+        /** DailyPoint */
+        DailyPoint: {
+            /**
+             * Date
+             * @description Local date (YYYY-MM-DD) in timeZone.
+             */
+            date: string;
+            /** Finishes */
+            finishes: number;
+            /** Starts */
+            starts: number;
+        };
         /**
          * DefinitionCreate
          * @description Exactly one of ``source`` (YAML or JSON text) or ``definition`` (the
@@ -1810,6 +2580,23 @@ export interface components {
             /** Version */
             version: number;
         };
+        /** EngineDiagnosticsPublic */
+        EngineDiagnosticsPublic: {
+            drain: components["schemas"]["SystemTaskRunPublic"] | null;
+            /** Leaders */
+            leaders: components["schemas"]["LeaderPublic"][];
+            /** Nodes */
+            nodes: components["schemas"]["NodePublic"][];
+            /**
+             * Now
+             * Format: date-time
+             */
+            now: string;
+            outbox: components["schemas"]["OutboxPublic"];
+            queue: components["schemas"]["QueuePublic"];
+            schedulePlanner: components["schemas"]["SystemTaskRunPublic"] | null;
+            settings: components["schemas"]["LedgerSettingsPublic"];
+        };
         /**
          * ErrorPublic
          * @description Every error: a stable code, a message, the field it is about, and the
@@ -1824,6 +2611,54 @@ export interface components {
             message: string;
         } & {
             [key: string]: unknown;
+        };
+        /** EventPage */
+        EventPage: {
+            /** Items */
+            items: components["schemas"]["EventPublic"][];
+            /** Next */
+            next?: string | null;
+        };
+        /** EventPublic */
+        EventPublic: {
+            /** Comparison */
+            comparison: string;
+            /** Episode */
+            episode: number;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /** Metric */
+            metric: string;
+            /** Notificationjobids */
+            notificationJobIds: number[];
+            /** Notifiedat */
+            notifiedAt?: string | null;
+            /**
+             * Occurredat
+             * Format: date-time
+             */
+            occurredAt: string;
+            /** Ruleid */
+            ruleId: number;
+            /** Rulename */
+            ruleName: string;
+            /** Severity */
+            severity: string;
+            /** Silenceid */
+            silenceId?: number | null;
+            /** Silenced */
+            silenced: boolean;
+            /** Tenant */
+            tenant?: string | null;
+            /** Threshold */
+            threshold: number;
+            /**
+             * Value
+             * @description the metric's value that decided the transition
+             */
+            value: number | null;
         };
         /** ExternalDecisionPublic */
         ExternalDecisionPublic: {
@@ -1889,10 +2724,161 @@ export interface components {
             /** Items */
             items: components["schemas"]["FailureCluster"][];
         };
+        /**
+         * ForceJump
+         * @description Move the instance's execution to ``target``; with ``fromNode`` only
+         *     the tokens at that node move.
+         */
+        ForceJump: {
+            /** Fromnode */
+            fromNode?: string | null;
+            /** Reason */
+            reason: string;
+            /** Target */
+            target: string;
+        };
+        /**
+         * ForceJumpPublic
+         * @description The exact change of a force jump. A preview leaves the ids of what
+         *     entering the target creates empty: they are assigned when it is done.
+         */
+        ForceJumpPublic: {
+            /** Canceledjobs */
+            canceledJobs: components["schemas"]["JobChange"][];
+            /** Consumedtokens */
+            consumedTokens: components["schemas"]["TokenChange"][];
+            /** Createdjobs */
+            createdJobs: components["schemas"]["JobChange"][];
+            /** Createdtasks */
+            createdTasks: components["schemas"]["TaskChange"][];
+            /** Createdtokens */
+            createdTokens: components["schemas"]["TokenChange"][];
+            /** Fromnode */
+            fromNode: string | null;
+            /** Instanceid */
+            instanceId: number;
+            /** Instancestatus */
+            instanceStatus: string;
+            /** Preview */
+            preview: boolean;
+            /** Reason */
+            reason: string | null;
+            /** Target */
+            target: string;
+            /** Terminatedtasks */
+            terminatedTasks: components["schemas"]["TaskChange"][];
+        };
         /** HTTPValidationError */
         HTTPValidationError: {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
+        };
+        /** HealthHistory */
+        HealthHistory: {
+            /**
+             * From
+             * Format: date-time
+             */
+            from: string;
+            /**
+             * Intervalseconds
+             * @description At most one point per interval.
+             */
+            intervalSeconds: number;
+            /** Points */
+            points: components["schemas"]["HealthPoint"][];
+            /**
+             * To
+             * Format: date-time
+             */
+            to: string;
+        };
+        /** HealthInspection */
+        HealthInspection: {
+            /** Items */
+            items: components["schemas"]["HealthItem"][];
+            /** Next */
+            next: string | null;
+            /**
+             * Now
+             * Format: date-time
+             */
+            now: string;
+            summary: components["schemas"]["HealthSummary"];
+            /** Thresholdminutes */
+            thresholdMinutes: number;
+        };
+        /** HealthItem */
+        HealthItem: {
+            /** Instanceid */
+            instanceId: number | null;
+            /** Jobid */
+            jobId: number | null;
+            /** Level */
+            level: string;
+            /** Message */
+            message: string;
+            /** Nodekey */
+            nodeKey: string | null;
+            /** Rule */
+            rule: string;
+            /**
+             * Since
+             * Format: date-time
+             */
+            since: string;
+            /** Suggestion */
+            suggestion: string;
+            /** Taskid */
+            taskId: number | null;
+        };
+        /** HealthPoint */
+        HealthPoint: {
+            /** Bylevel */
+            byLevel: {
+                [key: string]: number;
+            };
+            /** Byrule */
+            byRule: {
+                [key: string]: number;
+            };
+            /** Runtime */
+            runtime: {
+                [key: string]: unknown;
+            };
+            /** Score */
+            score: number;
+            /**
+             * Takenat
+             * Format: date-time
+             */
+            takenAt: string;
+        };
+        /** HealthScorePublic */
+        HealthScorePublic: {
+            /** Inputs */
+            inputs: {
+                [key: string]: unknown;
+            };
+            /** Points */
+            points: {
+                [key: string]: number;
+            };
+            /** Score */
+            score: number;
+        };
+        /** HealthSummary */
+        HealthSummary: {
+            /** Bylevel */
+            byLevel: {
+                [key: string]: number;
+            };
+            /** Byrule */
+            byRule: {
+                [key: string]: number;
+            };
+            /** Score */
+            score: number;
         };
         /** HitPage */
         HitPage: {
@@ -2148,6 +3134,21 @@ export interface components {
             /** Truncated */
             truncated: boolean;
         };
+        /** JobChange */
+        JobChange: {
+            /** Jobid */
+            jobId?: number | null;
+            /** Nodekey */
+            nodeKey: string | null;
+            /** Runat */
+            runAt?: string | null;
+            /** Status */
+            status?: string | null;
+            /** Taskid */
+            taskId?: number | null;
+            /** Type */
+            type: string;
+        };
         /**
          * JobDetail
          * @description A job with its payload, result and every attempt of every generation.
@@ -2391,6 +3392,65 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** JobTypeHealth */
+        JobTypeHealth: {
+            /** Bystatus */
+            byStatus: {
+                [key: string]: number;
+            };
+            /** Total */
+            total: number;
+            /** Type */
+            type: string;
+        };
+        /** JobTypePublic */
+        JobTypePublic: {
+            /** Executiontimeoutms */
+            executionTimeoutMs: number;
+            /** Maxattempts */
+            maxAttempts: number;
+            /** Name */
+            name: string;
+            /** Pool */
+            pool: string;
+            /** Priority */
+            priority: number;
+        };
+        /** LeaderPublic */
+        LeaderPublic: {
+            /** Holder */
+            holder: string;
+            /**
+             * Leaseuntil
+             * Format: date-time
+             */
+            leaseUntil: string;
+            /** Name */
+            name: string;
+            /** Valid */
+            valid: boolean;
+        };
+        /** LedgerSettingsPublic */
+        LedgerSettingsPublic: {
+            /** Drainintervals */
+            drainIntervalS: number;
+            /** Heartbeatintervals */
+            heartbeatIntervalS: number;
+            /** Jobtypes */
+            jobTypes: components["schemas"]["JobTypePublic"][];
+            /** Leasems */
+            leaseMs: number;
+            /** Leaserenewintervals */
+            leaseRenewIntervalS: number;
+            /** Ledgerslots */
+            ledgerSlots: number;
+            /** Outboundslots */
+            outboundSlots: number;
+            /** Pollintervals */
+            pollIntervalS: number;
+            /** Shutdowngraces */
+            shutdownGraceS: number;
+        };
         /** LiveWorkers */
         LiveWorkers: {
             /** Active */
@@ -2407,6 +3467,24 @@ export interface components {
         LogoutPublic: {
             /** Revoked */
             revoked: boolean;
+        };
+        /** Matcher */
+        Matcher: {
+            /** Metric */
+            metric?: string | null;
+            /** Ruleid */
+            ruleId?: number | null;
+            /** Tenant */
+            tenant?: string | null;
+        };
+        /** MatcherPublic */
+        MatcherPublic: {
+            /** Metric */
+            metric?: string | null;
+            /** Ruleid */
+            ruleId?: number | null;
+            /** Tenant */
+            tenant?: string | null;
         };
         /** MePublic */
         MePublic: {
@@ -2452,6 +3530,74 @@ export interface components {
             /** Title */
             title: string;
         };
+        /** MetricValue */
+        MetricValue: {
+            /** Description */
+            description: string;
+            /** Metric */
+            metric: string;
+            /** Tenant */
+            tenant?: string | null;
+            /** Unit */
+            unit: string;
+            /** Value */
+            value?: number | null;
+        };
+        /** MetricValues */
+        MetricValues: {
+            /** Items */
+            items: components["schemas"]["MetricValue"][];
+        };
+        /** NodeBottleneck */
+        NodeBottleneck: {
+            /** Avghandlingms */
+            avgHandlingMs?: number | null;
+            /** Backlog */
+            backlog: number;
+            /** Definitionkey */
+            definitionKey: string;
+            /** Handled */
+            handled: number;
+            /** Nodekey */
+            nodeKey: string;
+            /** P90Handlingms */
+            p90HandlingMs?: number | null;
+        };
+        /** NodePublic */
+        NodePublic: {
+            /** Active */
+            active: boolean;
+            /** Heartbeatages */
+            heartbeatAgeS: number;
+            /**
+             * Heartbeatat
+             * Format: date-time
+             */
+            heartbeatAt: string;
+            /** Hostname */
+            hostname: string;
+            /** Id */
+            id: string;
+            /** Pid */
+            pid: number;
+            /** Pools */
+            pools: {
+                [key: string]: number;
+            };
+            /** Roles */
+            roles: string[];
+            /** Slotscapacity */
+            slotsCapacity: number;
+            /** Slotsinuse */
+            slotsInUse: number;
+            /**
+             * Startedat
+             * Format: date-time
+             */
+            startedAt: string;
+            /** Status */
+            status: string;
+        };
         /** NotifyAction */
         NotifyAction: {
             /** Bodytemplate */
@@ -2477,10 +3623,266 @@ export interface components {
              */
             type: "notify";
         };
+        /** OldestDue */
+        OldestDue: {
+            /** Ages */
+            ageS: number | null;
+            /** Due */
+            due: number;
+            /**
+             * Runat
+             * Format: date-time
+             */
+            runAt: string;
+            /** Type */
+            type: string;
+        };
+        /** OutboxPublic */
+        OutboxPublic: {
+            /** Failed */
+            failed: number;
+            oldestPending: components["schemas"]["OutboxRowPublic"] | null;
+            /** Pending */
+            pending: number;
+        };
+        /** OutboxRowPublic */
+        OutboxRowPublic: {
+            /** Ages */
+            ageS: number | null;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Eventtype */
+            eventType: string;
+            /** Id */
+            id: number;
+        };
+        /** OverdueTask */
+        OverdueTask: {
+            /** Assignee */
+            assignee: string;
+            /** Definitionkey */
+            definitionKey: string;
+            /**
+             * Dueat
+             * Format: date-time
+             */
+            dueAt: string;
+            /** Instanceid */
+            instanceId: number;
+            /** Nodekey */
+            nodeKey: string;
+            /** Overdueseconds */
+            overdueSeconds: number;
+            /** Taskid */
+            taskId: number;
+        };
+        /**
+         * PoliciesPatch
+         * @description Either ``{"policies": [{"name", "enabled"?, "keepDays"?}, …]}`` or one
+         *     policy's ``{"name", "enabled"?, "keepDays"?}``. All changes apply in one
+         *     transaction, or none.
+         */
+        PoliciesPatch: {
+            /** Enabled */
+            enabled?: boolean | null;
+            /** Keepdays */
+            keepDays?: number | null;
+            /** Name */
+            name?: string | null;
+            /** Policies */
+            policies?: components["schemas"]["PolicyPatch"][] | null;
+        };
+        /** PolicyPatch */
+        PolicyPatch: {
+            /** Enabled */
+            enabled?: boolean | null;
+            /** Keepdays */
+            keepDays?: number | null;
+            /** Name */
+            name: string;
+        };
+        /**
+         * PolicySelection
+         * @description Which policies (default: all of them).
+         */
+        PolicySelection: {
+            /** Policies */
+            policies?: string[] | null;
+        };
+        /** PoolQueue */
+        PoolQueue: {
+            /** Due */
+            due: number;
+            /** Oldestdueages */
+            oldestDueAgeS: number | null;
+            /** Oldestduerunat */
+            oldestDueRunAt: string | null;
+            /** Pending */
+            pending: number;
+            /** Pool */
+            pool: string;
+            /** Running */
+            running: number;
+        };
+        /** QueuePublic */
+        QueuePublic: {
+            /** Bytypestatus */
+            byTypeStatus: components["schemas"]["TypeStatusCount"][];
+            /** Oldestduebytype */
+            oldestDueByType: components["schemas"]["OldestDue"][];
+            /** Pools */
+            pools: components["schemas"]["PoolQueue"][];
+        };
         /** ReasonBody */
         ReasonBody: {
             /** Reason */
             reason?: string | null;
+        };
+        /** RecoveryItemPublic */
+        RecoveryItemPublic: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "retry" | "wake" | "reclaim" | "recreate" | "needs_person";
+            /** Canceledjobid */
+            canceledJobId?: number | null;
+            /** Childinstanceid */
+            childInstanceId?: number | null;
+            /** Instanceid */
+            instanceId?: number | null;
+            /** Jobid */
+            jobId?: number | null;
+            /** Jobtype */
+            jobType?: string | null;
+            /** Nodekey */
+            nodeKey?: string | null;
+            /** Outboxid */
+            outboxId?: number | null;
+            /** Reason */
+            reason: string;
+            /** Since */
+            since?: string | null;
+            /** Status */
+            status?: string | null;
+            /**
+             * Target
+             * @enum {string}
+             */
+            target: "job" | "task" | "outbox";
+            /** Taskid */
+            taskId?: number | null;
+        };
+        /** RecoveryOutcomePublic */
+        RecoveryOutcomePublic: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "retry" | "wake" | "reclaim" | "recreate" | "needs_person";
+            /** Canceledjobid */
+            canceledJobId?: number | null;
+            /** Childinstanceid */
+            childInstanceId?: number | null;
+            /** Code */
+            code?: string | null;
+            /** Detail */
+            detail: string;
+            /** Instanceid */
+            instanceId?: number | null;
+            /** Jobid */
+            jobId?: number | null;
+            /** Jobtype */
+            jobType?: string | null;
+            /** Nodekey */
+            nodeKey?: string | null;
+            /** Outboxid */
+            outboxId?: number | null;
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "done" | "skipped" | "failed";
+            /** Reason */
+            reason: string;
+            /** Since */
+            since?: string | null;
+            /** Status */
+            status?: string | null;
+            /**
+             * Target
+             * @enum {string}
+             */
+            target: "job" | "task" | "outbox";
+            /** Taskid */
+            taskId?: number | null;
+        };
+        /** RecoveryPreviewPublic */
+        RecoveryPreviewPublic: {
+            /** Action */
+            action: string;
+            /** Byaction */
+            byAction: {
+                [key: string]: number;
+            };
+            /** Count */
+            count: number;
+            /** Samples */
+            samples: components["schemas"]["RecoveryItemPublic"][];
+        };
+        /** RecoveryResult */
+        RecoveryResult: {
+            /**
+             * Canceledjobs
+             * @default []
+             */
+            canceledJobs: components["schemas"]["JobChange"][];
+            /** Error */
+            error?: {
+                [key: string]: unknown;
+            } | null;
+            /** Instanceid */
+            instanceId: number;
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "advanced" | "skipped" | "failed";
+            /** Reason */
+            reason?: string | null;
+            /**
+             * Skippedtasks
+             * @default []
+             */
+            skippedTasks: components["schemas"]["TaskChange"][];
+            /**
+             * Tonodes
+             * @default []
+             */
+            toNodes: string[];
+            /**
+             * Tokenids
+             * @default []
+             */
+            tokenIds: number[];
+        };
+        /** RecoveryRunPublic */
+        RecoveryRunPublic: {
+            /** Action */
+            action: string;
+            /** Batchid */
+            batchId: string;
+            estimatedCompletion: components["schemas"]["flowledger__api__routers__recovery__CompletionWindow"];
+            /** Items */
+            items: components["schemas"]["RecoveryOutcomePublic"][];
+            /** Rate */
+            rate: number;
+            /** Submitted */
+            submitted: number;
+            totals: components["schemas"]["flowledger__api__routers__recovery__RecoveryTotals"];
         };
         /** Replay */
         Replay: {
@@ -2562,7 +3964,7 @@ export interface components {
         };
         /** ReplayPublic */
         ReplayPublic: {
-            estimatedCompletion: components["schemas"]["CompletionWindow"];
+            estimatedCompletion: components["schemas"]["flowledger__api__routers__job_actions__CompletionWindow"];
             /** Matched */
             matched: number;
             /** Rate */
@@ -2590,6 +3992,225 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** RetentionItem */
+        RetentionItem: {
+            /**
+             * Batches
+             * @default 0
+             */
+            batches: number;
+            /**
+             * Cutoff
+             * Format: date-time
+             */
+            cutoff: string;
+            /**
+             * Durationms
+             * @default 0
+             */
+            durationMs: number;
+            /** Enabled */
+            enabled: boolean;
+            /** Keepdays */
+            keepDays: number;
+            /** Policy */
+            policy: string;
+            /** Rows */
+            rows: number;
+            /**
+             * Skipped
+             * @description disabled, table_missing or unsupported_table
+             */
+            skipped?: string | null;
+            /** Tables */
+            tables: {
+                [key: string]: number;
+            };
+        };
+        /** RetentionPolicies */
+        RetentionPolicies: {
+            /** Items */
+            items: components["schemas"]["RetentionPolicyPublic"][];
+            schedule: components["schemas"]["RetentionSchedule"];
+        };
+        /** RetentionPolicyPublic */
+        RetentionPolicyPublic: {
+            /** Defaultenabled */
+            defaultEnabled: boolean;
+            /** Defaultkeepdays */
+            defaultKeepDays: number;
+            /** Description */
+            description: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Keepdays */
+            keepDays: number;
+            /** Name */
+            name: string;
+            /** Updatedat */
+            updatedAt?: string | null;
+            /** Updatedby */
+            updatedBy?: string | null;
+        };
+        /** RetentionPreview */
+        RetentionPreview: {
+            /** Items */
+            items: components["schemas"]["RetentionItem"][];
+            /**
+             * Now
+             * Format: date-time
+             */
+            now: string;
+            /** Rows */
+            rows: number;
+        };
+        /** RetentionRun */
+        RetentionRun: {
+            /** Actor */
+            actor: string;
+            /** Durationms */
+            durationMs?: number | null;
+            /** Error */
+            error?: string | null;
+            /** Finishedat */
+            finishedAt?: string | null;
+            /** Id */
+            id: number;
+            /** Items */
+            items: components["schemas"]["RetentionItem"][];
+            /** Rowsremoved */
+            rowsRemoved: number;
+            /**
+             * Startedat
+             * Format: date-time
+             */
+            startedAt: string;
+            /** Status */
+            status: string;
+            /** Trigger */
+            trigger: string;
+        };
+        /** RetentionRunList */
+        RetentionRunList: {
+            /** Items */
+            items: components["schemas"]["RetentionRun"][];
+        };
+        /** RetentionSchedule */
+        RetentionSchedule: {
+            /**
+             * Timeofday
+             * @description Local time (HH:MM) of the daily run.
+             */
+            timeOfDay: string;
+            /** Timezone */
+            timeZone: string;
+        };
+        /** RuleCreate */
+        RuleCreate: {
+            channels?: components["schemas"]["ChannelsIn"];
+            /**
+             * Comparison
+             * @enum {string}
+             */
+            comparison: "gt" | "gte" | "lt" | "lte";
+            /**
+             * Enabled
+             * @default true
+             */
+            enabled: boolean;
+            /**
+             * For
+             * @description How long the condition must hold before firing: seconds (300), '5m' / '1h30m', or ISO 8601 ('PT5M').
+             * @default 0
+             */
+            for: number | string;
+            /**
+             * Forseconds
+             * @description Instead of `for`: the duration in seconds.
+             */
+            forSeconds?: number | null;
+            /**
+             * Metric
+             * @description queue_backlog, dead_letters, job_failure_rate, …
+             */
+            metric: string;
+            /** Name */
+            name: string;
+            /**
+             * Severity
+             * @default warning
+             * @enum {string}
+             */
+            severity: "info" | "warning" | "critical";
+            /**
+             * Tenant
+             * @description The tenant whose jobs the metric counts; '*' (or null) for every tenant (callers who see every tenant only). Omitted: your default tenant.
+             */
+            tenant?: string | "*" | null;
+            /** Threshold */
+            threshold: number;
+        };
+        /**
+         * RuleCreated
+         * @description ``webhookSecret`` is set only when it was generated, and shown only here.
+         */
+        RuleCreated: {
+            channels: components["schemas"]["ChannelsPublic"];
+            /** Comparison */
+            comparison: string;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Createdby */
+            createdBy: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Evaluatedat */
+            evaluatedAt?: string | null;
+            /** For */
+            for: string;
+            /** Forseconds */
+            forSeconds: number;
+            /** Id */
+            id: number;
+            /** Lasteventid */
+            lastEventId?: number | null;
+            /** Lastvalue */
+            lastValue?: number | null;
+            /** Metric */
+            metric: string;
+            /** Name */
+            name: string;
+            /** Severity */
+            severity: string;
+            /** State */
+            state: string;
+            /** Statesince */
+            stateSince?: string | null;
+            /**
+             * Tenant
+             * @description null: the metric over every tenant
+             */
+            tenant: string | null;
+            /** Threshold */
+            threshold: number;
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            updatedAt: string;
+            /** Webhooksecret */
+            webhookSecret?: string | null;
+        };
+        /** RulePage */
+        RulePage: {
+            /** Items */
+            items: components["schemas"]["RulePublic"][];
+            /** Next */
+            next?: string | null;
+        };
         /**
          * RulePatch
          * @description A partial change; a key left out keeps its value, ``null`` clears an
@@ -2608,6 +4229,78 @@ export interface components {
             eventTypes?: string[] | null;
             /** Name */
             name?: string | null;
+        };
+        /** RulePublic */
+        RulePublic: {
+            channels: components["schemas"]["ChannelsPublic"];
+            /** Comparison */
+            comparison: string;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Createdby */
+            createdBy: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Evaluatedat */
+            evaluatedAt?: string | null;
+            /** For */
+            for: string;
+            /** Forseconds */
+            forSeconds: number;
+            /** Id */
+            id: number;
+            /** Lasteventid */
+            lastEventId?: number | null;
+            /** Lastvalue */
+            lastValue?: number | null;
+            /** Metric */
+            metric: string;
+            /** Name */
+            name: string;
+            /** Severity */
+            severity: string;
+            /** State */
+            state: string;
+            /** Statesince */
+            stateSince?: string | null;
+            /**
+             * Tenant
+             * @description null: the metric over every tenant
+             */
+            tenant: string | null;
+            /** Threshold */
+            threshold: number;
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            updatedAt: string;
+        };
+        /**
+         * RuleUpdate
+         * @description Only the fields given change (the tenant never does).
+         */
+        RuleUpdate: {
+            channels?: components["schemas"]["ChannelsUpdate"] | null;
+            /** Comparison */
+            comparison?: ("gt" | "gte" | "lt" | "lte") | null;
+            /** Enabled */
+            enabled?: boolean | null;
+            /** For */
+            for?: number | string | null;
+            /** Forseconds */
+            forSeconds?: number | null;
+            /** Metric */
+            metric?: string | null;
+            /** Name */
+            name?: string | null;
+            /** Severity */
+            severity?: ("info" | "warning" | "critical") | null;
+            /** Threshold */
+            threshold?: number | null;
         };
         /**
          * RuntimeStatus
@@ -2732,12 +4425,88 @@ export interface components {
             /** Userid */
             userId: string;
         };
+        /**
+         * SilenceCreate
+         * @description The matcher may also be given flat (``ruleId``, ``metric``, ``tenant``
+         *     at the top level).
+         */
+        SilenceCreate: {
+            /** Comment */
+            comment: string;
+            /**
+             * Duration
+             * @description Instead of endsAt: '2h', 7200 or 'PT2H' from startsAt.
+             */
+            duration?: number | string | null;
+            /** Endsat */
+            endsAt?: string | null;
+            matcher?: components["schemas"]["Matcher"];
+            /** Metric */
+            metric?: string | null;
+            /** Ruleid */
+            ruleId?: number | null;
+            /**
+             * Startsat
+             * @description Default: now.
+             */
+            startsAt?: string | null;
+            /** Tenant */
+            tenant?: string | null;
+        };
+        /** SilencePage */
+        SilencePage: {
+            /** Items */
+            items: components["schemas"]["SilencePublic"][];
+            /** Next */
+            next?: string | null;
+        };
+        /** SilencePublic */
+        SilencePublic: {
+            /** Comment */
+            comment: string;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Createdby */
+            createdBy: string;
+            /**
+             * Endsat
+             * Format: date-time
+             */
+            endsAt: string;
+            /** Expiredat */
+            expiredAt?: string | null;
+            /** Id */
+            id: number;
+            matcher: components["schemas"]["MatcherPublic"];
+            /**
+             * Startsat
+             * Format: date-time
+             */
+            startsAt: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "pending" | "active" | "expired";
+        };
         /** Slots */
         Slots: {
             /** Capacity */
             capacity: number;
             /** Inuse */
             inUse: number;
+        };
+        /** StatusCounts */
+        StatusCounts: {
+            /** Bystatus */
+            byStatus: {
+                [key: string]: number;
+            };
+            /** Total */
+            total: number;
         };
         /** SubscriptionCreate */
         SubscriptionCreate: {
@@ -2867,6 +4636,46 @@ export interface components {
             /** Targeturl */
             targetUrl?: string | null;
         };
+        /** SystemTaskRunPublic */
+        SystemTaskRunPublic: {
+            /** Ages */
+            ageS: number | null;
+            /** Durationms */
+            durationMs: number;
+            /**
+             * Finishedat
+             * Format: date-time
+             */
+            finishedAt: string;
+            /** Name */
+            name: string;
+            /** Nodeid */
+            nodeId: string;
+            /**
+             * Startedat
+             * Format: date-time
+             */
+            startedAt: string;
+            /** Summary */
+            summary: {
+                [key: string]: unknown;
+            };
+        };
+        /** TaskChange */
+        TaskChange: {
+            /** Assignee */
+            assignee: string;
+            /** Dueat */
+            dueAt?: string | null;
+            /** Kind */
+            kind: string;
+            /** Nodekey */
+            nodeKey: string;
+            /** Status */
+            status: string;
+            /** Taskid */
+            taskId?: number | null;
+        };
         /**
          * TaskDecision
          * @description Approve or handle: an optional comment and form fields to write.
@@ -2976,6 +4785,17 @@ export interface components {
          * @enum {string}
          */
         TicketStatus: "pending" | "resolved" | "terminated";
+        /** TokenChange */
+        TokenChange: {
+            /** Forkstack */
+            forkStack: number[];
+            /** Nodekey */
+            nodeKey: string;
+            /** State */
+            state?: string | null;
+            /** Tokenid */
+            tokenId?: number | null;
+        };
         /** TokenPublic */
         TokenPublic: {
             /** Consumedat */
@@ -2999,6 +4819,21 @@ export interface components {
          * @enum {string}
          */
         TokenState: "active" | "parked" | "consumed";
+        /** TopDefinition */
+        TopDefinition: {
+            /** Approved */
+            approved: number;
+            /** Avgdurationms */
+            avgDurationMs?: number | null;
+            /** Definitionkey */
+            definitionKey: string;
+            /** Rejected */
+            rejected: number;
+            /** Running */
+            running: number;
+            /** Total */
+            total: number;
+        };
         /** TraceEntryPublic */
         TraceEntryPublic: {
             /**
@@ -3050,6 +4885,15 @@ export interface components {
             /** Taskid */
             taskId: number;
         };
+        /** TypeStatusCount */
+        TypeStatusCount: {
+            /** Count */
+            count: number;
+            /** Status */
+            status: string;
+            /** Type */
+            type: string;
+        };
         /** UpdateDataAction */
         UpdateDataAction: {
             /** Fieldvalues */
@@ -3074,6 +4918,23 @@ export interface components {
             msg: string;
             /** Error Type */
             type: string;
+        };
+        /** WebhookIn */
+        WebhookIn: {
+            /**
+             * Secret
+             * @description HMAC secret; generated (and returned once) when omitted.
+             */
+            secret?: string | null;
+            /** Url */
+            url: string;
+        };
+        /** WebhookPublic */
+        WebhookPublic: {
+            /** Hassecret */
+            hasSecret: boolean;
+            /** Url */
+            url: string;
         };
         /** WorkerNodeList */
         WorkerNodeList: {
@@ -3118,6 +4979,57 @@ export interface components {
             /** Status */
             status: string;
         };
+        /** RecoveryTotals */
+        flowledger__api__instance_ops_schemas__RecoveryTotals: {
+            /** Advanced */
+            advanced: number;
+            /** Failed */
+            failed: number;
+            /** Selected */
+            selected: number;
+            /** Skipped */
+            skipped: number;
+        };
+        /**
+         * CompletionWindow
+         * @description When the submitted jobs become due: from now to now + submitted / rate.
+         */
+        flowledger__api__routers__job_actions__CompletionWindow: {
+            /**
+             * From
+             * Format: date-time
+             */
+            from: string;
+            /**
+             * To
+             * Format: date-time
+             */
+            to: string;
+        };
+        /** CompletionWindow */
+        flowledger__api__routers__recovery__CompletionWindow: {
+            /**
+             * From
+             * Format: date-time
+             */
+            from: string;
+            /**
+             * To
+             * Format: date-time
+             */
+            to: string;
+        };
+        /** RecoveryTotals */
+        flowledger__api__routers__recovery__RecoveryTotals: {
+            /** Done */
+            done: number;
+            /** Failed */
+            failed: number;
+            /** Skipped */
+            skipped: number;
+            /** Total */
+            total: number;
+        };
     };
     responses: never;
     parameters: never;
@@ -3127,6 +5039,495 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    "analytics-read_approver_workload": {
+        parameters: {
+            query?: {
+                /** @description The period, in days back from now. */
+                days?: number;
+                limit?: number;
+                /** @description One definition. */
+                definitionKey?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsApproverWorkload"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "analytics-read_async_health": {
+        parameters: {
+            query?: {
+                /** @description One definition. */
+                definitionKey?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsAsyncHealth"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "analytics-read_daily": {
+        parameters: {
+            query?: {
+                /** @description IANA time zone of the days (default: the server's). */
+                tz?: string | null;
+                days?: number;
+                /** @description One definition. */
+                definitionKey?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsDaily"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "analytics-read_node_bottlenecks": {
+        parameters: {
+            query?: {
+                /** @description The period, in days back from now. */
+                days?: number;
+                limit?: number;
+                /** @description One definition. */
+                definitionKey?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsNodeBottlenecks"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "analytics-read_timeouts": {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description One definition. */
+                definitionKey?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsTimeouts"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "analytics-read_top_definitions": {
+        parameters: {
+            query?: {
+                /** @description The period, in days back from now. */
+                days?: number;
+                limit?: number;
+                /** @description One definition. */
+                definitionKey?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsTopDefinitions"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "analytics-read_totals": {
+        parameters: {
+            query?: {
+                /** @description One definition. */
+                definitionKey?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsTotals"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
     "automation-list_automation_rules": {
         parameters: {
             query?: {
@@ -4900,6 +7301,1035 @@ export interface operations {
             };
         };
     };
+    "alerts-list_events": {
+        parameters: {
+            query?: {
+                ruleId?: number | null;
+                kind?: ("firing" | "resolved") | null;
+                /** @description Page size (1-200). */
+                limit?: number;
+                /** @description The `next` value of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-metric_values": {
+        parameters: {
+            query?: {
+                /** @description '*': every tenant */
+                tenant?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetricValues"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-list_rules": {
+        parameters: {
+            query?: {
+                enabled?: boolean | null;
+                metric?: string | null;
+                /** @description Page size (1-200). */
+                limit?: number;
+                /** @description The `next` value of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulePage"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-create_rule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RuleCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleCreated"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-get_rule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ruleId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-delete_rule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ruleId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-update_rule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ruleId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RuleUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-list_silences": {
+        parameters: {
+            query?: {
+                state?: "active" | "pending" | "expired" | "all";
+                /** @description Page size (1-200). */
+                limit?: number;
+                /** @description The `next` value of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilencePage"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-create_silence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SilenceCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilencePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-delete_silence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                silenceId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "alerts-expire_silence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                silenceId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilencePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "engine-read_engine_diagnostics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineDiagnosticsPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "health-health_history": {
+        parameters: {
+            query?: {
+                from?: string | null;
+                to?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthHistory"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "health-health_inspection": {
+        parameters: {
+            query?: {
+                /** @description From 10 to 1440 minutes (default 30). */
+                thresholdMinutes?: number;
+                rule?: ("token_task_mismatch" | "external_dispatch_failed" | "external_dispatch_pending" | "trigger_execution_failed" | "trigger_waiting_no_execution" | "subprocess_waiting" | "delay_missing_wake_job" | "delay_overdue" | "task_timeout_overdue" | "waiting_task_stuck" | "workflow_event_outbox_failed" | "workflow_event_outbox_pending" | "instance_stalled") | null;
+                level?: ("critical" | "warning") | null;
+                definitionKey?: string | null;
+                /** @description Page size (1-200). */
+                limit?: number;
+                /** @description The `next` value of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthInspection"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "health-health_score": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthScorePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
     "jobs-list_jobs": {
         parameters: {
             query?: {
@@ -5846,6 +9276,527 @@ export interface operations {
             };
         };
     };
+    "recovery-preview_recovery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description event-dispatch, trigger-dispatch, delay-wake, task-timeout, subprocess, webhook-delivery, external-dispatch */
+                action: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** Instanceid */
+                    instanceId?: number | null;
+                    /**
+                     * Limit
+                     * @default 100
+                     */
+                    limit?: number;
+                    /**
+                     * Minageminutes
+                     * @default 0
+                     */
+                    minAgeMinutes?: number;
+                    /** Rate */
+                    rate?: number | null;
+                    /** Ratepersecond */
+                    ratePerSecond?: number | null;
+                    /** Reason */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryPreviewPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "recovery-run_recovery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description event-dispatch, trigger-dispatch, delay-wake, task-timeout, subprocess, webhook-delivery, external-dispatch */
+                action: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** Instanceid */
+                    instanceId?: number | null;
+                    /**
+                     * Limit
+                     * @default 100
+                     */
+                    limit?: number;
+                    /**
+                     * Minageminutes
+                     * @default 0
+                     */
+                    minAgeMinutes?: number;
+                    /** Rate */
+                    rate?: number | null;
+                    /** Ratepersecond */
+                    ratePerSecond?: number | null;
+                    /** Reason */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryRunPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "retention-list_policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionPolicies"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "retention-update_policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PoliciesPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionPolicies"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "retention-preview_retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PolicySelection"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionPreview"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "retention-run_retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PolicySelection"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionRun"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "retention-list_runs": {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionRunList"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
     "workers-list_worker_nodes": {
         parameters: {
             query?: never;
@@ -6055,6 +10006,75 @@ export interface operations {
             };
         };
     };
+    "instances-batch_recover_instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchRecover"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchRecoverPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
     "instances-read_instance": {
         parameters: {
             query?: never;
@@ -6215,6 +10235,290 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CommentPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-download_instance_bundle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instanceId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bundle, as a JSON file download. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-diagnose_instance": {
+        parameters: {
+            query?: {
+                /** @description One view only. */
+                view?: ("trace" | "nodes" | "tasks" | "triggers" | "events" | "tokens" | "diagram" | "form" | "definition") | null;
+                /** @description Trace rows per page. */
+                limit?: number;
+                /** @description The `next` value of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path: {
+                instanceId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The diagnostics document (see docs/diagnostics.md). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-force_jump_instance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instanceId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForceJump"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForceJumpPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-preview_force_jump": {
+        parameters: {
+            query: {
+                /** @description The node to jump to. */
+                target: string;
+                /** @description Move only the tokens at this node. */
+                fromNode?: string | null;
+            };
+            header?: never;
+            path: {
+                instanceId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForceJumpPublic"];
                 };
             };
             /** @description Missing or invalid bearer token */
