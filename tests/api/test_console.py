@@ -189,10 +189,14 @@ async def test_client_routes_get_the_index_and_assets_are_immutable(
 
 
 async def test_api_and_metrics_are_never_shadowed(served: httpx.AsyncClient) -> None:
-    for path in ("/api/nope", "/api/workflows/nope", "/api", "/metrics", "/metrics/x"):
+    for path in ("/api/nope", "/api/workflows/nope", "/api", "/metrics/x"):
         response = await served.get(path)
         assert response.status_code == 404, path
         assert response.json()["code"] == "not_found"
+    metrics = await served.get("/metrics")  # Prometheus text, never the console (SPEC O-22)
+    assert metrics.status_code == 200
+    assert metrics.headers["content-type"].startswith("text/plain")
+    assert "flowledger_queue_backlog_items" in metrics.text
     assert (await served.get("/api/workflows/me")).status_code == 401
     assert (await served.get("/api/openapi.json")).status_code == 200
     assert (await served.post("/monitor/jobs")).status_code in (404, 405)
