@@ -263,3 +263,15 @@ async def test_short_forms_webhook_url_string_for_seconds_flat_matcher_O22(api: 
         "metric": "dead_letters",
         "tenant": "acme",
     }
+
+
+async def test_a_rule_without_tenant_covers_what_the_caller_sees_O22(api: Api) -> None:
+    """No ``tenant``: the whole engine for a caller who sees every tenant
+    (the runtime status panel's scope), the caller's own tenant otherwise;
+    the comparison may be written as a symbol."""
+    everything = await api.token("root-ops", ENGINE_OPERATE, INSTANCE_MONITOR, tenants=("*",))
+    overall = await api.post(RULES, everything, rule_body(comparison=">="))
+    assert overall.status_code == 201, overall.text
+    assert (overall.json()["tenant"], overall.json()["comparison"]) == (None, "gte")
+    one = await api.post(RULES, await operator(api), rule_body(comparison="<"))
+    assert (one.json()["tenant"], one.json()["comparison"]) == ("acme", "lt")

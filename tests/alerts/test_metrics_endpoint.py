@@ -105,6 +105,16 @@ async def test_metrics_parse_and_equal_the_runtime_status_O22_L23(
         return float(samples[(name, (("tenant", tenant),))])
 
     assert gauge("flowledger_queue_backlog_items", "*") == status["backlog"] == 2
+    # the same gauges under the names SPEC O-22 gives them
+    for bare, prefixed in (
+        ("queue_backlog", "flowledger_queue_backlog_items"),
+        ("dead_letters", "flowledger_dead_letters_items"),
+        ("stuck_jobs", "flowledger_stuck_jobs_items"),
+        ("job_failure_rate", "flowledger_job_failure_rate_percent"),
+        ("engine_health_score", "flowledger_engine_health_score_points"),
+    ):
+        assert parsed["families"][bare].type == "gauge"
+        assert gauge(bare, "*") == gauge(prefixed, "*"), bare
     assert gauge("flowledger_dead_letters_items", "*") == status["dead"] == 2
     assert gauge("flowledger_stuck_jobs_items", "*") == status["stuck"] == 1
     assert gauge("flowledger_job_failure_rate_percent", "*") == status["failureRate1h"] * 100

@@ -36,7 +36,12 @@ UserId = Annotated[str, Field(min_length=1, max_length=128), _NO_NUL]
 Url = Annotated[str, Field(min_length=1, max_length=2048), _NO_NUL]
 Secret = Annotated[str, Field(min_length=16, max_length=255), _NO_NUL]
 Duration = Annotated[int | Annotated[str, Field(min_length=1, max_length=32)], Field()]
-Comparison = Literal["gt", "gte", "lt", "lte"]
+_SYMBOLS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
+Comparison = Annotated[
+    Literal["gt", "gte", "lt", "lte"],
+    BeforeValidator(lambda v: _SYMBOLS.get(v, v) if isinstance(v, str) else v),
+    Field(description="gt, gte, lt or lte (the symbols >, >=, <, <= are accepted too)"),
+]
 Severity = Literal["info", "warning", "critical"]
 Scope = TenantId | Literal["*"]
 
@@ -245,7 +250,7 @@ class SilenceCreate(RequestModel):
     duration: Duration | None = Field(
         default=None, description="Instead of endsAt: '2h', 7200 or 'PT2H' from startsAt."
     )
-    comment: Annotated[str, Field(min_length=1, max_length=2000), _NO_NUL]
+    comment: Annotated[str, Field(max_length=2000), _NO_NUL] = ""
 
     @model_validator(mode="after")
     def _flat_matcher(self) -> Self:

@@ -12,7 +12,19 @@ flowledger_dead_letters_items{tenant}          gauge     alert metric
 flowledger_job_failure_rate_percent{tenant}    gauge     alert metric (absent
                                                          without attempts)
 flowledger_stuck_jobs_items{tenant}            gauge     alert metric
-flowledger_engine_health_score_points{tenant}  gauge     once registered
+flowledger_engine_health_score_points{tenant}  gauge     alert metric
+=============================================  ========  ====================
+
+The five alert gauges are exported twice, with the same values: under the
+names SPEC O-22 gives them (``engine_health_score``, ``queue_backlog``,
+``dead_letters``, ``job_failure_rate``, ``stuck_jobs``, each with the
+``tenant`` label), which alert rules and the runtime status panel use, and
+as ``flowledger_<name>_<unit>`` above, following Prometheus naming (the
+Grafana dashboard uses these). The other series:
+
+=============================================  ========  ====================
+metric                                         type      from
+=============================================  ========  ====================
 flowledger_jobs_enqueued_total{type}           counter   job rows per type
 flowledger_jobs_settled_total{type,outcome}    counter   jobs settled as
                                                          succeeded, canceled,
@@ -90,16 +102,15 @@ async def _alert_gauges(conn: AsyncConnection, now: datetime) -> list[Metric]:
     values = await measure(conn, [(m.name, s) for m in found for s in scopes], now=now)
     out: list[Metric] = []
     for metric in found:
-        family = GaugeMetricFamily(
-            f"{PREFIX}{metric.name}_{_UNIT.get(metric.unit, metric.unit)}",
-            f"{metric.description} (alert metric, {metric.unit})",
-            labels=["tenant"],
-        )
-        for scope in scopes:
-            value = values[(metric.name, scope)]
-            if value is not None:
-                family.add_metric([OVERALL if scope is None else scope], value)
-        out.append(family)
+        for name in (metric.name, f"{PREFIX}{metric.name}_{_UNIT.get(metric.unit, metric.unit)}"):
+            family = GaugeMetricFamily(
+                name, f"{metric.description} (alert metric, {metric.unit})", labels=["tenant"]
+            )
+            for scope in scopes:
+                value = values[(metric.name, scope)]
+                if value is not None:
+                    family.add_metric([OVERALL if scope is None else scope], value)
+            out.append(family)
     return out
 
 

@@ -64,6 +64,12 @@ def _scope(caller: Caller, tenant: str | None) -> str | None:
     return tenant
 
 
+def _default_scope(caller: Caller) -> str | None:
+    """Without a ``tenant``: the whole engine for a caller who sees every
+    tenant (as the runtime status panel counts), else the caller's own."""
+    return None if caller.all_tenants else caller.default_tenant
+
+
 def _secret_free(values: dict[str, Any]) -> dict[str, Any]:
     """The audit detail of a body: webhook secrets replaced by a flag."""
     channels = values.get("channels")
@@ -120,7 +126,7 @@ async def create_rule(body: RuleCreate, ctx: Ctx, caller: CurrentCaller) -> Rule
     async with audited(ctx, caller, "alert_rule.create", "alert_rule") as entry:
         require(caller, ENGINE_OPERATE)
         given = "tenant" in body.model_fields_set
-        tenant = _scope(caller, body.tenant if given else caller.default_tenant)
+        tenant = _scope(caller, body.tenant if given else _default_scope(caller))
         entry.tenant_id = tenant
         entry.detail.update(
             _secret_free(body.model_dump(by_alias=True, exclude={"tenant"}, mode="json"))
@@ -247,7 +253,7 @@ async def metric_values(
 ) -> MetricValues:
     """The alert metrics' values now, for one tenant or every tenant."""
     require(caller, INSTANCE_MONITOR)
-    scope = _scope(caller, tenant if tenant is not None else caller.default_tenant)
+    scope = _scope(caller, tenant if tenant is not None else _default_scope(caller))
     async with ctx.db.read() as conn:
         values = await queries.current_values(conn, tenant=scope, now=ctx.now())
     return MetricValues(items=[MetricValue.model_validate(v) for v in values])
