@@ -22,6 +22,7 @@ from flowledger.api.routers import (
     compensation,
     connectors,
     definitions,
+    instance_monitor,
     instances,
     job_actions,
     jobs,
@@ -29,7 +30,9 @@ from flowledger.api.routers import (
     messages,
     schedules,
     subscriptions,
+    task_reminders,
     tasks,
+    views,
 )
 from flowledger.api.schemas import ErrorPublic
 from flowledger.compensation import policies
@@ -55,6 +58,7 @@ def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, responses=_ERRORS)
     for module in (
         definitions,
+        instance_monitor,  # before instances: /instances/counts is not an id
         instances,
         tasks,
         schedules,
@@ -67,6 +71,8 @@ def api_router() -> APIRouter:
         automation,
         callbacks,
         compensation,
+        task_reminders,
+        views,
     ):
         router.include_router(module.router)
     return router
