@@ -13,7 +13,7 @@ constant whatever the size.
 
 Columns: the instance's own fields, its current nodes and assignees, then
 one ``form.<key>`` column per top-level form field met in the exported rows
-(first seen first, at most :data:`MAX_FORM_COLUMNS`); nested values are JSON
+(sorted by key, at most :data:`MAX_FORM_COLUMNS`); nested values are JSON
 text. Formula injection: every text cell starting with ``=``, ``+``, ``-``,
 ``@``, a tab or a carriage return is prefixed with ``'`` (OWASP's advice), and
 XLSX cells are always written as strings or numbers, never as formulas.
@@ -36,7 +36,7 @@ import xlsxwriter
 
 from flowledger.db.database import Database
 from flowledger.ops.instance_filters import InstanceFilter
-from flowledger.ops.instance_queries import Sort, count, export_batches
+from flowledger.ops.instance_queries import Sort, count, export_batches, form_keys
 
 MAX_ROWS = 10_000
 MAX_FORM_COLUMNS = 100
@@ -95,20 +95,20 @@ class ExportPlan:
 async def plan_export(
     db: Database, flt: InstanceFilter, *, now: datetime, sort: Sort
 ) -> ExportPlan:
-    """Count the matches and collect the form columns (one pass over the
-    exported rows' form data, batch by batch)."""
+    """Count the matches and collect the form columns of the exported rows
+    (two queries)."""
     async with db.read() as conn:
         matched = await count(conn, flt, now=now, sqlite=db.is_sqlite)
-    keys: dict[str, None] = {}
-    exported = 0
-    batches = export_batches(db, flt, now=now, sort=sort, max_rows=MAX_ROWS, positions=False)
-    async for rows in batches:
-        exported += len(rows)
-        for row in rows:
-            for key in row["form_data"] or {}:
-                if len(keys) < MAX_FORM_COLUMNS:
-                    keys.setdefault(str(key), None)
-    return ExportPlan(matched=max(matched, exported), exported=exported, form_keys=list(keys))
+        keys = await form_keys(
+            conn,
+            flt,
+            now=now,
+            sort=sort,
+            max_rows=MAX_ROWS,
+            limit=MAX_FORM_COLUMNS,
+            sqlite=db.is_sqlite,
+        )
+    return ExportPlan(matched=matched, exported=min(matched, MAX_ROWS), form_keys=keys)
 
 
 def _value(value: Any) -> Any:

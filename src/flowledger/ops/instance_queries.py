@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Select, and_, func, or_, select
+from sqlalchemy import Select, and_, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
@@ -88,6 +88,31 @@ async def count(
 ) -> int:
     query = flt.apply(select(func.count()).select_from(workflow_instances), now, sqlite=sqlite)
     return int((await conn.execute(query)).scalar_one())
+
+
+async def form_keys(
+    conn: AsyncConnection,
+    flt: InstanceFilter,
+    *,
+    now: datetime,
+    sort: Sort,
+    max_rows: int,
+    limit: int,
+    sqlite: bool = False,
+) -> list[str]:
+    """The distinct top-level form keys of the first ``max_rows`` rows of the
+    list (sorted, at most ``limit``), in one query."""
+    rows = _sorted(flt.apply(select(i.form_data), now, sqlite=sqlite), sort, None)
+    sub = rows.limit(max_rows).subquery()
+    if sqlite:
+        each = func.json_each(sub.c.form_data).table_valued("key")
+        query = select(each.c.key).select_from(sub).join(each, true()).distinct()
+        column = each.c.key
+    else:
+        column = func.jsonb_object_keys(sub.c.form_data)
+        query = select(column.label("key")).select_from(sub).distinct()
+    keys = (await conn.execute(query.order_by(column).limit(limit))).scalars().all()
+    return [str(k) for k in keys]
 
 
 async def current_positions(
