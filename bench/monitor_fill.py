@@ -239,7 +239,8 @@ def generate(
                     "task_id": None,
                     "job_id": None,
                     "detail": {"n": t},
-                    "created_at": created + timedelta(seconds=t),
+                    # the last step is the instance's last progress
+                    "created_at": created + (updated - created) * t / 29,
                 }
             )
             ids.trace += 1

@@ -21,7 +21,12 @@ from sqlalchemy import (
     text,
 )
 
-from flowledger.db.engine_schema import workflow_form_writes, workflow_instances, workflow_tokens
+from flowledger.db.engine_schema import (
+    workflow_form_writes,
+    workflow_instances,
+    workflow_tokens,
+    workflow_trace,
+)
 from flowledger.db.schema import metadata
 from flowledger.db.types import BigId, JsonType, UTCDateTime
 
@@ -76,11 +81,18 @@ Index(
 Index("ix_workflow_instances_created", workflow_instances.c.created_at, workflow_instances.c.id)
 Index("ix_workflow_instances_updated", workflow_instances.c.updated_at, workflow_instances.c.id)
 Index("ix_workflow_instances_finished", workflow_instances.c.finished_at, workflow_instances.c.id)
-# "stuck for at least N minutes": running and not updated since
+# statuses without a tenant scope, newest first; "stuck for N minutes":
+# running instances probed for a trace row newer than the cut-off
 Index(
-    "ix_workflow_instances_status_updated",
+    "ix_workflow_instances_status_created",
     workflow_instances.c.status,
-    workflow_instances.c.updated_at,
+    workflow_instances.c.created_at,
+    workflow_instances.c.id,
+)
+Index(
+    "ix_workflow_trace_instance_created",
+    workflow_trace.c.instance_id,
+    workflow_trace.c.created_at,
 )
 Index(
     "ix_workflow_instances_definition_version",

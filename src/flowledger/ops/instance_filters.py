@@ -9,7 +9,7 @@ What each filter means, and the PostgreSQL index serving it (the list in
 - ``definition_key`` / ``definition_version``: ``ix_workflow_instances_definition``
   and ``ix_workflow_instances_definition_version``;
 - ``statuses`` (any of): ``ix_workflow_instances_tenant_status``,
-  ``ix_workflow_instances_status_updated``;
+  ``ix_workflow_instances_status_created``;
 - ``initiator``: ``ix_workflow_instances_initiator``;
 - started (``created_from`` inclusive, ``created_to`` exclusive) and finished
   time ranges: ``ix_workflow_instances_created`` / ``…_tenant_created``,
@@ -21,9 +21,11 @@ What each filter means, and the PostgreSQL index serving it (the list in
 - ``has_error``: the instance records an error, or one of its jobs is
   ``dead`` or ``failed`` (``ix_workflow_instances_has_error``,
   ``ix_workflow_jobs_instance``); ``False`` is the exact negation;
-- ``stuck_minutes``: running, and no engine step has touched it
-  (``updated_at``) for at least that many minutes
-  (``ix_workflow_instances_status_updated``);
+- ``stuck_minutes``: running, and no engine progress for at least that many
+  minutes — no engine trace row (SPEC E-8: every step writes one) newer
+  than that (``ix_workflow_instances_status_created``,
+  ``ix_workflow_trace_instance_created``). ``updated_at`` would not do: the
+  engine only moves it when the instance row itself changes;
 - ``parent_instance_id``: ``ix_workflow_instances_parent``;
 - ``keyword``: the instance id (when the keyword is a number), the trace id
   (exact) or a case-insensitive substring of the form's JSON text — keys and
@@ -41,7 +43,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Text, and_, cast, exists, false, not_, or_
 
-from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_tokens
+from flowledger.db.engine_schema import (
+    workflow_instances,
+    workflow_tasks,
+    workflow_tokens,
+    workflow_trace,
+)
 from flowledger.db.schema import workflow_jobs
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
 
@@ -118,8 +125,11 @@ class InstanceFilter:
         if self.has_error is not None:
             out.append(self._has_error() if self.has_error else not_(self._has_error()))
         if self.stuck_minutes is not None:
+            cutoff = now - timedelta(minutes=self.stuck_minutes)
+            tr = workflow_trace.c
             out.append(i.status == InstanceStatus.RUNNING.value)
-            out.append(i.updated_at <= now - timedelta(minutes=self.stuck_minutes))
+            out.append(i.created_at <= cutoff)
+            out.append(~exists().where(tr.instance_id == i.id, tr.created_at > cutoff))
         if self.parent_instance_id is not None:
             out.append(i.parent_instance_id == self.parent_instance_id)
         if self.keyword:
