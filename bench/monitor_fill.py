@@ -21,6 +21,7 @@ seeded, so the same call fills the same rows. ``form_note``, ``tenants`` and
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections.abc import Callable, Iterator, Sequence
@@ -79,7 +80,7 @@ def definition() -> dict[str, Any]:
             ]
         },
         "nodes": nodes,
-        "edges": [{"from": a, "to": b} for a, b in zip(keys, keys[1:], strict=False)],
+        "edges": [{"from": a, "to": b} for a, b in itertools.pairwise(keys)],
     }
 
 
@@ -295,10 +296,15 @@ async def _next_ids(db: Database) -> _Ids:
     async with db.read() as conn:
         values = [
             int((await conn.execute(select(func.coalesce(func.max(t.c.id), 0)))).scalar_one()) + 1
-            for t in (workflow_instances, workflow_tasks, workflow_tokens, workflow_trace, workflow_jobs)
+            for t in (
+                workflow_instances,
+                workflow_tasks,
+                workflow_tokens,
+                workflow_trace,
+                workflow_jobs,
+            )
         ]
     return _Ids(*values)
-
 
 
 async def deploy_definitions(db: Database, tenants: Sequence[str]) -> Deployed:

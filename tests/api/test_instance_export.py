@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import openpyxl
 import pytest
-
 from bench.monitor_fill import fill_instances
+
 from tests.api.conftest import Api, People, approval
 
 

@@ -19,6 +19,7 @@ import typer
 from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
+from flowledger.cli.instances_monitor import instances_list as _instances_list  # noqa: F401
 from flowledger.cli.jobs import jobs_app
 from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
 from flowledger.cli.serve import serve_api
