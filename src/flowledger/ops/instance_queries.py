@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Select, and_, func, or_, select, true
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
@@ -104,6 +104,7 @@ async def form_keys(
     list (sorted, at most ``limit``), in one query."""
     rows = _sorted(flt.apply(select(i.form_data), now, sqlite=sqlite), sort, None)
     sub = rows.limit(max_rows).subquery()
+    column: ColumnElement[Any]
     if sqlite:
         each = func.json_each(sub.c.form_data).table_valued("key")
         query = select(each.c.key).select_from(sub).join(each, true()).distinct()
