@@ -81,19 +81,16 @@ Index(
 Index("ix_workflow_instances_created", workflow_instances.c.created_at, workflow_instances.c.id)
 Index("ix_workflow_instances_updated", workflow_instances.c.updated_at, workflow_instances.c.id)
 Index("ix_workflow_instances_finished", workflow_instances.c.finished_at, workflow_instances.c.id)
-# statuses without a tenant scope, newest first; "stuck for N minutes":
-# running instances probed for a trace row newer than the cut-off
+# statuses without a tenant scope; "stuck for N minutes": running, not
+# updated since the cut-off (index-only), anti-joined with the instances
+# that wrote a trace row since (a range of ix_workflow_trace_created)
 Index(
-    "ix_workflow_instances_status_created",
+    "ix_workflow_instances_status_updated",
     workflow_instances.c.status,
-    workflow_instances.c.created_at,
+    workflow_instances.c.updated_at,
     workflow_instances.c.id,
 )
-Index(
-    "ix_workflow_trace_instance_created",
-    workflow_trace.c.instance_id,
-    workflow_trace.c.created_at,
-)
+Index("ix_workflow_trace_created", workflow_trace.c.created_at, workflow_trace.c.instance_id)
 Index(
     "ix_workflow_instances_definition_version",
     workflow_instances.c.definition_key,

@@ -9,7 +9,7 @@ What each filter means, and the PostgreSQL index serving it (the list in
 - ``definition_key`` / ``definition_version``: ``ix_workflow_instances_definition``
   and ``ix_workflow_instances_definition_version``;
 - ``statuses`` (any of): ``ix_workflow_instances_tenant_status``,
-  ``ix_workflow_instances_status_created``;
+  ``ix_workflow_instances_status_updated``;
 - ``initiator``: ``ix_workflow_instances_initiator``;
 - started (``created_from`` inclusive, ``created_to`` exclusive) and finished
   time ranges: ``ix_workflow_instances_created`` / ``…_tenant_created``,
@@ -22,10 +22,13 @@ What each filter means, and the PostgreSQL index serving it (the list in
   ``dead`` or ``failed`` (``ix_workflow_instances_has_error``,
   ``ix_workflow_jobs_instance``); ``False`` is the exact negation;
 - ``stuck_minutes``: running, and no engine progress for at least that many
-  minutes — no engine trace row (SPEC E-8: every step writes one) newer
-  than that (``ix_workflow_instances_status_created``,
-  ``ix_workflow_trace_instance_created``). ``updated_at`` would not do: the
-  engine only moves it when the instance row itself changes;
+  minutes — neither the instance row (``updated_at``) nor any engine trace
+  row (SPEC E-8: every step writes one) is newer than that
+  (``ix_workflow_instances_status_updated``; the recently active instances
+  come from ``ix_workflow_trace_created`` for a hash anti-join, or per
+  instance from ``ix_workflow_trace_instance``). ``updated_at`` alone would
+  not do: the engine moves it only when the instance row itself changes,
+  not when a token moves;
 - ``parent_instance_id``: ``ix_workflow_instances_parent``;
 - ``keyword``: the instance id (when the keyword is a number), the trace id
   (exact) or a case-insensitive substring of the form's JSON text — keys and
@@ -128,7 +131,7 @@ class InstanceFilter:
             cutoff = now - timedelta(minutes=self.stuck_minutes)
             tr = workflow_trace.c
             out.append(i.status == InstanceStatus.RUNNING.value)
-            out.append(i.created_at <= cutoff)
+            out.append(i.updated_at <= cutoff)
             out.append(~exists().where(tr.instance_id == i.id, tr.created_at > cutoff))
         if self.parent_instance_id is not None:
             out.append(i.parent_instance_id == self.parent_instance_id)

@@ -29,8 +29,8 @@ _INDEXES = [  # (name, table, columns)
     ("ix_workflow_instances_created", "workflow_instances", ["created_at", "id"]),
     ("ix_workflow_instances_updated", "workflow_instances", ["updated_at", "id"]),
     ("ix_workflow_instances_finished", "workflow_instances", ["finished_at", "id"]),
-    ("ix_workflow_instances_status_created", "workflow_instances", ["status", "created_at", "id"]),
-    ("ix_workflow_trace_instance_created", "workflow_trace", ["instance_id", "created_at"]),
+    ("ix_workflow_instances_status_updated", "workflow_instances", ["status", "updated_at", "id"]),
+    ("ix_workflow_trace_created", "workflow_trace", ["created_at", "instance_id"]),
     (
         "ix_workflow_instances_definition_version",
         "workflow_instances",
