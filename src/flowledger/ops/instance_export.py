@@ -22,6 +22,7 @@ XLSX cells are always written as strings or numbers, never as formulas.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import io
 import json
@@ -192,4 +193,10 @@ async def file_chunks(path: str) -> AsyncIterator[bytes]:
             while chunk := handle.read(CHUNK):
                 yield chunk
     finally:
+        remove(path)
+
+
+def remove(path: str) -> None:
+    """Delete a finished export file (it may already be gone)."""
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)

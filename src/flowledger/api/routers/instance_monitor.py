@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 from flowledger.api import lookups
 from flowledger.api.audit import AuditEntry, audited, write_audit
@@ -111,7 +112,13 @@ async def export_instances(
         stream = instance_export.csv_stream(ctx.db, flt, plan, now=now, sort=sort)
         return StreamingResponse(stream, media_type=CSV, headers=headers)
     path = await instance_export.xlsx_file(ctx.db, flt, plan, now=now, sort=sort)
-    return StreamingResponse(instance_export.file_chunks(path), media_type=XLSX, headers=headers)
+    return StreamingResponse(
+        instance_export.file_chunks(path),
+        media_type=XLSX,
+        headers=headers,
+        # also when the client is gone before the body was sent
+        background=BackgroundTask(instance_export.remove, path),
+    )
 
 
 Operator = Annotated[Caller, Depends(form_operator)]
