@@ -114,6 +114,10 @@ async def test_remind_refuses_finished_tasks_and_needs_operate_O5(api: Api, peop
     forbidden = await api.post(f"/tasks/{task}/remind", people.mon)
     assert forbidden.status_code == 403
     assert forbidden.json()["permission"] == "workflow:engine:operate"
+    # checked before the body is read
+    assert (await api.post(f"/tasks/{task}/remind", people.mon, {"bogus": 1})).status_code == 403
+    refusals = [r for r in await api.rows(operation_audit) if r["action"] == "task.remind"]
+    assert [(r["result"], r["target_id"]) for r in refusals] == [("failed", str(task))] * 2
     assert (await api.post(f"/tasks/{task}/approve", people.mia)).status_code == 200
     done = await api.post(f"/tasks/{task}/remind", people.ops)
     assert done.status_code == 409 and done.json()["code"] == "task_state"

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
 from flowledger.api import lookups
-from flowledger.api.audit import AuditEntry, audited, write_audit
+from flowledger.api.audit import audited
 from flowledger.api.auth import Caller, CurrentCaller
-from flowledger.api.deps import Ctx, get_context
+from flowledger.api.deps import Ctx
 from flowledger.api.instance_params import SortParam, instance_filter_params, scoped
 from flowledger.api.monitor_schemas import FormCorrection, FormCorrectionResult, InstanceCounts
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
+from flowledger.api.operator_guard import operator
+from flowledger.api.permissions import INSTANCE_MONITOR, require
 from flowledger.api.schemas import MAX_ID
 from flowledger.ops import instance_export, instance_queries
 from flowledger.ops.form_corrections import correct_form
@@ -49,22 +50,6 @@ def monitor(caller: CurrentCaller) -> Caller:
 
 
 Monitor = Annotated[Caller, Depends(monitor)]
-
-
-async def form_operator(request: Request, caller: CurrentCaller) -> Caller:
-    """The caller of a form correction, once it holds ``workflow:engine:operate``;
-    a refusal is audited like any refused mutation (A-2)."""
-    if not caller.has(ENGINE_OPERATE):
-        entry = AuditEntry(
-            actor=caller.user_id,
-            action="instance.correct_form",
-            target_type="instance",
-            target_id=str(request.path_params.get("instanceId")),
-            detail={"code": "forbidden"},
-        )
-        await write_audit(get_context(request), entry, "failed")
-        require(caller, ENGINE_OPERATE)
-    return caller
 
 
 @router.get("/counts", response_model=InstanceCounts)
@@ -121,12 +106,14 @@ async def export_instances(
     )
 
 
-Operator = Annotated[Caller, Depends(form_operator)]
+FormOperator = Annotated[
+    Caller, Depends(operator("instance.correct_form", "instance", "instanceId"))
+]
 
 
 @router.patch("/{instanceId}/form", response_model=FormCorrectionResult)
 async def correct_instance_form(
-    instance_id: InstanceId, caller: Operator, body: FormCorrection, ctx: Ctx
+    instance_id: InstanceId, caller: FormOperator, body: FormCorrection, ctx: Ctx
 ) -> FormCorrectionResult:
     """Correct form fields of a running or suspended instance (validated
     against its form schema, recorded in the form write history with the

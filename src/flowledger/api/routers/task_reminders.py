@@ -1,7 +1,8 @@
 """Remind (催办, SPEC O-5): ``POST /api/workflows/tasks/{taskId}/remind``
 notifies the assignee of a pending task — in-app message, plus email when
 SMTP is configured and the assignee is an address — at most once per task
-per ten minutes. Needs ``workflow:engine:operate``; audited (a refusal too).
+per ten minutes. Needs ``workflow:engine:operate`` (checked before the body
+is read); audited (a refusal too).
 
 Too soon: 429 ``remind_too_soon`` with ``retryAfterSeconds`` in the body and
 the same number in the ``Retry-After`` header. A task that is not pending:
@@ -12,16 +13,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path
+from fastapi import APIRouter, Body, Depends, Path
 from fastapi.responses import JSONResponse
 
 from flowledger.api import lookups
 from flowledger.api.audit import audited
-from flowledger.api.auth import CurrentCaller
+from flowledger.api.auth import Caller
 from flowledger.api.deps import Ctx
 from flowledger.api.errors import error_body
 from flowledger.api.monitor_schemas import RemindBody, ReminderPublic
-from flowledger.api.permissions import ENGINE_OPERATE, require
+from flowledger.api.operator_guard import operator
 from flowledger.api.schemas import MAX_ID, ErrorPublic
 from flowledger.ops.task_reminders import RemindTooSoon, remind
 from flowledger.settings import get_settings
@@ -30,6 +31,7 @@ router = APIRouter(prefix="/tasks", tags=["tasks"])
 
 TaskId = Annotated[int, Path(alias="taskId", ge=1, le=MAX_ID)]
 OptionalRemind = Annotated[RemindBody, Body(default_factory=RemindBody)]
+RemindOperator = Annotated[Caller, Depends(operator("task.remind", "task", "taskId"))]
 
 
 def _too_soon(exc: RemindTooSoon) -> JSONResponse:
@@ -47,12 +49,11 @@ def _too_soon(exc: RemindTooSoon) -> JSONResponse:
     responses={429: {"model": ErrorPublic, "description": "Reminded less than 10 minutes ago"}},
 )
 async def remind_task(
-    task_id: TaskId, body: OptionalRemind, ctx: Ctx, caller: CurrentCaller
+    task_id: TaskId, caller: RemindOperator, body: OptionalRemind, ctx: Ctx
 ) -> ReminderPublic | JSONResponse:
     """Remind the assignee of a pending task (催办); ``note`` is added to the message."""
     try:
         async with audited(ctx, caller, "task.remind", "task", task_id) as entry:
-            require(caller, ENGINE_OPERATE)
             task = await lookups.visible_task(ctx, caller, task_id)
             entry.tenant_id = task["tenant_id"]
             entry.detail.update(instanceId=task["instance_id"], assignee=task["assignee"])
