@@ -101,6 +101,9 @@ async def test_valid_filters_of_every_scope_are_kept_O1(api: Api, people: People
     for scope, filters in cases.items():
         view = await _create(api, people.mon, scope=scope, name=scope, filters=filters)
         assert view["filters"] == filters
+    # a list filter also takes the query parameter's comma-separated form
+    text = await _create(api, people.mon, name="text", filters={"status": "running,suspended"})
+    assert text["filters"] == {"status": ["running", "suspended"]}
 
 
 async def test_one_default_per_user_and_scope_O1(api: Api, people: People) -> None:

@@ -12,9 +12,16 @@ the caller gave."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 from pydantic.alias_generators import to_camel
 
 from flowledger.api.job_schemas import (
@@ -45,6 +52,17 @@ HEALTH_RULES = (
 )
 
 
+def _listed(value: Any) -> Any:
+    """A list filter also takes one value or a comma-separated text, like
+    the list's query parameter (``"running,suspended"``)."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+Listed = BeforeValidator(_listed)
+
+
 class _Filters(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel)
 
@@ -52,7 +70,7 @@ class _Filters(BaseModel):
 class InstanceViewFilters(_Filters):
     definition_key: DefinitionKey | None = None
     definition_version: int | None = Field(default=None, ge=1, le=2**31 - 1)
-    status: list[InstanceStatus] | None = Field(default=None, max_length=10)
+    status: Annotated[list[InstanceStatus], Listed] | None = Field(default=None, max_length=10)
     initiator: UserId | None = None
     created_from: AwareDatetime | None = None
     created_to: AwareDatetime | None = None
@@ -70,8 +88,8 @@ class InstanceViewFilters(_Filters):
 
 
 class JobViewFilters(_Filters):
-    type: list[JobTypeName] | None = Field(default=None, max_length=50)
-    status: list[JobStatus] | None = Field(default=None, max_length=10)
+    type: Annotated[list[JobTypeName], Listed] | None = Field(default=None, max_length=50)
+    status: Annotated[list[JobStatus], Listed] | None = Field(default=None, max_length=10)
     instance_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     trace_id: TraceIdText | None = None
     keyword: KeywordText | None = None
