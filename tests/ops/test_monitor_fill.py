@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
+from bench.monitor_fill import fill_instances
 from sqlalchemy import func, select
 
-from bench.monitor_fill import fill_instances
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import (
     workflow_instances,
