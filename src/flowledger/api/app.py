@@ -27,6 +27,7 @@ from flowledger.api.routers import (
     connectors,
     definitions,
     engine_diagnostics,
+    instance_monitor,
     instance_ops,
     instances,
     job_actions,
@@ -37,7 +38,9 @@ from flowledger.api.routers import (
     retention,
     schedules,
     subscriptions,
+    task_reminders,
     tasks,
+    views,
     worker_nodes,
 )
 from flowledger.api.routers import health as health_routes
@@ -65,6 +68,7 @@ def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, responses=_ERRORS)
     for module in (
         definitions,
+        instance_monitor,  # before instances: /instances/counts is not an id
         instances,
         tasks,
         schedules,
@@ -84,6 +88,8 @@ def api_router() -> APIRouter:
         analytics,
         retention,
         worker_nodes,
+        task_reminders,
+        views,
     ):
         router.include_router(module.router)
     router.include_router(alerts.router)  # SPEC O-22

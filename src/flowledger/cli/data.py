@@ -1,5 +1,6 @@
-"""``flowledger definitions …``, ``instances …``, ``token create`` and
-``demo``: thin commands over the engine and the API's user store."""
+"""``flowledger definitions …``, ``instances start``, ``token create`` and
+``demo``: thin commands over the engine and the API's user store (``instances
+list | show | export``: :mod:`flowledger.cli.instances_monitor`)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ from flowledger.api.permissions import ALL_PERMISSIONS
 from flowledger.cli.bootstrap import load_demo_data
 from flowledger.cli.common import console, engine_session, out
 from flowledger.cli.runtime import run_async
-from flowledger.db.engine_schema import users, workflow_definitions, workflow_instances
+from flowledger.db.engine_schema import users, workflow_definitions
 from flowledger.definitions.validate import DefinitionError
 from flowledger.errors import FlowledgerError
 
 definitions_app = typer.Typer(no_args_is_help=True, help="Deploy and list definitions.")
-instances_app = typer.Typer(no_args_is_help=True, help="Start and list instances.")
+instances_app = typer.Typer(no_args_is_help=True, help="Start, list, show and export instances.")
 token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
 
 
@@ -103,31 +104,6 @@ def instances_start(
                     key, form=data, initiator=initiator, tenant=tenant, version=version
                 )
             )
-
-    run_async(main)
-
-
-@instances_app.command("list")
-def instances_list(status: str | None = None, limit: int = 50) -> None:
-    """The newest instances."""
-
-    async def main() -> None:
-        async with engine_session() as engine, engine.db.read() as conn:
-            query = select(workflow_instances).order_by(workflow_instances.c.id.desc())
-            if status:
-                query = query.where(workflow_instances.c.status == status)
-            rows = (await conn.execute(query.limit(limit))).mappings().all()
-        table = Table("id", "definition", "status", "initiator", "created", "error")
-        for r in rows:
-            table.add_row(
-                str(r["id"]),
-                f"{r['definition_key']} v{r['definition_version']}",
-                r["status"],
-                r["initiator"],
-                r["created_at"].isoformat(timespec="seconds"),
-                r["error"] or "",
-            )
-        out.print(table)
 
     run_async(main)
 

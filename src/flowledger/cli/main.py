@@ -23,6 +23,7 @@ from flowledger.cli.common import console, engine_session, open_database
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
 from flowledger.cli.health import health
 from flowledger.cli.instance_ops import register as register_instance_ops
+from flowledger.cli.instances_monitor import instances_list as _instances_list  # noqa: F401
 from flowledger.cli.jobs import jobs_app
 from flowledger.cli.recovery import recover
 from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals

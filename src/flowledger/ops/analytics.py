@@ -18,8 +18,8 @@ top-definitions    per definition key, instances started in the last
 
 Indexes (PostgreSQL): status counts over ``ix_workflow_instances_tenant_status``
 (or ``…_definition`` with a definition filter); the finished average over
-the partial ``ix_workflow_instances_finished``; starts, daily starts and top
-definitions over ``ix_workflow_instances_created``; daily finishes over
+the partial ``ix_workflow_instances_finished_id``; starts, daily starts and top
+definitions over ``ix_workflow_instances_created_id``; daily finishes over
 ``…_finished`` — all index-only through their INCLUDE columns. Pending tasks
 over the partial ``ix_workflow_tasks_pending``.
 """

@@ -12,14 +12,14 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query
-from pydantic import AwareDatetime
+from fastapi import APIRouter, Body, Depends, Path, Query
 
 from flowledger.api import lookups
 from flowledger.api.audit import AuditEntry, audited
 from flowledger.api.auth import Caller, CurrentCaller
 from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.errors import Forbidden
+from flowledger.api.instance_params import SortParam, instance_filter_params, scoped
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import (
     ENGINE_OPERATE,
@@ -41,13 +41,14 @@ from flowledger.api.schemas import (
     InstancePublic,
     ReasonBody,
 )
-from flowledger.engine import queries
-from flowledger.states import InstanceStatus
+from flowledger.ops import instance_queries
+from flowledger.ops.instance_filters import InstanceFilter
 
 router = APIRouter(prefix="/instances", tags=["instances"])
 
 InstanceId = Annotated[int, Path(alias="instanceId", ge=1, le=MAX_ID)]
 OptionalReason = Annotated[ReasonBody, Body(default_factory=ReasonBody)]
+InstanceFilterParams = Annotated[InstanceFilter, Depends(instance_filter_params)]
 
 
 async def _detail(ctx: ApiContext, caller: Caller, instance_id: int) -> InstanceDetail:
@@ -82,19 +83,20 @@ async def start_instance(body: InstanceCreate, ctx: Ctx, caller: CurrentCaller) 
 async def list_instances(
     ctx: Ctx,
     caller: CurrentCaller,
-    status: InstanceStatus | None = None,
-    definition_key: Annotated[str | None, Query(alias="definitionKey", max_length=64)] = None,
-    initiator: Annotated[str | None, Query(max_length=128)] = None,
-    created_from: Annotated[AwareDatetime | None, Query(alias="createdFrom")] = None,
-    created_to: Annotated[AwareDatetime | None, Query(alias="createdTo")] = None,
+    flt: InstanceFilterParams,
+    sort: Annotated[SortParam, Query(description="Newest first by this time.")] = "created",
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> InstancePage:
-    """Instances newest first. Monitors see every instance of their tenants;
-    a caller with only ``workflow:task:act`` sees the instances it started."""
+    """SPEC O-1: instances newest first (by ``sort``; ``finished`` lists only
+    finished ones), keyset-paged, under every filter of the monitoring list.
+    Monitors see every instance of their tenants; a caller with only
+    ``workflow:task:act`` sees the instances it started. Counts per status:
+    ``GET /instances/counts`` with the same filters."""
+    initiator = None
     if not caller.has(INSTANCE_MONITOR):
         require_any(caller, INSTANCE_MONITOR, TASK_ACT)
-        if initiator not in (None, caller.user_id):
+        if flt.initiator not in (None, caller.user_id):
             raise Forbidden(
                 "listing other people's instances needs " + INSTANCE_MONITOR,
                 permission=INSTANCE_MONITOR,
@@ -102,20 +104,16 @@ async def list_instances(
         initiator = caller.user_id
     after = decode_cursor(cursor, (datetime, int))
     async with ctx.db.read() as conn:
-        page = await queries.list_instances(
+        rows, next_key = await instance_queries.list_instances(
             conn,
-            tenants=caller.tenant_scope,
-            status=status,
-            definition_key=definition_key,
-            initiator=initiator,
-            created_from=created_from,
-            created_to=created_to,
+            scoped(flt, caller, initiator=initiator),
+            now=ctx.now(),
+            sort=sort,
             limit=limit,
             after=None if after is None else (after[0], after[1]),
+            sqlite=ctx.db.is_sqlite,
         )
-    return InstancePage(
-        items=[InstancePublic.from_row(r) for r in page.items], next=cursor_for(page.next_key)
-    )
+    return InstancePage(items=[InstancePublic.from_row(r) for r in rows], next=cursor_for(next_key))
 
 
 async def _require_read(ctx: ApiContext, caller: Caller, instance: dict[str, Any]) -> None:

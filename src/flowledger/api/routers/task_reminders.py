@@ -1,0 +1,71 @@
+"""Remind (催办, SPEC O-5): ``POST /api/workflows/tasks/{taskId}/remind``
+notifies the assignee of a pending task — in-app message, plus email when
+SMTP is configured and the assignee is an address — at most once per task
+per ten minutes. Needs ``workflow:engine:operate`` (checked before the body
+is read); audited (a refusal too).
+
+Too soon: 429 ``remind_too_soon`` with ``retryAfterSeconds`` in the body and
+the same number in the ``Retry-After`` header. A task that is not pending:
+409 ``task_state``. The rule itself lives in :mod:`flowledger.ops.task_reminders`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Path
+from fastapi.responses import JSONResponse
+
+from flowledger.api import lookups
+from flowledger.api.audit import audited
+from flowledger.api.auth import Caller
+from flowledger.api.deps import Ctx
+from flowledger.api.errors import error_body
+from flowledger.api.monitor_schemas import RemindBody, ReminderPublic
+from flowledger.api.operator_guard import operator
+from flowledger.api.schemas import MAX_ID, ErrorPublic
+from flowledger.ops.task_reminders import RemindTooSoon, remind
+from flowledger.settings import get_settings
+
+router = APIRouter(prefix="/tasks", tags=["tasks"])
+
+TaskId = Annotated[int, Path(alias="taskId", ge=1, le=MAX_ID)]
+OptionalRemind = Annotated[RemindBody, Body(default_factory=RemindBody)]
+RemindOperator = Annotated[Caller, Depends(operator("task.remind", "task", "taskId"))]
+
+
+def _too_soon(exc: RemindTooSoon) -> JSONResponse:
+    seconds = int(exc.details["retryAfterSeconds"])
+    return JSONResponse(
+        error_body(exc.code, exc.message, exc.field, **exc.details),
+        status_code=429,
+        headers={"Retry-After": str(seconds)},
+    )
+
+
+@router.post(
+    "/{taskId}/remind",
+    response_model=ReminderPublic,
+    responses={429: {"model": ErrorPublic, "description": "Reminded less than 10 minutes ago"}},
+)
+async def remind_task(
+    task_id: TaskId, caller: RemindOperator, body: OptionalRemind, ctx: Ctx
+) -> ReminderPublic | JSONResponse:
+    """Remind the assignee of a pending task (催办); ``note`` is added to the message."""
+    try:
+        async with audited(ctx, caller, "task.remind", "task", task_id) as entry:
+            task = await lookups.visible_task(ctx, caller, task_id)
+            entry.tenant_id = task["tenant_id"]
+            entry.detail.update(instanceId=task["instance_id"], assignee=task["assignee"])
+            reminder = await remind(
+                ctx.db,
+                task,
+                actor=caller.user_id,
+                now=ctx.now(),
+                settings=get_settings(),
+                note=body.note,
+            )
+            entry.detail.update(messageId=reminder.message_id, email=reminder.email)
+    except RemindTooSoon as exc:
+        return _too_soon(exc)
+    return ReminderPublic.model_validate(reminder.public())

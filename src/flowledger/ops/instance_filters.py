@@ -1,0 +1,168 @@
+"""The one filter over workflow instances shared by the instance list, its
+status counts and the export (SPEC O-1, O-2), applied to a SQLAlchemy select
+of ``workflow_instances``. Tenant scope (A-3) is part of it: ``tenants=None``
+means every tenant.
+
+What each filter means, and the PostgreSQL index serving it (the list in
+``docs/monitoring.md``):
+
+- ``definition_key`` / ``definition_version``: ``ix_workflow_instances_definition``
+  and ``ix_workflow_instances_definition_version``;
+- ``statuses`` (any of): ``ix_workflow_instances_tenant_status``,
+  ``ix_workflow_instances_status_updated``;
+- ``initiator``: ``ix_workflow_instances_initiator``;
+- started (``created_from`` inclusive, ``created_to`` exclusive) and finished
+  time ranges: ``ix_workflow_instances_created_id`` / ``…_tenant_created``,
+  ``ix_workflow_instances_finished_id``;
+- ``current_node``: an active or parked token sits at that node
+  (``ix_workflow_tokens_node_state``);
+- ``current_assignee``: that user holds a pending task of the instance
+  (``ix_workflow_tasks_assignee``);
+- ``has_error``: the instance records an error, or one of its jobs is
+  ``dead`` or ``failed`` (``ix_workflow_instances_has_error``,
+  ``ix_workflow_jobs_instance``); ``False`` is the exact negation;
+- ``stuck_minutes``: running, and no engine progress for at least that many
+  minutes — neither the instance row (``updated_at``) nor any engine trace
+  row (SPEC E-8: every step writes one) is newer than that
+  (``ix_workflow_instances_status_updated``; the recently active instances
+  come from ``ix_workflow_trace_created`` for a hash anti-join, or per
+  instance from ``ix_workflow_trace_instance``). ``updated_at`` alone would
+  not do: the engine moves it only when the instance row itself changes,
+  not when a token moves;
+- ``parent_instance_id``: ``ix_workflow_instances_parent``;
+- ``keyword``: the instance id (when the keyword is a number), the trace id
+  (exact) or a case-insensitive substring of the form's JSON text — keys and
+  values (``pk_workflow_instances``, ``ix_workflow_instances_trace``,
+  ``ix_workflow_instances_form_trgm``, a pg_trgm GIN index). ``%`` and ``_``
+  in the keyword are literal.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Text, and_, cast, exists, false, not_, or_
+
+from flowledger.db.engine_schema import (
+    workflow_instances,
+    workflow_tasks,
+    workflow_tokens,
+    workflow_trace,
+)
+from flowledger.db.schema import workflow_jobs
+from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
+
+i = workflow_instances.c
+MAX_ID = 2**63 - 1
+
+
+def like_pattern(keyword: str) -> str:
+    """``%keyword%`` with ``\\``, ``%`` and ``_`` escaped (escape char ``\\``)."""
+    escaped = keyword.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+@dataclass(frozen=True)
+class InstanceFilter:
+    definition_key: str | None = None
+    definition_version: int | None = None
+    statuses: tuple[str, ...] | None = None
+    initiator: str | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+    finished_from: datetime | None = None
+    finished_to: datetime | None = None
+    current_node: str | None = None
+    current_assignee: str | None = None
+    has_error: bool | None = None
+    stuck_minutes: int | None = None
+    parent_instance_id: int | None = None
+    keyword: str | None = None
+    tenants: tuple[str, ...] | None = None
+
+    def without_statuses(self) -> InstanceFilter:
+        """The same filter with any status (the counts' base: one badge per status)."""
+        return InstanceFilter(**{**self.__dict__, "statuses": None})
+
+    def conditions(self, now: datetime, *, sqlite: bool = False) -> list[ColumnElement[bool]]:
+        out: list[ColumnElement[bool]] = []
+        if self.tenants is not None:
+            out.append(i.tenant_id.in_(self.tenants) if self.tenants else false())
+        if self.definition_key is not None:
+            out.append(i.definition_key == self.definition_key)
+        if self.definition_version is not None:
+            out.append(i.definition_version == self.definition_version)
+        if self.statuses:
+            out.append(i.status.in_(self.statuses))
+        if self.initiator is not None:
+            out.append(i.initiator == self.initiator)
+        if self.created_from is not None:
+            out.append(i.created_at >= self.created_from)
+        if self.created_to is not None:
+            out.append(i.created_at < self.created_to)
+        if self.finished_from is not None:
+            out.append(i.finished_at >= self.finished_from)
+        if self.finished_to is not None:
+            out.append(i.finished_at < self.finished_to)
+        if self.current_node is not None:
+            t = workflow_tokens.c
+            out.append(
+                exists().where(
+                    t.node_key == self.current_node,
+                    t.state.in_([TokenState.ACTIVE.value, TokenState.PARKED.value]),
+                    t.instance_id == i.id,
+                )
+            )
+        if self.current_assignee is not None:
+            k = workflow_tasks.c
+            out.append(
+                exists().where(
+                    k.assignee == self.current_assignee,
+                    k.status == TaskStatus.PENDING.value,
+                    k.instance_id == i.id,
+                )
+            )
+        if self.has_error is not None:
+            out.append(self._has_error() if self.has_error else not_(self._has_error()))
+        if self.stuck_minutes is not None:
+            cutoff = now - timedelta(minutes=self.stuck_minutes)
+            tr = workflow_trace.c
+            out.append(i.status == InstanceStatus.RUNNING.value)
+            out.append(i.updated_at <= cutoff)
+            out.append(~exists().where(tr.instance_id == i.id, tr.created_at > cutoff))
+        if self.parent_instance_id is not None:
+            out.append(i.parent_instance_id == self.parent_instance_id)
+        if self.keyword:
+            out.append(self._keyword(self.keyword, sqlite))
+        return out
+
+    @staticmethod
+    def _has_error() -> ColumnElement[bool]:
+        j = workflow_jobs.c
+        failed_job = exists().where(
+            j.instance_id == i.id,
+            j.status.in_([JobStatus.DEAD.value, JobStatus.FAILED.value]),
+        )
+        return or_(i.error.is_not(None), failed_job)
+
+    @staticmethod
+    def _keyword(keyword: str, sqlite: bool) -> ColumnElement[bool]:
+        form_text = cast(i.form_data, Text)
+        matches: list[ColumnElement[bool]] = [
+            i.trace_id == keyword,
+            form_text.ilike(like_pattern(keyword), escape="\\"),
+        ]
+        if sqlite:  # SQLite stores JSON ASCII-escaped: match the escaped text too
+            escaped = json.dumps(keyword)[1:-1]
+            if escaped != keyword:
+                matches.append(form_text.ilike(like_pattern(escaped), escape="\\"))
+        if keyword.isdigit() and int(keyword) <= MAX_ID:
+            matches.append(i.id == int(keyword))
+        return or_(*matches)
+
+    def apply(self, query: Any, now: datetime, *, sqlite: bool = False) -> Any:
+        conditions = self.conditions(now, sqlite=sqlite)
+        return query.where(and_(*conditions)) if conditions else query
