@@ -1217,8 +1217,11 @@ export interface paths {
         };
         /**
          * List Instances
-         * @description Instances newest first. Monitors see every instance of their tenants;
-         *     a caller with only ``workflow:task:act`` sees the instances it started.
+         * @description SPEC O-1: instances newest first (by ``sort``; ``finished`` lists only
+         *     finished ones), keyset-paged, under every filter of the monitoring list.
+         *     Monitors see every instance of their tenants; a caller with only
+         *     ``workflow:task:act`` sees the instances it started. Counts per status:
+         *     ``GET /instances/counts`` with the same filters.
          */
         get: operations["instances-list_instances"];
         put?: never;
@@ -1253,6 +1256,49 @@ export interface paths {
          *     totals; ``dryRun`` previews (each step rolled back).
          */
         post: operations["instances-batch_recover_instances"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count Instances
+         * @description SPEC O-1: how many instances match the list's filter in each status
+         *     (the console's tab badges), in one query. The ``status`` filter itself
+         *     is not applied: every status is counted.
+         */
+        get: operations["instances-count_instances"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Instances
+         * @description SPEC O-2: the list's rows under its filters, at most 10,000, as CSV
+         *     (UTF-8 with BOM) or XLSX, streamed.
+         */
+        get: operations["instances-export_instances"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1407,6 +1453,28 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/{instanceId}/form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Correct Instance Form
+         * @description Correct form fields of a running or suspended instance (validated
+         *     against its form schema, recorded in the form write history with the
+         *     operator and reason, audited). A finished instance is 409.
+         */
+        patch: operations["instances-correct_instance_form"];
         trace?: never;
     };
     "/api/workflows/instances/{instanceId}/resume": {
@@ -1803,6 +1871,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/tasks/{taskId}/remind": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remind Task
+         * @description Remind the assignee of a pending task (催办); ``note`` is added to the message.
+         */
+        post: operations["tasks-remind_task"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/tasks/{taskId}/transfer": {
         parameters: {
             query?: never;
@@ -1821,6 +1909,56 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/views": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Views
+         * @description The caller's own views and the views shared in their tenants.
+         */
+        get: operations["views-list_views"];
+        put?: never;
+        /**
+         * Create View
+         * @description Save a view; ``isDefault`` makes it the caller's default for the scope
+         *     (the previous default stops being one, in the same transaction).
+         */
+        post: operations["views-create_view"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/views/{viewId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read View */
+        get: operations["views-read_view"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete View
+         * @description Delete a view (owner only).
+         */
+        delete: operations["views-delete_view"];
+        options?: never;
+        head?: never;
+        /**
+         * Update View
+         * @description Rename, re-filter, share / unshare or make default (owner only).
+         */
+        patch: operations["views-update_view"];
         trace?: never;
     };
 }
@@ -2768,6 +2906,34 @@ export interface components {
             /** Terminatedtasks */
             terminatedTasks: components["schemas"]["TaskChange"][];
         };
+        /**
+         * FormCorrection
+         * @description Fields to correct (merged into the form and validated against its
+         *     schema) and the reason, required and not blank.
+         */
+        FormCorrection: {
+            /** Changes */
+            changes: {
+                [key: string]: unknown;
+            };
+            /** Reason */
+            reason: string;
+        };
+        /** FormCorrectionResult */
+        FormCorrectionResult: {
+            /** Form */
+            form: {
+                [key: string]: unknown;
+            };
+            /** Instanceid */
+            instanceId: number;
+            /** Previous */
+            previous: {
+                [key: string]: unknown;
+            };
+            /** Writeid */
+            writeId: number;
+        };
         /** HTTPValidationError */
         HTTPValidationError: {
             /** Detail */
@@ -2948,6 +3114,19 @@ export interface components {
             type: "http";
             /** Url */
             url: string;
+        };
+        /**
+         * InstanceCounts
+         * @description Instances matching the filter (status itself aside) in each status,
+         *     every status present; ``total`` is their sum.
+         */
+        InstanceCounts: {
+            /** Counts */
+            counts: {
+                [key: string]: number;
+            };
+            /** Total */
+            total: number;
         };
         /** InstanceCreate */
         InstanceCreate: {
@@ -3884,6 +4063,35 @@ export interface components {
             submitted: number;
             totals: components["schemas"]["flowledger__api__routers__recovery__RecoveryTotals"];
         };
+        /** RemindBody */
+        RemindBody: {
+            /** Note */
+            note?: string | null;
+        };
+        /** ReminderPublic */
+        ReminderPublic: {
+            /** Assignee */
+            assignee: string;
+            /**
+             * Email
+             * @enum {string}
+             */
+            email: "sent" | "not_configured" | "no_address" | "failed";
+            /** Messageid */
+            messageId: number;
+            /**
+             * Nextallowedat
+             * Format: date-time
+             */
+            nextAllowedAt: string;
+            /**
+             * Remindedat
+             * Format: date-time
+             */
+            remindedAt: string;
+            /** Taskid */
+            taskId: number;
+        };
         /** Replay */
         Replay: {
             /** Ageseconds */
@@ -4110,6 +4318,7 @@ export interface components {
             channels?: components["schemas"]["ChannelsIn"];
             /**
              * Comparison
+             * @description gt, gte, lt or lte (the symbols >, >=, <, <= are accepted too)
              * @enum {string}
              */
             comparison: "gt" | "gte" | "lt" | "lte";
@@ -4431,7 +4640,10 @@ export interface components {
          *     at the top level).
          */
         SilenceCreate: {
-            /** Comment */
+            /**
+             * Comment
+             * @default
+             */
             comment: string;
             /**
              * Duration
@@ -4918,6 +5130,84 @@ export interface components {
             msg: string;
             /** Error Type */
             type: string;
+        };
+        /** ViewCreate */
+        ViewCreate: {
+            /** Filters */
+            filters?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Isdefault
+             * @default false
+             */
+            isDefault: boolean;
+            /** Name */
+            name: string;
+            /**
+             * Scope
+             * @enum {string}
+             */
+            scope: "instances" | "jobs" | "tasks" | "health";
+            /**
+             * Shared
+             * @default false
+             */
+            shared: boolean;
+            /** Tenant */
+            tenant?: string | null;
+        };
+        /** ViewList */
+        ViewList: {
+            /** Items */
+            items: components["schemas"]["ViewPublic"][];
+        };
+        /** ViewPublic */
+        ViewPublic: {
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Filters */
+            filters: {
+                [key: string]: unknown;
+            };
+            /** Id */
+            id: number;
+            /** Isdefault */
+            isDefault: boolean;
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
+            /**
+             * Scope
+             * @enum {string}
+             */
+            scope: "instances" | "jobs" | "tasks" | "health";
+            /** Shared */
+            shared: boolean;
+            /** Tenant */
+            tenant: string;
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            updatedAt: string;
+        };
+        /** ViewUpdate */
+        ViewUpdate: {
+            /** Filters */
+            filters?: {
+                [key: string]: unknown;
+            } | null;
+            /** Isdefault */
+            isDefault?: boolean | null;
+            /** Name */
+            name?: string | null;
+            /** Shared */
+            shared?: boolean | null;
         };
         /** WebhookIn */
         WebhookIn: {
@@ -9865,15 +10155,31 @@ export interface operations {
     "instances-list_instances": {
         parameters: {
             query?: {
-                status?: components["schemas"]["InstanceStatus"] | null;
-                definitionKey?: string | null;
-                initiator?: string | null;
-                createdFrom?: string | null;
-                createdTo?: string | null;
+                /** @description Newest first by this time. */
+                sort?: "created" | "updated" | "finished";
                 /** @description Page size (1-200). */
                 limit?: number;
                 /** @description The `next` value of the previous page. */
                 cursor?: string | null;
+                /** @description Statuses (repeatable or comma-separated): running, suspended, approved, rejected, withdrawn, canceled. */
+                status?: string[] | null;
+                definitionKey?: string | null;
+                definitionVersion?: number | null;
+                initiator?: string | null;
+                createdFrom?: string | null;
+                createdTo?: string | null;
+                startedFrom?: string | null;
+                startedTo?: string | null;
+                finishedFrom?: string | null;
+                finishedTo?: string | null;
+                currentNode?: string | null;
+                currentAssignee?: string | null;
+                hasError?: boolean | null;
+                /** @description Running with no engine progress for at least this many minutes. */
+                stuckMinutes?: number | null;
+                parentInstanceId?: number | null;
+                /** @description Instance id, trace id, or text in the form data (case-insensitive). */
+                keyword?: string | null;
             };
             header?: never;
             path?: never;
@@ -10026,6 +10332,181 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BatchRecoverPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-count_instances": {
+        parameters: {
+            query?: {
+                /** @description Statuses (repeatable or comma-separated): running, suspended, approved, rejected, withdrawn, canceled. */
+                status?: string[] | null;
+                definitionKey?: string | null;
+                definitionVersion?: number | null;
+                initiator?: string | null;
+                createdFrom?: string | null;
+                createdTo?: string | null;
+                startedFrom?: string | null;
+                startedTo?: string | null;
+                finishedFrom?: string | null;
+                finishedTo?: string | null;
+                currentNode?: string | null;
+                currentAssignee?: string | null;
+                hasError?: boolean | null;
+                /** @description Running with no engine progress for at least this many minutes. */
+                stuckMinutes?: number | null;
+                parentInstanceId?: number | null;
+                /** @description Instance id, trace id, or text in the form data (case-insensitive). */
+                keyword?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstanceCounts"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-export_instances": {
+        parameters: {
+            query?: {
+                /** @description File format. */
+                format?: "csv" | "xlsx";
+                /** @description Newest first by this time. */
+                sort?: "created" | "updated" | "finished";
+                /** @description Statuses (repeatable or comma-separated): running, suspended, approved, rejected, withdrawn, canceled. */
+                status?: string[] | null;
+                definitionKey?: string | null;
+                definitionVersion?: number | null;
+                initiator?: string | null;
+                createdFrom?: string | null;
+                createdTo?: string | null;
+                startedFrom?: string | null;
+                startedTo?: string | null;
+                finishedFrom?: string | null;
+                finishedTo?: string | null;
+                currentNode?: string | null;
+                currentAssignee?: string | null;
+                hasError?: boolean | null;
+                /** @description Running with no engine progress for at least this many minutes. */
+                stuckMinutes?: number | null;
+                parentInstanceId?: number | null;
+                /** @description Instance id, trace id, or text in the form data (case-insensitive). */
+                keyword?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file (headers X-Total-Count, X-Exported-Count, X-Truncated) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": unknown;
+                    "text/csv": unknown;
                 };
             };
             /** @description Missing or invalid bearer token */
@@ -10519,6 +11000,77 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ForceJumpPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-correct_instance_form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instanceId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FormCorrection"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FormCorrectionResult"];
                 };
             };
             /** @description Missing or invalid bearer token */
@@ -12176,6 +12728,86 @@ export interface operations {
             };
         };
     };
+    "tasks-remind_task": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                taskId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RemindBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReminderPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Reminded less than 10 minutes ago */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
     "tasks-transfer_task": {
         parameters: {
             query?: never;
@@ -12198,6 +12830,346 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TaskPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "views-list_views": {
+        parameters: {
+            query?: {
+                /** @description Only views of this scope. */
+                scope?: ("instances" | "jobs" | "tasks" | "health") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewList"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "views-create_view": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ViewCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "views-read_view": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                viewId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "views-delete_view": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                viewId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "views-update_view": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                viewId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ViewUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewPublic"];
                 };
             };
             /** @description Missing or invalid bearer token */
