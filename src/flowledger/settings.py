@@ -73,6 +73,18 @@ class Settings(BaseSettings):
     # entry for the tenant, the users holding role workflow_admin in it
     admin_users: str = ""
 
+    # hostile-input limits (issue 17; docs/limits.md): the API's body cap
+    # (413 above it), JSON nesting depth, the serialised size of form data /
+    # payloads and of definitions (``source`` text or ``definition`` object)
+    max_json_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    max_json_depth: int = Field(default=32, ge=4, le=200)
+    max_form_bytes: int = Field(default=64 * 1024, ge=256)
+    max_definition_bytes: int = Field(default=256 * 1024, ge=1024)
+    # YAML definitions: at most this many aliases (``*ref``) in one document
+    max_yaml_aliases: int = Field(default=32, ge=0)
+    # schedules: the shortest period between two launches of one cron
+    schedule_min_period_s: int = Field(default=60, ge=1)
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

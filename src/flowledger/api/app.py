@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
+from flowledger.api.input_guards import InputGuardMiddleware
 from flowledger.api.routers import (
     automation,
     callbacks,
@@ -43,6 +44,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorPublic, "description": "A permission is missing"},
     404: {"model": ErrorPublic, "description": "Not found (or in a tenant you cannot see)"},
     409: {"model": ErrorPublic, "description": "Conflicts with the object's state"},
+    413: {"model": ErrorPublic, "description": "The body is over the size cap (docs/limits.md)"},
     422: {"model": ErrorPublic, "description": "Invalid input; `field` names it"},
 }
 
@@ -85,6 +87,7 @@ def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
     )
     policies.install()  # callbacks and task actions can fail nodes too (SPEC C-1)
     app.state.api = ApiContext(db=db, engine=engine or Engine(db))
+    app.add_middleware(InputGuardMiddleware, paths=lambda: app.openapi()["paths"])  # issue 17
     install_error_handlers(app)
     app.include_router(api_router())
     return app
