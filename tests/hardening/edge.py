@@ -13,7 +13,6 @@ from sqlalchemy import func, select
 
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import (
-    operation_audit,
     workflow_definitions,
     workflow_instances,
     workflow_schedules,
@@ -28,8 +27,7 @@ WATCHED = (
     workflow_schedules,
     workflow_tasks,
     workflow_jobs,
-    operation_audit,
-)
+)  # operation_audit is not watched: a refused mutation is audited as refused
 
 
 async def counts(db: Database) -> dict[str, int]:

@@ -1,3 +1,4 @@
+# ruff: noqa: UP031  (raw JSON texts with % placeholders read better than escaped braces)
 """Hostile JSON and parameters at the API edge (issue 17 items 1, 2, 3, 6, 10;
 SPEC A-4): unpaired surrogates, non-finite numbers, deep nesting, huge
 integers, bodies over the cap and NUL bytes in query and path parameters
@@ -86,7 +87,10 @@ async def test_non_finite_number_is_refused_item2(
     task_id = await _task_id(api, people)
     before = await counts(api.db)
     response = await post_raw(
-        api.client, "/instances", '{"definitionKey":"leave","form":{"days":%s}}' % number, people.ann
+        api.client,
+        "/instances",
+        '{"definitionKey":"leave","form":{"days":%s}}' % number,
+        people.ann,
     )
     assert_refused(response, 422, "non_finite_number", "body.form.days")
     response = await post_raw(
@@ -170,21 +174,23 @@ async def test_form_and_definition_caps_item3(
     await api.deploy(people.root, approval())
     before = await counts(api.db)
     note = "a" * (65 * 1024)
-    response = await api.post("/instances", people.ann, {"definitionKey": "leave", "form": {"days": 2, "note": note}})
+    response = await api.post(
+        "/instances", people.ann, {"definitionKey": "leave", "form": {"days": 2, "note": note}}
+    )
     assert_refused(response, 422, "value_too_large", "body.form")
     definition = approval("huge")
     definition["description"] = "d" * (257 * 1024)
     response = await api.post("/definitions", people.root, {"definition": definition})
     assert_refused(response, 422, "value_too_large", "body.definition")
-    response = await api.post("/definitions", people.root, {"source": "key: x\n#" + "c" * (257 * 1024)})
+    response = await api.post(
+        "/definitions", people.root, {"source": "key: x\n#" + "c" * (257 * 1024)}
+    )
     assert_refused(response, 422, "value_too_large", "body.source")
     assert await counts(api.db) == before
     assert_no_traceback(caplog)
 
 
-@pytest.mark.parametrize(
-    "number", ["9" * 4300, "9" * 5000, "-" + "9" * 30, "9223372036854775808"]
-)
+@pytest.mark.parametrize("number", ["9" * 4300, "9" * 5000, "-" + "9" * 30, "9223372036854775808"])
 async def test_huge_integer_is_422_naming_the_field_item10(
     api: Api, people: People, caplog: pytest.LogCaptureFixture, number: str
 ) -> None:
@@ -204,7 +210,9 @@ async def test_invalid_utf8_and_malformed_json_are_422_item10(
     await api.deploy(people.root, approval())
     before = await counts(api.db)
     bad = b'{"definitionKey":"leave","form":{"note":"\xff\xfe"}}'
-    assert_refused(await post_raw(api.client, "/instances", bad, people.ann), 422, "invalid_json", "body")
+    assert_refused(
+        await post_raw(api.client, "/instances", bad, people.ann), 422, "invalid_json", "body"
+    )
     assert_refused(
         await post_raw(api.client, "/instances", '{"definitionKey":', people.ann),
         422,
@@ -270,5 +278,3 @@ async def test_nul_in_path_parameter_is_422_item6(
     assert response.status_code in (404, 405, 422), response.text
     assert await counts(api.db) == before
     assert_no_traceback(caplog)
-
-

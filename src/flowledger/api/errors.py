@@ -185,11 +185,7 @@ def install_error_handlers(app: FastAPI) -> None:
         # a body refused by the input guard answers with that refusal
         from flowledger.api.authorize_first import refuse_unauthorized
 
-        return (
-            refuse_unauthorized(request)
-            or deferred_refusal(request)
-            or validation_response(exc)
-        )
+        return refuse_unauthorized(request) or deferred_refusal(request) or validation_response(exc)
 
     async def on_http(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
