@@ -218,3 +218,4 @@ from flowledger.db import compensation_schema as _compensation_schema  # noqa: E
 from flowledger.db import connector_schema as _connector_schema  # noqa: E402,F401
 from flowledger.db import engine_schema as _engine_schema  # noqa: E402,F401
 from flowledger.db import event_schema as _event_schema  # noqa: E402,F401
+from flowledger.db import search_schema as _search_schema  # noqa: E402,F401
