@@ -39,7 +39,8 @@ SELECT
   'default', 0, now(), 1, 5, 1, 60000, 'op-' || g, 'tr-' || g,
   CASE WHEN g % 4 = 0 THEN NULL
        ELSE (ARRAY['connection timeout ', 'HTTP 503 from erp-', 'quota at 100% for user_id ',
-                   'validation failed: '])[1 + g % 4] || (g % 10007)::text || ' md5 ' || md5(g::text)
+                   'validation failed: '])[1 + g % 4]
+            || (g % 10007)::text || ' md5 ' || md5(g::text)
   END,
   now() - (g || ' seconds')::interval, now()
 FROM generate_series(1, :n) AS g

@@ -7,6 +7,7 @@ between file write and row commit are swept (both backends)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -53,7 +54,7 @@ async def test_ssrf_refusal_does_not_reset_the_failure_count_item13() -> None:
 async def test_ssrf_refusal_does_not_close_a_half_open_circuit_item13() -> None:
     guards, settings = ConnectorGuards(), BreakerSettings(1, 0.05)
     await _outcome(guards, settings, _failed())  # open
-    time.sleep(0.1)  # half-open: the next call is the trial
+    await asyncio.sleep(0.1)  # half-open: the next call is the trial
     await _outcome(guards, settings, OutboundRefused("http://10.0.0.1", "a private address"))
     await _outcome(guards, settings, _failed())  # a failing trial reopens at once
     breaker = await guards.breaker(7, settings)
@@ -157,5 +158,5 @@ async def test_sweep_removes_only_old_unreferenced_files_item13(
     async with db.read() as conn:
         report = await sweep_orphans(conn, folder, min_age_s=3600)
     assert sorted(report.removed) == sorted([orphan, part.name])
-    left = sorted(p.name for p in Path(folder).iterdir())
+    left = sorted(os.listdir(folder))
     assert left == sorted([kept, young, foreign.name])

@@ -36,8 +36,8 @@ import httpx
 from flowledger.definitions.templates import render
 from flowledger.errors import ConfigurationError, PermanentError, RetryableError
 from flowledger.outbound.addresses import (
-    LOOPBACK,
     LINK_LOCAL,
+    LOOPBACK,
     METADATA,
     NEVER_ADMITTED,
     Address,
