@@ -17,9 +17,7 @@ ESCAPE = "\\"
 
 def escape_like(text: str) -> str:
     """``text`` with LIKE's wildcards and the escape character escaped."""
-    return (
-        text.replace(ESCAPE, ESCAPE * 2).replace("%", ESCAPE + "%").replace("_", ESCAPE + "_")
-    )
+    return text.replace(ESCAPE, ESCAPE * 2).replace("%", ESCAPE + "%").replace("_", ESCAPE + "_")
 
 
 def contains(column: Any, text: str) -> ColumnElement[bool]:
