@@ -51,7 +51,7 @@ def bodies(draw: st.DrawFn) -> str:
     members = draw(st.dictionaries(FIELDS, HOSTILE, max_size=4))
     if kind == 1:  # a valid-looking start with one hostile member inside the form
         members.setdefault("definitionKey", '"leave"')
-        members["form"] = '{"days": ' + draw(HOSTILE) + '}'
+        members["form"] = '{"days": ' + draw(HOSTILE) + "}"
     if kind == 2:
         members.setdefault("cron", '"0 9 * * *"')
     return "{" + ",".join(f'"{k}":{v}' for k, v in members.items()) + "}"

@@ -89,7 +89,7 @@ async def test_worker_waits_for_the_database_and_rides_out_a_restart_item12(
                     await conn.execute(
                         text(
                             "SELECT error_code, left(error, 400) FROM workflow_job_executions "
-                            "WHERE error_code ILIKE '%greenlet%' OR error ILIKE '%greenlet%'"
+                            "WHERE error_code = 'MissingGreenlet'"
                         )
                     )
                 ).all()

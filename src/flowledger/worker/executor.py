@@ -112,8 +112,12 @@ def _classify_error(ctx: JobContext, exc: BaseException) -> Outcome | None:
     if ctx.side_effect_marked:
         return Outcome.unconfirmed(message)
     if _connection_lost(exc):  # issue 17 item 12: a restart is not the handler's fault
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return Outcome.retry(f"database connection lost: {first}", code="database_unavailable")
+        detail = (
+            "the pool discarded a connection the server dropped"
+            if isinstance(exc, MissingGreenlet)
+            else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        )
+        return Outcome.retry(f"database connection lost: {detail}", code="database_unavailable")
     return Outcome.retry(message, code=type(exc).__name__)
 
 
