@@ -13,7 +13,7 @@ from flowledger.db.schema import workflow_jobs as jobs
 event.listen(
     metadata,
     "before_create",
-    DDL("CREATE EXTENSION IF NOT EXISTS pg_trgm").execute_if(dialect="postgresql"),
+    DDL("CREATE EXTENSION IF NOT EXISTS pg_trgm").execute_if(dialect="postgresql"),  # type: ignore[no-untyped-call]
 )
 
 last_error_trgm = Index(
