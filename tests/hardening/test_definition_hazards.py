@@ -144,7 +144,7 @@ async def test_sound_variants_still_deploy_item5(api: Api, people: People) -> No
     looped["edges"] = [
         {"from": "start", "to": "manager"},
         {"from": "manager", "to": "gw"},
-        {"from": "gw", "to": "manager", "condition": "form.get('days', 0) > 10"},
+        {"from": "gw", "to": "manager", "condition": "form.days > 10"},
         {"from": "gw", "to": "end", "default": True},
     ]
     await api.deploy(people.root, looped)
