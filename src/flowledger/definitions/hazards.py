@@ -4,7 +4,7 @@
 * ``cycle_without_wait`` — a loop of nodes none of which waits (only
   start/end/cc/gateways): every start would spin until the runtime step
   guard fires, holding the instance's write lock;
-* ``duplicate_edge`` — the same ``from -> to`` (and ``on``) twice;
+* ``duplicate_edge`` — the same normal edge ``from -> to`` twice;
 * ``duration_out_of_range`` — a delay or timeout longer than
   ``MAX_DURATION`` (``P999999999D`` cannot be added to a date);
 * ``url_scheme_not_allowed`` / ``url_placeholder_in_origin`` — an ``http``
@@ -80,7 +80,8 @@ def _cycle_problems(defn: ProcessDefinition) -> list[Problem]:
 
 
 def _duplicate_edges(defn: ProcessDefinition) -> list[Problem]:
-    counts = Counter((edge.from_, edge.to, edge.on) for edge in defn.edges)
+    # repeated exception edges are ``multiple_error_edges`` (validate)
+    counts = Counter((edge.from_, edge.to, edge.on) for edge in defn.edges if edge.on is None)
     return [
         Problem("duplicate_edge", f"edge {a}->{b} is defined {n} times", edge=f"{a}->{b}")
         for (a, b, _on), n in counts.items()
