@@ -158,7 +158,7 @@ async def test_loop_deployed_before_the_check_fails_fast_item5(
     api: Api, people: People, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A looping definition already stored (deployed before the check) stops
-    within the cheaper guard instead of holding the write lock for 30–40 s."""
+    within the cheaper guard instead of holding the write lock for 30-40 s."""
     from flowledger.definitions import validate
 
     monkeypatch.setattr(validate, "hazard_problems", lambda defn: [])
