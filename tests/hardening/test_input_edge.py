@@ -211,12 +211,12 @@ async def test_invalid_utf8_and_malformed_json_are_422_item10(
     before = await counts(api.db)
     bad = b'{"definitionKey":"leave","form":{"note":"\xff\xfe"}}'
     assert_refused(
-        await post_raw(api.client, "/instances", bad, people.ann), 422, "invalid_json", "body"
+        await post_raw(api.client, "/instances", bad, people.ann), 422, "validation_error", "body"
     )
     assert_refused(
         await post_raw(api.client, "/instances", '{"definitionKey":', people.ann),
         422,
-        "invalid_json",
+        "validation_error",
         "body",
     )
     assert await counts(api.db) == before

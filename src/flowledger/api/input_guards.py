@@ -8,7 +8,8 @@ endpoint. It owns:
   ``payload_too_large`` — from its ``Content-Length`` before anything is read,
   or as soon as the streamed chunks pass the cap (nothing past it is read);
 - the **JSON check**, before any recursive code sees the document: the text
-  must be UTF-8 (``invalid_json``), well formed (``invalid_json``), nested at
+  must be UTF-8 and well formed (``validation_error``, as FastAPI says for a
+  body that is not JSON), nested at
   most ``max_json_depth`` levels (``nesting_too_deep``, measured by a flat
   scan, not by recursion), with no unpaired UTF-16 surrogate in a key or
   value (``unpaired_surrogate``), no ``NaN``/``Infinity``/``1e999``
@@ -27,7 +28,9 @@ accepts, so the route's own permission checks still run first (403 before
 422, item 10) and its validation then fails; the validation handler of
 :mod:`flowledger.api.errors` answers with the refusal stored in the scope
 (:func:`deferred_refusal`). A route without a body never reads it. Body cap
-and NUL refusals are answered at once. Nothing here writes anything.
+and NUL refusals are answered at once, and so are refused bodies of the signed
+callback routes (``RAW_BODY_PATH``), whose signature covers the raw bytes.
+Nothing here writes anything.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ UPLOAD_OVERHEAD = 64 * 1024
 # what a route reads instead of a refused body: valid JSON that no request model accepts
 PLACEHOLDER = b'"request body refused by the input guard"'
 INT64_MAX = 2**63 - 1
+# routes that verify a signature over the raw body (callbacks): a refused body
+# is answered at once there, since a placeholder would break the signature
+RAW_BODY_PATH = "/callbacks/"
 FORM_MEMBERS = frozenset({"form", "payload", "variables", "fieldValues", "values", "data"})
 DEFINITION_MEMBERS = frozenset({"definition", "source"})
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -196,7 +202,7 @@ def check_json(raw: bytes, limits: Limits) -> Any:
     try:
         text = raw.decode(json.detect_encoding(raw))
     except (UnicodeDecodeError, LookupError):
-        raise Refusal("invalid_json", "the body is not valid UTF-8", "body") from None
+        raise Refusal("validation_error", "body: the body is not valid UTF-8", "body") from None
     if json_depth(text) > limits.max_json_depth:
         raise Refusal(
             "nesting_too_deep",
@@ -212,7 +218,7 @@ def check_json(raw: bytes, limits: Limits) -> Any:
         )
     except (ValueError, RecursionError) as exc:
         where = f" at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise Refusal("invalid_json", f"the body is not valid JSON{where}", "body") from None
+        raise Refusal("validation_error", f"body: JSON decode error{where}", "body") from None
     _walk(document)
     _sizes(document, limits)
     return document
@@ -311,6 +317,9 @@ class InputGuardMiddleware:
             try:
                 check_json(raw, limits)
             except Refusal as refusal:
+                if RAW_BODY_PATH in scope.get("path", ""):  # signed over its bytes
+                    await refusal.response()(scope, receive, send)
+                    return
                 scope[SCOPE_KEY] = refusal
                 raw = PLACEHOLDER
         await self.app(scope, _replay(raw, receive), send)
