@@ -88,6 +88,17 @@ class Settings(BaseSettings):
     retention_time_of_day: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
     retention_time_zone: str = ""
     retention_interval_s: float = Field(default=60.0, gt=0)
+    # hostile-input limits (issue 17; docs/limits.md): the API's body cap
+    # (413 above it), JSON nesting depth, the serialised size of form data /
+    # payloads and of definitions (``source`` text or ``definition`` object)
+    max_json_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    max_json_depth: int = Field(default=32, ge=4, le=200)
+    max_form_bytes: int = Field(default=64 * 1024, ge=256)
+    max_definition_bytes: int = Field(default=256 * 1024, ge=1024)
+    # YAML definitions: at most this many aliases (``*ref``) in one document
+    max_yaml_aliases: int = Field(default=32, ge=0)
+    # schedules: the shortest period between two launches of one cron
+    schedule_min_period_s: int = Field(default=60, ge=1)
 
 
 @lru_cache(maxsize=1)

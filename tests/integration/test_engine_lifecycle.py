@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from sqlalchemy import update
 
+from flowledger.api.auth import create_user
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_tokens
@@ -143,6 +144,8 @@ async def test_transfer_and_comment_E11(db: Database, clock: ManualClock) -> Non
     await _simple(engine)
     iid = await engine.start("p", form={"amount": 5}, initiator="carol")
     task = await pending_task(db, iid, "mgr")
+    async with db.begin() as conn:  # a transfer names an existing user of the tenant
+        await create_user(conn, "deputy", now=clock.now())
     await engine.transfer(task, "deputy", actor="boss", comment="on leave")
     await engine.comment(iid, "please hurry", actor="carol")
     assert (await tasks(db, iid, id=task))[0]["assignee"] == "deputy"

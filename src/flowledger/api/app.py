@@ -17,6 +17,7 @@ from fastapi.routing import APIRoute
 from flowledger.api.console import mount_console
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
+from flowledger.api.input_guards import InputGuardMiddleware
 from flowledger.api.metrics_endpoint import router as metrics_router
 from flowledger.api.routers import (
     alerts,
@@ -56,6 +57,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorPublic, "description": "A permission is missing"},
     404: {"model": ErrorPublic, "description": "Not found (or in a tenant you cannot see)"},
     409: {"model": ErrorPublic, "description": "Conflicts with the object's state"},
+    413: {"model": ErrorPublic, "description": "The body is over the size cap (docs/limits.md)"},
     422: {"model": ErrorPublic, "description": "Invalid input; `field` names it"},
 }
 
@@ -109,6 +111,7 @@ def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
     )
     policies.install()  # callbacks and task actions can fail nodes too (SPEC C-1)
     app.state.api = ApiContext(db=db, engine=engine or Engine(db))
+    app.add_middleware(InputGuardMiddleware, paths=lambda: app.openapi()["paths"])  # issue 17
     install_error_handlers(app)
     app.include_router(api_router())
     app.include_router(metrics_router)  # GET /metrics at the root (SPEC O-22)

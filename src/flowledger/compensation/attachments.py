@@ -14,7 +14,11 @@ storing it under ``settings.attachments_dir``.
   temporary name and renamed into place, mode 0600.
 
 The database row is written after the file; :func:`remove` deletes the file
-again when that transaction fails. This module never touches the database.
+again when that transaction fails. A crash between the file write and the
+row commit leaves an orphan file: :func:`sweep_orphans` (for the retention
+service, issue 17 item 13) deletes every stored file (and leftover
+``.part`` file) older than ``min_age_s`` that no history row names — the
+only function here that reads the database (one ``IN`` query per 500 names).
 """
 
 from __future__ import annotations
@@ -23,17 +27,22 @@ import asyncio
 import json
 import os
 import re
+import time
 import unicodedata
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import filetype  # type: ignore[import-untyped]
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.compensation.errors import (
     AttachmentEmpty,
     AttachmentTooLarge,
     AttachmentTypeRefused,
 )
+from flowledger.db.compensation_schema import workflow_compensation_logs as logs
 
 ALLOWED: dict[str, str] = {
     "application/pdf": ".pdf",
@@ -138,3 +147,50 @@ def path_of(directory: str, stored_name: str) -> Path | None:
 def remove(directory: str, stored_name: str) -> None:
     if _STORED_NAME.fullmatch(stored_name):
         (Path(directory) / stored_name).unlink(missing_ok=True)
+
+
+SWEEP_CHUNK = 500
+_PART_NAME = re.compile(r"^\.[0-9a-f]{32}\.[a-z]{3,4}\.part$")
+
+
+@dataclass
+class SweepReport:
+    removed: list[str] = field(default_factory=list)
+    kept: int = 0
+
+
+def _candidates(directory: Path, older_than: float) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in directory.iterdir():
+        if not (_STORED_NAME.fullmatch(path.name) or _PART_NAME.fullmatch(path.name)):
+            continue  # never anything that is not ours
+        try:
+            if path.is_file() and path.stat().st_mtime < older_than:
+                found.append(path)
+        except FileNotFoundError:
+            continue
+    return found
+
+
+async def sweep_orphans(
+    conn: AsyncConnection, directory: str, *, min_age_s: float = 3600.0
+) -> SweepReport:
+    """Delete attachment files no history row names, older than ``min_age_s``
+    (a younger one may belong to an upload whose row is not committed yet)."""
+    report = SweepReport()
+    paths = await asyncio.to_thread(_candidates, Path(directory), time.time() - min_age_s)
+    parts = [p for p in paths if p.name.endswith(".part")]
+    stored = {p.name: p for p in paths if not p.name.endswith(".part")}
+    names = sorted(stored)
+    referenced: set[str] = set()
+    for start in range(0, len(names), SWEEP_CHUNK):
+        chunk = names[start : start + SWEEP_CHUNK]
+        rows = await conn.execute(select(logs.c.stored_name).where(logs.c.stored_name.in_(chunk)))
+        referenced.update(str(name) for name in rows.scalars())
+    for path in parts + [stored[n] for n in names if n not in referenced]:
+        await asyncio.to_thread(path.unlink, missing_ok=True)
+        report.removed.append(path.name)
+    report.kept = len(referenced)
+    return report

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import event, text
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.util.concurrency import in_greenlet
 
 from flowledger.db import wake
 from flowledger.db.pg_hotpath import PgHotPath
@@ -55,7 +56,34 @@ def _sqlite_engine(url: URL, pool_size: int) -> AsyncEngine:
 
 
 def _postgres_engine(url: URL, pool_size: int) -> AsyncEngine:
-    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    engine = create_async_engine(
+        url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+    )
+    _close_without_greenlet(engine)
+    return engine
+
+
+def _close_without_greenlet(engine: AsyncEngine) -> None:
+    """Closing a connection the server dropped (a PostgreSQL restart) can
+    happen outside SQLAlchemy's greenlet (a pool finalizer); the psycopg
+    adapter then awaits and raises ``MissingGreenlet``, logged with a
+    traceback (issue 17 item 12). There, the socket is dropped directly
+    (libpq ``PQfinish`` through psycopg's public ``pgconn``): nothing is left
+    to say to a server that is gone."""
+    dialect = engine.sync_engine.dialect
+    close = dialect.do_close
+
+    def do_close(dbapi_connection: Any) -> None:
+        if in_greenlet():
+            close(dbapi_connection)
+            return
+        raw = getattr(dbapi_connection, "_connection", None)
+        pgconn = getattr(raw, "pgconn", None)
+        if pgconn is not None:
+            pgconn.finish()
+
+    dialect.do_close = do_close  # type: ignore[method-assign]
+    dialect.do_terminate = do_close  # type: ignore[method-assign]
 
 
 class Database:

@@ -223,4 +223,5 @@ from flowledger.db import event_schema as _event_schema  # noqa: E402,F401
 from flowledger.db import health_schema as _health_schema  # noqa: E402,F401
 from flowledger.db import monitor_schema as _monitor_schema  # noqa: E402,F401
 from flowledger.db import retention_schema as _retention_schema  # noqa: E402,F401
+from flowledger.db import search_schema as _search_schema  # noqa: E402,F401
 from flowledger.db import task_run_schema as _task_run_schema  # noqa: E402,F401

@@ -8,6 +8,13 @@ a document are reported together. Cross-node rules are not checked here
 
 YAML is read with YAML 1.2 scalars: only ``true`` / ``false`` are booleans (so
 ``on: error`` stays the key ``on``) and timestamps stay strings.
+
+Hostile documents (issue 17 item 4): a YAML document may use at most
+``max_yaml_aliases`` aliases (``*ref``; a "billion laughs" document is refused
+as ``yaml_aliases_exceeded`` before it expands), and a mapping — YAML or JSON
+— may not repeat a key (``duplicate_key``; the last one silently won before).
+The expanded document may be at most ``max_definition_bytes`` once serialised
+(``definition_too_large``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pydantic_core import ErrorDetails
 
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.problems import DefinitionError, Problem
+from flowledger.settings import get_settings
 
 Format = Literal["json", "yaml", "auto"]
 
@@ -43,7 +51,52 @@ _CUSTOM_CODES = frozenset(
 
 
 class _Loader(yaml.SafeLoader):  # type: ignore[misc,unused-ignore]
-    """SafeLoader with YAML 1.2 booleans and no timestamp conversion."""
+    """SafeLoader with YAML 1.2 booleans and no timestamp conversion, a bound
+    on aliases and no duplicate keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases_left = get_settings().max_yaml_aliases
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases_left -= 1
+            if self.aliases_left < 0:
+                event = self.peek_event()
+                raise _Refused(
+                    "yaml_aliases_exceeded",
+                    f"more than {get_settings().max_yaml_aliases} aliases "
+                    f"(line {event.start_mark.line + 1})",
+                )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _value in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str | int | float | bool) and key in seen:
+                    raise _Refused(
+                        "duplicate_key",
+                        f"duplicate key {key!r} (line {key_node.start_mark.line + 1})",
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+class _Refused(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused("duplicate_key", f"duplicate key {key!r}")
+        out[key] = value
+    return out
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -67,9 +120,13 @@ def _syntax(message: str) -> DefinitionError:
 
 def _load_json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         raise _syntax(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except _Refused as exc:
+        raise DefinitionError([Problem(exc.code, exc.message)]) from None
+    except RecursionError:
+        raise _syntax("the document nests too deeply") from None
 
 
 def _load_yaml(text: str) -> Any:
@@ -77,6 +134,22 @@ def _load_yaml(text: str) -> Any:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise _syntax(f"invalid YAML: {exc}") from exc
+    except _Refused as exc:
+        raise DefinitionError([Problem(exc.code, exc.message)]) from None
+    except RecursionError:
+        raise _syntax("the document nests too deeply") from None
+
+
+def _check_size(data: Any) -> None:
+    cap = get_settings().max_definition_bytes
+    try:
+        size = len(json.dumps(data, default=str))
+    except (RecursionError, ValueError):
+        raise _syntax("the document nests too deeply or refers to itself") from None
+    if size > cap:
+        raise DefinitionError(
+            [Problem("definition_too_large", f"the definition is {size} bytes, over {cap}")]
+        )
 
 
 def read_document(source: str | bytes | Mapping[str, Any], fmt: Format = "auto") -> dict[str, Any]:
@@ -94,14 +167,19 @@ def read_document(source: str | bytes | Mapping[str, Any], fmt: Format = "auto")
         data = _load_yaml(source)
     elif source.lstrip().startswith(("{", "[")):
         try:
-            data = json.loads(source)
-        except json.JSONDecodeError:
+            data = _load_json(source)
+        except DefinitionError as json_error:
+            if json_error.problems[0].code != "syntax_error":
+                raise
             try:  # a YAML flow mapping also starts with "{"
-                data = yaml.load(source, Loader=_Loader)
-            except yaml.YAMLError:
-                data = _load_json(source)  # report the JSON error
+                data = _load_yaml(source)
+            except DefinitionError as yaml_error:
+                if yaml_error.problems[0].code != "syntax_error":
+                    raise
+                raise json_error from None  # report the JSON error
     else:
         data = _load_yaml(source)
+    _check_size(data)
     if not isinstance(data, dict):
         kind = "nothing" if data is None else type(data).__name__
         raise DefinitionError(

@@ -31,7 +31,11 @@ field):
   ``parallel_edge_condition``, ``default_edge_not_allowed``,
   ``default_edge_condition``, ``multiple_default_edges``,
   ``error_edge_target_not_catch``, ``multiple_error_edges``;
-* form: ``duplicate_form_field``.
+* form: ``duplicate_form_field``;
+* hazards (issue 17, :mod:`.hazards`): ``cycle_without_wait``,
+  ``duplicate_edge``, ``duration_out_of_range``, ``url_scheme_not_allowed``,
+  ``url_placeholder_in_origin``, ``header_value_invalid``; at deploy,
+  ``subprocess_definition_missing`` (``engine.deployments``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from typing import Any
 
 from flowledger.definitions.expressions import ExpressionError, compile_condition
 from flowledger.definitions.graph import structure_problems
+from flowledger.definitions.hazards import hazard_problems
 from flowledger.definitions.model import CONDITIONAL_GATEWAYS, Edge, ProcessDefinition
 from flowledger.definitions.parse import Format, parse_definition
 from flowledger.definitions.problems import DefinitionError, Problem
@@ -75,6 +80,7 @@ def validate_definition(defn: ProcessDefinition) -> list[Problem]:
         problems += node_problems(defn, node)
     problems += _edge_problems(defn)
     problems += structure_problems(defn)
+    problems += hazard_problems(defn)
     return problems
 
 

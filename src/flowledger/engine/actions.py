@@ -16,6 +16,7 @@ from sqlalchemy import update
 
 from flowledger.db.engine_schema import workflow_comments, workflow_tasks
 from flowledger.engine import lifecycle, node_failures, runner
+from flowledger.engine.assignees import require_tenant_user
 from flowledger.engine.errors import NotAssignee, TaskNotFound, TaskStateError, TaskWithoutToken
 from flowledger.engine.forms import write_form
 from flowledger.engine.step import Step
@@ -106,6 +107,7 @@ async def transfer(
     _require_assignee(step, task, assignee_only)
     if task.status != TaskStatus.PENDING:
         raise TaskStateError(f"task {task_id} is {task.status}, not pending", field="status")
+    await require_tenant_user(step.conn, to_user, task.tenant_id)  # issue 17 item 8
     await step.conn.execute(
         update(workflow_tasks).where(workflow_tasks.c.id == task_id).values(assignee=to_user)
     )

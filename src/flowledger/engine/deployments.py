@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_definitions
 from flowledger.definitions.model import ProcessDefinition
+from flowledger.definitions.problems import DefinitionError, Problem
 from flowledger.definitions.validate import load_definition
 from flowledger.engine.errors import DefinitionNotFound
 from flowledger.engine.snapshots import snapshot_of
@@ -26,6 +27,7 @@ async def deploy(
     now: datetime,
 ) -> dict[str, Any]:
     defn: ProcessDefinition = load_definition(source)
+    await _subprocesses_exist(conn, defn, tenant)
     latest = (
         await conn.execute(
             select(func.max(workflow_definitions.c.version)).where(
@@ -66,3 +68,39 @@ async def get_version(
         what = f"{key!r}" + (f" version {version}" if version is not None else "")
         raise DefinitionNotFound(f"definition {what} not found", field="definitionKey")
     return dict(row)
+
+
+async def _subprocesses_exist(conn: AsyncConnection, defn: ProcessDefinition, tenant: str) -> None:
+    """Every subprocess names a definition deployed in the tenant (or this
+    one): issue 17 item 5, ``subprocess_definition_missing``. One query."""
+    wanted = {
+        node.definition_key: node
+        for node in defn.nodes
+        if node.type == "subprocess" and node.definition_key and node.definition_key != defn.key
+    }
+    if not wanted:
+        return
+    found = set(
+        (
+            await conn.execute(
+                select(workflow_definitions.c.key)
+                .where(
+                    workflow_definitions.c.tenant_id == tenant,
+                    workflow_definitions.c.key.in_(sorted(wanted)),
+                )
+                .distinct()
+            )
+        ).scalars()
+    )
+    missing = [
+        Problem(
+            "subprocess_definition_missing",
+            f"node {node.key!r}: no definition {key!r} is deployed in tenant {tenant!r}",
+            node=node.key,
+            field="definitionKey",
+        )
+        for key, node in wanted.items()
+        if key not in found
+    ]
+    if missing:
+        raise DefinitionError(missing)

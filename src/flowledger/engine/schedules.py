@@ -4,7 +4,12 @@ The planner (a periodic service, run by workers) turns each due fire time
 into one ``schedule_launch`` job whose idempotencyKey is ``schedule:<id>:<fire
 time>`` — so two workers planning the same tick create one job, and the
 launch handler's step receipt makes a retried launch start one instance.
-A manual launch enqueues a launch job with a key of its own."""
+A manual launch enqueues a launch job with a key of its own.
+
+A cron rule has exactly five fields (minute hour day month weekday; a sixth
+would be read as seconds and launch on every planner tick) and its fires are
+at least ``schedule_min_period_s`` apart (default 60 s), checked over the
+next ``PERIOD_SAMPLES`` fires at creation (issue 17 item 9)."""
 
 from __future__ import annotations
 
@@ -21,10 +26,35 @@ from flowledger.db.engine_schema import workflow_schedules
 from flowledger.errors import FlowledgerError, NotFoundError
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
+from flowledger.settings import get_settings
 
 
 class ScheduleInvalid(FlowledgerError):
     code = "schedule_invalid"
+
+
+PERIOD_SAMPLES = 24
+
+
+def check_cron(cron: str, tz: str, now: datetime) -> None:
+    """ScheduleInvalid (field ``cron``) unless five fields fire at most once a period."""
+    fields = cron.split()
+    if len(fields) != 5:
+        raise ScheduleInvalid(
+            f"a cron rule has five fields (minute hour day month weekday), got {len(fields)}",
+            field="cron",
+        )
+    previous = next_fire(cron, tz, now)
+    minimum = get_settings().schedule_min_period_s
+    for _ in range(PERIOD_SAMPLES):
+        fire = next_fire(cron, tz, previous)
+        if (fire - previous).total_seconds() < minimum:
+            raise ScheduleInvalid(
+                f"the rule fires {int((fire - previous).total_seconds())} s apart; "
+                f"the minimum period is {minimum} s",
+                field="cron",
+            )
+        previous = fire
 
 
 def next_fire(cron: str, tz: str, after: datetime) -> datetime:
@@ -52,6 +82,7 @@ async def create_schedule(
     now: datetime,
     enabled: bool = True,
 ) -> int:
+    check_cron(cron, timezone, now)
     first = next_fire(cron, timezone, now)
     return int(
         (

@@ -38,10 +38,13 @@ def _expired(now: datetime) -> Any:
     """Running jobs whose lease is missing or expired or whose execution
     deadline passed, with what deciding their next state needs."""
     # a step receipt written by the attempt that died: its work is committed,
-    # only the settlement was lost
+    # only the settlement was lost. The attempt's start is correlated with the
+    # job being rescued (without ``correlate`` the subquery, nested in the
+    # EXISTS, took the newest attempt start of *any* job: issue 17 item 11)
     attempt_started = (
         select(func.max(executions.c.started_at))
         .where(executions.c.job_id == jobs.c.id, executions.c.generation == jobs.c.generation)
+        .correlate(jobs)
         .scalar_subquery()
     )
     committed = exists().where(

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 
 from flowledger.db.engine_schema import workflow_instances as instances
+from flowledger.db.like import contains
 from flowledger.db.schema import workflow_jobs as jobs
 
 
@@ -59,14 +60,9 @@ class JobFilter:
             query = query.where(jobs.c.created_at <= self.enqueued_before)
         if self.enqueued_after is not None:
             query = query.where(jobs.c.created_at >= self.enqueued_after)
-        if self.keyword:
-            pattern = f"%{self.keyword.lower()}%"
-
+        if self.keyword:  # literal (issue 17 item 7); ix_workflow_jobs_*_trgm on PostgreSQL
             query = query.where(
-                or_(
-                    func.lower(jobs.c.last_error).like(pattern),
-                    func.lower(jobs.c.type).like(pattern),
-                )
+                or_(contains(jobs.c.last_error, self.keyword), contains(jobs.c.type, self.keyword))
             )
         if self.tenants is not None:
             query = query.where(jobs.c.tenant_id.in_(self.tenants))

@@ -26,10 +26,10 @@ Libraries (maintained, small, asyncio-native):
 What the breaker counts (the call path decides, :func:`counts_as_failure`):
 5xx, 408, 429, no response and not connected are failures (the outbound
 errors ``CallFailed`` / ``CallUnconfirmed``); any answer — 2xx, 3xx, other
-4xx — is a success. purgatory has no neutral outcome, so a call that never
-reached the network for reasons of our own (refused by the SSRF guard, an
-unencodable body) also counts as a success; it says nothing against the
-target.
+4xx — is a success. A call refused by the SSRF guard never reached the
+target and counts as nothing at all (issue 17 item 13): purgatory has no
+neutral outcome, so :func:`breaker_call` leaves the breaker's exit out for
+it (a success would reset the failure count and close a half-open circuit).
 
 Both libraries read the real clock (the loop's monotonic time and
 ``time.time()``), not the job's injectable clock: tests use short real
@@ -42,6 +42,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -51,6 +53,7 @@ from purgatory.domain.model import OpenedState
 
 from flowledger.outbound.connector_config import BreakerSettings, RateLimit
 from flowledger.outbound.job_calls import CallFailed, CallUnconfirmed
+from flowledger.outbound.ssrf import OutboundRefused
 
 if TYPE_CHECKING:
     from purgatory.service._async.circuitbreaker import AsyncCircuitBreaker
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConnectorGuards",
     "OpenedState",
+    "breaker_call",
     "counts_as_failure",
     "guards",
     "reopen_delay_ms",
@@ -101,6 +105,25 @@ class ConnectorGuards:
         return await self._breakers.get_breaker(
             name, settings.failure_threshold, settings.reset_timeout_s
         )
+
+
+@asynccontextmanager
+async def breaker_call(breaker: AsyncCircuitBreaker) -> AsyncIterator[None]:
+    """``async with breaker`` — except that an SSRF refusal is not counted:
+    the state change of entering (open → half-open) is kept, the outcome is
+    not recorded."""
+    await breaker.__aenter__()
+    try:
+        yield
+    except OutboundRefused:
+        while breaker.context.messages:  # only what entering queued
+            await breaker.messagebus.handle(breaker.context.messages.pop(0), breaker.uow)
+        raise
+    except BaseException as exc:
+        await breaker.__aexit__(type(exc), exc, exc.__traceback__)
+        raise
+    else:
+        await breaker.__aexit__(None, None, None)
 
 
 def reopen_delay_ms(opened: OpenedState, settings: BreakerSettings) -> int:

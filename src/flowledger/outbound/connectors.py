@@ -58,7 +58,12 @@ from flowledger.outbound.connector_errors import (
     ConnectorRateLimited,
     ConnectorSecretUnreadable,
 )
-from flowledger.outbound.connector_guards import OpenedState, guards, reopen_delay_ms
+from flowledger.outbound.connector_guards import (
+    OpenedState,
+    breaker_call,
+    guards,
+    reopen_delay_ms,
+)
 from flowledger.outbound.connector_paths import resolve_path
 from flowledger.outbound.connector_store import Connector, get_connector_by_key, record_call
 from flowledger.outbound.job_calls import (
@@ -140,7 +145,7 @@ async def _send(
     breaker = await guards().breaker(connector.id, settings)
     outbound = OutboundRequest(method, url, headers, content, request.idempotent)
     try:
-        async with breaker:
+        async with breaker_call(breaker):  # an SSRF refusal counts as nothing
             with redacting(auth.secret_names):
                 return await call_from_job(ctx, outbound)
     except OpenedState as opened:

@@ -36,6 +36,7 @@ import httpx
 from flowledger.definitions.templates import render
 from flowledger.errors import ConfigurationError, PermanentError, RetryableError
 from flowledger.outbound.addresses import (
+    LINK_LOCAL,
     LOOPBACK,
     METADATA,
     NEVER_ADMITTED,
@@ -133,13 +134,15 @@ class AllowList:
         """Whether the operator let ``address`` (reached as ``host:port``) through."""
         if reason in NEVER_ADMITTED:
             return False
-        if (host.lower().rstrip("."), port) in self.endpoints:
-            return True
         if (str(address), port) in self.endpoints:
             return True
         if reason == METADATA:
             return False
-        return any(address in net for net in self.networks)
+        if any(address in net for net in self.networks):
+            return True
+        # a host name admits what it resolves to, except link-local (and
+        # metadata, above): those only when allow-listed by address (issue 17)
+        return reason != LINK_LOCAL and (host.lower().rstrip("."), port) in self.endpoints
 
 
 def _display(url: str) -> str:

@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 import structlog
+from sqlalchemy.exc import DBAPIError, MissingGreenlet
 
 from flowledger.errors import (
     Deferred,
@@ -110,7 +111,23 @@ def _classify_error(ctx: JobContext, exc: BaseException) -> Outcome | None:
     message = f"{type(exc).__name__}: {exc}"
     if ctx.side_effect_marked:
         return Outcome.unconfirmed(message)
+    if _connection_lost(exc):  # issue 17 item 12: a restart is not the handler's fault
+        detail = (
+            "the pool discarded a connection the server dropped"
+            if isinstance(exc, MissingGreenlet)
+            else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        )
+        return Outcome.retry(f"database connection lost: {detail}", code="database_unavailable")
     return Outcome.retry(message, code=type(exc).__name__)
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """A dropped database connection: a DBAPI error SQLAlchemy read as a
+    disconnect, or the ``MissingGreenlet`` its async pool raises while
+    discarding such a connection during a PostgreSQL restart."""
+    if isinstance(exc, MissingGreenlet):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
 
 
 async def execute(

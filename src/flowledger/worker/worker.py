@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
+from sqlalchemy.exc import DBAPIError, InterfaceError
 
 from flowledger.clock import Clock, DatabaseClock, SystemClock
 from flowledger.db.database import Database
@@ -25,6 +26,15 @@ from flowledger.worker.services import Drain, Heartbeat, LeaseRenewer, PeriodicS
 from flowledger.worker.settler import Settler
 
 log = structlog.get_logger("flowledger.worker")
+STARTUP_FIRST_DELAY_S = 0.5
+STARTUP_MAX_DELAY_S = 15.0
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of an error (a driver error can span many), at most 300 characters."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()
+    return f"{type(orig).__name__}: {text[0] if text else ''}"[:300]
 
 
 @dataclass(frozen=True)
@@ -120,11 +130,38 @@ class Worker:
             db_now = await self.db.now()
             self.clock.calibrate(db_now, before, SystemClock().now())
 
+    async def _start_up(self, stop: asyncio.Event) -> bool:
+        """Calibrate the clock and register the node, waiting for the database
+        with backoff (one log line per attempt, no traceback) while it is down
+        or restarting (issue 17 item 12); False when stopped meanwhile."""
+        delay, attempt = STARTUP_FIRST_DELAY_S, 0
+        while not stop.is_set():
+            attempt += 1
+            try:
+                await self._calibrate_clock()
+                async with self.db.begin() as conn:
+                    await node_register(conn, self.node, now=self.clock.now())
+                return True
+            except (OSError, DBAPIError, InterfaceError) as exc:
+                log.warning(
+                    "worker_waiting_for_database",
+                    attempt=attempt,
+                    retry_in_s=round(delay, 2),
+                    error=_one_line(exc),
+                )
+            try:
+                async with asyncio.timeout(delay):
+                    await stop.wait()
+            except TimeoutError:
+                pass
+            delay = min(delay * 2, STARTUP_MAX_DELAY_S)
+        return False
+
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set (or a sub-service dies), then shut down."""
-        await self._calibrate_clock()
-        async with self.db.begin() as conn:
-            await node_register(conn, self.node, now=self.clock.now())
+        if not await self._start_up(stop):
+            log.info("worker_stopped_before_start", node=self.node.id)
+            return
         log.info("worker_started", node=self.node.id, pools=self.config.pools)
         stop_claiming = asyncio.Event()
         stop_services = asyncio.Event()

@@ -263,7 +263,16 @@ async def get_ticket(ticket_id: TicketId, ctx: Ctx, caller: CurrentCaller) -> Co
 @router.get(
     "/{ticketId}/attachments/{logId}",
     response_class=FileResponse,
-    responses={200: {"content": {"application/octet-stream": {}}}},
+    # served with the stored file's own type, one of the allowed ones (issue 17)
+    responses={
+        200: {
+            "description": "The file, with the content type it was uploaded with",
+            "content": {
+                media: {"schema": {"type": "string", "format": "binary"}}
+                for media in attachments.ALLOWED
+            },
+        }
+    },
 )
 async def download_attachment(
     ticket_id: TicketId, log_id: LogId, ctx: Ctx, caller: CurrentCaller

@@ -1,0 +1,101 @@
+"""Keyword search at scale on PostgreSQL (issue 17 item 7).
+
+    python bench/keyword_search.py --jobs 1000000
+
+Creates (and afterwards drops) its own database ``flowledger_bench_keyword``
+on the server of ``--admin`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``),
+migrates it (migration 0011 builds the pg_trgm indexes), inserts N jobs with
+varied errors by one ``generate_series`` INSERT, ANALYZEs, then times the job
+list query of ``ops.job_filters`` (``JobFilter(keyword=…)`` + newest first,
+limit 50) for a few keywords, 5 runs each. Prints the plan of the first one
+and, last line: ``jobs=… keyword_p50_ms=… keyword_max_ms=…``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+import psycopg
+from sqlalchemy import select, text
+
+from flowledger.db.database import Database
+from flowledger.db.migrate import upgrade
+from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.ops.job_filters import JobFilter
+
+NAME = "flowledger_bench_keyword"
+KEYWORDS = ("timeout 4711", "erp-77", "100%", "user_id", "zzz-nothing")
+
+FILL = """
+INSERT INTO workflow_jobs (type, pool, status, payload, tenant_id, priority, run_at,
+  attempts, max_attempts, generation, execution_timeout_ms, operation_key, trace_id,
+  last_error, created_at, updated_at)
+SELECT
+  (ARRAY['http_call','engine_advance','notify_email','schedule_launch'])[1 + g % 4],
+  'ledger', (ARRAY['succeeded','dead','failed','pending'])[1 + g % 4], '{}'::jsonb,
+  'default', 0, now(), 1, 5, 1, 60000, 'op-' || g, 'tr-' || g,
+  CASE WHEN g % 4 = 0 THEN NULL
+       ELSE (ARRAY['connection timeout ', 'HTTP 503 from erp-', 'quota at 100% for user_id ',
+                   'validation failed: '])[1 + g % 4]
+            || (g % 10007)::text || ' md5 ' || md5(g::text)
+  END,
+  now() - (g || ' seconds')::interval, now()
+FROM generate_series(1, :n) AS g
+"""
+
+
+async def main(args: argparse.Namespace) -> None:
+    base = args.admin.rsplit("/", 1)[0]
+    with psycopg.connect(args.admin, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{NAME}"')
+        admin.execute(f'CREATE DATABASE "{NAME}"')
+    db = Database(f"{base}/{NAME}")
+    try:
+        started = time.monotonic()
+        await upgrade(db)
+        async with db.begin() as conn:
+            await conn.execute(text(FILL), {"n": args.jobs})
+        async with db.begin() as conn:
+            await conn.execute(text("ANALYZE workflow_jobs"))
+        print(f"filled {args.jobs} jobs (indexes maintained) in {time.monotonic() - started:.1f} s")
+        timings: list[float] = []
+        for i, keyword in enumerate(KEYWORDS):
+            query = (
+                JobFilter(keyword=keyword, tenants=("default",))
+                .apply(select(jobs.c.id, jobs.c.type, jobs.c.status, jobs.c.last_error))
+                .order_by(jobs.c.created_at.desc(), jobs.c.id.desc())
+                .limit(50)
+            )
+            runs = []
+            for _ in range(5):
+                async with db.read() as conn:
+                    t0 = time.perf_counter()
+                    rows = (await conn.execute(query)).all()
+                    runs.append((time.perf_counter() - t0) * 1000)
+            if i == 0:
+                async with db.read() as conn:
+                    sql = query.compile(
+                        conn.sync_connection, compile_kwargs={"literal_binds": True}
+                    )
+                    plan = (await conn.execute(text(f"EXPLAIN ANALYZE {sql}"))).scalars().all()
+                print("\n".join(plan))
+            print(f"keyword={keyword!r}: rows={len(rows)} runs_ms={[round(r, 1) for r in runs]}")
+            timings.extend(runs[1:])  # the first run warms the cache
+        print(
+            f"jobs={args.jobs} keyword_p50_ms={statistics.median(timings):.1f} "
+            f"keyword_max_ms={max(timings):.1f}"
+        )
+    finally:
+        await db.dispose()
+        with psycopg.connect(args.admin, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{NAME}"')
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--admin", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    asyncio.run(main(parser.parse_args()))

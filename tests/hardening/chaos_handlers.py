@@ -1,0 +1,58 @@
+"""Job handlers of the chaos test (issue 17), loaded by real worker
+processes (``flowledger worker --import chaos_handlers``) and by the test.
+
+- ``chaos_internal``: one business row in ``chaos_rows`` through a step
+  receipt (an internal effect: exactly once however often it is killed);
+- ``chaos_unsafe``: an unsafe external write — the side-effect marker, a
+  POST to the test's receiver (``CHAOS_RECEIVER``), then a step recording
+  the send (which clears the marker). A kill between marker and record
+  dead-letters the job (outcome unknown) instead of sending again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.worker import JobContext, job_handler
+
+INTERNAL = "chaos_internal"
+UNSAFE = "chaos_unsafe"
+
+
+@job_handler(INTERNAL, max_attempts=8)
+async def internal(ctx: JobContext) -> Any:
+    await asyncio.sleep(0.01)
+
+    async def insert(conn: AsyncConnection) -> Any:
+        result = await conn.execute(
+            text("INSERT INTO chaos_rows (job_id) VALUES (:job_id) RETURNING id"),
+            {"job_id": ctx.job.id},
+        )
+        return {"row": result.scalar_one()}
+
+    written = await ctx.step("write-row", insert)
+    await asyncio.sleep(0.02)  # a kill here leaves a committed step unsettled
+    return written
+
+
+@job_handler(UNSAFE, max_attempts=8)
+async def unsafe(ctx: JobContext) -> Any:
+    await ctx.mark_side_effect()
+    async with httpx.AsyncClient(timeout=5) as client:
+        response = await client.post(os.environ["CHAOS_RECEIVER"], json={"job": ctx.job.id})
+    await asyncio.sleep(0.02)  # a kill here: sent, not recorded -> dead, never resent
+
+    async def record(conn: AsyncConnection) -> Any:
+        await conn.execute(
+            text("INSERT INTO chaos_sends (job_id, status) VALUES (:job_id, :status)"),
+            {"job_id": ctx.job.id, "status": response.status_code},
+        )
+        return {"status": response.status_code}
+
+    return await ctx.step("record-send", record)
