@@ -5389,6 +5389,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -5450,6 +5459,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5528,6 +5546,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -5599,6 +5626,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -5661,6 +5697,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5739,6 +5784,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -5800,6 +5854,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5879,6 +5942,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -5941,6 +6013,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6015,6 +6096,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -6073,6 +6163,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6144,6 +6243,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6225,6 +6333,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6324,6 +6441,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -6406,6 +6532,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -6473,6 +6608,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -6496,13 +6640,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Successful Response */
+            /** @description The file, with the content type it was uploaded with */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": unknown;
+                    "application/json": string;
+                    "application/pdf": string;
+                    "image/jpeg": string;
+                    "image/png": string;
+                    "text/csv": string;
+                    "text/plain": string;
                 };
             };
             /** @description Missing or invalid bearer token */
@@ -6534,6 +6683,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6620,6 +6778,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -6684,6 +6851,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6762,6 +6938,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -6826,6 +7011,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6903,6 +7097,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -6965,6 +7168,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7039,6 +7251,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -7097,6 +7318,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7175,6 +7405,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -7240,6 +7479,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7370,6 +7618,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -7432,6 +7689,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7509,6 +7775,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -7573,6 +7848,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7652,6 +7936,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -7713,6 +8006,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7792,6 +8094,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -7854,6 +8165,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7928,6 +8248,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -7986,6 +8315,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8064,6 +8402,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -8128,6 +8475,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8204,6 +8560,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -8262,6 +8627,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8336,6 +8710,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -8394,6 +8777,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8462,6 +8854,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8544,6 +8945,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -8602,6 +9012,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8698,6 +9117,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -8760,6 +9188,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8836,6 +9273,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -8903,6 +9349,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -8963,6 +9418,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9058,6 +9522,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -9120,6 +9593,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9196,6 +9678,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -9254,6 +9745,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9346,6 +9846,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -9406,6 +9915,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9484,6 +10002,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -9548,6 +10075,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9646,6 +10182,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -9737,6 +10282,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -9795,6 +10349,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9871,6 +10434,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -9933,6 +10505,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10009,6 +10590,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -10076,6 +10666,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -10134,6 +10733,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10232,6 +10840,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -10301,6 +10918,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -10363,6 +10989,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10448,6 +11083,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10545,6 +11189,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -10605,6 +11258,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10683,6 +11345,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -10754,6 +11425,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -10814,6 +11494,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10895,6 +11584,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -10959,6 +11657,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11038,6 +11745,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -11102,6 +11818,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11180,6 +11905,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -11244,6 +11978,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11322,6 +12065,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -11393,6 +12145,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -11451,6 +12212,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11530,6 +12300,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -11590,6 +12369,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11668,6 +12456,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -11737,6 +12534,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -11797,6 +12603,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11876,6 +12691,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -11938,6 +12762,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12012,6 +12845,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -12070,6 +12912,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12148,6 +12999,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -12214,6 +13074,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12295,6 +13164,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -12355,6 +13233,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12433,6 +13320,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -12497,6 +13393,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12575,6 +13480,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -12639,6 +13553,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12717,6 +13640,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -12781,6 +13713,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12868,6 +13809,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -12929,6 +13879,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13005,6 +13964,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -13065,6 +14033,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13137,6 +14114,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorPublic"];
                 };
             };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
             /** @description Invalid input; `field` names it */
             422: {
                 headers: {
@@ -13201,6 +14187,15 @@ export interface operations {
             };
             /** @description Conflicts with the object's state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
