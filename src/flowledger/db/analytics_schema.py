@@ -14,6 +14,10 @@ PostgreSQL ``INCLUDE`` columns make each panel an index-only scan:
   times of node bottlenecks and approver workload.
 - ``ix_workflow_tasks_pending`` (instance_id, pending only): backlogs and
   pending-now counts.
+
+The three task indexes include the task's own ``definition_key`` (copied
+from its instance, migration 0011), so a group or filter by definition never
+joins ``workflow_instances``.
 """
 
 from __future__ import annotations
@@ -43,21 +47,29 @@ ix_instances_finished = Index(
 ix_tasks_due = Index(
     "ix_workflow_tasks_due",
     _tasks.c.due_at,
-    postgresql_include=["tenant_id", "instance_id", "node_key", "assignee"],
+    postgresql_include=["tenant_id", "definition_key", "instance_id", "node_key", "assignee"],
     postgresql_where=_PENDING_DUE,
     sqlite_where=_PENDING_DUE,
 )
 ix_tasks_finished = Index(
     "ix_workflow_tasks_finished",
     _tasks.c.finished_at,
-    postgresql_include=["tenant_id", "instance_id", "node_key", "assignee", "kind", "created_at"],
+    postgresql_include=[
+        "tenant_id",
+        "definition_key",
+        "instance_id",
+        "node_key",
+        "assignee",
+        "kind",
+        "created_at",
+    ],
     postgresql_where=_COMPLETED,
     sqlite_where=_COMPLETED,
 )
 ix_tasks_pending = Index(
     "ix_workflow_tasks_pending",
     _tasks.c.instance_id,
-    postgresql_include=["tenant_id", "node_key", "assignee", "kind"],
+    postgresql_include=["tenant_id", "definition_key", "node_key", "assignee", "kind"],
     postgresql_where=_PENDING,
     sqlite_where=_PENDING,
 )
