@@ -12,8 +12,8 @@ PostgreSQL ``INCLUDE`` columns make each panel an index-only scan:
 - ``ix_workflow_tasks_due`` (due_at, pending with a due time): timeouts.
 - ``ix_workflow_tasks_finished`` (finished_at, completed only): handling
   times of node bottlenecks and approver workload.
-- ``ix_workflow_tasks_pending`` (instance_id, pending only): backlogs and
-  pending-now counts.
+- ``ix_workflow_tasks_pending`` (definition_key, node_key, pending only):
+  backlogs (read in group order) and pending-now counts.
 
 The three task indexes include the task's own ``definition_key`` (copied
 from its instance, migration 0011), so a group or filter by definition never
@@ -68,8 +68,9 @@ ix_tasks_finished = Index(
 )
 ix_tasks_pending = Index(
     "ix_workflow_tasks_pending",
-    _tasks.c.instance_id,
-    postgresql_include=["tenant_id", "definition_key", "node_key", "assignee", "kind"],
+    _tasks.c.definition_key,
+    _tasks.c.node_key,
+    postgresql_include=["tenant_id", "assignee", "kind"],
     postgresql_where=_PENDING,
     sqlite_where=_PENDING,
 )

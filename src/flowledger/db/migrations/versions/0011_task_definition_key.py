@@ -13,8 +13,6 @@ Create Date: 2026-12-01 12:30:00
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -27,38 +25,54 @@ _COMPLETED = "status = 'completed'"
 _PENDING = "status = 'pending'"
 _PENDING_DUE = "status = 'pending' AND due_at IS NOT NULL"
 
-# name, key column, partial predicate, INCLUDE columns before / after 0011
-_INDEXES: list[tuple[str, str, str, list[str], list[str]]] = [
+Shape = tuple[list[str], list[str]]  # key columns, INCLUDE columns
+
+# name, partial predicate, shape before 0011, shape after
+_INDEXES: list[tuple[str, str, Shape, Shape]] = [
     (
         "ix_workflow_tasks_finished",
-        "finished_at",
         _COMPLETED,
-        ["tenant_id", "instance_id", "node_key", "assignee", "kind", "created_at"],
-        ["tenant_id", "definition_key", "instance_id", "node_key", "assignee", "kind", "created_at"],
+        (
+            ["finished_at"],
+            ["tenant_id", "instance_id", "node_key", "assignee", "kind", "created_at"],
+        ),
+        (
+            ["finished_at"],
+            [
+                "tenant_id",
+                "definition_key",
+                "instance_id",
+                "node_key",
+                "assignee",
+                "kind",
+                "created_at",
+            ],
+        ),
     ),
     (
+        # keyed by definition and node now (was instance_id): the backlog
+        # group-by reads it in order, and a definition filter is its Index Cond
         "ix_workflow_tasks_pending",
-        "instance_id",
         _PENDING,
-        ["tenant_id", "node_key", "assignee", "kind"],
-        ["tenant_id", "definition_key", "node_key", "assignee", "kind"],
+        (["instance_id"], ["tenant_id", "node_key", "assignee", "kind"]),
+        (["definition_key", "node_key"], ["tenant_id", "assignee", "kind"]),
     ),
     (
         "ix_workflow_tasks_due",
-        "due_at",
         _PENDING_DUE,
-        ["tenant_id", "instance_id", "node_key", "assignee"],
-        ["tenant_id", "definition_key", "instance_id", "node_key", "assignee"],
+        (["due_at"], ["tenant_id", "instance_id", "node_key", "assignee"]),
+        (["due_at"], ["tenant_id", "definition_key", "instance_id", "node_key", "assignee"]),
     ),
 ]
 
 
-def _create(name: str, column: str, where: str, include: Sequence[str]) -> None:
+def _create(name: str, where: str, shape: Shape) -> None:
+    columns, include = shape
     op.create_index(
         name,
         "workflow_tasks",
-        [column],
-        postgresql_include=list(include),
+        columns,
+        postgresql_include=include,
         postgresql_where=sa.text(where),
         sqlite_where=sa.text(where),
     )
@@ -77,11 +91,9 @@ def upgrade() -> None:
         "WHERE workflow_instances.id = workflow_tasks.instance_id)"
     )
     with op.batch_alter_table("workflow_tasks", schema=None) as batch_op:
-        batch_op.alter_column(
-            "definition_key", existing_type=sa.String(length=64), nullable=False
-        )
-    for name, column, where, _before, after in _INDEXES:
-        _create(name, column, where, after)
+        batch_op.alter_column("definition_key", existing_type=sa.String(length=64), nullable=False)
+    for name, where, _before, after in _INDEXES:
+        _create(name, where, after)
 
 
 def downgrade() -> None:
@@ -89,5 +101,5 @@ def downgrade() -> None:
         op.drop_index(name, table_name="workflow_tasks")
     with op.batch_alter_table("workflow_tasks", schema=None) as batch_op:
         batch_op.drop_column("definition_key")
-    for name, column, where, before, _after in _INDEXES:
-        _create(name, column, where, before)
+    for name, where, before, _after in _INDEXES:
+        _create(name, where, before)
