@@ -24,17 +24,18 @@ depends_on = None
 _COMPLETED = "status = 'completed'"
 _PENDING = "status = 'pending'"
 _PENDING_DUE = "status = 'pending' AND due_at IS NOT NULL"
+_PENDING_HUMAN = "status = 'pending' AND kind IN ('approval', 'handle', 'catch', 'resubmit')"
 
-Shape = tuple[list[str], list[str]]  # key columns, INCLUDE columns
+Shape = tuple[list[str], list[str], str]  # key columns, INCLUDE columns, predicate
 
-# name, partial predicate, shape before 0011, shape after
-_INDEXES: list[tuple[str, str, Shape, Shape]] = [
+# name, shape before 0011, shape after
+_INDEXES: list[tuple[str, Shape, Shape]] = [
     (
         "ix_workflow_tasks_finished",
-        _COMPLETED,
         (
             ["finished_at"],
             ["tenant_id", "instance_id", "node_key", "assignee", "kind", "created_at"],
+            _COMPLETED,
         ),
         (
             ["finished_at"],
@@ -47,27 +48,32 @@ _INDEXES: list[tuple[str, str, Shape, Shape]] = [
                 "kind",
                 "created_at",
             ],
+            _COMPLETED,
         ),
     ),
     (
-        # keyed by definition and node now (was instance_id): the backlog
-        # group-by reads it in order, and a definition filter is its Index Cond
+        # keyed by definition and node now (was instance_id) and human kinds
+        # only: the backlog group-by reads it in order as an index-only scan
+        # (the planner preferred a heap scan over ix_workflow_tasks_open_instance
+        # while the kind filter was not in the predicate)
         "ix_workflow_tasks_pending",
-        _PENDING,
-        (["instance_id"], ["tenant_id", "node_key", "assignee", "kind"]),
-        (["definition_key", "node_key"], ["tenant_id", "assignee", "kind"]),
+        (["instance_id"], ["tenant_id", "node_key", "assignee", "kind"], _PENDING),
+        (["definition_key", "node_key"], ["tenant_id", "assignee", "kind"], _PENDING_HUMAN),
     ),
     (
         "ix_workflow_tasks_due",
-        _PENDING_DUE,
-        (["due_at"], ["tenant_id", "instance_id", "node_key", "assignee"]),
-        (["due_at"], ["tenant_id", "definition_key", "instance_id", "node_key", "assignee"]),
+        (["due_at"], ["tenant_id", "instance_id", "node_key", "assignee"], _PENDING_DUE),
+        (
+            ["due_at"],
+            ["tenant_id", "definition_key", "instance_id", "node_key", "assignee"],
+            _PENDING_DUE,
+        ),
     ),
 ]
 
 
-def _create(name: str, where: str, shape: Shape) -> None:
-    columns, include = shape
+def _create(name: str, shape: Shape) -> None:
+    columns, include, where = shape
     op.create_index(
         name,
         "workflow_tasks",
@@ -92,8 +98,8 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("workflow_tasks", schema=None) as batch_op:
         batch_op.alter_column("definition_key", existing_type=sa.String(length=64), nullable=False)
-    for name, where, _before, after in _INDEXES:
-        _create(name, where, after)
+    for name, _before, after in _INDEXES:
+        _create(name, after)
 
 
 def downgrade() -> None:
@@ -101,5 +107,5 @@ def downgrade() -> None:
         op.drop_index(name, table_name="workflow_tasks")
     with op.batch_alter_table("workflow_tasks", schema=None) as batch_op:
         batch_op.drop_column("definition_key")
-    for name, where, before, _after in _INDEXES:
-        _create(name, where, before)
+    for name, before, _after in _INDEXES:
+        _create(name, before)
