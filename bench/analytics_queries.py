@@ -181,6 +181,7 @@ def generate(n: int, now: datetime) -> Iterator[Rows]:
                 {
                     "instance_id": i,
                     "tenant_id": tenant,
+                    "definition_key": key,
                     "node_key": node,
                     "kind": "approval",
                     "status": "pending" if pending else "completed",
@@ -195,6 +196,7 @@ def generate(n: int, now: datetime) -> Iterator[Rows]:
             {
                 "instance_id": i,
                 "tenant_id": tenant,
+                "definition_key": key,
                 "node_key": "watchers",
                 "kind": "cc",
                 "status": "cc",

@@ -196,6 +196,7 @@ class Builder:
                 "id": tid,
                 "instance_id": self.iid,
                 "tenant_id": self.tenant,
+                "definition_key": "bench",
                 "node_key": node,
                 "token_id": token_id,
                 "kind": kind,

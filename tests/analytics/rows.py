@@ -9,7 +9,7 @@ import itertools
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import (
@@ -105,6 +105,10 @@ async def add_task(
         {
             "instance_id": instance_id,
             "tenant_id": tenant,
+            # the instance's key, as the engine copies it (migration 0011)
+            "definition_key": select(workflow_instances.c.definition_key)
+            .where(workflow_instances.c.id == instance_id)
+            .scalar_subquery(),
             "node_key": node_key,
             "kind": kind,
             "status": status,

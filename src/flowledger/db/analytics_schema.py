@@ -12,8 +12,12 @@ PostgreSQL ``INCLUDE`` columns make each panel an index-only scan:
 - ``ix_workflow_tasks_due`` (due_at, pending with a due time): timeouts.
 - ``ix_workflow_tasks_finished`` (finished_at, completed only): handling
   times of node bottlenecks and approver workload.
-- ``ix_workflow_tasks_pending`` (instance_id, pending only): backlogs and
-  pending-now counts.
+- ``ix_workflow_tasks_pending`` (definition_key, node_key; pending human
+  tasks only): backlogs (read in group order) and pending-now counts.
+
+The three task indexes include the task's own ``definition_key`` (copied
+from its instance, migration 0011), so a group or filter by definition never
+joins ``workflow_instances``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ from flowledger.db.engine_schema import workflow_tasks as _tasks
 _FINISHED = text("finished_at IS NOT NULL")
 _PENDING_DUE = text("status = 'pending' AND due_at IS NOT NULL")
 _COMPLETED = text("status = 'completed'")
-_PENDING = text("status = 'pending'")
+# the human task kinds of ``flowledger.ops.analytics.HUMAN_TASK_KINDS`` (a
+# test keeps the two equal): every pending-task count of the panels filters
+# by them, and with the filter in the predicate the planner reads the index
+# alone instead of the heap over ix_workflow_tasks_open_instance
+_PENDING_HUMAN = text("status = 'pending' AND kind IN ('approval', 'handle', 'catch', 'resubmit')")
 
 ix_instances_created = Index(
     "ix_workflow_instances_created",
@@ -43,21 +51,30 @@ ix_instances_finished = Index(
 ix_tasks_due = Index(
     "ix_workflow_tasks_due",
     _tasks.c.due_at,
-    postgresql_include=["tenant_id", "instance_id", "node_key", "assignee"],
+    postgresql_include=["tenant_id", "definition_key", "instance_id", "node_key", "assignee"],
     postgresql_where=_PENDING_DUE,
     sqlite_where=_PENDING_DUE,
 )
 ix_tasks_finished = Index(
     "ix_workflow_tasks_finished",
     _tasks.c.finished_at,
-    postgresql_include=["tenant_id", "instance_id", "node_key", "assignee", "kind", "created_at"],
+    postgresql_include=[
+        "tenant_id",
+        "definition_key",
+        "instance_id",
+        "node_key",
+        "assignee",
+        "kind",
+        "created_at",
+    ],
     postgresql_where=_COMPLETED,
     sqlite_where=_COMPLETED,
 )
 ix_tasks_pending = Index(
     "ix_workflow_tasks_pending",
-    _tasks.c.instance_id,
-    postgresql_include=["tenant_id", "node_key", "assignee", "kind"],
-    postgresql_where=_PENDING,
-    sqlite_where=_PENDING,
+    _tasks.c.definition_key,
+    _tasks.c.node_key,
+    postgresql_include=["tenant_id", "assignee", "kind"],
+    postgresql_where=_PENDING_HUMAN,
+    sqlite_where=_PENDING_HUMAN,
 )

@@ -111,6 +111,10 @@ workflow_tasks = Table(
         nullable=False,
     ),
     Column("tenant_id", String(64), nullable=False),
+    # the instance's definition key, copied when the task is created (an
+    # instance never changes its key): analytics group tasks by definition
+    # without joining the instance (SPEC O-14, migration 0011)
+    Column("definition_key", String(64), nullable=False),
     Column("node_key", String(128), nullable=False),
     Column("token_id", Integer),
     Column("kind", String(24), nullable=False),

@@ -36,6 +36,7 @@ async def create_task(
                 .values(
                     instance_id=step.instance_id,
                     tenant_id=step.instance["tenant_id"],
+                    definition_key=step.instance["definition_key"],
                     node_key=node_key,
                     token_id=token_id,
                     kind=kind,

@@ -51,13 +51,12 @@ STARTS_WINDOW = timedelta(days=7)
 
 
 def scoped_tasks(scope: AnalyticsScope) -> tuple[Any, list[Any]]:
-    """``workflow_tasks`` (joined to its instance when a definition filter
-    is set) and the scope's conditions on it."""
+    """``workflow_tasks`` and the scope's conditions on it: its tenant and
+    its own copy of the definition key (no join to the instance)."""
     where = scope.tenant_filter(tasks.c.tenant_id)
-    froms: Any = tasks
     if scope.definition_key is not None:
-        froms = tasks.join(instances, instances.c.id == tasks.c.instance_id)
-        where.append(instances.c.definition_key == scope.definition_key)
+        where.append(tasks.c.definition_key == scope.definition_key)
+    froms: Any = tasks
     return froms, where
 
 

@@ -18,10 +18,12 @@ timeouts            ``overdue`` (pending with ``due_at < now``), ``dueWithin24h`
 ==================  =========================================================
 
 Indexes (PostgreSQL): completed tasks of the period over the partial
-``ix_workflow_tasks_finished`` (finished_at, including node, assignee, kind
-and created_at), pending ones over the partial ``ix_workflow_tasks_pending``,
-due times over the partial ``ix_workflow_tasks_due``; the definition key
-comes from the instance by primary key.
+``ix_workflow_tasks_finished`` (finished_at, including definition key, node,
+assignee, kind and created_at), pending ones over the partial
+``ix_workflow_tasks_pending``, due times over the partial
+``ix_workflow_tasks_due`` — each an index-only scan. The definition key is
+the task's own copy of its instance's (``workflow_tasks.definition_key``,
+migration 0011): no panel here joins ``workflow_instances``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
-from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.ops.analytics import HUMAN_TASK_KINDS, scoped_tasks
 from flowledger.ops.analytics_sql import (
@@ -64,10 +65,6 @@ def _pending(scope: AnalyticsScope) -> list[Any]:
     return [tasks.c.status == TaskStatus.PENDING, tasks.c.kind.in_(HUMAN_TASK_KINDS), *where]
 
 
-def _with_instance() -> Any:
-    return tasks.join(instances, instances.c.id == tasks.c.instance_id)
-
-
 async def _handling_by(
     conn: AsyncConnection, keys: list[Any], where: list[Any], froms: Any
 ) -> dict[tuple[Any, ...], tuple[int, float | None]]:
@@ -84,8 +81,8 @@ async def _handling_by(
 async def node_bottlenecks(
     db: Database, scope: AnalyticsScope, *, now: datetime, days: int = 30, limit: int = 50
 ) -> dict[str, Any]:
-    keys = [instances.c.definition_key, tasks.c.node_key]
-    froms = _with_instance()
+    froms, _where = scoped_tasks(scope)
+    keys = [tasks.c.definition_key, tasks.c.node_key]
     handled_where = _handled(scope, now, days)
     async with analytics_read(db) as conn:
         handled = await grouped_stats(
@@ -169,12 +166,12 @@ async def timeouts(
             select(
                 tasks.c.id,
                 tasks.c.instance_id,
-                instances.c.definition_key,
+                tasks.c.definition_key,
                 tasks.c.node_key,
                 tasks.c.assignee,
                 tasks.c.due_at,
             )
-            .select_from(_with_instance())
+            .select_from(froms)
             .where(*pending, overdue)
             .order_by(tasks.c.due_at, tasks.c.id)
             .limit(limit)
