@@ -4,7 +4,7 @@
 
 Creates (and afterwards drops) its own database ``flowledger_bench_keyword``
 on the server of ``--admin`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``),
-migrates it (migration 0011 builds the pg_trgm indexes), inserts N jobs with
+migrates it (migration 0012 builds the pg_trgm indexes), inserts N jobs with
 varied errors by one ``generate_series`` INSERT, ANALYZEs, then times the job
 list query of ``ops.job_filters`` (``JobFilter(keyword=…)`` + newest first,
 limit 50) for a few keywords, 5 runs each. Prints the plan of the first one

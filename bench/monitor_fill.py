@@ -214,6 +214,7 @@ def generate(
                     "id": ids.task,
                     "instance_id": iid,
                     "tenant_id": tenant,
+                    "definition_key": DEFINITION_KEY,
                     "node_key": node,
                     "token_id": None,
                     "kind": "cc" if status_t == "cc" else "approval",

@@ -105,7 +105,7 @@ async def add_task(
         {
             "instance_id": instance_id,
             "tenant_id": tenant,
-            # the instance's key, as the engine copies it (migration 0011)
+            # the instance's key, as the engine copies it (migration 0013)
             "definition_key": select(workflow_instances.c.definition_key)
             .where(workflow_instances.c.id == instance_id)
             .scalar_subquery(),

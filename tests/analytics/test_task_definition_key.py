@@ -1,5 +1,5 @@
 """The task's copy of its instance's definition key (SPEC O-14, migration
-0011): the engine sets it when it creates a task, the migration backfills it
+0013): the engine sets it when it creates a task, the migration backfills it
 on existing rows, and the node-bottleneck panel groups by it without joining
 ``workflow_instances`` — on both backends."""
 
@@ -122,8 +122,8 @@ async def fresh(empty_db_url: str) -> AsyncIterator[Database]:
         await database.dispose()
 
 
-async def test_migration_0011_backfills_the_key_of_existing_tasks_O14(fresh: Database) -> None:
-    await upgrade(fresh, "0010")
+async def test_migration_0013_backfills_the_key_of_existing_tasks_O14(fresh: Database) -> None:
+    await upgrade(fresh, "0012")
     async with fresh.begin() as conn:
         for did, iid, key in ((1, 10, "expense"), (2, 11, "travel")):
             await conn.execute(

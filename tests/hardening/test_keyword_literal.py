@@ -1,7 +1,7 @@
 """Issue 17 item 7 (SPEC L-24, L-25): keyword filters are literal — ``%``,
 ``_`` and ``\\`` in a keyword match themselves (``keyword=%`` used to match
 every job, so a conditional replay with it replayed every dead job) — and on
-PostgreSQL the filter is served by the trigram indexes of migration 0011."""
+PostgreSQL the filter is served by the trigram indexes of migration 0012."""
 
 from __future__ import annotations
 

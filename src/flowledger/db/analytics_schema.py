@@ -16,7 +16,7 @@ PostgreSQL ``INCLUDE`` columns make each panel an index-only scan:
   tasks only): backlogs (read in group order) and pending-now counts.
 
 The three task indexes include the task's own ``definition_key`` (copied
-from its instance, migration 0011), so a group or filter by definition never
+from its instance, migration 0013), so a group or filter by definition never
 joins ``workflow_instances``.
 """
 

@@ -113,7 +113,7 @@ workflow_tasks = Table(
     Column("tenant_id", String(64), nullable=False),
     # the instance's definition key, copied when the task is created (an
     # instance never changes its key): analytics group tasks by definition
-    # without joining the instance (SPEC O-14, migration 0011)
+    # without joining the instance (SPEC O-14, migration 0013)
     Column("definition_key", String(64), nullable=False),
     Column("node_key", String(128), nullable=False),
     Column("token_id", Integer),

@@ -3,7 +3,7 @@ keyword's ``%``, ``_`` and ``\\`` match themselves, not "anything" — so
 ``keyword=%`` no longer selects every job (and a ``replay-dead`` with it no
 longer replays every dead job of the tenant). Every LIKE built from user
 text goes through :func:`contains`. On PostgreSQL the job keyword filter is
-served by the trigram indexes of migration 0011 (``pg_trgm``)."""
+served by the trigram indexes of migration 0012 (``pg_trgm``)."""
 
 from __future__ import annotations
 

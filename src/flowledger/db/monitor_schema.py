@@ -114,7 +114,7 @@ Index(
     workflow_tokens.c.instance_id,
 )
 # keyword over the form's text: a trigram index (pg_trgm), PostgreSQL only
-# (the extension is created before the tables, by create_all and by 0007)
+# (the extension is created before the tables, by create_all and by migration 0011)
 event.listen(
     metadata,
     "before_create",

@@ -1,5 +1,5 @@
 """The keyword-search indexes of ``workflow_jobs`` (issue 17 item 7; migration
-0011): GIN trigram indexes on ``lower(last_error)`` and ``lower(type)``,
+0012): GIN trigram indexes on ``lower(last_error)`` and ``lower(type)``,
 PostgreSQL only (``pg_trgm``; created before the tables by ``create_all``).
 SQLite gets neither; its keyword filter is a scan."""
 

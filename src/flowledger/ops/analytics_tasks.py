@@ -23,7 +23,7 @@ assignee, kind and created_at), pending ones over the partial
 ``ix_workflow_tasks_pending``, due times over the partial
 ``ix_workflow_tasks_due`` — each an index-only scan. The definition key is
 the task's own copy of its instance's (``workflow_tasks.definition_key``,
-migration 0011): no panel here joins ``workflow_instances``.
+migration 0013): no panel here joins ``workflow_instances``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ engine when it creates a task — and the three analytics task indexes
 panel groups by definition and node from the index alone, without joining
 ``workflow_instances``.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-01 12:30:00
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
