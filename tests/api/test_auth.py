@@ -34,15 +34,20 @@ PARAMS = {
 # External systems authenticate callbacks by HMAC signature, not by bearer
 # token (SPEC; tests/api/test_callbacks.py covers their refusals).
 SIGNED_PREFIX = "/api/workflows/callbacks/"
+# The console's login exchange takes a one-time code instead of a token
+# (tests/api/test_console.py covers its refusals).
+CODE_EXCHANGE = "/api/workflows/console/session"
 
 
 async def _operations(api: Api) -> list[tuple[str, str]]:
     doc = (await api.client.get("/api/openapi.json")).json()
     return [
-        (method.upper(), re.sub(r"\{(\w+)\}", lambda m: PARAMS[m.group(1)], path))
+        (method.upper(), re.sub(r"\{(\w+)\}", lambda m: PARAMS.get(m.group(1), "1"), path))
         for path, item in doc["paths"].items()
         for method in item
-        if method in {"get", "post", "patch", "delete"} and not path.startswith(SIGNED_PREFIX)
+        if method in {"get", "post", "patch", "delete"}
+        and not path.startswith(SIGNED_PREFIX)
+        and path != CODE_EXCHANGE
     ]
 
 

@@ -135,8 +135,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             shutil.copy(log, ARTIFACTS / "server.log")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    # module scope: Playwright's sync API keeps an event loop running in this
+    # thread while it is open, so it must be closed before another test file
+    # of the same xdist worker calls asyncio.run
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:

@@ -3,6 +3,8 @@ their ledger jobs (SPEC E-3, E-5, E-9, L-2, L-14), time moved by the clock."""
 
 from __future__ import annotations
 
+from flowledger.api.auth import create_user
+
 import asyncio
 from typing import Any
 
@@ -82,6 +84,8 @@ async def test_task_timeout_actions_E5(action: str, db: Database, clock: ManualC
     timeout = {"after": "PT2H", "action": action}
     if action == "transfer":
         timeout["transferTo"] = "deputy"
+        async with db.begin() as conn:  # a transfer names an existing user of the tenant
+            await create_user(conn, "deputy", now=clock.now())
     nodes = [START, approval("mgr", "boss", timeout=timeout), END]
     await engine.deploy(definition("to", nodes, [("start", "mgr"), ("mgr", "end")]), actor="a")
     iid = await engine.start("to", form={}, initiator="u")

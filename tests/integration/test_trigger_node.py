@@ -220,9 +220,15 @@ async def test_a_call_that_cannot_be_rendered_fails_the_node_X1_X4(
     db: Database, clock: ManualClock
 ) -> None:
     engine = new_engine(db, clock)
-    bad = {"kind": "http", "url": "http://{{form.orderId}}/x", "httpMethod": "GET"}
+    # deploys (the placeholder is in a header value), but renders a CR/LF header
+    bad = {
+        "kind": "http",
+        "url": "http://127.0.0.1:9/x",
+        "httpMethod": "GET",
+        "headers": {"X-Order": "{{form.orderId}}"},
+    }
     await deploy_trigger(engine, bad)
-    iid = await engine.start("erp", form={"orderId": "A1"}, initiator="u")
+    iid = await engine.start("erp", form={"orderId": "A1\r\nX-Evil: 1"}, initiator="u")
     assert await jobs(db, iid) == []
     failed = [e for e in await trace_events(db, iid) if e["event"] == "node_failed"]
     assert [e["detail"]["code"] for e in failed] == ["trigger_call_invalid"]

@@ -35,7 +35,14 @@ from tests.integration.engine_helpers import (
     trace_events,
 )
 
-BAD_CALL = {"kind": "http", "url": "http://{{form.host}}/x", "httpMethod": "GET"}
+# deploys (the placeholder is in a header value), but renders to a CR/LF
+# header from the form, which the request renderer refuses
+BAD_CALL = {
+    "kind": "http",
+    "url": "http://127.0.0.1:9/x",
+    "httpMethod": "GET",
+    "headers": {"X-Host": "{{form.host}}"},
+}
 
 
 @pytest.fixture
@@ -51,8 +58,9 @@ async def deploy_bad_trigger(engine: Engine, **node: Any) -> int:
     nodes = [START, {"key": "erp", "type": "trigger", "call": BAD_CALL, **node}]
     nodes += [approval("after", "alice"), END]
     edges: list[Any] = [("start", "erp"), ("erp", "after"), ("after", "end")]
-    await engine.deploy(definition("bad", nodes, edges), actor="admin")
-    return await engine.start("bad", form={}, initiator="u")
+    form = [{"key": "host", "type": "string"}]
+    await engine.deploy(definition("bad", nodes, edges, form), actor="admin")
+    return await engine.start("bad", form={"host": "a\r\nb"}, initiator="u")
 
 
 async def test_the_hook_decides_first_C1(

@@ -115,5 +115,5 @@ def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(api_router())
     app.include_router(metrics_router)  # GET /metrics at the root (SPEC O-22)
-    mount_console(app)  # the web console at / (SPA fallback; never shadows /api)
+    mount_console(app, responses=_ERRORS)  # the web console at / (SPA fallback; never shadows /api)
     return app

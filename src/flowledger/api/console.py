@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.requests import Request
@@ -83,7 +84,13 @@ class ConsoleFallback:
         return FileResponse(index, headers={"Cache-Control": NO_CACHE})
 
 
-def mount_console(app: FastAPI, root: Path | None = None) -> None:
-    """Add the console's login endpoints and its static fallback to ``app``."""
-    app.include_router(console_login.router)
+def mount_console(
+    app: FastAPI,
+    root: Path | None = None,
+    *,
+    responses: dict[int | str, dict[str, Any]] | None = None,
+) -> None:
+    """Add the console's login endpoints (documenting ``responses``, the
+    API's shared error answers) and its static fallback to ``app``."""
+    app.include_router(console_login.router, responses=responses)
     app.router.default = ConsoleFallback(app.router.default, root or console_dir())
