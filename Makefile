@@ -57,7 +57,7 @@ typecheck: install
 	$(BIN)/mypy
 
 pytest: install
-	$(BIN)/pytest -q -n 2 --dist loadfile  # one worker per core; a file stays on one worker
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations=25  # one worker per core; a file stays on one worker
 
 test: lint typecheck web-check pytest
 

@@ -10,8 +10,10 @@ once (cached per endpoint): ``require`` gives ``(X,)``, ``require_any`` its
 permissions, ``require_own`` ``(X, workflow:engine:operate)``. The validation
 handler of :mod:`flowledger.api.errors` asks :func:`refuse_unauthorized`
 before answering 422: an authenticated caller holding none of them gets the
-403 the route would have given. An endpoint whose first check sits in a
-helper is left as it is (no guess). Nothing here reads the database.
+403 the route would have given. A first check inside a module-level helper
+the endpoint calls by name (the task actions' ``_act``) is read the same way,
+up to two helpers deep; an endpoint with no readable check is left as it is
+(no guess). Nothing here reads the database.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ ENGINE_OPERATE = "workflow:engine:operate"
 TASK_ACT = "workflow:task:act"
 MUTATIONS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _CHECKS = frozenset({"require", "require_any", "require_own"})
+_HELPER_DEPTH = 2
 
 
 def _resolve(node: ast.expr, scope: dict[str, Any]) -> str | None:
@@ -46,23 +49,50 @@ def _resolve(node: ast.expr, scope: dict[str, Any]) -> str | None:
 def coarse_permissions(endpoint: Callable[..., Any]) -> tuple[str, ...] | None:
     """The permissions of the endpoint's first ``require*`` call (any of them
     allows it past the coarse check), or None when it has none to read."""
+    return _first_check(endpoint, _HELPER_DEPTH)
+
+
+def _helper(node: ast.Call, scope: dict[str, Any]) -> Callable[..., Any] | None:
+    """The module-level flowledger function ``node`` calls by name, if any."""
+    if not isinstance(node.func, ast.Name) or node.func.id in _CHECKS:
+        return None
+    target = scope.get(node.func.id)
+    target = inspect.unwrap(target) if callable(target) else None
+    if inspect.isfunction(target) and target.__module__.startswith("flowledger."):
+        return target
+    return None
+
+
+def _first_check(endpoint: Callable[..., Any], depth: int) -> tuple[str, ...] | None:
+    """The first ``require*`` call in the source order of ``endpoint``; a call
+    of a helper (``_act(...)`` of the task actions) counts as its own first
+    check when it has one, ``depth`` helpers deep."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(endpoint)))
     except (OSError, TypeError, SyntaxError):
         return None
+    scope = getattr(endpoint, "__globals__", {})
     calls = sorted(
         (
             node
             for node in ast.walk(tree)
             if isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
-            and node.func.id in _CHECKS
+            and (node.func.id in _CHECKS or (depth > 0 and _helper(node, scope) is not None))
         ),
         key=lambda node: (node.lineno, node.col_offset),
     )
-    if not calls:
-        return None
-    call, scope = calls[0], getattr(endpoint, "__globals__", {})
+    for call in calls:
+        helper = _helper(call, scope)
+        if helper is None:
+            return _permissions(call, scope)
+        found = _first_check(helper, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _permissions(call: ast.Call, scope: dict[str, Any]) -> tuple[str, ...] | None:
     assert isinstance(call.func, ast.Name)
     if call.func.id == "require_own":
         named = [k.value for k in call.keywords if k.arg == "permission"]

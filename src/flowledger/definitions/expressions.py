@@ -13,7 +13,9 @@ are checked twice:
   ``system``, attribute and subscript reads, and calls of the whitelisted
   functions ``len``, ``lower``, ``upper`` and ``contains`` only. Names starting
   with ``_`` (dunders) are refused, as are f-strings, lambdas, comprehensions,
-  keyword arguments and anything else not listed;
+  keyword arguments and anything else not listed; constant sub-expressions
+  are folded with the run-time guards (:func:`check_shape`), so
+  ``9**9**9**9`` and ``"a" * 10**9`` are refused here, at deploy;
 * at run time, by the evaluator: attribute and subscript reads only look into
   mappings and sequences (``getattr`` is never called), powers, string and
   list sizes are bounded, and ``%`` is numeric only.
@@ -187,21 +189,83 @@ def _check_tree(tree: ast.Expression, text: str) -> None:
                 raise ExpressionError(
                     f"unknown name {node.id!r} in {text!r} (use form.<field> or system.<name>)"
                 )
-        elif isinstance(node, ast.Attribute):
-            if node.attr.startswith("_"):
-                raise ExpressionError(f"access to {node.attr!r} is not allowed in {text!r}")
         elif isinstance(node, ast.Constant):
             if not isinstance(node.value, str | int | float | bool | type(None)):
                 raise ExpressionError(f"literal {node.value!r} is not allowed in {text!r}")
         elif isinstance(node, ast.Call):
             _check_call(node, text)
-        elif (
-            isinstance(node, ast.BinOp)
-            and isinstance(node.op, ast.Pow)
-            and isinstance(node.left, ast.Constant)
-            and isinstance(node.right, ast.Constant)
-        ):
-            _check_power(node.left.value, node.right.value)
+    check_shape(tree, text)
+
+
+# the size guards of the evaluator, applied to constant sub-expressions at
+# compile time (issue 17 item 5): one implementation for both times
+_SIZE_GUARDED: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: _safe_add,
+    ast.Mult: _safe_mult,
+    ast.Pow: _safe_power,
+}
+_UNKNOWN = object()
+
+
+def check_shape(tree: ast.AST, text: str) -> None:
+    """Refuse the shapes the run-time guard would refuse whatever the data:
+    attributes starting with ``_`` (dunders), and constant sub-expressions
+    whose power, repetition or concatenation exceeds the evaluator's bounds
+    (``9**9**9**9``, ``"a" * 10**9``, ``form.x ** 10**9``). Constants are
+    folded with the evaluator's own guarded operators, so folding is bounded
+    too. Raise :class:`ExpressionError`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            raise ExpressionError(f"access to {node.attr!r} is not allowed in {text!r}")
+    try:
+        _fold(tree)
+    except ExpressionError as exc:
+        raise ExpressionError(f"{exc.message} in {text!r}") from None
+    except RecursionError:
+        raise ExpressionError(f"{text!r} is nested too deeply") from None
+
+
+def check_shape_text(text: str) -> None:
+    """:func:`check_shape` for a text that may name more than ``form`` and
+    ``system`` (a trigger's ``resultMapping`` reads ``response``)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError) as exc:
+        raise ExpressionError(f"cannot parse {text!r}: {exc}") from None
+    check_shape(tree, text)
+
+
+def _fold(node: ast.AST) -> Any:
+    """The constant value of ``node``, or ``_UNKNOWN`` when it depends on data
+    (or fails in a way the run time reports, such as ``1 / 0``)."""
+    if isinstance(node, ast.Expression):
+        return _fold(node.body)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [_fold(item) for item in node.elts]
+        if any(item is _UNKNOWN for item in items):
+            return _UNKNOWN
+        return items if isinstance(node, ast.List) else tuple(items)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _fold(node.operand)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+        return _UNKNOWN
+    if isinstance(node, ast.BinOp):
+        left, right = _fold(node.left), _fold(node.right)
+        guarded = _SIZE_GUARDED.get(type(node.op))
+        if isinstance(node.op, ast.Pow) and right is not _UNKNOWN:
+            _check_power(None if left is _UNKNOWN else left, right)
+        if guarded is None or left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        try:
+            return guarded(left, right)
+        except (ArithmeticError, TypeError, ValueError):
+            return _UNKNOWN
+    for child in ast.iter_child_nodes(node):
+        _fold(child)
+    return _UNKNOWN
 
 
 def _check_call(node: ast.Call, text: str) -> None:

@@ -3,7 +3,8 @@
 Owns the rules about the graph as a whole: one start, at least one end, edges
 between known nodes, nothing after an end or before the start, every node
 reachable from the start, every non-end node able to move on, and every
-parallel / inclusive join matched by a fork of the same type upstream.
+parallel / inclusive join matched by a fork of the same type upstream, and
+every such fork by a join all its branches reach (issue 17 item 5).
 
 Reachability follows normal edges, exception edges (``on: error``) and
 failure-policy fallbacks (``failurePolicy.fallbackNodeKey``), since each of
@@ -102,6 +103,7 @@ def structure_problems(defn: ProcessDefinition) -> list[Problem]:
                     )
                 )
     problems += _join_problems(defn, nodes, adj)
+    problems += _fork_problems(defn, nodes, adj)
     return problems
 
 
@@ -167,6 +169,43 @@ def _join_problems(
                     f"node {join.key!r}: {join.type} join has {len(incoming)} incoming edges "
                     f"but no {join.type} fork upstream",
                     node=join.key,
+                )
+            )
+    return problems
+
+
+def _fork_problems(
+    defn: ProcessDefinition, nodes: list[Node], adj: dict[str, list[str]]
+) -> list[Problem]:
+    """A fork (a parallel or inclusive gateway with two or more outgoing
+    normal edges) needs its join: a gateway of the same type with two or more
+    incoming edges that *every* branch can reach. The engine joins a token at
+    the first gateway of the fork's type it meets with two or more incoming
+    edges; a branch that can only run into an end, or into a join the other
+    branches never reach, leaves that join waiting forever (issue 17 item 5)."""
+    types = {node.key: node.type for node in nodes}
+    problems: list[Problem] = []
+    for fork in nodes:
+        if fork.type not in JOIN_TYPES:
+            continue
+        branches = [edge.to for edge in defn.outgoing(fork.key) if edge.to in adj]
+        if len(branches) < 2:
+            continue
+        common = set.intersection(*(reachable(adj, [to]) for to in branches))
+        joins = [
+            key
+            for key in common
+            if types.get(key) == fork.type
+            and sum(1 for edge in defn.incoming(key) if edge.from_ in adj) >= 2
+        ]
+        if not joins:
+            problems.append(
+                Problem(
+                    "fork_without_join",
+                    f"node {fork.key!r}: {fork.type} fork has {len(branches)} branches but no "
+                    f"{fork.type} join (a {fork.type} gateway with two or more incoming edges) "
+                    "that every branch reaches",
+                    node=fork.key,
                 )
             )
     return problems

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 
-from flowledger.definitions.expressions import ExpressionError, compile_condition
+from flowledger.definitions.expressions import ExpressionError, check_shape_text, compile_condition
 from flowledger.definitions.model import CompensationAction, HttpCall, Node, ProcessDefinition
 from flowledger.definitions.problems import Problem
 from flowledger.definitions.templates import validate_template
@@ -122,12 +122,23 @@ class _NodeChecker:
             if call is not None:
                 yield from self.templates(name, _call_templates(call))
                 yield from self.secret_headers(name, call.headers)
+                yield from self.result_mapping(name, call)
         if node.compensation is not None:
             yield from self.templates("compensation", _action_templates(node.compensation))
             yield from self.secret_headers("compensation", node.compensation.headers)
         fallback = node.failure_policy.fallback_action if node.failure_policy else None
         if fallback is not None:
             yield from self.secret_headers("failurePolicy.fallbackAction", fallback.headers)
+
+    def result_mapping(self, where: str, call: HttpCall) -> Iterator[Problem]:
+        """The shapes the sandbox refuses whatever the response (issue 17
+        item 5); names are resolved at run time (``response`` is known there)."""
+        for target, text in call.result_mapping.items():
+            field = f"{where}.resultMapping.{target}"
+            try:
+                check_shape_text(text)
+            except ExpressionError as exc:
+                yield self.problem("bad_mapping", f"{field}: {exc.message}", field)
 
     def secret_headers(self, where: str, headers: dict[str, str]) -> Iterator[Problem]:
         """Credentials do not belong in a definition: everyone who may read

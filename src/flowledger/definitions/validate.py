@@ -18,7 +18,7 @@ field):
 * graph: ``no_start_node``, ``multiple_start_nodes``, ``no_end_node``,
   ``start_has_incoming``, ``end_has_outgoing``, ``dangling_edge``,
   ``unreachable_node``, ``dead_end``, ``gateway_without_outgoing``,
-  ``catch_without_outgoing``, ``join_without_fork``;
+  ``catch_without_outgoing``, ``join_without_fork``, ``fork_without_join``;
 * nodes: ``duplicate_node_key``, ``missing_assignees``, ``bad_expression``,
   ``timeout_not_allowed``, ``non_positive_duration``, ``delay_missing_wait``,
   ``delay_ambiguous_wait``, ``bad_until``, ``trigger_missing_call``,

@@ -33,6 +33,11 @@ class JobFilter:
     node_key: str | None = None  # the definition node a job belongs to
     definition_key: str | None = None  # jobs of instances of one definition
 
+    def keyword_match(self, last_error: Any, job_type: Any) -> Any:
+        """The keyword condition over these columns (of the table or a subquery)."""
+        assert self.keyword
+        return or_(contains(last_error, self.keyword), contains(job_type, self.keyword))
+
     def apply(self, query: Any) -> Any:
         if self.types:
             query = query.where(jobs.c.type.in_(self.types))
@@ -61,9 +66,7 @@ class JobFilter:
         if self.enqueued_after is not None:
             query = query.where(jobs.c.created_at >= self.enqueued_after)
         if self.keyword:  # literal (issue 17 item 7); ix_workflow_jobs_*_trgm on PostgreSQL
-            query = query.where(
-                or_(contains(jobs.c.last_error, self.keyword), contains(jobs.c.type, self.keyword))
-            )
+            query = query.where(self.keyword_match(jobs.c.last_error, jobs.c.type))
         if self.tenants is not None:
             query = query.where(jobs.c.tenant_id.in_(self.tenants))
         return query

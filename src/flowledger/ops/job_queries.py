@@ -24,6 +24,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -124,13 +125,43 @@ async def list_jobs(
         query = query.where(jobs.c.id < after)
     query = query.order_by(jobs.c.id.desc()).limit(limit + 1)
     async with db.read() as conn:
-        rows = (await conn.execute(query)).mappings().all()
+        rows: Sequence[Any] = []
+        if flt.keyword:
+            rows = (await conn.execute(_recent_keyword_page(flt, after, limit))).mappings().all()
+        if len(rows) <= limit:  # not enough in the recent window: the trigram path
+            rows = (await conn.execute(query)).mappings().all()
     items = [camel_row(r, _LIST_HIDDEN) for r in rows[:limit]]
     for item in items:
         if item["lastError"] is not None and len(item["lastError"]) > LIST_ERROR_CHARS:
             item["lastError"] = item["lastError"][:LIST_ERROR_CHARS] + "…"
     more = len(rows) > limit
     return {"items": items, "next": encode_cursor(items[-1]["id"]) if more else None}
+
+
+# how many of the newest jobs (matching every filter but the keyword) the
+# keyword page looks at first (issue 17 item 7)
+KEYWORD_WINDOW = 5000
+
+
+def _recent_keyword_page(flt: JobFilter, after: int | None, limit: int) -> Any:
+    """The page of a keyword search, looked for among the newest
+    ``KEYWORD_WINDOW`` jobs that match the other filters: an id-descending
+    walk of the primary key with a LIMIT, then the keyword over that window
+    (a LIMIT subquery, so PostgreSQL does not push the keyword into the walk
+    and choose the trigram index). When the window holds ``limit + 1``
+    matches they are exactly the newest ones (every job outside the window is
+    older than all of it), so a broad keyword costs one short walk instead of
+    sorting all its matches; with fewer, the caller runs the trigram query."""
+    inner = replace(flt, keyword=None).apply(select(*_columns(_LIST_HIDDEN)))
+    if after is not None:
+        inner = inner.where(jobs.c.id < after)
+    window = inner.order_by(jobs.c.id.desc()).limit(KEYWORD_WINDOW).subquery("recent")
+    return (
+        select(window)
+        .where(flt.keyword_match(window.c.last_error, window.c.type))
+        .order_by(window.c.id.desc())
+        .limit(limit + 1)
+    )
 
 
 async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
