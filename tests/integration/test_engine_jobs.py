@@ -3,14 +3,13 @@ their ledger jobs (SPEC E-3, E-5, E-9, L-2, L-14), time moved by the clock."""
 
 from __future__ import annotations
 
-from flowledger.api.auth import create_user
-
 import asyncio
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
+from flowledger.api.auth import create_user
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
