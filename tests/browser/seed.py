@@ -40,7 +40,7 @@ UNDO = {
 }
 
 
-def wait_for(check: Any, timeout: float = 30.0, what: str = "condition") -> Any:
+def wait_for(check: Any, timeout: float = 60.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = check()

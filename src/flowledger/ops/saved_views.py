@@ -51,6 +51,14 @@ def _visible(user: str, tenants: Sequence[str] | None) -> Any:
     return or_(v.c.owner == user, shared)
 
 
+async def _lock_owner(conn: AsyncConnection, owner: str) -> None:
+    """Lock every view of ``owner`` in id order, before any other lock of the
+    transaction: two concurrent "make this my default" then run one after the
+    other on PostgreSQL (SQLite has one writer) instead of colliding on the
+    unique default index."""
+    await conn.execute(select(v.c.id).where(v.c.owner == owner).order_by(v.c.id).with_for_update())
+
+
 async def _clear_default(conn: AsyncConnection, owner: str, scope: str, keep: int | None) -> None:
     query = update(v).where(v.c.owner == owner, v.c.scope == scope, v.c.is_default.is_(True))
     if keep is not None:
@@ -79,6 +87,7 @@ async def create_view(
         try:
             async with db.begin() as conn:
                 if is_default:
+                    await _lock_owner(conn, owner)
                     await _clear_default(conn, owner, scope, None)
                 result = await conn.execute(
                     v.insert()
@@ -144,6 +153,8 @@ async def update_view(
     for attempt in range(RETRIES):
         try:
             async with db.begin() as conn:
+                if changes.get("is_default"):
+                    await _lock_owner(conn, user)
                 row = (
                     (
                         await conn.execute(
