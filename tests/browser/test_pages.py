@@ -161,6 +161,8 @@ def test_a_401_returns_to_login(server: Server, open_console: Opener) -> None:
     page.goto(server.base + "/definitions")
     page.wait_for_url("**/login?expired=1")
     page.get_by_text("会话已失效").wait_for()
+    assert page.url.endswith("/login?expired=1")
+    assert page.evaluate("() => Object.keys(localStorage).filter(k => /token/i.test(k))") == []
     shot(page, "login-expired-zh-CN")
 
 

@@ -137,7 +137,7 @@ async def test_sound_variants_still_deploy_item5(api: Api, people: People) -> No
         _trigger("https://erp.example/{{form.id}}?q={{form.q}}", {"X-A": "plain"}),
         _delay("P30D"),
     ):
-        await api.deploy(people.root, definition)
+        assert (await api.deploy(people.root, definition))["key"] == definition["key"]
     # a loop through a wait state is fine
     looped = copy.deepcopy(approval("again"))
     looped["nodes"].insert(2, {"key": "gw", "type": "exclusive"})

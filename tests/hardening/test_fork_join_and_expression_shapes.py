@@ -92,7 +92,7 @@ async def test_forks_with_their_joins_still_deploy_item5(api: Api, people: Peopl
     for kind in ("parallel", "inclusive"):
         plain = _split(kind, [("a", "join"), ("b", "join"), ("join", "end")], ("join",))
         plain["key"] = f"ok-{kind}"
-        await api.deploy(people.root, plain)
+        assert (await api.deploy(people.root, plain))["key"] == plain["key"]
     # nested: the inner fork joins first, then the outer one
     nested = _flow(
         "nested",
@@ -263,4 +263,4 @@ async def test_safe_expression_shapes_still_deploy_item5(api: Api, people: Peopl
         _input_mapping('form.prefix + "-" * 3'),
         _assignees("form.owner"),
     ):
-        await api.deploy(people.root, definition)
+        assert (await api.deploy(people.root, definition))["key"] == definition["key"]

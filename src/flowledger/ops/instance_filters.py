@@ -52,6 +52,7 @@ from flowledger.db.engine_schema import (
     workflow_tokens,
     workflow_trace,
 )
+from flowledger.db.like import ESCAPE, escape_like
 from flowledger.db.schema import workflow_jobs
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
 
@@ -60,9 +61,9 @@ MAX_ID = 2**63 - 1
 
 
 def like_pattern(keyword: str) -> str:
-    """``%keyword%`` with ``\\``, ``%`` and ``_`` escaped (escape char ``\\``)."""
-    escaped = keyword.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+    """``%keyword%`` taken literally (:func:`flowledger.db.like.escape_like`;
+    an ILIKE, not ``contains``, so the trigram index on the form text serves it)."""
+    return f"%{escape_like(keyword)}%"
 
 
 @dataclass(frozen=True)
@@ -153,12 +154,12 @@ class InstanceFilter:
         form_text = cast(i.form_data, Text)
         matches: list[ColumnElement[bool]] = [
             i.trace_id == keyword,
-            form_text.ilike(like_pattern(keyword), escape="\\"),
+            form_text.ilike(like_pattern(keyword), escape=ESCAPE),
         ]
         if sqlite:  # SQLite stores JSON ASCII-escaped: match the escaped text too
             escaped = json.dumps(keyword)[1:-1]
             if escaped != keyword:
-                matches.append(form_text.ilike(like_pattern(escaped), escape="\\"))
+                matches.append(form_text.ilike(like_pattern(escaped), escape=ESCAPE))
         if keyword.isdigit() and int(keyword) <= MAX_ID:
             matches.append(i.id == int(keyword))
         return or_(*matches)
