@@ -31,7 +31,10 @@ import httpx
 import pytest
 
 pytest.importorskip("playwright")  # a dev dependency; the import error would be clearer
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+# assertions wait as long as actions do: CI runs two workers on two cores
+expect.set_options(timeout=20_000)
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "web" / "dist" / "index.html"
