@@ -5,7 +5,8 @@ import { Button, Layout, Menu, Segmented, Space, Spin, Tabs, Typography } from "
 import { Outlet, useLocation, useNavigate } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { useQuery } from "@tanstack/react-query";
-import { api, unwrap } from "../api/client";
+import { api } from "../api/client";
+import { meQuery } from "../api/queryClient";
 import { clearToken } from "../auth/session";
 import { setLanguage, type Language } from "../i18n";
 import { MONITOR_TABS, PAGES } from "../pages/registry";
@@ -14,7 +15,7 @@ export function AppLayout() {
   const { t, i18n } = useTranslation();
   const location = useLocation();
   const navigate = useNavigate();
-  const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/api/workflows/me")) });
+  const me = useQuery(meQuery());
   const current = PAGES.find((p) => location.pathname.startsWith(p.path));
   const selected = current?.group ?? current?.key ?? "";
   const items = [

@@ -3,6 +3,8 @@
 // with `group: "monitor"` is a tab of 流程监控 (Process monitor). Adding a
 // page is one folder, two locale files and one entry here.
 import { lazy, type ComponentType, type LazyExoticComponent } from "react";
+import type { QueryClient } from "@tanstack/react-query";
+import { prefetchJobLedger } from "./jobs/queries";
 
 export interface PageDef {
   key: string;
@@ -11,15 +13,19 @@ export interface PageDef {
   group?: "monitor";
   component: LazyExoticComponent<ComponentType>;
   load: () => Promise<unknown>;
+  /** Starts the first screen's reads at boot, beside the page's code. */
+  prefetch?: Prefetch;
 }
 
+type Prefetch = (client: QueryClient, params: URLSearchParams) => void;
+
 type Loader = () => Promise<{ default: ComponentType }>;
-function page(key: string, path: string, ns: string, load: Loader, group?: "monitor"): PageDef {
-  return { key, path, ns, group, load, component: lazy(load) };
+function page(key: string, path: string, ns: string, load: Loader, group?: "monitor", prefetch?: Prefetch): PageDef {
+  return { key, path, ns, group, load, prefetch, component: lazy(load) };
 }
 
 export const PAGES: PageDef[] = [
-  page("jobs", "/monitor/jobs", "jobs", () => import("./jobs/JobLedgerPage"), "monitor"),
+  page("jobs", "/monitor/jobs", "jobs", () => import("./jobs/JobLedgerPage"), "monitor", prefetchJobLedger),
   page("compensation", "/monitor/compensation", "compensation", () => import("./compensation/CompensationPage"), "monitor"),
   page("subscriptions", "/subscriptions", "subscriptions", () => import("./subscriptions/SubscriptionsPage")),
   page("triggers", "/triggers", "triggers", () => import("./triggers/TriggerExecutionsPage")),
@@ -29,10 +35,13 @@ export const PAGES: PageDef[] = [
 ];
 
 /** Start loading the page of `pathname` (called before the first render, so
- * the route's chunk loads alongside the language files, not after them). */
-export function preloadPage(pathname: string): void {
+ * the route's chunk loads alongside the language files, not after them) and,
+ * with a session, its first screen's reads. */
+export function preloadPage(pathname: string, search: string, client: QueryClient | null): void {
   const target = pathname === "/" || pathname === "/monitor" ? "/monitor/jobs" : pathname;
-  void PAGES.find((p) => target.startsWith(p.path))?.load();
+  const found = PAGES.find((p) => target.startsWith(p.path));
+  void found?.load();
+  if (client) found?.prefetch?.(client, new URLSearchParams(search));
 }
 
 export const MONITOR_TABS = PAGES.filter((p) => p.group === "monitor");

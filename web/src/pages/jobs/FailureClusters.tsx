@@ -4,12 +4,14 @@
 import { Button, Card, Empty, List, Segmented, Space, Tag, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
-import { api, unwrap, type Schemas } from "../../api/client";
+import type { Schemas } from "../../api/client";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import type { JobQuery } from "./filters";
 
-export type ClusterBy = "reason" | "type" | "instance" | "trace";
+import { clustersQuery, type ClusterBy } from "./queries";
+
+export type { ClusterBy };
 type Cluster = Schemas["FailureCluster"];
 
 export function FailureClusters(props: {
@@ -21,9 +23,7 @@ export function FailureClusters(props: {
 }) {
   const { t } = useTranslation("jobs");
   const clusters = useQuery({
-    queryKey: ["failure-clusters", props.by, props.query],
-    queryFn: () =>
-      unwrap(api.GET("/api/workflows/engine/jobs/failure-clusters", { params: { query: { ...props.query, by: props.by, limit: 20, samples: 3 } } })),
+    ...clustersQuery(props.by, props.query),
     placeholderData: keepPreviousData,
   });
   return (

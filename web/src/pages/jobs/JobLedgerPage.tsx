@@ -5,7 +5,7 @@ import { Button, Card, Col, Form, Input, InputNumber, Row, Select, Space, Table,
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
-import { api, unwrap, type Schemas } from "../../api/client";
+import type { Schemas } from "../../api/client";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { Pager } from "../../components/Pager";
@@ -15,13 +15,13 @@ import { BatchActions } from "./JobActions";
 import { FailureClusters, type ClusterBy } from "./FailureClusters";
 import { JOB_STATUSES, readQuery, writeQuery, type JobQuery } from "./filters";
 import { RuntimePanel } from "./RuntimePanel";
+import { jobSummaryQuery, jobsQuery } from "./queries";
 
 // the drawer and the replay dialog load when first opened
 const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
 const ReplayDialog = lazy(() => import("./ReplayDialog").then((m) => ({ default: m.ReplayDialog })));
 
 type Job = Schemas["JobPublic"];
-const PAGE_SIZE = 20;
 
 export default function JobLedgerPage() {
   const { t } = useTranslation("jobs");
@@ -45,14 +45,10 @@ export default function JobLedgerPage() {
     setParams(next);
   };
 
-  const summary = useQuery({
-    queryKey: ["job-summary", "all"],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs/summary")),
-  });
+  const summary = useQuery(jobSummaryQuery());
   const types = (summary.data?.byType ?? []).map((b) => b.type);
   const jobs = useQuery({
-    queryKey: ["jobs", queryKey, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs", { params: { query: { ...query, limit: PAGE_SIZE, cursor: pager.cursor } } })),
+    ...jobsQuery(query, pager.cursor),
     placeholderData: keepPreviousData,
   });
 

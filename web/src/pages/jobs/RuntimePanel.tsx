@@ -4,7 +4,8 @@
 import { Card, Col, Popover, Row, Statistic, Table, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
-import { api, unwrap, type Schemas } from "../../api/client";
+import type { Schemas } from "../../api/client";
+import { runtimeStatusQuery, workersQuery } from "./queries";
 import { ErrorAlert } from "../../components/errors";
 import { formatNumber, formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
@@ -35,14 +36,12 @@ function WorkersCard({ nodes }: { nodes: Node[] }) {
 export function RuntimePanel() {
   const { t } = useTranslation("jobs");
   const status = useQuery({
-    queryKey: ["runtime-status"],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs/runtime-status")),
+    ...runtimeStatusQuery(),
     refetchInterval: 5_000,
     placeholderData: keepPreviousData,
   });
   const workers = useQuery({
-    queryKey: ["runtime-status", "workers"],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/workers")),
+    ...workersQuery(),
     refetchInterval: 5_000,
     placeholderData: keepPreviousData,
   });
