@@ -2,14 +2,13 @@
 // with the value that decided it, the condition, whether it was silenced
 // and when it was notified; filtered by kind.
 import { useState } from "react";
-import { Button, Select, Space, Table, Tag } from "antd";
+import { Button, Select, Space, Tag } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
+import { PagedTable } from "./PagedTable";
 import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } from "./labels";
 
 type Event = Schemas["EventPublic"];
@@ -41,15 +40,11 @@ export function EventsTab() {
           {t("common:refresh")}
         </Button>
       </Space>
-      {list.error ? <ErrorAlert error={list.error} /> : null}
-      <Table<Event>
-        data-testid="events-table"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={list.isLoading}
-        dataSource={list.data?.items ?? []}
-        locale={{ emptyText: t("event.none") }}
+      <PagedTable<Event>
+        testId="events-table"
+        query={list}
+        pager={pager}
+        emptyText={t("event.none")}
         columns={[
           { title: t("event.occurredAt"), dataIndex: "occurredAt", width: 170, render: formatTime },
           { title: t("event.kind"), dataIndex: "kind", render: (k: string, e) => <StateTag state={k} testId={`event-kind-${e.id}`} /> },
@@ -62,7 +57,6 @@ export function EventsTab() {
           { title: t("event.notifiedAt"), dataIndex: "notifiedAt", width: 170, render: formatTime },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
     </div>
   );
 }

@@ -1,14 +1,14 @@
 // Alert rules (SPEC O-22): the list with each rule's state and last value,
 // enable / disable in place, edit, delete (confirmed) and "silence this rule".
 import { useState } from "react";
-import { App, Button, Popconfirm, Space, Switch, Table, Tooltip } from "antd";
+import { App, Button, Popconfirm, Space, Switch, Tooltip } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { ErrorAlert, useShowError } from "../../components/errors";
+import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
+import { PagedTable } from "./PagedTable";
 import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } from "./labels";
 import { RuleDialog } from "./RuleDialog";
 
@@ -61,22 +61,18 @@ export function RulesTab({ onSilence }: { onSilence: (rule: Rule) => void }) {
         </Button>
         <Button onClick={() => void refresh()}>{t("common:refresh")}</Button>
       </Space>
-      {list.error ? <ErrorAlert error={list.error} /> : null}
-      <Table<Rule>
-        data-testid="rules-table"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={list.isLoading}
-        dataSource={list.data?.items ?? []}
-        locale={{ emptyText: t("rule.none") }}
+      <PagedTable<Rule>
+        testId="rules-table"
+        query={list}
+        pager={pager}
+        emptyText={t("rule.none")}
         columns={[
           { title: t("rule.name"), dataIndex: "name" },
           { title: t("rule.metric"), dataIndex: "metric", render: (m: string) => <Tooltip title={m}>{metricLabel(m)}</Tooltip> },
           { title: t("rule.condition"), key: "condition", render: (_, r) => `${comparisonSymbol(r.comparison)} ${formatValue(r.threshold)}` },
           { title: t("rule.for"), dataIndex: "for" },
           { title: t("rule.severity"), dataIndex: "severity", render: (s: string) => <SeverityTag severity={s} /> },
-          { title: t("rule.channels"), key: "channels", ellipsis: true, render: (_, r) => channelsOf(r) },
+          { title: t("rule.channels"), key: "channels", ellipsis: true, width: 220, render: (_, r) => channelsOf(r) },
           { title: t("rule.tenant"), dataIndex: "tenant", render: (v: string | null) => v ?? t("rule.allTenants") },
           {
             title: t("rule.state"),
@@ -116,7 +112,6 @@ export function RulesTab({ onSilence }: { onSilence: (rule: Rule) => void }) {
           },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
       <RuleDialog rule={editing} onClose={() => setEditing(null)} />
     </div>
   );

@@ -1,14 +1,14 @@
 // Silences (SPEC O-22): the list by state (active / pending / expired / all),
 // create, and expire early (confirmed; the record stays).
 import { useState } from "react";
-import { App, Button, Popconfirm, Select, Space, Table } from "antd";
+import { App, Button, Popconfirm, Select, Space } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { ErrorAlert, useShowError } from "../../components/errors";
+import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
+import { PagedTable } from "./PagedTable";
 import { StateTag, useMetricLabel } from "./labels";
 
 type Silence = Schemas["SilencePublic"];
@@ -62,22 +62,18 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
           options={(["all", "active", "pending", "expired"] as const).map((s) => ({ value: s, label: s === "all" ? t("silence.allStates") : t(`state.${s}`) }))}
         />
       </Space>
-      {list.error ? <ErrorAlert error={list.error} /> : null}
-      <Table<Silence>
-        data-testid="silences-table"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={list.isLoading}
-        dataSource={list.data?.items ?? []}
-        locale={{ emptyText: t("silence.none") }}
+      <PagedTable<Silence>
+        testId="silences-table"
+        query={list}
+        pager={pager}
+        emptyText={t("silence.none")}
         columns={[
           { title: "#", dataIndex: "id", width: 60 },
           { title: t("silence.matcher"), key: "matcher", render: (_, s) => matcher(s) },
           { title: t("silence.startsAt"), dataIndex: "startsAt", render: formatTime },
           { title: t("silence.endsAt"), dataIndex: "endsAt", render: formatTime },
           { title: t("silence.state"), dataIndex: "state", render: (v: string, s) => <StateTag state={v} testId={`silence-state-${s.id}`} /> },
-          { title: t("silence.comment"), dataIndex: "comment", ellipsis: true },
+          { title: t("silence.comment"), dataIndex: "comment", ellipsis: true, width: 240 },
           { title: t("silence.createdBy"), dataIndex: "createdBy" },
           {
             title: "",
@@ -97,7 +93,6 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
           },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
     </div>
   );
 }
