@@ -13,11 +13,13 @@ export const SEVERITIES = ["info", "warning", "critical"] as const;
 const SEVERITY_COLORS: Record<string, string> = { info: "blue", warning: "orange", critical: "red" };
 const STATE_COLORS: Record<string, string> = { ok: "green", pending: "gold", firing: "red", resolved: "cyan", active: "purple", expired: "default" };
 
-/** The alert metrics the API knows (GET /engine/alerts/metrics: name, unit, value now). */
+/** The alert metrics the API knows (GET /engine/alerts/metrics: name, unit,
+ * value now — over the whole engine for a caller who sees every tenant, else
+ * over the caller's default tenant). */
 export function useMetrics() {
   return useQuery({
     queryKey: ["alert-metrics"],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/alerts/metrics", { params: { query: { tenant: "*" } } })),
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/alerts/metrics")),
     staleTime: 30_000,
   });
 }
