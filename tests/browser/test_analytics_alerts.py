@@ -179,14 +179,23 @@ def test_alert_rule_lifecycle_events_and_silences(
     expect(page.get_by_test_id(f"event-value-{event['id']}")).to_have_text(f"{event['value']:g}")
     page.get_by_test_id("alerts-tab-rules").click()
 
-    # edit: name and `for`
+    # edit: a bad email recipient is refused on its field (channels.email),
+    # then name and `for` change
     page.get_by_test_id(f"rule-edit-{rid}").click()
+    email = page.get_by_test_id("rule-email")
+    email.locator("input").fill("not-an-email")
+    email.locator("input").press("Enter")
+    page.get_by_test_id("rule-save").click()
+    field = page.locator(".ant-form-item", has=email)
+    expect(field.locator(".ant-form-item-explain-error")).to_contain_text("not an email address")
+    email.locator(".ant-select-selection-item-remove").click()
     page.get_by_test_id("rule-name").fill(f"{name} (edited)")
     page.get_by_test_id("rule-for").fill("2m")
     page.get_by_test_id("rule-save").click()
     expect(page.get_by_test_id("rule-form")).to_be_hidden()
     rule = api.get(f"/engine/alerts/rules/{rid}").json()
     assert (rule["name"], rule["forSeconds"], rule["for"]) == (f"{name} (edited)", 120, "2m")
+    assert rule["channels"]["email"] == []
 
     # disable: back to ok without a notification
     page.get_by_test_id(f"rule-enabled-{rid}").click()
