@@ -27,11 +27,13 @@ function page(key: string, path: string, ns: string, load: Loader, group?: "moni
 export const PAGES: PageDef[] = [
   page("jobs", "/monitor/jobs", "jobs", () => import("./jobs/JobLedgerPage"), "monitor", prefetchJobLedger),
   page("compensation", "/monitor/compensation", "compensation", () => import("./compensation/CompensationPage"), "monitor"),
+  page("analytics", "/monitor/analytics", "analytics", () => import("./analytics/AnalyticsPage"), "monitor"),
   page("subscriptions", "/subscriptions", "subscriptions", () => import("./subscriptions/SubscriptionsPage")),
   page("triggers", "/triggers", "triggers", () => import("./triggers/TriggerExecutionsPage")),
   page("integrations", "/integrations", "integrations", () => import("./integrations/IntegrationsPage")),
   page("definitions", "/definitions", "definitions", () => import("./definitions/DefinitionsPage")),
   page("tasks", "/tasks", "tasks", () => import("./tasks/MyTasksPage")),
+  page("alerts", "/system/alerts", "alerts", () => import("./alerts/AlertsPage")),
 ];
 
 /** Start loading the page of `pathname` (called before the first render, so

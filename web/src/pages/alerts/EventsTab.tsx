@@ -1,0 +1,62 @@
+// Alert events (SPEC O-22), newest first: each firing or resolved transition
+// with the value that decided it, the condition, whether it was silenced
+// and when it was notified; filtered by kind.
+import { useState } from "react";
+import { Button, Select, Space, Tag } from "antd";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useTranslation } from "react-i18next";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { formatTime } from "../../components/format";
+import { useCursor } from "../../components/useCursor";
+import { PagedTable } from "./PagedTable";
+import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } from "./labels";
+
+type Event = Schemas["EventPublic"];
+type Kind = "firing" | "resolved";
+
+export function EventsTab() {
+  const { t } = useTranslation("alerts");
+  const metricLabel = useMetricLabel();
+  const [kind, setKind] = useState<Kind | undefined>();
+  const pager = useCursor(`alert-events:${kind ?? ""}`);
+  const list = useQuery({
+    queryKey: ["alert-events", kind ?? null, pager.cursor],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/alerts/events", { params: { query: { kind, limit: 20, cursor: pager.cursor } } })),
+    placeholderData: keepPreviousData,
+  });
+  return (
+    <div data-testid="alert-events">
+      <Space style={{ marginBottom: 12 }}>
+        <Select<Kind>
+          data-testid="event-kind-filter"
+          allowClear
+          style={{ width: 160 }}
+          placeholder={t("event.allKinds")}
+          value={kind}
+          onChange={setKind}
+          options={(["firing", "resolved"] as const).map((k) => ({ value: k, label: t(`state.${k}`) }))}
+        />
+        <Button onClick={() => void list.refetch()} data-testid="events-refresh">
+          {t("common:refresh")}
+        </Button>
+      </Space>
+      <PagedTable<Event>
+        testId="events-table"
+        query={list}
+        pager={pager}
+        emptyText={t("event.none")}
+        columns={[
+          { title: t("event.occurredAt"), dataIndex: "occurredAt", width: 170, render: formatTime },
+          { title: t("event.kind"), dataIndex: "kind", render: (k: string, e) => <StateTag state={k} testId={`event-kind-${e.id}`} /> },
+          { title: t("event.rule"), dataIndex: "ruleName", render: (n: string, e) => `#${e.ruleId} ${n}` },
+          { title: t("rule.metric"), dataIndex: "metric", render: (m: string) => metricLabel(m) },
+          { title: t("event.value"), dataIndex: "value", align: "right", render: (v: number | null, e) => <span data-testid={`event-value-${e.id}`}>{formatValue(v)}</span> },
+          { title: t("rule.condition"), key: "condition", render: (_, e) => `${comparisonSymbol(e.comparison)} ${formatValue(e.threshold)}` },
+          { title: t("rule.severity"), dataIndex: "severity", render: (s: string) => <SeverityTag severity={s} /> },
+          { title: t("event.silenced"), dataIndex: "silenced", render: (s: boolean) => (s ? <Tag>{t("event.silencedYes")}</Tag> : "—") },
+          { title: t("event.notifiedAt"), dataIndex: "notifiedAt", width: 170, render: formatTime },
+        ]}
+      />
+    </div>
+  );
+}

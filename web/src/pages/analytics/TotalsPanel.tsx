@@ -1,0 +1,44 @@
+// O-14 totals: instances per status, average duration of the finished ones,
+// pending human tasks now and starts in the last 7 days.
+import { Col, Row, Space, Statistic, Typography } from "antd";
+import { useTranslation } from "react-i18next";
+import { formatNumber } from "../../components/format";
+import { StatusTag } from "../../components/StatusTag";
+import { formatDuration } from "./duration";
+import { PanelCard } from "./PanelCard";
+import { usePanel } from "./useAnalytics";
+
+export function TotalsPanel({ definitionKey }: { definitionKey?: string }) {
+  const { t } = useTranslation("analytics");
+  const q = usePanel("totals", definitionKey);
+  const d = q.data;
+  const figures = d
+    ? [
+        { key: "instances", value: formatNumber(d.instances) },
+        { key: "finished", value: formatNumber(d.finished) },
+        { key: "avgDuration", value: formatDuration(d.avgDurationMs, t) },
+        { key: "pendingTasks", value: formatNumber(d.pendingTasks) },
+        { key: "startsLast7Days", value: formatNumber(d.startsLast7Days) },
+      ]
+    : [];
+  return (
+    <PanelCard title={t("totals.title")} testId="panel-totals" loading={q.isLoading} error={q.error}>
+      <Row gutter={16}>
+        {figures.map((f) => (
+          <Col key={f.key} xs={12} md={8} xl={4}>
+            <Statistic title={t(`totals.${f.key}`)} value={f.value} valueRender={() => <span data-testid={`totals-${f.key}`}>{f.value}</span>} />
+          </Col>
+        ))}
+      </Row>
+      <Space wrap style={{ marginTop: 12 }} data-testid="totals-by-status">
+        <Typography.Text type="secondary">{t("totals.byStatus")}</Typography.Text>
+        {Object.entries(d?.instancesByStatus ?? {}).map(([status, n]) => (
+          <span key={status} data-testid={`totals-status-${status}`}>
+            <StatusTag status={status} />
+            {formatNumber(n)}
+          </span>
+        ))}
+      </Space>
+    </PanelCard>
+  );
+}
