@@ -9,6 +9,7 @@ import { api, unwrap } from "../api/client";
 import { clearToken } from "../auth/session";
 import { setLanguage, type Language } from "../i18n";
 import { MONITOR_TABS, PAGES } from "../pages/registry";
+import { InstanceDrawerHost } from "../components/instance/InstanceDrawerHost";
 
 export function AppLayout() {
   const { t, i18n } = useTranslation();
@@ -83,6 +84,7 @@ export function AppLayout() {
           <Suspense fallback={<Spin />}>
             <Outlet />
           </Suspense>
+          <InstanceDrawerHost />
         </Layout.Content>
       </Layout>
     </Layout>
