@@ -70,6 +70,11 @@ export default function InstanceDrawer({ id, onClose }: { id: number; onClose: (
       }
       extra={
         <Space>
+          {head?.status === "running" && (
+            <Button onClick={() => setRepair({ action: "force_jump", params: {} })} data-testid="drawer-force-jump">
+              {t("repair.force_jump")}
+            </Button>
+          )}
           <Button onClick={() => void diagnostics.refetch()} loading={diagnostics.isFetching} data-testid="drawer-refresh">
             {t("drawer.refresh")}
           </Button>
