@@ -101,7 +101,8 @@ def _repair(page: Page, server: Server, api: httpx.Client, iid: int, action: str
         page.get_by_test_id("form-field").click()
         page.locator(".ant-select-item-option").filter(has_text="invoiceId").click()
         page.get_by_test_id("form-value").fill("INV-7-fixed")
-        page.get_by_test_id("repair-reason").fill(reason)
+        page.get_by_test_id("form-reason").fill(reason)
+        shot(page, f"drawer-form-{iid}-en")
         page.get_by_test_id("form-submit").click()
         expect(page.get_by_test_id("form-history")).to_contain_text("INV-7-fixed")
         assert _diagnostics(api, iid)["form"]["data"]["invoiceId"] == "INV-7-fixed"
@@ -116,7 +117,9 @@ def _repair(page: Page, server: Server, api: httpx.Client, iid: int, action: str
             # so the operator picks the branch on the diagram instead
             target = "emea"
         _jump_on_diagram(page, target, reason)
-        expect(page.get_by_test_id("drawer-position")).to_contain_text(target)
+        expect(
+            page.get_by_test_id("drawer-position").locator(f"[data-node={target}]")
+        ).to_be_visible()
         after = _diagnostics(api, iid)
         states = {n["key"]: n["state"] for n in after["nodes"]}
         assert states[target] in ("active", "waiting"), states
@@ -142,7 +145,8 @@ def _repair(page: Page, server: Server, api: httpx.Client, iid: int, action: str
         _reason(page, reason)
         result, outcome, detail = _audit(server, "recovery.run", params["action"])
         assert (result, outcome) == (reason, "ok")
-        assert json.loads(detail)["totals"]["done"] >= 1, detail
+        done = json.loads(detail)
+        assert done["filter"]["instanceId"] == iid and done["done"] >= 1, detail
     elif action == "remind":
         _reason(page, reason)
         assert _audit(server, "task.remind", params["taskId"])[:2] == (reason, "ok")
@@ -240,7 +244,9 @@ def test_drawer_tabs_jump_reassign_and_bundle(
         # force jump picked on the diagram: back to the manager's approval
         page.get_by_test_id("drawer-force-jump").click()
         _jump_on_diagram(page, "manager", "redo the manager approval")
-        expect(page.get_by_test_id("drawer-position")).to_contain_text("manager")
+        expect(
+            page.get_by_test_id("drawer-position").locator("[data-node=manager]")
+        ).to_be_visible()
         shot(page, "drawer-after-jump-en")
         tasks = _diagnostics(api, iid)["tasks"]
         assert [t["assignee"] for t in tasks if t["open"]] == ["alice"], tasks

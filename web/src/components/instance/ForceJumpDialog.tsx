@@ -99,7 +99,7 @@ export function ForceJumpDialog({ doc, target: initialTarget, fromNode: initialF
                 value={target}
                 onChange={setTarget}
                 showSearch
-                options={doc.nodes.map((n) => ({ value: n.key, label: `${n.name ?? n.key} (${n.type})` }))}
+                options={doc.nodes.map((n) => ({ value: n.key, label: n.name ? `${n.name} (${n.key})` : `${n.key} (${n.type})` }))}
               />
             </Form.Item>
             <Form.Item label={t("jump.fromNode")} extra={t("jump.fromNodeHint")}>

@@ -77,7 +77,7 @@ export function FormView({ doc, onDone, onRetry }: { doc: Diagnostics; onDone: (
                 <Input style={{ width: 320 }} value={value} onChange={(e) => setValue(e.target.value)} data-testid="form-value" />
               </Form.Item>
             </Space>
-            <ReasonInput value={reason} onChange={setReason} />
+            <ReasonInput value={reason} onChange={setReason} testId="form-reason" />
             <Space>
               <Button type="primary" disabled={!field || blank(reason)} loading={correct.isPending} onClick={() => correct.mutate()} data-testid="form-submit">
                 {t("form.submit")}

@@ -3,11 +3,11 @@
 import { Form, Input, type ButtonProps } from "antd";
 import { useTranslation } from "react-i18next";
 
-export function ReasonInput({ value, onChange, label }: { value: string; onChange: (v: string) => void; label?: string }) {
+export function ReasonInput({ value, onChange, label, testId = "repair-reason" }: { value: string; onChange: (v: string) => void; label?: string; testId?: string }) {
   const { t } = useTranslation("instance");
   return (
     <Form.Item label={label ?? t("repair.reason")} required style={{ marginBottom: 8 }}>
-      <Input.TextArea rows={2} value={value} onChange={(e) => onChange(e.target.value)} data-testid="repair-reason" maxLength={2000} />
+      <Input.TextArea rows={2} value={value} onChange={(e) => onChange(e.target.value)} data-testid={testId} maxLength={2000} />
     </Form.Item>
   );
 }
