@@ -43,6 +43,7 @@ export function TasksTable({ tasks, onRepair }: { tasks: TaskRow[]; onRepair?: (
       rowKey="id"
       pagination={tasks.length > 20 ? { pageSize: 20 } : false}
       dataSource={tasks}
+      scroll={{ x: "max-content" }}
       onRow={(r) => ({ "data-testid": `task-row-${r.id}` }) as object}
       columns={[
         { title: t("col.task"), dataIndex: "id" },
