@@ -94,6 +94,8 @@ async def test_remind_posts_a_message_and_is_limited_to_once_per_10_minutes_O5(
         ("task.remind", "failed", "root", str(task)),
         ("task.remind", "ok", "ops", str(task)),
     ]
+    reasons = [r["reason"] for r in await api.rows(operation_audit) if r["action"] == "task.remind"]
+    assert reasons == ["please today", None, None]
 
 
 async def test_two_operators_reminding_at_once_send_one_reminder_O5(

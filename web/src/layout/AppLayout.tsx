@@ -10,6 +10,7 @@ import { meQuery } from "../api/queryClient";
 import { clearToken } from "../auth/session";
 import { setLanguage, type Language } from "../i18n";
 import { MONITOR_TABS, PAGES } from "../pages/registry";
+import { InstanceDrawerHost } from "../components/instance/InstanceDrawerHost";
 
 export function AppLayout() {
   const { t, i18n } = useTranslation();
@@ -84,6 +85,7 @@ export function AppLayout() {
           <Suspense fallback={<Spin />}>
             <Outlet />
           </Suspense>
+          <InstanceDrawerHost />
         </Layout.Content>
       </Layout>
     </Layout>

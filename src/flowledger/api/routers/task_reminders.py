@@ -2,7 +2,7 @@
 notifies the assignee of a pending task — in-app message, plus email when
 SMTP is configured and the assignee is an address — at most once per task
 per ten minutes. Needs ``workflow:engine:operate`` (checked before the body
-is read); audited (a refusal too).
+is read); audited (a refusal too), the ``note`` as the audit row's reason.
 
 Too soon: 429 ``remind_too_soon`` with ``retryAfterSeconds`` in the body and
 the same number in the ``Retry-After`` header. A task that is not pending:
@@ -53,7 +53,7 @@ async def remind_task(
 ) -> ReminderPublic | JSONResponse:
     """Remind the assignee of a pending task (催办); ``note`` is added to the message."""
     try:
-        async with audited(ctx, caller, "task.remind", "task", task_id) as entry:
+        async with audited(ctx, caller, "task.remind", "task", task_id, reason=body.note) as entry:
             task = await lookups.visible_task(ctx, caller, task_id)
             entry.tenant_id = task["tenant_id"]
             entry.detail.update(instanceId=task["instance_id"], assignee=task["assignee"])

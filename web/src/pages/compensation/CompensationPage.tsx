@@ -10,6 +10,7 @@ import { useTranslation } from "react-i18next";
 import { api, download, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
+import { InstanceLink } from "../../components/InstanceLink";
 import { JsonBlock } from "../../components/JsonBlock";
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
@@ -125,7 +126,7 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
           <Descriptions size="small" column={2} bordered>
             <Descriptions.Item label={t("col.status")}><span data-testid="ticket-status"><StatusTag status={d.status} /></span></Descriptions.Item>
             <Descriptions.Item label={t("col.instance")}>
-              {d.instanceId} <StatusTag status={d.instanceStatus} />
+              <InstanceLink id={d.instanceId} /> <StatusTag status={d.instanceStatus} />
             </Descriptions.Item>
             <Descriptions.Item label={t("col.kind")}>{d.kind}</Descriptions.Item>
             <Descriptions.Item label={t("col.node")}>{`${d.nodeKey} ← ${d.failedNodeKey}`}</Descriptions.Item>
@@ -246,7 +247,7 @@ export default function CompensationPage() {
         columns={[
           { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => set("ticket", String(id))} data-testid={`ticket-link-${id}`}>#{id}</a> },
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
-          { title: t("col.instance"), dataIndex: "instanceId" },
+          { title: t("col.instance"), dataIndex: "instanceId", render: (v: number) => <InstanceLink id={v} /> },
           { title: t("col.kind"), dataIndex: "kind" },
           { title: t("col.node"), render: (_, r) => `${r.nodeKey} ← ${r.failedNodeKey}` },
           { title: t("col.actionStatus"), dataIndex: "compensationActionStatus", render: (s: string) => <StatusTag status={s} /> },

@@ -1,7 +1,9 @@
 // A definition's process diagram: React Flow, laid out by dagre (left to
 // right). Nodes and edges named by a validation problem are drawn red with
-// the problem's message beside them.
-import { useMemo } from "react";
+// the problem's message beside them. The instance drawer draws the run state
+// on the same diagram through `decorations` (a style, attributes and a badge
+// per node, a style per edge) and `onNodeClick`.
+import { useMemo, type CSSProperties, type ReactNode } from "react";
 import { Background, Controls, MarkerType, ReactFlow, type Edge, type Node } from "@xyflow/react";
 import dagre from "@dagrejs/dagre";
 import "@xyflow/react/dist/style.css";
@@ -28,16 +30,46 @@ interface SourceEdge {
   on?: string;
 }
 
+export interface NodeDecoration {
+  style?: CSSProperties;
+  extra?: ReactNode;
+  attrs?: Record<string, string>;
+}
+export interface Decorations {
+  node?: (key: string) => NodeDecoration | undefined;
+  edge?: (from: string, to: string) => CSSProperties | undefined;
+}
+
 const WIDTH = 180;
 const HEIGHT = 56;
 
-export function Diagram({ source, problems = [] }: { source: unknown; problems?: Problem[] }) {
+export function Diagram({
+  source,
+  problems = [],
+  decorations,
+  onNodeClick,
+  height = 460,
+}: {
+  source: unknown;
+  problems?: Problem[];
+  decorations?: Decorations;
+  onNodeClick?: (key: string) => void;
+  height?: number;
+}) {
   const { t } = useTranslation("definitions");
   const labels = useMemo(() => ({ default: t("diagram.default"), on: (v: string) => t("diagram.on", { on: v }) }), [t]);
-  const { nodes, edges } = useMemo(() => layout(source, problems, labels), [source, problems, labels]);
+  const { nodes, edges } = useMemo(() => layout(source, problems, labels, decorations), [source, problems, labels, decorations]);
   return (
-    <div style={{ height: 460, border: "1px solid #f0f0f0", borderRadius: 6 }} data-testid="diagram">
-      <ReactFlow nodes={nodes} edges={edges} fitView nodesConnectable={false} nodesDraggable={false} proOptions={{ hideAttribution: true }}>
+    <div style={{ height, border: "1px solid #f0f0f0", borderRadius: 6 }} data-testid="diagram">
+      <ReactFlow
+        nodes={nodes}
+        edges={edges}
+        fitView
+        nodesConnectable={false}
+        nodesDraggable={false}
+        proOptions={{ hideAttribution: true }}
+        onNodeClick={onNodeClick ? (_event, node) => onNodeClick(node.id) : undefined}
+      >
         <Background />
         <Controls showInteractive={false} />
       </ReactFlow>
@@ -45,7 +77,12 @@ export function Diagram({ source, problems = [] }: { source: unknown; problems?:
   );
 }
 
-function layout(source: unknown, problems: Problem[], labels: { default: string; on: (v: string) => string }): { nodes: Node[]; edges: Edge[] } {
+function layout(
+  source: unknown,
+  problems: Problem[],
+  labels: { default: string; on: (v: string) => string },
+  decorations?: Decorations,
+): { nodes: Node[]; edges: Edge[] } {
   const src = (source ?? {}) as { nodes?: SourceNode[]; edges?: SourceEdge[] };
   const srcNodes = Array.isArray(src.nodes) ? src.nodes.filter((n) => n && typeof n.key === "string") : [];
   const srcEdges = Array.isArray(src.edges) ? src.edges.filter((e) => e && typeof e.from === "string" && typeof e.to === "string") : [];
@@ -63,12 +100,18 @@ function layout(source: unknown, problems: Problem[], labels: { default: string;
   const nodes: Node[] = srcNodes.map((n) => {
     const pos = g.node(n.key);
     const issues = nodeProblems(n.key);
+    const decor = decorations?.node?.(n.key);
     return {
       id: n.key,
       position: { x: (pos?.x ?? 0) - WIDTH / 2, y: (pos?.y ?? 0) - HEIGHT / 2 },
       data: {
         label: (
-          <div data-testid={`diagram-node-${n.key}`} data-problem={issues.length ? "true" : undefined} title={issues.map((p) => p.message).join("\n")}>
+          <div
+            data-testid={`diagram-node-${n.key}`}
+            data-problem={issues.length ? "true" : undefined}
+            title={issues.map((p) => p.message).join("\n")}
+            {...decor?.attrs}
+          >
             <div style={{ fontWeight: 600 }}>{n.name ?? n.key}</div>
             <div style={{ fontSize: 11, color: "#888" }}>{n.type}</div>
             {issues.map((p, i) => (
@@ -76,10 +119,16 @@ function layout(source: unknown, problems: Problem[], labels: { default: string;
                 {p.message}
               </div>
             ))}
+            {decor?.extra}
           </div>
         ),
       },
-      style: { width: WIDTH, border: `1px solid ${issues.length ? "#cf1322" : "#91caff"}`, background: issues.length ? "#fff1f0" : "#fff" },
+      style: {
+        width: WIDTH,
+        border: `1px solid ${issues.length ? "#cf1322" : "#91caff"}`,
+        background: issues.length ? "#fff1f0" : "#fff",
+        ...decor?.style,
+      },
       sourcePosition: "right" as Node["sourcePosition"],
       targetPosition: "left" as Node["targetPosition"],
     };
@@ -95,7 +144,7 @@ function layout(source: unknown, problems: Problem[], labels: { default: string;
         target: e.to,
         label,
         markerEnd: { type: MarkerType.ArrowClosed },
-        style: issues.length ? { stroke: "#cf1322", strokeWidth: 2 } : undefined,
+        style: issues.length ? { stroke: "#cf1322", strokeWidth: 2 } : decorations?.edge?.(e.from, e.to),
         labelStyle: issues.length ? { fill: "#cf1322" } : undefined,
         data: { problem: issues.length > 0 },
       };

@@ -7,6 +7,7 @@ import { useTranslation } from "react-i18next";
 import { api, download, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
+import { InstanceLink } from "../../components/InstanceLink";
 import { JsonBlock } from "../../components/JsonBlock";
 import { StatusTag } from "../../components/StatusTag";
 import { JobActionButtons } from "./JobActions";
@@ -125,7 +126,7 @@ export function JobDetailDrawer({ jobId, onClose, onOpen }: { jobId: number | nu
                   <Descriptions size="small" column={2} bordered>
                     <Descriptions.Item label={t("col.type")}>{j.type}</Descriptions.Item>
                     <Descriptions.Item label={t("col.status")}><span data-testid="job-status"><StatusTag status={j.status} /></span></Descriptions.Item>
-                    <Descriptions.Item label={t("col.instance")}>{j.instanceId ?? "—"}</Descriptions.Item>
+                    <Descriptions.Item label={t("col.instance")}><InstanceLink id={j.instanceId} /></Descriptions.Item>
                     <Descriptions.Item label={t("col.node")}>{j.nodeKey ?? "—"}</Descriptions.Item>
                     <Descriptions.Item label={t("col.attempts")}>{`${j.attempts} / ${j.maxAttempts}`}</Descriptions.Item>
                     <Descriptions.Item label={t("detail.generationLabel")}>{j.generation}</Descriptions.Item>

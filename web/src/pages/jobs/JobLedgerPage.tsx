@@ -8,6 +8,7 @@ import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
+import { InstanceLink } from "../../components/InstanceLink";
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
@@ -116,7 +117,7 @@ export default function JobLedgerPage() {
                 { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</a> },
                 { title: t("col.type"), dataIndex: "type" },
                 { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
-                { title: t("col.instance"), dataIndex: "instanceId", render: (v: number | null) => v ?? "—" },
+                { title: t("col.instance"), dataIndex: "instanceId", render: (v: number | null) => <InstanceLink id={v} /> },
                 { title: t("col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
                 { title: t("col.attempts"), render: (_, j) => `${j.attempts} / ${j.maxAttempts}` },
                 {

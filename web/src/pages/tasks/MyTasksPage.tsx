@@ -9,6 +9,7 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
+import { InstanceLink } from "../../components/InstanceLink";
 import { GeneratedForm, formFields, fromFormData, toFormData } from "../../components/GeneratedForm";
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
@@ -100,7 +101,7 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
             <Descriptions.Item label={t("col.node")}>{tk.nodeKey}</Descriptions.Item>
             <Descriptions.Item label={t("col.kind")}>{t(`kind.${tk.kind}`)}</Descriptions.Item>
             <Descriptions.Item label={t("col.status")}><span data-testid="task-status"><StatusTag status={tk.status} /></span></Descriptions.Item>
-            <Descriptions.Item label={t("col.instance")}>{inst ? `#${inst.id} ${inst.definitionKey} v${inst.definitionVersion}` : tk.instanceId} <StatusTag status={inst?.status} /></Descriptions.Item>
+            <Descriptions.Item label={t("col.instance")}><InstanceLink id={tk.instanceId}>{inst ? `#${inst.id} ${inst.definitionKey} v${inst.definitionVersion}` : undefined}</InstanceLink> <StatusTag status={inst?.status} /></Descriptions.Item>
             <Descriptions.Item label={t("col.initiator")}>{tk.initiator ?? "—"}</Descriptions.Item>
             <Descriptions.Item label={t("col.dueAt")}>{formatTime(tk.dueAt)}</Descriptions.Item>
           </Descriptions>
@@ -173,7 +174,7 @@ export default function MyTasksPage() {
           { title: t("col.definition"), dataIndex: "definitionKey", render: (v: string | null) => v ?? "—" },
           { title: t("col.node"), dataIndex: "nodeKey" },
           { title: t("col.kind"), dataIndex: "kind", render: (k: string) => t(`kind.${k}`) },
-          { title: t("col.instance"), dataIndex: "instanceId" },
+          { title: t("col.instance"), dataIndex: "instanceId", render: (v: number) => <InstanceLink id={v} /> },
           { title: t("col.initiator"), dataIndex: "initiator", render: (v: string | null) => v ?? "—" },
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
           { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },

@@ -1,0 +1,121 @@
+// Engine trace: the timeline (oldest first, paged with the API's cursor) and
+// the job chain of the instance's traceId, each job with its attempts.
+import { Button, Empty, Table, Tag, Timeline, Typography } from "antd";
+import { useQuery } from "@tanstack/react-query";
+import { useTranslation } from "react-i18next";
+import { api, unwrap } from "../../api/client";
+import { ErrorAlert } from "../errors";
+import { formatJson, formatTime } from "../format";
+import { Pager } from "../Pager";
+import { useCursor } from "../useCursor";
+import { RunTag } from "./RunTag";
+import { TRACE_PAGE } from "./useDiagnostics";
+import type { Diagnostics, Execution, Job, Trace } from "./types";
+
+function TraceTimeline({ trace }: { trace: Trace }) {
+  const { t } = useTranslation("instance");
+  if (!trace.items.length) return <Empty />;
+  return (
+    <Timeline
+      data-testid="trace-timeline"
+      items={trace.items.map((row) => ({
+        key: row.id,
+        color: /failed|error/.test(row.event) ? "red" : row.event.includes("jump") ? "purple" : "blue",
+        children: (
+          <div data-testid="trace-row">
+            <Typography.Text type="secondary">{formatTime(row.createdAt)}</Typography.Text> <Tag>{row.event}</Tag>
+            {row.nodeKey && <Typography.Text>{t("trace.node", { node: row.nodeKey })} </Typography.Text>}
+            {row.taskId != null && <Typography.Text type="secondary">{t("trace.task", { id: row.taskId })} </Typography.Text>}
+            {row.jobId != null && <Typography.Text type="secondary">{t("trace.job", { id: row.jobId })} </Typography.Text>}
+            {row.detail != null && Object.keys(row.detail as object).length > 0 && (
+              <div style={{ fontSize: 12, color: "#595959", fontFamily: "monospace", whiteSpace: "pre-wrap" }}>{JSON.stringify(row.detail)}</div>
+            )}
+          </div>
+        ),
+      }))}
+    />
+  );
+}
+
+function Attempts({ executions }: { executions: Execution[] }) {
+  const { t } = useTranslation("instance");
+  return (
+    <Table<Execution>
+      size="small"
+      rowKey="id"
+      pagination={false}
+      dataSource={executions}
+      columns={[
+        { title: t("col.attempt"), dataIndex: "attempt" },
+        { title: t("col.status"), dataIndex: "status", render: (v: string) => <RunTag status={v} /> },
+        { title: t("col.startedAt"), dataIndex: "startedAt", render: formatTime },
+        { title: t("col.durationMs"), dataIndex: "durationMs", render: (v: number | null) => v ?? "—" },
+        { title: t("col.error"), render: (_: unknown, e: Execution) => (e.error ? `${e.errorCode ?? ""} ${e.error}` : "—") },
+      ]}
+    />
+  );
+}
+
+export function JobTable({ jobs, onRetry }: { jobs: Job[]; onRetry?: (job: Job) => void }) {
+  const { t } = useTranslation("instance");
+  return (
+    <Table<Job>
+      size="small"
+      rowKey="id"
+      data-testid="job-chain"
+      pagination={jobs.length > 20 ? { pageSize: 20 } : false}
+      dataSource={jobs}
+      expandable={{ expandedRowRender: (j) => <Attempts executions={j.executions} />, rowExpandable: (j) => j.executions.length > 0 }}
+      columns={[
+        { title: t("col.job"), dataIndex: "id" },
+        { title: t("col.type"), dataIndex: "type" },
+        { title: t("col.status"), dataIndex: "status", render: (v: string) => <RunTag status={v} /> },
+        { title: t("col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
+        { title: t("col.attempts"), render: (_: unknown, j: Job) => `${j.attempts}/${j.maxAttempts}` },
+        { title: t("col.runAt"), dataIndex: "runAt", render: formatTime },
+        { title: t("col.error"), dataIndex: "lastError", render: (v: string | null) => formatJson(v), ellipsis: true },
+        ...(onRetry
+          ? [
+              {
+                title: "",
+                render: (_: unknown, j: Job) =>
+                  ["failed", "dead", "canceled"].includes(j.status) ? (
+                    <Button size="small" onClick={() => onRetry(j)} data-testid={`job-retry-${j.id}`}>
+                      {t("repair.job_retry")}
+                    </Button>
+                  ) : null,
+              },
+            ]
+          : []),
+      ]}
+    />
+  );
+}
+
+export function TraceView({ doc, onRetry }: { doc: Diagnostics; onRetry: (job: Job) => void }) {
+  const { t } = useTranslation("instance");
+  const id = doc.instance.id;
+  const pager = useCursor(String(id));
+  const page = useQuery({
+    queryKey: ["instance-trace", id, pager.cursor],
+    enabled: pager.cursor !== null,
+    queryFn: async () =>
+      ((await unwrap(
+        api.GET("/api/workflows/instances/{instanceId}/diagnostics", { params: { path: { instanceId: id }, query: { view: "trace", limit: TRACE_PAGE, cursor: pager.cursor } } }),
+      )) as unknown as { trace: Trace }).trace,
+  });
+  const trace = pager.cursor === null ? doc.trace : page.data;
+  return (
+    <div data-testid="view-trace">
+      <Typography.Title level={5}>{t("trace.timeline", { total: doc.trace.total })}</Typography.Title>
+      <ErrorAlert error={page.error} />
+      {trace && <TraceTimeline trace={trace} />}
+      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={trace?.next} onPrevious={pager.previous} onNext={() => pager.next(trace?.next)} />
+      <Typography.Title level={5} style={{ marginTop: 16 }}>
+        {t("trace.jobChain", { traceId: doc.trace.jobChain.traceId ?? "—" })}
+      </Typography.Title>
+      <JobTable jobs={doc.trace.jobChain.jobs} onRetry={onRetry} />
+      {doc.trace.jobChain.truncated && <Typography.Text type="warning">{t("trace.truncated")}</Typography.Text>}
+    </div>
+  );
+}
