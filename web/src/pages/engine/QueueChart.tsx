@@ -1,0 +1,35 @@
+// The queue distribution (SPEC O-18): job counts by type x status as a
+// stacked bar chart (ECharts through the console's one chart wrapper).
+import { useMemo } from "react";
+import { Card } from "antd";
+import { useTranslation } from "react-i18next";
+import type { Schemas } from "../../api/client";
+import { EChart, type ChartOption } from "../../components/EChart";
+
+type Count = Schemas["TypeStatusCount"];
+
+export function QueueChart({ counts }: { counts: Count[] }) {
+  const { t } = useTranslation("engine");
+  const option = useMemo<ChartOption>(() => {
+    const types = [...new Set(counts.map((c) => c.type))].sort();
+    const statuses = [...new Set(counts.map((c) => c.status))].sort();
+    return {
+      tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
+      legend: { top: 0 },
+      grid: { left: 48, right: 16, top: 36, bottom: 72 },
+      xAxis: { type: "category", data: types, axisLabel: { rotate: 30 } },
+      yAxis: { type: "value", minInterval: 1 },
+      series: statuses.map((s) => ({
+        name: t(`common:status.${s}`),
+        type: "bar",
+        stack: "jobs",
+        data: types.map((ty) => counts.find((c) => c.type === ty && c.status === s)?.count ?? 0),
+      })),
+    };
+  }, [counts, t]);
+  return (
+    <Card size="small" title={t("queue.title")} style={{ marginBottom: 16 }}>
+      <EChart option={option} height={320} testId="queue-chart" />
+    </Card>
+  );
+}
