@@ -161,6 +161,13 @@ def test_engine_tab_cards_charts_and_a_recovery_run(
         expect(page.get_by_test_id("tab-engine")).to_have_text(title)
         shot(page, f"engine-{lang}")
 
+    # the trend's range picker asks the history for that window
+    with page.expect_response(lambda r: "/engine/health-history?from=" in r.url) as asked:
+        page.get_by_test_id("trend-card").locator(".ant-picker").click()
+        page.locator(".ant-picker-presets").get_by_text("Last 7 days").click()
+    points = len(asked.value.json()["points"])
+    expect(page.get_by_test_id("trend-points")).to_contain_text(f"{points} points")
+
     # from the health inspection's suggested repair to the delay-wake action
     item = _inspect(api, thresholdMinutes=10, rule="delay_missing_wake_job")["items"][0]
     instance = item["instanceId"]
@@ -177,7 +184,7 @@ def test_engine_tab_cards_charts_and_a_recovery_run(
     pane.get_by_test_id("recovery-run").click()
     page.get_by_test_id("recovery-reason").fill("wake job lost (browser test)")
     page.get_by_test_id("recovery-confirm").click()
-    expect(pane.get_by_test_id("recovery-totals")).to_contain_text(f"{planned['count']} items")
+    expect(pane.get_by_test_id("recovery-totals")).to_contain_text(f"{planned['count']} in total")
     shot(page, "engine-recovery-run-en")
     # through the API: the wake job is back and the problem is gone
     assert api.post("/engine/recovery/delay-wake/preview", json=body).json()["count"] == 0

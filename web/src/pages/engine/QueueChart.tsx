@@ -7,6 +7,16 @@ import type { Schemas } from "../../api/client";
 import { EChart, type ChartOption } from "../../components/EChart";
 
 type Count = Schemas["TypeStatusCount"];
+// one colour per status, whichever statuses a refresh holds
+const STATUS_COLORS: Record<string, string> = {
+  pending: "#fac858",
+  running: "#5470c6",
+  paused: "#9a60b4",
+  succeeded: "#91cc75",
+  failed: "#fc8452",
+  dead: "#ee6666",
+  canceled: "#a0a7b4",
+};
 
 export function QueueChart({ counts }: { counts: Count[] }) {
   const { t } = useTranslation("engine");
@@ -14,6 +24,7 @@ export function QueueChart({ counts }: { counts: Count[] }) {
     const types = [...new Set(counts.map((c) => c.type))].sort();
     const statuses = [...new Set(counts.map((c) => c.status))].sort();
     return {
+      animation: false, // refreshed every 10 s: bars change in place
       tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
       legend: { top: 0 },
       grid: { left: 48, right: 16, top: 36, bottom: 72 },
@@ -23,6 +34,7 @@ export function QueueChart({ counts }: { counts: Count[] }) {
         name: t(`common:status.${s}`),
         type: "bar",
         stack: "jobs",
+        itemStyle: { color: STATUS_COLORS[s] },
         data: types.map((ty) => counts.find((c) => c.type === ty && c.status === s)?.count ?? 0),
       })),
     };

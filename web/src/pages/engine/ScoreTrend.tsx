@@ -28,11 +28,14 @@ export function ScoreTrend() {
     refetchInterval: range ? false : 60_000,
   });
   const points = useMemo(() => history.data?.points ?? [], [history.data]);
+  const span = history.data;
   const option = useMemo<ChartOption>(
     () => ({
+      animation: false,
       tooltip: { trigger: "axis" },
       grid: { left: 40, right: 16, top: 16, bottom: 56 },
-      xAxis: { type: "time" },
+      // the axis spans the asked window, however few points it holds
+      xAxis: { type: "time", min: span?.from, max: span?.to },
       yAxis: { type: "value", min: 0, max: 100 },
       dataZoom: [{ type: "inside" }, { type: "slider", height: 18, bottom: 8 }],
       series: [
@@ -44,26 +47,19 @@ export function ScoreTrend() {
         },
       ],
     }),
-    [points, t],
+    [points, span, t],
   );
   return (
-    <Card
-      size="small"
-      title={t("trend.title")}
-      style={{ marginBottom: 16 }}
-      extra={
-        <DatePicker.RangePicker
-          showTime
-          allowClear
-          data-testid="trend-range"
-          value={range}
-          placeholder={[t("trend.from"), t("trend.to")]}
-          disabledDate={(d) => d.isAfter(dayjs())}
-          presets={PRESETS.map(([key, hours]) => ({ label: t(`trend.last.${key}`), value: () => [dayjs().subtract(hours, "hour"), dayjs()] as [Dayjs, Dayjs] }))}
-          onChange={(v) => setRange(v && v[0] && v[1] ? [v[0], v[1]] : null)}
-        />
-      }
-    >
+    <Card size="small" title={t("trend.title")} style={{ marginBottom: 16 }} data-testid="trend-card">
+      <DatePicker.RangePicker
+        showTime
+        allowClear
+        value={range}
+        placeholder={[t("trend.from"), t("trend.to")]}
+        disabledDate={(d) => d.isAfter(dayjs())}
+        presets={PRESETS.map(([key, hours]) => ({ label: t(`trend.last.${key}`), value: () => [dayjs().subtract(hours, "hour"), dayjs()] as [Dayjs, Dayjs] }))}
+        onChange={(v) => setRange(v && v[0] && v[1] ? [v[0], v[1]] : null)}
+      />
       {history.error ? <ErrorAlert error={history.error} /> : null}
       <EChart option={option} height={260} testId="trend-chart" />
       <Typography.Text type="secondary" data-testid="trend-points">

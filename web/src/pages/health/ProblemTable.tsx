@@ -2,6 +2,7 @@
 // rule, in the API's order: critical first, oldest first). Each row links to
 // the instance drawer (InstanceLink adds ?instance=<id>) and to its repair:
 // the engine tab's recovery action with its filters, or the instance drawer.
+import { useState } from "react";
 import { Collapse, Empty, Table, Tag, Tooltip, Typography } from "antd";
 import { Link } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -46,12 +47,16 @@ function groups(items: Item[]): [Rule, Item[]][] {
 
 export function ProblemTable({ items, byRule, loading }: { items: Item[]; byRule: Record<string, number>; loading: boolean }) {
   const { t } = useTranslation("health");
+  // every group starts open; a closed one stays closed while the data refreshes
+  const [closed, setClosed] = useState<string[]>([]);
+  const grouped = groups(items);
   if (!loading && items.length === 0) return <Empty description={t("table.empty")} data-testid="health-empty" />;
   return (
     <Collapse
       data-testid="health-groups"
-      defaultActiveKey={groups(items).map(([rule]) => rule)}
-      items={groups(items).map(([rule, rows]) => ({
+      activeKey={grouped.map(([rule]) => rule).filter((rule) => !closed.includes(rule))}
+      onChange={(open) => setClosed(grouped.map(([rule]) => rule as string).filter((rule) => !(open as string[]).includes(rule)))}
+      items={grouped.map(([rule, rows]) => ({
         key: rule,
         label: (
           <span data-testid={`health-group-${rule}`}>
