@@ -1,5 +1,6 @@
 // The engine's nodes (slots in use, heartbeat age, the leases each holds) and
 // its pools (pending, due, running, oldest due) as cards (SPEC O-18).
+import type { ReactNode } from "react";
 import { Card, Col, Descriptions, Progress, Row, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
@@ -7,6 +8,23 @@ import { formatNumber, formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
 
 type Diagnostics = Schemas["EngineDiagnosticsPublic"];
+
+/** A small card of labelled figures: [testid, label, value] per row. */
+function FigureCard({ title, testId, rows }: { title: string; testId: string; rows: [string, string, ReactNode][] }) {
+  return (
+    <Col xs={24} md={12} xl={6}>
+      <Card size="small" title={title} data-testid={testId}>
+        <Descriptions size="small" column={1}>
+          {rows.map(([id, label, value]) => (
+            <Descriptions.Item key={id} label={label}>
+              <span data-testid={id}>{value}</span>
+            </Descriptions.Item>
+          ))}
+        </Descriptions>
+      </Card>
+    </Col>
+  );
+}
 
 export function NodeCards({ data }: { data: Diagnostics }) {
   const { t } = useTranslation("engine");
@@ -53,26 +71,27 @@ export function NodeCards({ data }: { data: Diagnostics }) {
       <Typography.Title level={5}>{t("pools.title")}</Typography.Title>
       <Row gutter={[16, 16]} style={{ marginBottom: 16 }}>
         {data.queue.pools.map((p) => (
-          <Col xs={24} md={12} xl={6} key={p.pool}>
-            <Card size="small" title={p.pool} data-testid={`pool-card-${p.pool}`}>
-              <Descriptions size="small" column={1}>
-                <Descriptions.Item label={t("pools.pending")}><span data-testid="pool-pending">{p.pending}</span></Descriptions.Item>
-                <Descriptions.Item label={t("pools.due")}><span data-testid="pool-due">{p.due}</span></Descriptions.Item>
-                <Descriptions.Item label={t("pools.running")}><span data-testid="pool-running">{p.running}</span></Descriptions.Item>
-                <Descriptions.Item label={t("pools.oldestDue")}>{seconds(p.oldestDueAgeS)}</Descriptions.Item>
-              </Descriptions>
-            </Card>
-          </Col>
+          <FigureCard
+            key={p.pool}
+            title={p.pool}
+            testId={`pool-card-${p.pool}`}
+            rows={[
+              ["pool-pending", t("pools.pending"), p.pending],
+              ["pool-due", t("pools.due"), p.due],
+              ["pool-running", t("pools.running"), p.running],
+              ["pool-oldest", t("pools.oldestDue"), seconds(p.oldestDueAgeS)],
+            ]}
+          />
         ))}
-        <Col xs={24} md={12} xl={6}>
-          <Card size="small" title={t("outbox.title")} data-testid="outbox-card">
-            <Descriptions size="small" column={1}>
-              <Descriptions.Item label={t("outbox.pending")}>{data.outbox.pending}</Descriptions.Item>
-              <Descriptions.Item label={t("outbox.failed")}>{data.outbox.failed}</Descriptions.Item>
-              <Descriptions.Item label={t("outbox.oldest")}>{seconds(data.outbox.oldestPending?.ageS)}</Descriptions.Item>
-            </Descriptions>
-          </Card>
-        </Col>
+        <FigureCard
+          title={t("outbox.title")}
+          testId="outbox-card"
+          rows={[
+            ["outbox-pending", t("outbox.pending"), data.outbox.pending],
+            ["outbox-failed", t("outbox.failed"), data.outbox.failed],
+            ["outbox-oldest", t("outbox.oldest"), seconds(data.outbox.oldestPending?.ageS)],
+          ]}
+        />
         <Col xs={24} md={12} xl={6}>
           <Card size="small" title={t("leaders.title")} data-testid="leaders-card">
             <Descriptions size="small" column={1}>

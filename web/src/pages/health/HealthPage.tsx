@@ -3,7 +3,7 @@
 // summary counts and score, and the problems grouped by rule with links to
 // each instance's drawer and to its suggested repair.
 import { useMemo } from "react";
-import { Button, Card, Col, Row, Select, Space, Statistic, Typography } from "antd";
+import { Button, Card, Col, Row, Space, Statistic, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -15,7 +15,8 @@ import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { HealthViews } from "./HealthViews";
 import { ProblemTable } from "./ProblemTable";
-import { LEVELS, RULES, THRESHOLDS, readHealthQuery, thresholdLabel, writeHealthQuery, type HealthQuery } from "./query";
+import { FilterBar } from "./FilterBar";
+import { readHealthQuery, thresholdLabel, writeHealthQuery, type HealthQuery } from "./query";
 
 const PAGE_SIZE = 100;
 
@@ -50,41 +51,7 @@ export default function HealthPage() {
     <div data-testid="page-health">
       <Card size="small" style={{ marginBottom: 16 }}>
         <Space wrap size="large">
-          <Space>
-            <Typography.Text>{t("filter.threshold")}</Typography.Text>
-            <Select
-              style={{ width: 130 }}
-              data-testid="health-threshold"
-              value={query.thresholdMinutes}
-              options={THRESHOLDS.map((m) => ({ value: m, label: thresholdLabel(t, m) }))}
-              onChange={(m: number) => update({ ...query, thresholdMinutes: m })}
-            />
-          </Space>
-          <Space>
-            <Typography.Text>{t("filter.rule")}</Typography.Text>
-            <Select
-              allowClear
-              style={{ width: 260 }}
-              data-testid="health-rule"
-              virtual={false}
-              placeholder={t("filter.allRules")}
-              value={query.rule}
-              options={RULES.map((r) => ({ value: r, label: t(`rule.${r}`) }))}
-              onChange={(r: HealthQuery["rule"]) => update({ ...query, rule: r })}
-            />
-          </Space>
-          <Space>
-            <Typography.Text>{t("filter.level")}</Typography.Text>
-            <Select
-              allowClear
-              style={{ width: 130 }}
-              data-testid="health-level"
-              placeholder={t("filter.allLevels")}
-              value={query.level}
-              options={LEVELS.map((l) => ({ value: l, label: t(`level.${l}`) }))}
-              onChange={(l: HealthQuery["level"]) => update({ ...query, level: l })}
-            />
-          </Space>
+          <FilterBar query={query} byRule={data?.summary.byRule ?? {}} byLevel={byLevel} onChange={(q) => update(q)} />
           <Button onClick={() => update({ thresholdMinutes: query.thresholdMinutes })} data-testid="health-reset">{t("filter.reset")}</Button>
           <HealthViews query={query} viewId={viewId} onPick={(id, q) => update(q ?? query, id)} />
         </Space>
