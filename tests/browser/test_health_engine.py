@@ -65,6 +65,14 @@ def _expect_rows(page: Page, api: httpx.Client, **query: Any) -> None:
         if item["instanceId"]:
             link = row.first.get_by_test_id(f"instance-link-{item['instanceId']}").first
             assert f"instance={item['instanceId']}" in (link.get_attribute("href") or "")
+        # the suggested repair: the recovery action the API names, else the drawer
+        repair = row.first.get_by_test_id("repair")
+        if item["recoveryAction"]:
+            href = repair.get_by_role("link").get_attribute("href") or ""
+            assert f"/monitor/engine?action={item['recoveryAction']}" in href
+        elif item["instanceId"]:
+            href = repair.get_by_role("link").get_attribute("href") or ""
+            assert f"instance={item['instanceId']}" in href
 
 
 def test_health_inspection_filters_links_and_saved_view(
@@ -73,6 +81,11 @@ def test_health_inspection_filters_links_and_saved_view(
     default = _inspect(api)
     rules = {i["rule"] for i in default["items"]}
     assert {"token_task_mismatch", "delay_missing_wake_job", "instance_stalled"} <= rules
+    # the demo's unconfirmed trigger outcome is repaired on the instance, not resent
+    assert any(
+        i["rule"] == "trigger_execution_failed" and i["recoveryAction"] is None
+        for i in default["items"]
+    )
     for lang in LANGS:
         page, _ = open_console(lang, path="/monitor/health")
         page.get_by_test_id("health-groups").wait_for()

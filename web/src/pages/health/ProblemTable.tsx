@@ -12,6 +12,8 @@ import { formatTime } from "../../components/format";
 import { repairOf, type Rule } from "./query";
 
 type Item = Schemas["HealthItem"];
+// the rules whose repair on the instance has its own words (repair.instance.*)
+const INSTANCE_REPAIRS = ["token_task_mismatch", "waiting_task_stuck", "instance_stalled", "trigger_execution_failed"];
 
 export function LevelTag({ level }: { level: string }) {
   const { t } = useTranslation("health");
@@ -25,7 +27,7 @@ function RepairLink({ item }: { item: Item }) {
     repair.kind === "recovery" ? (
       <Link to={repair.href} data-testid={`repair-recovery-${repair.action}`}>{t("repair.recovery", { action: t(`engine:action.${repair.action}.title`) })}</Link>
     ) : repair.kind === "instance" ? (
-      <InstanceLink id={repair.instanceId}>{t(`repair.instance.${item.rule}`)}</InstanceLink>
+      <InstanceLink id={repair.instanceId}>{t(`repair.instance.${INSTANCE_REPAIRS.includes(item.rule) ? item.rule : "other"}`)}</InstanceLink>
     ) : (
       <span>—</span>
     );

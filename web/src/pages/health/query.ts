@@ -1,11 +1,11 @@
 // The health inspection's filters live in the URL (?threshold=…&rule=…&level=…)
 // so an inspection can be shared and a saved view (scope "health") can pin them.
-// Also: which repair each rule suggests (SPEC O-16) — an engine recovery action
+// Also: the repair each problem suggests (SPEC O-16) — an engine recovery action
 // (a link to the engine tab with that action's filters) or the instance drawer.
 import type { Schemas } from "../../api/client";
 import type { paths } from "../../api/schema";
 import type { TFunction } from "i18next";
-import { recoveryHref, type RecoveryAction } from "../engine/recoveryQuery";
+import { RECOVERY_ACTIONS, recoveryHref, type RecoveryAction } from "../engine/recoveryQuery";
 
 type InspectionQuery = NonNullable<paths["/api/workflows/engine/health-inspection"]["get"]["parameters"]["query"]>;
 export type Rule = NonNullable<InspectionQuery["rule"]>;
@@ -65,25 +65,12 @@ export function queryOfView(filters: Record<string, unknown>): HealthQuery {
   return readHealthQuery(params);
 }
 
-/** The recovery action that repairs a rule; rules without one are repaired
- * on the instance (force jump, remind or transfer) from its drawer. */
-export const RULE_RECOVERY: Partial<Record<Rule, RecoveryAction>> = {
-  external_dispatch_failed: "external-dispatch",
-  external_dispatch_pending: "external-dispatch",
-  trigger_execution_failed: "trigger-dispatch",
-  trigger_waiting_no_execution: "trigger-dispatch",
-  subprocess_waiting: "subprocess",
-  delay_missing_wake_job: "delay-wake",
-  delay_overdue: "delay-wake",
-  task_timeout_overdue: "task-timeout",
-  workflow_event_outbox_failed: "event-dispatch",
-  workflow_event_outbox_pending: "event-dispatch",
-};
-
 export type Repair = { kind: "recovery"; action: RecoveryAction; href: string } | { kind: "instance"; instanceId: number } | { kind: "none" };
 
+/** The repair a problem suggests: the recovery action its suggestion names
+ * (recoveryAction, from the API) or, without one, the instance's drawer. */
 export function repairOf(item: Schemas["HealthItem"]): Repair {
-  const action = RULE_RECOVERY[item.rule as Rule];
+  const action = RECOVERY_ACTIONS.find((a) => a === item.recoveryAction);
   if (action) return { kind: "recovery", action, href: recoveryHref(action, { instanceId: item.instanceId ?? undefined }) };
   if (item.instanceId != null) return { kind: "instance", instanceId: item.instanceId };
   return { kind: "none" };
