@@ -18,10 +18,14 @@ type Item = Schemas["RecoveryItemPublic"];
 type Outcome = Schemas["RecoveryOutcomePublic"];
 const OUTCOME_COLORS: Record<string, string> = { done: "success", skipped: "default", failed: "error" };
 
+function targetId(i: Item): number | null | undefined {
+  return i.target === "job" ? i.jobId : i.target === "task" ? i.taskId : i.outboxId;
+}
+
 function itemColumns(t: (k: string) => string) {
   return [
     { title: t("recovery.col.verb"), dataIndex: "action", render: (v: string) => <Tag>{t(`recovery.verb.${v}`)}</Tag> },
-    { title: t("recovery.col.target"), render: (_: unknown, i: Item) => `${i.target} #${i.jobId ?? i.taskId ?? i.outboxId ?? "—"}` },
+    { title: t("recovery.col.target"), render: (_: unknown, i: Item) => `${t(`recovery.target.${i.target}`)} #${targetId(i) ?? "—"}` },
     { title: t("recovery.col.instance"), dataIndex: "instanceId", render: (id: number | null) => <InstanceLink id={id} /> },
     { title: t("recovery.col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
     { title: t("recovery.col.jobType"), dataIndex: "jobType", render: (v: string | null) => v ?? "—" },
