@@ -61,9 +61,11 @@ async def test_inspection_items_summary_and_filters_O16(
         "since",
         "message",
         "suggestion",
+        "recoveryAction",
     }
     assert (item["taskId"], item["nodeKey"], item["jobId"]) == (task["id"], "manager", None)
     assert "alice" in item["message"] and "remind" in item["suggestion"]
+    assert item["recoveryAction"] is None  # remind / transfer: a repair on the instance
     summary = body["summary"]
     assert summary["byRule"]["instance_stalled"] == 2
     assert summary["byRule"]["waiting_task_stuck"] == 1

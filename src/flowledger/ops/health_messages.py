@@ -1,7 +1,8 @@
 """What an operator reads for each health problem (SPEC O-16): one sentence
-saying what is wrong, and the suggestion naming the repair (force jump, a
-targeted recovery action, a job retry, remind / transfer, …). Pure text; no
-queries."""
+saying what is wrong, the suggestion naming the repair (force jump, a
+targeted recovery action, a job retry, remind / transfer, …) and, for the
+console's repair link, the recovery action (O-18) that suggestion names.
+Pure text; no queries."""
 
 from __future__ import annotations
 
@@ -23,6 +24,30 @@ def age(since: datetime, now: datetime) -> str:
 
 def _node(p: Problem) -> str:
     return f"«{p.node_key}»" if p.node_key else "its node"
+
+
+# the targeted recovery action (SPEC O-18) each rule's suggestion names
+RECOVERY_ACTIONS: dict[str, str] = {
+    "external_dispatch_failed": "external-dispatch",
+    "external_dispatch_pending": "external-dispatch",
+    "trigger_execution_failed": "trigger-dispatch",
+    "trigger_waiting_no_execution": "trigger-dispatch",
+    "subprocess_waiting": "subprocess",
+    "delay_missing_wake_job": "delay-wake",
+    "delay_overdue": "delay-wake",
+    "task_timeout_overdue": "task-timeout",
+    "workflow_event_outbox_failed": "event-dispatch",
+    "workflow_event_outbox_pending": "event-dispatch",
+}
+
+
+def recovery_action(p: Problem) -> str | None:
+    """The recovery action the suggestion names, or None when the repair is
+    on the instance (force jump, remind / transfer) or needs a person first
+    (a trigger whose outcome is unconfirmed: never resent, L-17)."""
+    if p.rule == "trigger_execution_failed" and p.detail == EXTERNAL_OUTCOME_UNCONFIRMED:
+        return None
+    return RECOVERY_ACTIONS.get(p.rule)
 
 
 def describe(p: Problem, now: datetime) -> tuple[str, str]:

@@ -2981,6 +2981,11 @@ export interface components {
             message: string;
             /** Nodekey */
             nodeKey: string | null;
+            /**
+             * Recoveryaction
+             * @description The targeted recovery action the suggestion names (POST /engine/recovery/{action}/…), or null when the repair is on the instance.
+             */
+            recoveryAction: string | null;
             /** Rule */
             rule: string;
             /**

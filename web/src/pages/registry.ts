@@ -34,6 +34,8 @@ export const PAGES: PageDef[] = [
   page("definitions", "/definitions", "definitions", () => import("./definitions/DefinitionsPage")),
   page("tasks", "/tasks", "tasks", () => import("./tasks/MyTasksPage")),
   page("alerts", "/system/alerts", "alerts", () => import("./alerts/AlertsPage")),
+  page("health", "/monitor/health", "health", () => import("./health/HealthPage"), "monitor"),
+  page("engine", "/monitor/engine", "engine", () => import("./engine/EngineDiagnosticsPage"), "monitor"),
 ];
 
 /** Start loading the page of `pathname` (called before the first render, so

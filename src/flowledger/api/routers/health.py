@@ -8,7 +8,9 @@ inspection sees only the caller's tenants (A-3). Time is the engine's clock
   (default 30; outside: 422 on the field ``thresholdMinutes``); filters
   ``rule``, ``level``, ``definitionKey``; keyset paging (``limit``,
   ``cursor``); items ``{rule, level, instanceId, taskId, nodeKey, jobId,
-  since, message, suggestion}`` and ``summary {byRule, byLevel, score}``.
+  since, message, suggestion, recoveryAction}`` (the targeted recovery
+  action the suggestion names, or null: the repair is on the instance) and
+  ``summary {byRule, byLevel, score}``.
 - ``GET /engine/health-score`` — the score with its points and inputs.
 - ``GET /engine/health-history?from&to`` — the snapshot series (default: the
   last 24 h; at most 31 days), at most one point per snapshot interval.
@@ -31,7 +33,7 @@ from flowledger.api.schemas import ApiModel, DefinitionKey
 from flowledger.errors import FlowledgerError
 from flowledger.ops import health_inspection as inspection
 from flowledger.ops.health_history import history
-from flowledger.ops.health_messages import describe
+from flowledger.ops.health_messages import describe, recovery_action
 from flowledger.ops.health_rules import RULE_CODES
 from flowledger.ops.health_score import health_score_of
 from flowledger.ops.runtime_status import runtime_figures
@@ -73,6 +75,10 @@ class HealthItem(ApiModel):
     since: datetime
     message: str
     suggestion: str
+    recovery_action: str | None = Field(
+        description="The targeted recovery action the suggestion names (POST "
+        "/engine/recovery/{action}/…), or null when the repair is on the instance."
+    )
 
 
 class HealthSummary(ApiModel):
@@ -180,6 +186,7 @@ def _item(p: inspection.Problem, now: datetime) -> HealthItem:
         since=p.since,
         message=message,
         suggestion=suggestion,
+        recovery_action=recovery_action(p),
     )
 
 

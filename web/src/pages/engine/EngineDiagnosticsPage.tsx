@@ -1,0 +1,76 @@
+// 引擎诊断 (Engine diagnostics, SPEC O-16 and O-18): node and pool cards, the
+// queue distribution, the health score trend and the targeted recovery
+// actions. The figures refresh every 10 s; the previous ones stay on screen.
+import { useEffect } from "react";
+import { Card, Col, Row, Statistic, Typography } from "antd";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useTranslation } from "react-i18next";
+import { useLocation } from "react-router-dom";
+import { api, unwrap } from "../../api/client";
+import { ErrorAlert } from "../../components/errors";
+import { formatTime } from "../../components/format";
+import { NodeCards } from "./NodeCards";
+import { QueueChart } from "./QueueChart";
+import { RecoveryPanel } from "./RecoveryPanel";
+import { ScoreTrend } from "./ScoreTrend";
+
+export default function EngineDiagnosticsPage() {
+  const { t } = useTranslation("engine");
+  const location = useLocation();
+  const diagnostics = useQuery({
+    queryKey: ["engine-diagnostics"],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/diagnostics")),
+    refetchInterval: 10_000,
+    placeholderData: keepPreviousData,
+  });
+  const score = useQuery({
+    queryKey: ["health-score"],
+    queryFn: () => unwrap(api.GET("/api/workflows/engine/health-score")),
+    refetchInterval: 30_000,
+    placeholderData: keepPreviousData,
+  });
+  const data = diagnostics.data;
+  // a link from the health inspection lands on the recovery actions
+  useEffect(() => {
+    if (data && location.hash === "#recovery") document.getElementById("recovery")?.scrollIntoView();
+  }, [data, location.hash]);
+
+  return (
+    <div data-testid="page-engine">
+      {diagnostics.error ? <ErrorAlert error={diagnostics.error} /> : null}
+      <Row gutter={16} style={{ marginBottom: 16 }}>
+        <Col xs={12} md={6}>
+          <Card size="small" data-testid="engine-score">
+            <Statistic title={t("score.title")} value={score.data?.score ?? "—"} suffix={score.data ? "/ 100" : undefined} />
+          </Card>
+        </Col>
+        <Col xs={12} md={6}>
+          <Card size="small">
+            <Statistic title={t("score.drain")} value={data?.drain ? formatTime(data.drain.finishedAt) : "—"} valueStyle={{ fontSize: 16 }} />
+          </Card>
+        </Col>
+        <Col xs={12} md={6}>
+          <Card size="small">
+            <Statistic title={t("score.planner")} value={data?.schedulePlanner ? formatTime(data.schedulePlanner.finishedAt) : "—"} valueStyle={{ fontSize: 16 }} />
+          </Card>
+        </Col>
+        <Col xs={12} md={6}>
+          <Card size="small">
+            <Statistic title={t("score.slots")} value={data ? `${data.settings.ledgerSlots} / ${data.settings.outboundSlots}` : "—"} />
+          </Card>
+        </Col>
+      </Row>
+      {data && <NodeCards data={data} />}
+      <Row gutter={16}>
+        <Col xs={24} xl={12}>
+          <QueueChart counts={data?.queue.byTypeStatus ?? []} />
+        </Col>
+        <Col xs={24} xl={12}>
+          <ScoreTrend />
+        </Col>
+      </Row>
+      <RecoveryPanel />
+      <Typography.Text type="secondary">{data ? t("asOf", { time: formatTime(data.now) }) : ""}</Typography.Text>
+    </div>
+  );
+}

@@ -1,0 +1,89 @@
+// 健康巡检 (Health inspection, SPEC O-16): the threshold (10 minutes to 1 day),
+// rule and level filters — all in the URL, pinnable by a saved view — the
+// summary counts and score, and the problems grouped by rule with links to
+// each instance's drawer and to its suggested repair.
+import { useMemo } from "react";
+import { Button, Card, Col, Row, Space, Statistic, Typography } from "antd";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useSearchParams } from "react-router-dom";
+import { useTranslation } from "react-i18next";
+import { api, unwrap } from "../../api/client";
+import { ErrorAlert } from "../../components/errors";
+import { formatTime } from "../../components/format";
+import { INSTANCE_PARAM } from "../../components/InstanceLink";
+import { Pager } from "../../components/Pager";
+import { useCursor } from "../../components/useCursor";
+import { HealthViews } from "./HealthViews";
+import { ProblemTable } from "./ProblemTable";
+import { FilterBar } from "./FilterBar";
+import { readHealthQuery, thresholdLabel, writeHealthQuery, type HealthQuery } from "./query";
+
+const PAGE_SIZE = 100;
+
+export default function HealthPage() {
+  const { t } = useTranslation("health");
+  const [params, setParams] = useSearchParams();
+  const query = useMemo(() => readHealthQuery(params), [params]);
+  const viewParam = Number(params.get("view"));
+  const viewId = Number.isInteger(viewParam) && viewParam > 0 ? viewParam : null;
+  const queryKey = JSON.stringify(query);
+  const pager = useCursor(queryKey);
+
+  // a filter change keeps the open drawer (?instance=) and, when asked, the picked view
+  const update = (q: HealthQuery, view: number | null = null) =>
+    setParams(writeHealthQuery(q, { view: view ? String(view) : "", [INSTANCE_PARAM]: params.get(INSTANCE_PARAM) ?? "" }));
+
+  const inspection = useQuery({
+    queryKey: ["health-inspection", queryKey, pager.cursor],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/workflows/engine/health-inspection", {
+          params: { query: { thresholdMinutes: query.thresholdMinutes, rule: query.rule, level: query.level, limit: PAGE_SIZE, cursor: pager.cursor } },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  });
+  const data = inspection.data;
+  const byLevel = data?.summary.byLevel ?? {};
+  const total = Object.values(data?.summary.byRule ?? {}).reduce((a, b) => a + b, 0);
+
+  return (
+    <div data-testid="page-health">
+      <Card size="small" style={{ marginBottom: 16 }}>
+        <Space wrap size="large">
+          <FilterBar query={query} byRule={data?.summary.byRule ?? {}} byLevel={byLevel} onChange={(q) => update(q)} />
+          <Button onClick={() => update({ thresholdMinutes: query.thresholdMinutes })} data-testid="health-reset">{t("filter.reset")}</Button>
+          <HealthViews query={query} viewId={viewId} onPick={(id, q) => update(q ?? query, id)} />
+        </Space>
+      </Card>
+      <Row gutter={16} style={{ marginBottom: 16 }}>
+        {[
+          { key: "score", value: data?.summary.score },
+          { key: "total", value: data ? total : undefined },
+          { key: "critical", value: data ? (byLevel.critical ?? 0) : undefined },
+          { key: "warning", value: data ? (byLevel.warning ?? 0) : undefined },
+        ].map((s) => (
+          <Col xs={12} md={6} key={s.key}>
+            <Card size="small" data-testid={`health-summary-${s.key}`}>
+              <Statistic
+                title={t(`summary.${s.key}`)}
+                value={s.value ?? "—"}
+                suffix={s.key === "score" && data ? "/ 100" : undefined}
+                valueStyle={s.key === "critical" && s.value ? { color: "#cf1322" } : s.key === "warning" && s.value ? { color: "#d46b08" } : undefined}
+              />
+            </Card>
+          </Col>
+        ))}
+      </Row>
+      <Card
+        size="small"
+        title={t("table.title", { threshold: thresholdLabel(t, query.thresholdMinutes) })}
+        extra={<Typography.Text type="secondary">{data ? t("table.asOf", { time: formatTime(data.now) }) : ""}</Typography.Text>}
+      >
+        {inspection.error ? <ErrorAlert error={inspection.error} /> : null}
+        <ProblemTable items={data?.items ?? []} byRule={data?.summary.byRule ?? {}} loading={inspection.isLoading} />
+        <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={data?.next} onPrevious={pager.previous} onNext={() => pager.next(data?.next)} />
+      </Card>
+    </div>
+  );
+}
