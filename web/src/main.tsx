@@ -15,7 +15,7 @@ import { preloadPage } from "./pages/registry";
 // with a session, the first screen's reads start now, while the page's code
 // and the language files load (not after the first render)
 const signedIn = Boolean(getToken()) && !window.location.pathname.startsWith("/login");
-preloadPage(window.location.pathname, window.location.search, signedIn ? queryClient : null);
+const namespaces = preloadPage(window.location.pathname, window.location.search, signedIn ? queryClient : null);
 if (signedIn) void queryClient.prefetchQuery(meQuery());
 
 function Root() {
@@ -33,7 +33,7 @@ function Root() {
   );
 }
 
-void i18nReady.then(() =>
+void i18nReady(namespaces).then(() =>
   ReactDOM.createRoot(document.getElementById("root")!).render(
     <React.StrictMode>
       <Root />

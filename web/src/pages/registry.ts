@@ -40,13 +40,17 @@ export const PAGES: PageDef[] = [
 
 /** Start loading the page of `pathname` (called before the first render, so
  * the route's chunk loads alongside the language files, not after them) and,
- * with a session, its first screen's reads. */
-export function preloadPage(pathname: string, search: string, client: QueryClient | null): void {
-  const target = pathname === "/" || pathname === "/monitor" ? "/monitor/jobs" : pathname;
+ * with a session, its first screen's reads; returns the namespaces its
+ * first render needs. */
+export function preloadPage(pathname: string, search: string, client: QueryClient | null): string[] {
+  if (pathname.startsWith("/login")) return ["login"];
+  const target = pathname === "/" || pathname === "/monitor" ? HOME : pathname;
   const found = PAGES.find((p) => target.startsWith(p.path));
   void found?.load();
   if (client) found?.prefetch?.(client, new URLSearchParams(search));
+  return found ? [found.ns] : [];
 }
 
 export const MONITOR_TABS = PAGES.filter((p) => p.group === "monitor");
-export const HOME = MONITOR_TABS[0].path;
+/** The first page after sign-in: the job ledger (作业账本). */
+export const HOME = "/monitor/jobs";

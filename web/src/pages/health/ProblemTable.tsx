@@ -21,7 +21,7 @@ export function LevelTag({ level }: { level: string }) {
 }
 
 function RepairLink({ item }: { item: Item }) {
-  const { t } = useTranslation("health");
+  const { t } = useTranslation(["health", "engine"]);
   const repair = repairOf(item);
   const label =
     repair.kind === "recovery" ? (
