@@ -112,10 +112,11 @@ def _repair(page: Page, server: Server, api: httpx.Client, iid: int, action: str
         page.get_by_test_id("verdict-repair").click()
     if action == "force_jump":
         target = params["target"]
-        if doc["instance"]["definitionKey"] == "routing_gap":
-            # the gateway matched no edge: jumping back to it would stall again,
-            # so the operator picks the branch on the diagram instead
-            target = "emea"
+        if target is None:
+            # a gateway that matched no branch: the verdict names its branches
+            # (jumping back onto it would stall again) and the operator picks one
+            assert params["candidates"], params
+            target = params["candidates"][0]
         _jump_on_diagram(page, target, reason)
         expect(
             page.get_by_test_id("drawer-position").locator(f"[data-node={target}]")

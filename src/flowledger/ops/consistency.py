@@ -133,6 +133,28 @@ def _force_jump(node_key: str | None) -> dict[str, Any] | None:
     return None if node_key is None else {"action": "force_jump", "params": {"target": node_key}}
 
 
+GATEWAYS = frozenset({"exclusive", "inclusive"})
+
+
+async def _move_on_from(
+    conn: AsyncConnection, instance_id: int, node_key: str | None
+) -> dict[str, Any] | None:
+    """The force jump that moves a stalled flow on from ``node_key``: back
+    onto that node, unless it is a gateway — re-entering a gateway that
+    matched no branch stalls again, so the operator picks one of its
+    branches (``target`` None, the branches as ``candidates``)."""
+    if node_key is None:
+        return None
+    snapshot = (
+        await conn.execute(select(instances.c.snapshot).where(instances.c.id == instance_id))
+    ).scalar_one_or_none() or {}
+    kinds = {n.get("key"): n.get("type") for n in snapshot.get("nodes", [])}
+    if kinds.get(node_key) not in GATEWAYS:
+        return _force_jump(node_key)
+    branches = [e.get("to") for e in snapshot.get("edges", []) if e.get("from") == node_key]
+    return {"action": "force_jump", "params": {"target": None, "candidates": branches}}
+
+
 async def _open_tokens(conn: AsyncConnection, instance_id: int) -> list[Any]:
     query = (
         select(tokens.c.id, tokens.c.node_key, tokens.c.state, tokens.c.created_at)
@@ -158,7 +180,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
                 CRITICAL,
                 "the instance is running but has no pending or waiting task",
                 Evidence(token_ids=_ints(t.id for t in active)),
-                _force_jump(last_node_key),
+                await _move_on_from(conn, instance_id, last_node_key),
             )
         )
     if await _rows(conn, rules.running_without_active_token(now_params)):
@@ -190,7 +212,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
                 WARNING,
                 f"token {row.task_id} at «{row.node_key}» is active but no open task holds it",
                 Evidence(token_ids=[int(row.task_id)]),
-                _force_jump(row.node_key),
+                await _move_on_from(conn, instance_id, row.node_key),
             )
         )
     unwakeable = await _rows(conn, rules.unwakeable_waiting_tasks(now_params))
@@ -346,7 +368,12 @@ def _verdict(conclusions: list[Conclusion]) -> Verdict | None:
     message = top.message[0].upper() + top.message[1:]
     action = repair["action"]
     params = dict(repair["params"])
-    if action == "force_jump":
+    if action == "force_jump" and params.get("target") is None:
+        branches = ", ".join(f"«{b}»" for b in params.get("candidates", []))
+        message += (
+            f"; the gateway matched no branch: correct the form, or force jump to one of {branches}"
+        )
+    elif action == "force_jump":
         message += f"; force jump to «{params['target']}»"
     elif action == "job_retry":
         message += f"; retry job {params['jobId']}"
