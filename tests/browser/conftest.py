@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,17 @@ def _read_lines(stream: Any, out: queue.Queue[str]) -> None:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One ``flowledger run`` with the demo for the session's browser tests."""
+    with run_server(tmp_path_factory) as running:
+        yield running
+
+
+@contextmanager
+def run_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Start a real ``flowledger run`` on a new SQLite file with the demo
+    data, on a free port; stop it after. A test file that must see the demo
+    exactly as shipped (nothing repaired by an earlier file) overrides the
+    ``server`` fixture with a module-scoped one built on this."""
     if not DIST.is_file():
         pytest.fail("the console is not built: run `make web-build` (make test builds it)")
     if not Path(CHROMIUM).exists():

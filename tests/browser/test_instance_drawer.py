@@ -9,6 +9,7 @@ the bundle download."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -19,11 +20,20 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LANGS, Opener, Server, shot
+from tests.browser.conftest import LANGS, Opener, Server, run_server, shot
 
 TABS = ("diagram", "trace", "nodes", "tasks", "triggers", "events", "tokens", "form", "definition")
 # what the drawer says for a demo case it has no repair for: nothing is broken
 NO_REPAIR = "nothing is"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A demo of this file's own: it repairs every broken instance the demo
+    ships, so it must not share a server whose demo an earlier file of the
+    session has already repaired in part."""
+    with run_server(tmp_path_factory) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +66,14 @@ def _until(check: Callable[[], bool], what: str, seconds: float = 30) -> None:
         time.sleep(0.3)
 
 
-def _drawer(page: Page, server: Server, iid: int) -> Any:
-    page.goto(f"{server.base}/monitor/jobs?instance={iid}")
+def _drawer(page: Page, server: Server, iid: int, via_health: bool = False) -> Any:
+    if via_health:
+        # as an operator finds it: the health inspection's row links to the drawer
+        page.goto(f"{server.base}/monitor/health")
+        page.get_by_test_id(f"instance-link-{iid}").first.click()
+        expect(page).to_have_url(re.compile(rf"[?&]instance={iid}(&|$)"))
+    else:
+        page.goto(f"{server.base}/monitor/jobs?instance={iid}")
     drawer = page.get_by_test_id("instance-drawer")
     expect(drawer).to_have_attribute("data-loaded", "true")
     return drawer
@@ -173,7 +189,7 @@ def test_every_broken_demo_instance_is_repaired_from_its_drawer(
     repaired: dict[int, str] = {}
     no_repair: dict[int, set[str]] = {}
     for iid in sorted(rules):
-        _drawer(page, server, iid)
+        _drawer(page, server, iid, via_health=True)
         verdict = page.get_by_test_id("drawer-verdict")
         action = verdict.get_attribute("data-action") or ""
         shot(page, f"drawer-verdict-{iid}-en")
