@@ -9,11 +9,13 @@ import { api, unwrap } from "../api/client";
 import { clearToken } from "../auth/session";
 import { setLanguage, type Language } from "../i18n";
 import { MONITOR_TABS, PAGES } from "../pages/registry";
+import { useShortcuts } from "../components/useShortcuts";
 
 export function AppLayout() {
   const { t, i18n } = useTranslation();
   const location = useLocation();
   const navigate = useNavigate();
+  useShortcuts();
   const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/api/workflows/me")) });
   const current = PAGES.find((p) => location.pathname.startsWith(p.path));
   const selected = current?.group ?? current?.key ?? "";

@@ -20,6 +20,7 @@ function page(key: string, path: string, ns: string, load: Loader, group?: "moni
 
 export const PAGES: PageDef[] = [
   page("jobs", "/monitor/jobs", "jobs", () => import("./jobs/JobLedgerPage"), "monitor"),
+  page("instances", "/monitor/instances", "instances", () => import("./instances/InstancesPage"), "monitor"),
   page("compensation", "/monitor/compensation", "compensation", () => import("./compensation/CompensationPage"), "monitor"),
   page("subscriptions", "/subscriptions", "subscriptions", () => import("./subscriptions/SubscriptionsPage")),
   page("triggers", "/triggers", "triggers", () => import("./triggers/TriggerExecutionsPage")),

@@ -1,0 +1,148 @@
+// 实例监控 (Instances): the filter bar and the status badges (both in the
+// URL), saved views, the keyset-paged instance table (each id opens the
+// instance drawer through ?instance=<id>), export and batch recovery, with
+// a selectable auto-refresh.
+import { Suspense, lazy, useEffect, useMemo, useRef, useState } from "react";
+import { Button, Card, Segmented, Space, Table, Typography } from "antd";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useSearchParams } from "react-router-dom";
+import { useTranslation } from "react-i18next";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { ErrorAlert } from "../../components/errors";
+import { formatTime } from "../../components/format";
+import { INSTANCE_PARAM, InstanceLink } from "../../components/InstanceLink";
+import { Pager } from "../../components/Pager";
+import { StatusTag } from "../../components/StatusTag";
+import { REFRESH_CHOICES, useAutoRefresh, type RefreshChoice } from "../../components/useAutoRefresh";
+import { useCursor } from "../../components/useCursor";
+import { FilterBar } from "./FilterBar";
+import { fromView, hasFilters, matching, readQuery, writeQuery, type InstanceQuery } from "./filters";
+import { SavedViews, useInstanceViews, type View } from "./SavedViews";
+import { StatusCounts } from "./StatusCounts";
+
+const ExportDialog = lazy(() => import("./ExportDialog").then((m) => ({ default: m.ExportDialog })));
+const BatchRecoverDialog = lazy(() => import("./BatchRecoverDialog").then((m) => ({ default: m.BatchRecoverDialog })));
+
+type Instance = Schemas["InstancePublic"];
+const PAGE_SIZE = 20;
+const VIEW_PARAM = "view";
+
+export default function InstancesPage() {
+  const { t } = useTranslation("instances");
+  const [params, setParams] = useSearchParams();
+  const query = useMemo(() => readQuery(params), [params]);
+  const queryKey = JSON.stringify(query);
+  const pager = useCursor(queryKey);
+  const refresh = useAutoRefresh("instances");
+  const [selected, setSelected] = useState<number[]>([]);
+  const [dialog, setDialog] = useState<"export" | "recover" | null>(null);
+  const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/api/workflows/me")) });
+  const views = useInstanceViews();
+  const viewItems = views.data?.items ?? [];
+  const current = viewItems.find((v) => String(v.id) === params.get(VIEW_PARAM));
+
+  // the caller's default view applies when the tab opens without filters
+  const opened = useRef(!hasFilters(params) && !params.has(VIEW_PARAM));
+  const waitingForDefault = opened.current && views.isPending;
+  useEffect(() => {
+    if (!opened.current || views.isPending) return;
+    opened.current = false;
+    const mine = viewItems.find((v) => v.isDefault && v.owner === me.data?.id) ?? viewItems.find((v) => v.isDefault);
+    if (mine) setParams(writeQuery(fromView(mine.filters), keep({ [VIEW_PARAM]: String(mine.id) })), { replace: true });
+  });
+
+  function keep(extra: Record<string, string>): Record<string, string> {
+    const instance = params.get(INSTANCE_PARAM);
+    return { ...(instance ? { [INSTANCE_PARAM]: instance } : {}), ...extra };
+  }
+  const apply = (q: InstanceQuery, view?: View) => {
+    setSelected([]);
+    setParams(writeQuery(q, keep(view ? { [VIEW_PARAM]: String(view.id) } : {})));
+  };
+
+  const list = useQuery({
+    queryKey: ["instances", queryKey, pager.cursor],
+    enabled: !waitingForDefault,
+    queryFn: () => unwrap(api.GET("/api/workflows/instances", { params: { query: { ...query, limit: PAGE_SIZE, cursor: pager.cursor } } })),
+    placeholderData: keepPreviousData,
+    refetchInterval: refresh.interval,
+  });
+  const counts = useQuery({
+    queryKey: ["instance-counts", JSON.stringify({ ...query, status: undefined })],
+    enabled: !waitingForDefault,
+    queryFn: () => unwrap(api.GET("/api/workflows/instances/counts", { params: { query: { ...query, status: undefined } } })),
+    placeholderData: keepPreviousData,
+    refetchInterval: refresh.interval,
+  });
+
+  const describe = (q: InstanceQuery) => {
+    const parts = Object.entries(q)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${t(`describe.${k}`)}: ${Array.isArray(v) ? v.map((s) => t(`common:status.${s}`)).join(", ") : typeof v === "boolean" ? t(v ? "common:yes" : "common:no") : String(v)}`);
+    return parts.length ? parts.join("; ") : t("describe.none");
+  };
+
+  return (
+    <div data-testid="page-instances">
+      <Card size="small" style={{ marginBottom: 12 }}>
+        <FilterBar query={query} onApply={(q) => apply(q)} />
+        <div style={{ marginTop: 12 }}>
+          <SavedViews me={me.data?.id} views={viewItems} current={current} query={query} onPick={(v) => apply(v ? fromView(v.filters) : query, v)} />
+        </div>
+      </Card>
+      <Card
+        size="small"
+        title={<StatusCounts counts={counts.data} status={query.status} onChange={(status) => apply({ ...query, status })} />}
+        extra={
+          <Space>
+            <Typography.Text type="secondary">{refresh.paused ? t("refresh.paused") : t("refresh.label")}</Typography.Text>
+            <Segmented
+              data-testid="auto-refresh"
+              value={refresh.choice}
+              onChange={(v) => refresh.setChoice(v as RefreshChoice)}
+              options={REFRESH_CHOICES.map((v) => ({ value: v, label: v ? t("refresh.every", { s: v / 1000 }) : t("refresh.off") }))}
+            />
+            <Button onClick={() => setDialog("export")} data-testid="open-export">
+              {t("export.open")}
+            </Button>
+            <Button danger onClick={() => setDialog("recover")} data-testid="open-recover">
+              {selected.length ? t("recover.openSelected", { n: selected.length }) : t("recover.open")}
+            </Button>
+          </Space>
+        }
+      >
+        {list.error ? <ErrorAlert error={list.error} /> : null}
+        {counts.error ? <ErrorAlert error={counts.error} /> : null}
+        <Table<Instance>
+          data-testid="instances-table"
+          size="small"
+          rowKey="id"
+          loading={list.isLoading || waitingForDefault}
+          pagination={false}
+          dataSource={list.data?.items ?? []}
+          rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
+          columns={[
+            { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
+            { title: t("col.definition"), render: (_, i) => `${i.definitionKey} v${i.definitionVersion}` },
+            { title: t("col.status"), dataIndex: "status", width: 110, render: (s: string) => <StatusTag status={s} /> },
+            { title: t("col.initiator"), dataIndex: "initiator" },
+            { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
+            { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
+            { title: t("col.finishedAt"), dataIndex: "finishedAt", width: 170, render: formatTime },
+            {
+              title: t("col.error"),
+              dataIndex: "error",
+              ellipsis: true,
+              render: (v: string | null) => (v ? <Typography.Text type="danger">{v}</Typography.Text> : "—"),
+            },
+          ]}
+        />
+        <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
+      </Card>
+      <Suspense fallback={null}>
+        {dialog === "export" && <ExportDialog query={query} total={matching(counts.data, query)} filterText={describe(query)} onClose={() => setDialog(null)} />}
+        {dialog === "recover" && <BatchRecoverDialog query={query} selected={selected} describe={describe} onClose={() => setDialog(null)} />}
+      </Suspense>
+    </div>
+  );
+}
