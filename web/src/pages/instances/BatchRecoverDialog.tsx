@@ -167,11 +167,11 @@ export function BatchRecoverDialog(props: { query: InstanceQuery; selected: numb
         </Space>
         <Form.Item name="scope" label={t("recover.scope")}>
           <Radio.Group data-testid="recover-scope">
-            <Radio value="selected" disabled={!props.selected.length} data-testid="recover-scope-selected">
-              {t("recover.scopeSelected", { n: props.selected.length })}
+            <Radio value="selected" disabled={!props.selected.length}>
+              <span data-testid="recover-scope-selected">{t("recover.scopeSelected", { n: props.selected.length })}</span>
             </Radio>
-            <Radio value="matching" data-testid="recover-scope-matching">
-              {t("recover.scopeMatching", { n: count.data ? formatNumber(count.data.counts.running) : "…" })}
+            <Radio value="matching">
+              <span data-testid="recover-scope-matching">{t("recover.scopeMatching", { n: count.data ? formatNumber(count.data.counts.running) : "…" })}</span>
             </Radio>
           </Radio.Group>
         </Form.Item>

@@ -78,8 +78,13 @@ export default function InstancesPage() {
   const describe = (q: InstanceQuery) => {
     const parts = Object.entries(q)
       .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${t(`describe.${k}`)}: ${Array.isArray(v) ? v.map((s) => t(`common:status.${s}`)).join(", ") : typeof v === "boolean" ? t(v ? "common:yes" : "common:no") : String(v)}`);
-    return parts.length ? parts.join("; ") : t("describe.none");
+      .map(([k, v]) =>
+        t("describe.pair", {
+          key: t(`describe.${k}`),
+          value: Array.isArray(v) ? v.map((s) => t(`common:status.${s}`)).join(t("describe.or")) : typeof v === "boolean" ? t(v ? "common:yes" : "common:no") : String(v),
+        }),
+      );
+    return parts.length ? parts.join(t("describe.and")) : t("describe.none");
   };
 
   return (
@@ -92,9 +97,10 @@ export default function InstancesPage() {
       </Card>
       <Card
         size="small"
-        title={<StatusCounts counts={counts.data} status={query.status} onChange={(status) => apply({ ...query, status })} />}
-        extra={
-          <Space>
+        title={
+          <Space wrap style={{ width: "100%", justifyContent: "space-between", padding: "8px 0" }}>
+            <StatusCounts counts={counts.data} status={query.status} onChange={(status) => apply({ ...query, status })} />
+            <Space wrap>
             <Typography.Text type="secondary">{refresh.paused ? t("refresh.paused") : t("refresh.label")}</Typography.Text>
             <Segmented
               data-testid="auto-refresh"
@@ -108,6 +114,7 @@ export default function InstancesPage() {
             <Button danger onClick={() => setDialog("recover")} data-testid="open-recover">
               {selected.length ? t("recover.openSelected", { n: selected.length }) : t("recover.open")}
             </Button>
+            </Space>
           </Space>
         }
       >
