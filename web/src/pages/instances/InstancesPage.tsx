@@ -41,13 +41,15 @@ export default function InstancesPage() {
   const viewItems = views.data?.items ?? [];
   const current = viewItems.find((v) => String(v.id) === params.get(VIEW_PARAM));
 
-  // the caller's default view applies when the tab opens without filters
+  // the caller's default view applies when the tab opens without filters;
+  // the unfiltered list loads meanwhile (in parallel, not after the views)
+  // and is shown once it is known that there is no default
   const opened = useRef(!hasFilters(params) && !params.has(VIEW_PARAM));
-  const waitingForDefault = opened.current && views.isPending;
+  const waitingForDefault = opened.current && (views.isPending || me.isPending);
   useEffect(() => {
-    if (!opened.current || views.isPending) return;
+    if (!opened.current || views.isPending || me.isPending) return;
     opened.current = false;
-    const mine = viewItems.find((v) => v.isDefault && v.owner === me.data?.id) ?? viewItems.find((v) => v.isDefault);
+    const mine = viewItems.find((v) => v.isDefault && v.owner === me.data?.id);
     if (mine) setParams(writeQuery(fromView(mine.filters), keep({ [VIEW_PARAM]: String(mine.id) })), { replace: true });
   });
 
@@ -62,14 +64,12 @@ export default function InstancesPage() {
 
   const list = useQuery({
     queryKey: ["instances", queryKey, pager.cursor],
-    enabled: !waitingForDefault,
     queryFn: () => unwrap(api.GET("/api/workflows/instances", { params: { query: { ...query, limit: PAGE_SIZE, cursor: pager.cursor } } })),
     placeholderData: keepPreviousData,
     refetchInterval: refresh.interval,
   });
   const counts = useQuery({
     queryKey: ["instance-counts", JSON.stringify({ ...query, status: undefined })],
-    enabled: !waitingForDefault,
     queryFn: () => unwrap(api.GET("/api/workflows/instances/counts", { params: { query: { ...query, status: undefined } } })),
     placeholderData: keepPreviousData,
     refetchInterval: refresh.interval,
@@ -126,7 +126,7 @@ export default function InstancesPage() {
           rowKey="id"
           loading={list.isLoading || waitingForDefault}
           pagination={false}
-          dataSource={list.data?.items ?? []}
+          dataSource={waitingForDefault ? [] : (list.data?.items ?? [])}
           rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
           columns={[
             { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
