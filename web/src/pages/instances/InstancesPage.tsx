@@ -15,11 +15,14 @@ import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { REFRESH_CHOICES, useAutoRefresh, type RefreshChoice } from "../../components/useAutoRefresh";
 import { useCursor } from "../../components/useCursor";
-import { FilterBar } from "./FilterBar";
 import { fromView, hasFilters, matching, readQuery, writeQuery, type InstanceQuery } from "./filters";
-import { SavedViews, useInstanceViews, type View } from "./SavedViews";
+import { useInstanceViews, type View } from "./views";
 import { StatusCounts } from "./StatusCounts";
 
+// the filter bar (date pickers) and the saved views load beside the first
+// page of rows, not before it: the table commits without waiting for them
+const FilterBar = lazy(() => import("./FilterBar").then((m) => ({ default: m.FilterBar })));
+const SavedViews = lazy(() => import("./SavedViews").then((m) => ({ default: m.SavedViews })));
 const ExportDialog = lazy(() => import("./ExportDialog").then((m) => ({ default: m.ExportDialog })));
 const BatchRecoverDialog = lazy(() => import("./BatchRecoverDialog").then((m) => ({ default: m.BatchRecoverDialog })));
 
@@ -90,10 +93,12 @@ export default function InstancesPage() {
   return (
     <div data-testid="page-instances">
       <Card size="small" style={{ marginBottom: 12 }}>
-        <FilterBar query={query} onApply={(q) => apply(q)} />
-        <div style={{ marginTop: 12 }}>
-          <SavedViews me={me.data?.id} views={viewItems} current={current} query={query} onPick={(v) => apply(v ? fromView(v.filters) : query, v)} />
-        </div>
+        <Suspense fallback={<div style={{ minHeight: 150 }} />}>
+          <FilterBar query={query} onApply={(q) => apply(q)} />
+          <div style={{ marginTop: 12 }}>
+            <SavedViews me={me.data?.id} views={viewItems} current={current} query={query} onPick={(v) => apply(v ? fromView(v.filters) : query, v)} />
+          </div>
+        </Suspense>
       </Card>
       <Card
         size="small"

@@ -4,21 +4,12 @@
 // Only the owner changes a view; a colleague's shared view can be picked.
 import { useState } from "react";
 import { App, Button, Checkbox, Form, Input, Modal, Popconfirm, Select, Space, Tooltip } from "antd";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useShowError } from "../../components/errors";
 import type { InstanceQuery } from "./filters";
-
-export type View = Schemas["ViewPublic"];
-export const VIEWS_KEY = ["views", "instances"];
-
-export function useInstanceViews() {
-  return useQuery({
-    queryKey: VIEWS_KEY,
-    queryFn: () => unwrap(api.GET("/api/workflows/views", { params: { query: { scope: "instances" } } })),
-  });
-}
+import { VIEWS_KEY, type View } from "./views";
 
 interface Props {
   me: string | undefined;
