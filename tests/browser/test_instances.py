@@ -34,6 +34,10 @@ HOLD: dict[str, Any] = {
     ],
     "edges": [{"from": "start", "to": "hold"}, {"from": "hold", "to": "end"}],
 }
+VISIBILITY = """(state) => {
+  Object.defineProperty(document, "visibilityState", {value: state, configurable: true});
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
 STATUSES = ("running", "suspended", "approved", "rejected", "withdrawn", "canceled")
 
 
@@ -136,6 +140,20 @@ def test_instances_tab_filters_counts_views_export_and_shortcuts(
             "data-count", str(counts["counts"][status])
         )
     shot(page, "instances-filtered-en")
+
+    # `r` refetches; auto-refresh every 5 s refetches, and pauses while the tab is hidden
+    def listed(request: Any) -> bool:
+        return "/api/workflows/instances?" in request.url
+
+    with page.expect_request(listed):
+        page.locator("body").press("r")
+    page.get_by_test_id("auto-refresh").get_by_text("5 s").click()
+    with page.expect_request(listed, timeout=12_000):
+        pass
+    page.evaluate(VISIBILITY, "hidden")
+    expect(page.get_by_test_id("refresh-state")).to_have_text("Auto-refresh paused (tab hidden)")
+    page.evaluate(VISIBILITY, "visible")
+    page.get_by_test_id("auto-refresh").get_by_text("Off").click()
 
     # save as my default view; opening the tab without filters applies it
     name = f"held {held['tag']}"

@@ -106,7 +106,7 @@ export default function InstancesPage() {
           <Space wrap style={{ width: "100%", justifyContent: "space-between", padding: "8px 0" }}>
             <StatusCounts counts={counts.data} status={query.status} onChange={(status) => apply({ ...query, status })} />
             <Space wrap>
-            <Typography.Text type="secondary">{refresh.paused ? t("refresh.paused") : t("refresh.label")}</Typography.Text>
+            <Typography.Text type="secondary" data-testid="refresh-state">{refresh.paused ? t("refresh.paused") : t("refresh.label")}</Typography.Text>
             <Segmented
               data-testid="auto-refresh"
               value={refresh.choice}
