@@ -103,9 +103,9 @@ export default function InstancesPage() {
       <Card
         size="small"
         title={
-          <Space wrap style={{ width: "100%", justifyContent: "space-between", padding: "8px 0" }}>
+          <div style={{ display: "flex", flexWrap: "wrap", gap: 8, padding: "8px 0" }}>
             <StatusCounts counts={counts.data} status={query.status} onChange={(status) => apply({ ...query, status })} />
-            <Space wrap>
+            <Space wrap style={{ marginLeft: "auto" }}>
             <Typography.Text type="secondary" data-testid="refresh-state">{refresh.paused ? t("refresh.paused") : t("refresh.label")}</Typography.Text>
             <Segmented
               data-testid="auto-refresh"
@@ -120,7 +120,7 @@ export default function InstancesPage() {
               {selected.length ? t("recover.openSelected", { n: selected.length }) : t("recover.open")}
             </Button>
             </Space>
-          </Space>
+          </div>
         }
       >
         {list.error ? <ErrorAlert error={list.error} /> : null}
