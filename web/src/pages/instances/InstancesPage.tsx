@@ -19,16 +19,20 @@ import { fromView, hasFilters, matching, readQuery, writeQuery, type InstanceQue
 import { useInstanceViews, type View } from "./views";
 import { StatusCounts } from "./StatusCounts";
 
-// the filter bar (date pickers) and the saved views load beside the first
-// page of rows, not before it: the table commits without waiting for them
-const FilterBar = lazy(() => import("./FilterBar").then((m) => ({ default: m.FilterBar })));
-const SavedViews = lazy(() => import("./SavedViews").then((m) => ({ default: m.SavedViews })));
+// The filter bar (date pickers) and the saved views load beside the first
+// page of rows and render right after it: the rows are not held back by
+// their code or their first render.
+const loadFilterBar = () => import("./FilterBar");
+const loadSavedViews = () => import("./SavedViews");
+const FilterBar = lazy(() => loadFilterBar().then((m) => ({ default: m.FilterBar })));
+const SavedViews = lazy(() => loadSavedViews().then((m) => ({ default: m.SavedViews })));
 const ExportDialog = lazy(() => import("./ExportDialog").then((m) => ({ default: m.ExportDialog })));
 const BatchRecoverDialog = lazy(() => import("./BatchRecoverDialog").then((m) => ({ default: m.BatchRecoverDialog })));
 
 type Instance = Schemas["InstancePublic"];
 const PAGE_SIZE = 20;
 const VIEW_PARAM = "view";
+const CONTROLS_PLACEHOLDER = <div style={{ minHeight: 150 }} />;
 
 export default function InstancesPage() {
   const { t } = useTranslation("instances");
@@ -71,6 +75,17 @@ export default function InstancesPage() {
     placeholderData: keepPreviousData,
     refetchInterval: refresh.interval,
   });
+  const [controls, setControls] = useState(false);
+  const rowsShown = !waitingForDefault && (list.isSuccess || list.isError);
+  useEffect(() => {
+    void loadFilterBar();
+    void loadSavedViews();
+  }, []);
+  useEffect(() => {
+    if (!rowsShown || controls) return;
+    const frame = requestAnimationFrame(() => setControls(true));
+    return () => cancelAnimationFrame(frame);
+  }, [rowsShown, controls]);
   const counts = useQuery({
     queryKey: ["instance-counts", JSON.stringify({ ...query, status: undefined })],
     queryFn: () => unwrap(api.GET("/api/workflows/instances/counts", { params: { query: { ...query, status: undefined } } })),
@@ -93,11 +108,17 @@ export default function InstancesPage() {
   return (
     <div data-testid="page-instances">
       <Card size="small" style={{ marginBottom: 12 }}>
-        <Suspense fallback={<div style={{ minHeight: 150 }} />}>
-          <FilterBar query={query} onApply={(q) => apply(q)} />
-          <div style={{ marginTop: 12 }}>
-            <SavedViews me={me.data?.id} views={viewItems} current={current} query={query} onPick={(v) => apply(v ? fromView(v.filters) : query, v)} />
-          </div>
+        <Suspense fallback={CONTROLS_PLACEHOLDER}>
+          {controls ? (
+            <>
+              <FilterBar query={query} onApply={(q) => apply(q)} />
+              <div style={{ marginTop: 12 }}>
+                <SavedViews me={me.data?.id} views={viewItems} current={current} query={query} onPick={(v) => apply(v ? fromView(v.filters) : query, v)} />
+              </div>
+            </>
+          ) : (
+            CONTROLS_PLACEHOLDER
+          )}
         </Suspense>
       </Card>
       <Card
