@@ -107,6 +107,7 @@ def test_instances_tab_filters_counts_views_export_and_shortcuts(
         "data-count", ""
     )
     # `/` focuses the search box, `?` lists the shortcuts (typed into an input, `?` is text)
+    page.get_by_test_id("filter-keyword").wait_for()  # the filter bar renders after the rows
     page.locator("body").press("/")
     expect(page.get_by_test_id("filter-keyword")).to_be_focused()
     page.keyboard.type("?")
@@ -116,6 +117,7 @@ def test_instances_tab_filters_counts_views_export_and_shortcuts(
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("?")
     expect(page.get_by_test_id("shortcuts-help")).to_be_visible()
+    expect(page.locator(".ant-zoom-enter, .ant-zoom-appear")).to_have_count(0)  # opened
     shot(page, "instances-shortcuts-en")
     page.keyboard.press("Escape")
     expect(page.get_by_test_id("shortcuts-help")).to_have_count(0)
