@@ -90,7 +90,7 @@ def test_health_inspection_filters_links_and_saved_view(
         page, _ = open_console(lang, path="/monitor/health")
         page.get_by_test_id("health-groups").wait_for()
         title = "健康巡检" if lang == "zh-CN" else "Health inspection"
-        expect(page.get_by_test_id("tab-health")).to_have_text(title)
+        expect(page.get_by_test_id("nav-health")).to_have_text(title)
         score = str(_inspect(api)["summary"]["score"])
         expect(page.get_by_test_id("health-summary-score")).to_contain_text(score)
         shot(page, f"health-{lang}")

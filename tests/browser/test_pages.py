@@ -27,6 +27,13 @@ PAGES = [
     ("/integrations?tab=rules", "rules-table", "自动化规则", "Automation rules"),
     ("/definitions?key=purchase", "diagram-node-manager", "流程定义", "Process definitions"),
     ("/tasks?status=all", "tasks-table", "我的待办", "My tasks"),
+    # part 2 (issue 14): each page has a test file of its own; here they are
+    # only opened beside the rest, so a shell change that breaks one shows
+    ("/monitor/instances", "instances-table", "实例监控", "Instances"),
+    ("/monitor/analytics", "analytics-page", "数据分析", "Analytics"),
+    ("/monitor/engine", "engine-score", "引擎诊断", "Engine diagnostics"),
+    ("/monitor/health", "page-health", "健康巡检", "Health inspection"),
+    ("/system/alerts", "alerts-page", "系统管理 · 监控告警", "System · Alerting"),
 ]
 
 

@@ -11,11 +11,13 @@ import { clearToken } from "../auth/session";
 import { setLanguage, type Language } from "../i18n";
 import { MONITOR_TABS, PAGES } from "../pages/registry";
 import { InstanceDrawerHost } from "../components/instance/InstanceDrawerHost";
+import { useShortcuts } from "../components/useShortcuts";
 
 export function AppLayout() {
   const { t, i18n } = useTranslation();
   const location = useLocation();
   const navigate = useNavigate();
+  useShortcuts();
   const me = useQuery(meQuery());
   const current = PAGES.find((p) => location.pathname.startsWith(p.path));
   const selected = current?.group ?? current?.key ?? "";

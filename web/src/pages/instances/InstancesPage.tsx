@@ -1,0 +1,181 @@
+// 实例监控 (Instances): the filter bar and the status badges (both in the
+// URL), saved views, the keyset-paged instance table (each id opens the
+// instance drawer through ?instance=<id>), export and batch recovery, with
+// a selectable auto-refresh.
+import { Suspense, lazy, useEffect, useMemo, useRef, useState } from "react";
+import { Button, Card, Segmented, Space, Table, Typography } from "antd";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useSearchParams } from "react-router-dom";
+import { useTranslation } from "react-i18next";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { ErrorAlert } from "../../components/errors";
+import { formatTime } from "../../components/format";
+import { INSTANCE_PARAM, InstanceLink } from "../../components/InstanceLink";
+import { Pager } from "../../components/Pager";
+import { StatusTag } from "../../components/StatusTag";
+import { REFRESH_CHOICES, useAutoRefresh, type RefreshChoice } from "../../components/useAutoRefresh";
+import { useCursor } from "../../components/useCursor";
+import { fromView, hasFilters, matching, readQuery, writeQuery, type InstanceQuery } from "./filters";
+import { useInstanceViews, type View } from "./views";
+import { StatusCounts } from "./StatusCounts";
+
+// The filter bar (date pickers) and the saved views load beside the first
+// page of rows and render right after it: the rows are not held back by
+// their code or their first render.
+const loadFilterBar = () => import("./FilterBar");
+const loadSavedViews = () => import("./SavedViews");
+const FilterBar = lazy(() => loadFilterBar().then((m) => ({ default: m.FilterBar })));
+const SavedViews = lazy(() => loadSavedViews().then((m) => ({ default: m.SavedViews })));
+const ExportDialog = lazy(() => import("./ExportDialog").then((m) => ({ default: m.ExportDialog })));
+const BatchRecoverDialog = lazy(() => import("./BatchRecoverDialog").then((m) => ({ default: m.BatchRecoverDialog })));
+
+type Instance = Schemas["InstancePublic"];
+const PAGE_SIZE = 20;
+const VIEW_PARAM = "view";
+const CONTROLS_PLACEHOLDER = <div style={{ minHeight: 150 }} />;
+
+export default function InstancesPage() {
+  const { t } = useTranslation("instances");
+  const [params, setParams] = useSearchParams();
+  const query = useMemo(() => readQuery(params), [params]);
+  const queryKey = JSON.stringify(query);
+  const pager = useCursor(queryKey);
+  const refresh = useAutoRefresh("instances");
+  const [selected, setSelected] = useState<number[]>([]);
+  const [dialog, setDialog] = useState<"export" | "recover" | null>(null);
+  const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/api/workflows/me")) });
+  const views = useInstanceViews();
+  const viewItems = views.data?.items ?? [];
+  const current = viewItems.find((v) => String(v.id) === params.get(VIEW_PARAM));
+
+  // the caller's default view applies when the tab opens without filters;
+  // the unfiltered list loads meanwhile (in parallel, not after the views)
+  // and is shown once it is known that there is no default
+  const opened = useRef(!hasFilters(params) && !params.has(VIEW_PARAM));
+  const waitingForDefault = opened.current && (views.isPending || me.isPending);
+  useEffect(() => {
+    if (!opened.current || views.isPending || me.isPending) return;
+    opened.current = false;
+    const mine = viewItems.find((v) => v.isDefault && v.owner === me.data?.id);
+    if (mine) setParams(writeQuery(fromView(mine.filters), keep({ [VIEW_PARAM]: String(mine.id) })), { replace: true });
+  });
+
+  function keep(extra: Record<string, string>): Record<string, string> {
+    const instance = params.get(INSTANCE_PARAM);
+    return { ...(instance ? { [INSTANCE_PARAM]: instance } : {}), ...extra };
+  }
+  const apply = (q: InstanceQuery, view?: View) => {
+    setSelected([]);
+    setParams(writeQuery(q, keep(view ? { [VIEW_PARAM]: String(view.id) } : {})));
+  };
+
+  const list = useQuery({
+    queryKey: ["instances", queryKey, pager.cursor],
+    queryFn: () => unwrap(api.GET("/api/workflows/instances", { params: { query: { ...query, limit: PAGE_SIZE, cursor: pager.cursor } } })),
+    placeholderData: keepPreviousData,
+    refetchInterval: refresh.interval,
+  });
+  const [controls, setControls] = useState(false);
+  const rowsShown = !waitingForDefault && (list.isSuccess || list.isError);
+  useEffect(() => {
+    void loadFilterBar();
+    void loadSavedViews();
+  }, []);
+  useEffect(() => {
+    if (!rowsShown || controls) return;
+    const frame = requestAnimationFrame(() => setControls(true));
+    return () => cancelAnimationFrame(frame);
+  }, [rowsShown, controls]);
+  const counts = useQuery({
+    queryKey: ["instance-counts", JSON.stringify({ ...query, status: undefined })],
+    queryFn: () => unwrap(api.GET("/api/workflows/instances/counts", { params: { query: { ...query, status: undefined } } })),
+    placeholderData: keepPreviousData,
+    refetchInterval: refresh.interval,
+  });
+
+  const describe = (q: InstanceQuery) => {
+    const parts = Object.entries(q)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) =>
+        t("describe.pair", {
+          key: t(`describe.${k}`),
+          value: Array.isArray(v) ? v.map((s) => t(`common:status.${s}`)).join(t("describe.or")) : typeof v === "boolean" ? t(v ? "common:yes" : "common:no") : String(v),
+        }),
+      );
+    return parts.length ? parts.join(t("describe.and")) : t("describe.none");
+  };
+
+  return (
+    <div data-testid="page-instances">
+      <Card size="small" style={{ marginBottom: 12 }}>
+        <Suspense fallback={CONTROLS_PLACEHOLDER}>
+          {controls ? (
+            <>
+              <FilterBar query={query} onApply={(q) => apply(q)} />
+              <div style={{ marginTop: 12 }}>
+                <SavedViews me={me.data?.id} views={viewItems} current={current} query={query} onPick={(v) => apply(v ? fromView(v.filters) : query, v)} />
+              </div>
+            </>
+          ) : (
+            CONTROLS_PLACEHOLDER
+          )}
+        </Suspense>
+      </Card>
+      <Card
+        size="small"
+        title={
+          <div style={{ display: "flex", flexWrap: "wrap", gap: 8, padding: "8px 0" }}>
+            <StatusCounts counts={counts.data} status={query.status} onChange={(status) => apply({ ...query, status })} />
+            <Space wrap style={{ marginLeft: "auto" }}>
+            <Typography.Text type="secondary" data-testid="refresh-state">{refresh.paused ? t("refresh.paused") : t("refresh.label")}</Typography.Text>
+            <Segmented
+              data-testid="auto-refresh"
+              value={refresh.choice}
+              onChange={(v) => refresh.setChoice(v as RefreshChoice)}
+              options={REFRESH_CHOICES.map((v) => ({ value: v, label: v ? t("refresh.every", { s: v / 1000 }) : t("refresh.off") }))}
+            />
+            <Button onClick={() => setDialog("export")} data-testid="open-export">
+              {t("export.open")}
+            </Button>
+            <Button danger onClick={() => setDialog("recover")} data-testid="open-recover">
+              {selected.length ? t("recover.openSelected", { n: selected.length }) : t("recover.open")}
+            </Button>
+            </Space>
+          </div>
+        }
+      >
+        {list.error ? <ErrorAlert error={list.error} /> : null}
+        {counts.error ? <ErrorAlert error={counts.error} /> : null}
+        <Table<Instance>
+          data-testid="instances-table"
+          size="small"
+          rowKey="id"
+          loading={list.isLoading || waitingForDefault}
+          pagination={false}
+          dataSource={waitingForDefault ? [] : (list.data?.items ?? [])}
+          rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
+          columns={[
+            { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
+            { title: t("col.definition"), render: (_, i) => `${i.definitionKey} v${i.definitionVersion}` },
+            { title: t("col.status"), dataIndex: "status", width: 110, render: (s: string) => <StatusTag status={s} /> },
+            { title: t("col.initiator"), dataIndex: "initiator" },
+            { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
+            { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
+            { title: t("col.finishedAt"), dataIndex: "finishedAt", width: 170, render: formatTime },
+            {
+              title: t("col.error"),
+              dataIndex: "error",
+              ellipsis: true,
+              render: (v: string | null) => (v ? <Typography.Text type="danger">{v}</Typography.Text> : "—"),
+            },
+          ]}
+        />
+        <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
+      </Card>
+      <Suspense fallback={null}>
+        {dialog === "export" && <ExportDialog query={query} total={matching(counts.data, query)} filterText={describe(query)} onClose={() => setDialog(null)} />}
+        {dialog === "recover" && <BatchRecoverDialog query={query} selected={selected} describe={describe} onClose={() => setDialog(null)} />}
+      </Suspense>
+    </div>
+  );
+}

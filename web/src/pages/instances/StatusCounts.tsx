@@ -1,0 +1,37 @@
+// The status badges: how many instances match the filter in each status
+// (GET /instances/counts ignores `status`, so every badge keeps its number
+// while one is selected); choosing one filters by that status.
+import { Segmented, Tag } from "antd";
+import { useTranslation } from "react-i18next";
+import type { Schemas } from "../../api/client";
+import { INSTANCE_STATUSES, type InstanceStatus } from "./filters";
+
+const ALL = "all";
+
+export function StatusCounts(props: {
+  counts: Schemas["InstanceCounts"] | undefined;
+  status: InstanceStatus[] | undefined;
+  onChange: (status: InstanceStatus[] | undefined) => void;
+}) {
+  const { t } = useTranslation("instances");
+  const value = !props.status?.length ? ALL : props.status.length === 1 ? props.status[0] : "";
+  const badge = (key: string, label: string, n: number | undefined) => (
+    <span data-testid={`count-${key}`}>
+      {label}{" "}
+      <Tag bordered={false} color={key === ALL ? "blue" : undefined} data-count={n ?? ""} style={{ marginInlineEnd: 0 }}>
+        {n ?? "…"}
+      </Tag>
+    </span>
+  );
+  return (
+    <Segmented
+      data-testid="status-counts"
+      value={value}
+      onChange={(v) => props.onChange(v === ALL ? undefined : [v as InstanceStatus])}
+      options={[
+        { value: ALL, label: badge(ALL, t("counts.all"), props.counts?.total) },
+        ...INSTANCE_STATUSES.map((s) => ({ value: s, label: badge(s, t(`common:status.${s}`), props.counts?.counts[s]) })),
+      ]}
+    />
+  );
+}

@@ -1,0 +1,87 @@
+// The instance list's filters live in the URL (?definitionKey=…&status=…&…)
+// with the API's own parameter names, so a URL, a saved view's `filters` and
+// the list/counts/export query are one and the same object.
+import type { Schemas } from "../../api/client";
+
+export type InstanceStatus = Schemas["InstanceStatus"];
+export const INSTANCE_STATUSES: InstanceStatus[] = ["running", "suspended", "approved", "rejected", "withdrawn", "canceled"];
+
+const TEXT_KEYS = [
+  "definitionKey",
+  "initiator",
+  "createdFrom",
+  "createdTo",
+  "finishedFrom",
+  "finishedTo",
+  "currentNode",
+  "currentAssignee",
+  "keyword",
+] as const;
+const NUMBER_KEYS = ["definitionVersion", "stuckMinutes"] as const;
+type TextKey = (typeof TEXT_KEYS)[number];
+type NumberKey = (typeof NUMBER_KEYS)[number];
+
+export type InstanceQuery = Partial<Record<TextKey, string>> &
+  Partial<Record<NumberKey, number>> & { status?: InstanceStatus[]; hasError?: boolean };
+
+/** Every URL parameter that is a filter (others — `instance`, `view` — are not). */
+export const FILTER_PARAMS: string[] = [...TEXT_KEYS, ...NUMBER_KEYS, "status", "hasError"];
+
+function isStatus(value: unknown): value is InstanceStatus {
+  return (INSTANCE_STATUSES as unknown[]).includes(value);
+}
+
+/** A query from loose values (URL text or a saved view's JSON); bad values are dropped. */
+export function normalize(source: (key: string) => unknown, statuses: unknown[]): InstanceQuery {
+  const q: InstanceQuery = {};
+  for (const key of TEXT_KEYS) {
+    const v = source(key);
+    if (typeof v === "string" && v.trim()) q[key] = v.trim();
+  }
+  for (const key of NUMBER_KEYS) {
+    const v = Number(source(key));
+    if (source(key) != null && source(key) !== "" && Number.isInteger(v) && v > 0) q[key] = v;
+  }
+  const status = statuses.flatMap((s) => (typeof s === "string" ? s.split(",") : [])).filter(isStatus);
+  if (status.length) q.status = [...new Set(status)];
+  const err = source("hasError");
+  if (err === true || err === "true") q.hasError = true;
+  if (err === false || err === "false") q.hasError = false;
+  return q;
+}
+
+export function readQuery(params: URLSearchParams): InstanceQuery {
+  return normalize((k) => params.get(k), params.getAll("status"));
+}
+
+export function fromView(filters: Record<string, unknown>): InstanceQuery {
+  const status = filters.status;
+  return normalize((k) => filters[k], Array.isArray(status) ? status : status == null ? [] : [status]);
+}
+
+export function writeQuery(q: InstanceQuery, extra: Record<string, string> = {}): URLSearchParams {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(q)) {
+    if (value === undefined || value === null || value === "") continue;
+    if (Array.isArray(value)) value.forEach((v) => params.append(key, v));
+    else params.set(key, String(value));
+  }
+  for (const [k, v] of Object.entries(extra)) if (v) params.set(k, v);
+  return params;
+}
+
+export function hasFilters(params: URLSearchParams): boolean {
+  return FILTER_PARAMS.some((k) => params.has(k));
+}
+
+/** The query as the API's query string (list, counts and export take the same). */
+export function toSearch(q: InstanceQuery, extra: Record<string, string> = {}): string {
+  return writeQuery(q, extra).toString();
+}
+
+/** How many instances match `q`: the counts ignore `status`, so add up the chosen ones. */
+export function matching(counts: Schemas["InstanceCounts"] | undefined, q: InstanceQuery): number | undefined {
+  if (!counts) return undefined;
+  if (!q.status?.length) return counts.total;
+  return q.status.reduce((sum, s) => sum + (counts.counts[s] ?? 0), 0);
+}
