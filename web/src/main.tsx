@@ -11,11 +11,16 @@ import { meQuery, queryClient } from "./api/queryClient";
 import { getToken } from "./auth/session";
 import { App } from "./App";
 import { preloadPage } from "./pages/registry";
+import { preloadInstanceDrawer } from "./components/instance/InstanceDrawerHost";
 
 // with a session, the first screen's reads start now, while the page's code
 // and the language files load (not after the first render)
 const signedIn = Boolean(getToken()) && !window.location.pathname.startsWith("/login");
-const namespaces = preloadPage(window.location.pathname, window.location.search, signedIn ? queryClient : null);
+const client = signedIn ? queryClient : null;
+const namespaces = [
+  ...preloadPage(window.location.pathname, window.location.search, client),
+  ...preloadInstanceDrawer(window.location.search, client),
+];
 if (signedIn) void queryClient.prefetchQuery(meQuery());
 
 function Root() {

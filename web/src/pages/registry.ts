@@ -4,6 +4,7 @@
 // page is one folder, two locale files and one entry here.
 import { lazy, type ComponentType, type LazyExoticComponent } from "react";
 import type { QueryClient } from "@tanstack/react-query";
+import { prefetchInstances } from "./instances/queries";
 import { prefetchJobLedger } from "./jobs/queries";
 
 export interface PageDef {
@@ -26,7 +27,7 @@ function page(key: string, path: string, ns: string, load: Loader, group?: "moni
 
 export const PAGES: PageDef[] = [
   // 流程监控's five tabs, in the seeds' order (SPEC O-); the job ledger is HOME
-  page("instances", "/monitor/instances", "instances", () => import("./instances/InstancesPage"), "monitor"),
+  page("instances", "/monitor/instances", "instances", () => import("./instances/InstancesPage"), "monitor", prefetchInstances),
   page("analytics", "/monitor/analytics", "analytics", () => import("./analytics/AnalyticsPage"), "monitor"),
   page("engine", "/monitor/engine", "engine", () => import("./engine/EngineDiagnosticsPage"), "monitor"),
   page("jobs", "/monitor/jobs", "jobs", () => import("./jobs/JobLedgerPage"), "monitor", prefetchJobLedger),

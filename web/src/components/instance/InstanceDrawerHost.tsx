@@ -3,15 +3,33 @@
 // removes the parameter. The drawer's code is a lazy chunk, loaded only
 // when an instance is opened, so the initial bundle does not carry it.
 import { lazy, Suspense } from "react";
+import type { QueryClient } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { INSTANCE_PARAM } from "../InstanceLink";
+import { diagnosticsQuery } from "./useDiagnostics";
 
-const InstanceDrawer = lazy(() => import("./InstanceDrawer"));
+const loadDrawer = () => import("./InstanceDrawer");
+const InstanceDrawer = lazy(loadDrawer);
+
+function instanceOf(params: URLSearchParams): number | null {
+  const id = Number(params.get(INSTANCE_PARAM));
+  return Number.isInteger(id) && id > 0 ? id : null;
+}
+
+/** At boot, with `?instance=` in the URL: load the drawer's code and start
+ * its diagnostics read now; returns the namespaces its first render needs. */
+export function preloadInstanceDrawer(search: string, client: QueryClient | null): string[] {
+  const id = instanceOf(new URLSearchParams(search));
+  if (id === null) return [];
+  void loadDrawer();
+  if (client) void client.prefetchQuery(diagnosticsQuery(id));
+  return ["instance"];
+}
 
 export function InstanceDrawerHost() {
   const [params, setParams] = useSearchParams();
-  const id = Number(params.get(INSTANCE_PARAM));
-  if (!Number.isInteger(id) || id < 1) return null;
+  const id = instanceOf(params);
+  if (id === null) return null;
   const close = () => {
     const next = new URLSearchParams(params);
     next.delete(INSTANCE_PARAM);

@@ -1,6 +1,6 @@
 // The diagnostics document of one instance (every view, the conclusions and
 // the verdict) as one query, and the call that reloads it after a repair.
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { queryOptions, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "../../api/client";
 import type { Diagnostics } from "./types";
 
@@ -10,14 +10,17 @@ export function diagnosticsKey(id: number) {
   return ["instance-diagnostics", id];
 }
 
-export function useDiagnostics(id: number) {
-  return useQuery({
+export const diagnosticsQuery = (id: number) =>
+  queryOptions({
     queryKey: diagnosticsKey(id),
     queryFn: async () =>
       (await unwrap(
         api.GET("/api/workflows/instances/{instanceId}/diagnostics", { params: { path: { instanceId: id }, query: { limit: TRACE_PAGE } } }),
       )) as unknown as Diagnostics,
   });
+
+export function useDiagnostics(id: number) {
+  return useQuery(diagnosticsQuery(id));
 }
 
 /** Reload the drawer (and every list that shows instances, jobs or tasks). */

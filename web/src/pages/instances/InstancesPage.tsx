@@ -7,7 +7,8 @@ import { Button, Card, Segmented, Space, Table, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
-import { api, unwrap, type Schemas } from "../../api/client";
+import type { Schemas } from "../../api/client";
+import { meQuery } from "../../api/queryClient";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { INSTANCE_PARAM, InstanceLink } from "../../components/InstanceLink";
@@ -17,6 +18,7 @@ import { REFRESH_CHOICES, useAutoRefresh, type RefreshChoice } from "../../compo
 import { useCursor } from "../../components/useCursor";
 import { fromView, hasFilters, matching, readQuery, writeQuery, type InstanceQuery } from "./filters";
 import { useInstanceViews, type View } from "./views";
+import { instanceCountsQuery, instancesQuery } from "./queries";
 import { StatusCounts } from "./StatusCounts";
 
 // The filter bar (date pickers) and the saved views load beside the first
@@ -30,7 +32,6 @@ const ExportDialog = lazy(() => import("./ExportDialog").then((m) => ({ default:
 const BatchRecoverDialog = lazy(() => import("./BatchRecoverDialog").then((m) => ({ default: m.BatchRecoverDialog })));
 
 type Instance = Schemas["InstancePublic"];
-const PAGE_SIZE = 20;
 const VIEW_PARAM = "view";
 const CONTROLS_PLACEHOLDER = <div style={{ minHeight: 150 }} />;
 
@@ -43,7 +44,7 @@ export default function InstancesPage() {
   const refresh = useAutoRefresh("instances");
   const [selected, setSelected] = useState<number[]>([]);
   const [dialog, setDialog] = useState<"export" | "recover" | null>(null);
-  const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/api/workflows/me")) });
+  const me = useQuery(meQuery());
   const views = useInstanceViews();
   const viewItems = views.data?.items ?? [];
   const current = viewItems.find((v) => String(v.id) === params.get(VIEW_PARAM));
@@ -70,8 +71,7 @@ export default function InstancesPage() {
   };
 
   const list = useQuery({
-    queryKey: ["instances", queryKey, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/instances", { params: { query: { ...query, limit: PAGE_SIZE, cursor: pager.cursor } } })),
+    ...instancesQuery(query, pager.cursor),
     placeholderData: keepPreviousData,
     refetchInterval: refresh.interval,
   });
@@ -87,8 +87,7 @@ export default function InstancesPage() {
     return () => cancelAnimationFrame(frame);
   }, [rowsShown, controls]);
   const counts = useQuery({
-    queryKey: ["instance-counts", JSON.stringify({ ...query, status: undefined })],
-    queryFn: () => unwrap(api.GET("/api/workflows/instances/counts", { params: { query: { ...query, status: undefined } } })),
+    ...instanceCountsQuery(query),
     placeholderData: keepPreviousData,
     refetchInterval: refresh.interval,
   });

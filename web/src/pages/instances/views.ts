@@ -1,14 +1,12 @@
 // The caller's saved views of the instance list (own and shared in their
 // tenants), one query shared by the page and the views bar.
 import { useQuery } from "@tanstack/react-query";
-import { api, unwrap, type Schemas } from "../../api/client";
+import type { Schemas } from "../../api/client";
+import { instanceViewsQuery, VIEWS_KEY } from "./queries";
 
 export type View = Schemas["ViewPublic"];
-export const VIEWS_KEY = ["views", "instances"];
+export { VIEWS_KEY };
 
 export function useInstanceViews() {
-  return useQuery({
-    queryKey: VIEWS_KEY,
-    queryFn: () => unwrap(api.GET("/api/workflows/views", { params: { query: { scope: "instances" } } })),
-  });
+  return useQuery(instanceViewsQuery());
 }
