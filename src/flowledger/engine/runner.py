@@ -32,6 +32,7 @@ from flowledger.engine.tasks import SYSTEM, create_task, resolve_assignees
 from flowledger.engine.tokens import (
     Token,
     create_token,
+    create_tokens,
     get_fork,
     move_token,
     parked_at,
@@ -283,10 +284,7 @@ async def _join(step: Step, token: Token, node: Node) -> Token | None:
 async def _fork(step: Step, token: Token, node: Node, edges: list[Edge]) -> list[Token]:
     frame = await push_fork(step, node.key, node.type, len(edges))
     await set_token_state(step, [token.id], TokenState.CONSUMED)
-    branches = []
-    for edge in edges:
-        branch = await create_token(step, edge.to, [*token.fork_stack, frame])
-        branches.append(branch)
+    branches = await create_tokens(step, [(edge.to, [*token.fork_stack, frame]) for edge in edges])
     await step.trace(
         "token_forked",
         node_key=node.key,

@@ -1,0 +1,101 @@
+"""The engine's per-transaction write buffer (issue 15 item 2): the engine
+trace rows (E-8), outbox events (E-10) and token moves (E-4) of every step
+in one transaction, written just before it commits — each table once (one
+executemany), in the order the steps produced them.
+
+The buffer exists only inside a :meth:`~flowledger.db.database.Database.begin`
+transaction (it registers as one of its pre-commit buffers); a step on any
+other connection writes at once, as before. A read in the step that must see
+buffered rows flushes first (:func:`flush`; the token queries do it for the
+moves). Nothing changes in what commits: the rows commit with the step's
+other writes or roll back with them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import bindparam, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.database import pre_commit
+from flowledger.db.engine_schema import workflow_event_outbox, workflow_tokens, workflow_trace
+
+_NAME = "engine_writes"
+_TRACE = workflow_trace.insert()
+_OUTBOX = workflow_event_outbox.insert()
+_MOVE = (
+    update(workflow_tokens)
+    .where(workflow_tokens.c.id == bindparam("token_id"))
+    .values(node_key=bindparam("to_node"))
+)
+
+
+@dataclass
+class WriteBuffer:
+    conn: AsyncConnection
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+    # token id -> the node it moved to, not yet written
+    moves: dict[int, str] = field(default_factory=dict)
+
+    async def flush_moves(self) -> None:
+        if self.moves:
+            rows = [{"token_id": t, "to_node": n} for t, n in self.moves.items()]
+            self.moves = {}
+            await self.conn.execute(_MOVE, rows)
+
+    async def flush(self) -> None:
+        await self.flush_moves()
+        if self.outbox:
+            rows, self.outbox = self.outbox, []
+            await self.conn.execute(_OUTBOX, rows)
+        if self.trace:
+            rows, self.trace = self.trace, []
+            await self.conn.execute(_TRACE, rows)
+
+
+def buffer_of(conn: AsyncConnection, *, create: bool = True) -> WriteBuffer | None:
+    """The write buffer of the transaction on ``conn`` (None outside a
+    :meth:`Database.begin` transaction, or when ``create`` is false and no
+    step has opened one)."""
+    registry = pre_commit(conn)
+    if registry is None:
+        return None
+    found = registry.get(_NAME)
+    if found is None and create:
+        found = registry[_NAME] = WriteBuffer(conn)
+    assert found is None or isinstance(found, WriteBuffer)
+    return found
+
+
+async def add_trace(conn: AsyncConnection, row: dict[str, Any]) -> None:
+    """Record one trace row: buffered when the transaction has a write buffer."""
+    buffer = buffer_of(conn)
+    if buffer is None:
+        await conn.execute(_TRACE, [row])
+    else:
+        buffer.trace.append(row)
+
+
+async def add_outbox(conn: AsyncConnection, row: dict[str, Any]) -> None:
+    """Record one outbox event: buffered when the transaction has a write buffer."""
+    buffer = buffer_of(conn)
+    if buffer is None:
+        await conn.execute(_OUTBOX, [row])
+    else:
+        buffer.outbox.append(row)
+
+
+async def flush(conn: AsyncConnection) -> None:
+    """Write what is buffered now (before a read that must see it)."""
+    buffer = buffer_of(conn, create=False)
+    if buffer is not None:
+        await buffer.flush()
+
+
+async def flush_moves(conn: AsyncConnection) -> None:
+    """Write the buffered token moves now (before a token query)."""
+    buffer = buffer_of(conn, create=False)
+    if buffer is not None:
+        await buffer.flush_moves()
