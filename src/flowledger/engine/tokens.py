@@ -153,23 +153,36 @@ async def push_fork(step: Step, node_key: str, gateway: str, expected: int) -> i
     )
 
 
-async def get_fork(step: Step, fork_id: int) -> Any:
-    return (
-        await step.conn.execute(select(workflow_forks).where(workflow_forks.c.id == fork_id))
-    ).first()
-
-
-async def parked_at(step: Step, node_key: str) -> list[Token]:
-    await flush_moves(step.conn)
-    rows = (
-        await step.conn.execute(
-            select(workflow_tokens)
-            .where(
-                workflow_tokens.c.instance_id == step.instance_id,
-                workflow_tokens.c.node_key == node_key,
-                workflow_tokens.c.state == TokenState.PARKED,
-            )
-            .order_by(workflow_tokens.c.id)
+_FORK_AND_PARKED = (
+    select(
+        workflow_forks.c.gateway,
+        workflow_forks.c.expected,
+        workflow_tokens.c.id,
+        workflow_tokens.c.node_key,
+        workflow_tokens.c.fork_stack,
+    )
+    .select_from(
+        workflow_forks.outerjoin(
+            workflow_tokens,
+            (workflow_tokens.c.instance_id == workflow_forks.c.instance_id)
+            & (workflow_tokens.c.node_key == bindparam("node_key"))
+            & (workflow_tokens.c.state == TokenState.PARKED),
         )
+    )
+    .where(workflow_forks.c.id == bindparam("fork_id"))
+    .order_by(workflow_tokens.c.id)
+)
+
+
+async def fork_and_parked(step: Step, fork_id: int, node_key: str) -> tuple[Any, list[Token]]:
+    """The fork frame ``fork_id`` (None if missing) and the tokens parked at
+    ``node_key`` with that frame on top, in one statement. Buffered moves
+    stay buffered: only active tokens have one (parking or consuming a token
+    writes its move), and this reads parked tokens only."""
+    rows = (
+        await step.conn.execute(_FORK_AND_PARKED, {"fork_id": fork_id, "node_key": node_key})
     ).all()
-    return [_token(row) for row in rows]
+    if not rows:
+        return None, []
+    parked = [_token(row) for row in rows if row.id is not None]
+    return rows[0], [t for t in parked if t.fork_stack and t.fork_stack[-1] == fork_id]
