@@ -223,8 +223,8 @@ async def main() -> None:
     print(
         sql_counts.per(drain_counts, args.jobs, "job")
         + server
-        + " enqueue_"
-        + sql_counts.per(enqueue_counts, args.jobs, "job")
+        + f" enqueue_statements={enqueue_counts.statements}"
+        + f" enqueue_commits={enqueue_counts.commits}"
     )
 
 

@@ -17,6 +17,7 @@ exit and on SIGUSR1 (:func:`snapshot`); :func:`collect` sums them.
 from __future__ import annotations
 
 import atexit
+import cProfile
 import json
 import os
 import signal
@@ -33,6 +34,7 @@ from flowledger.db.pg_hotpath import PgHotPath
 
 ENV = "FLOWLEDGER_BENCH_COUNTS"
 BY_SQL_ENV = "FLOWLEDGER_BENCH_COUNTS_BY_SQL"  # set: also tally statements by their opening
+PROFILE_ENV = "FLOWLEDGER_BENCH_PROFILE"  # a directory: cProfile each worker into it
 
 
 @dataclass
@@ -131,6 +133,11 @@ def in_worker() -> None:
     _count_hot_path()
     atexit.register(_dump)
     signal.signal(signal.SIGUSR1, _dump)
+    profile_dir = os.environ.get(PROFILE_ENV)
+    if profile_dir:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        atexit.register(profiler.dump_stats, str(Path(profile_dir, f"worker-{os.getpid()}.prof")))
 
 
 if os.environ.get(ENV):
