@@ -85,7 +85,11 @@ async def complete(
     if action == "reject":
         await lifecycle.finish(step, InstanceStatus.REJECTED, reason=comment)
         return
-    siblings = [t for t in await open_tasks(step, token_id=token.id) if t.id != task_id]
+    siblings = (
+        [t for t in await open_tasks(step, token_id=token.id) if t.id != task_id]
+        if task.open_siblings or task.kind == "catch"  # a repair hook may add tasks
+        else []
+    )
     if task.kind == "approval" and node.mode == "all" and siblings:
         return  # wait for the other approvers
     if siblings:

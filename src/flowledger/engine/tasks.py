@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 
 from flowledger.db.engine_schema import users, workflow_tasks, workflow_tokens
 from flowledger.definitions.expressions import evaluate_value
@@ -94,12 +94,23 @@ async def finish_task(
 
 
 _TOKEN = workflow_tokens.alias("held_token")
+_SIBLING = workflow_tasks.alias("sibling")
+_OPEN_SIBLINGS = (
+    select(func.count())
+    .where(
+        _SIBLING.c.token_id == workflow_tasks.c.token_id,
+        _SIBLING.c.id != workflow_tasks.c.id,
+        _SIBLING.c.status.in_([TaskStatus.PENDING, TaskStatus.WAITING]),
+    )
+    .scalar_subquery()
+)
 _LOCK_WITH_TOKEN = (
     select(
         workflow_tasks,
         _TOKEN.c.node_key.label("token_node_key"),
         _TOKEN.c.state.label("token_state"),
         _TOKEN.c.fork_stack.label("token_fork_stack"),
+        _OPEN_SIBLINGS.label("open_siblings"),
     )
     .select_from(workflow_tasks.outerjoin(_TOKEN, _TOKEN.c.id == workflow_tasks.c.token_id))
     .where(workflow_tasks.c.id == bindparam("task_id"))
@@ -109,8 +120,9 @@ _LOCK_WITH_TOKEN = (
 
 async def lock_task_with_token(step: Step, task_id: int) -> tuple[Any, Token | None, str | None]:
     """Lock the task row and read the token it holds, in one statement: the
-    task (None if missing), its token and the token's state (None, None when
-    it holds none)."""
+    task (None if missing; ``open_siblings`` counts the other pending or
+    waiting tasks of its token), its token and the token's state (None, None
+    when it holds none)."""
     await flush_moves(step.conn)
     row = (await step.conn.execute(_LOCK_WITH_TOKEN, {"task_id": task_id})).first()
     if row is None or row.token_id is None or row.token_state is None:
