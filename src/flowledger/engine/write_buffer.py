@@ -141,20 +141,20 @@ def buffer_of(conn: AsyncConnection, *, create: bool = True) -> WriteBuffer | No
 
 async def add_trace(conn: AsyncConnection, row: dict[str, Any]) -> None:
     """Record one trace row: buffered when the transaction has a write buffer."""
-    buffer = buffer_of(conn)
-    if buffer is None:
-        await conn.execute(_TRACE, [row])
-    else:
-        buffer.trace.append(row)
+    await _add(conn, "trace", row)
 
 
 async def add_outbox(conn: AsyncConnection, row: dict[str, Any]) -> None:
     """Record one outbox event: buffered when the transaction has a write buffer."""
+    await _add(conn, "outbox", row)
+
+
+async def _add(conn: AsyncConnection, table: str, row: dict[str, Any]) -> None:
     buffer = buffer_of(conn)
     if buffer is None:
-        await conn.execute(_OUTBOX, [row])
+        await conn.execute(_TRACE if table == "trace" else _OUTBOX, [row])
     else:
-        buffer.outbox.append(row)
+        (buffer.trace if table == "trace" else buffer.outbox).append(row)
 
 
 async def flush(conn: AsyncConnection) -> None:
