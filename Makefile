@@ -63,6 +63,8 @@ test: lint typecheck web-check pytest
 
 bench: install
 	$(BIN)/python bench/ledger_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --jobs 20000 --workers 1
+	$(BIN)/python bench/engine_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --instances $${FLOWLEDGER_BENCH_INSTANCES:-2000} --workers 1
+	case "$${FLOWLEDGER_BENCH_DB:-sqlite}" in postgresql*) bench/pg_ceiling.sh 20000;; esac
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache web/node_modules web/dist

@@ -11,7 +11,13 @@ asynchronous hand-off through a delay_wake job) → join → exclusive → end.
 4. wait until every instance is approved.
 instances_per_s = N / (time from the first start to the last finish);
 steps_per_s = engine steps (node entries in the engine trace) / that time.
-Last line: instances_per_s=… steps_per_s=…
+Machine-independent figures (issue 15 item 1): SQL statements and commits
+per instance, counted by SQLAlchemy event hooks in this process (its start
+and approve calls, not its polling) and in the workers (``--import
+sql_counts``); on PostgreSQL also the server's own xact_commit delta (which
+includes this script's polling).
+Last lines: instances_per_s=… steps_per_s=…, then statements_per_instance=…
+commits_per_instance=…
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +42,10 @@ from flowledger.db.schema import metadata
 from flowledger.engine import Engine
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import sql_counts  # noqa: E402
+
 CONCURRENCY = 4
 
 REFERENCE = {
@@ -86,11 +97,16 @@ async def in_parallel(items: list[int], fn: object) -> list[object]:
     return results
 
 
-def start_workers(url: str, k: int) -> list[subprocess.Popen[bytes]]:
-    env = {**os.environ, "FLOWLEDGER_DATABASE_URL": url}
+def start_workers(url: str, k: int, counts_dir: str) -> list[subprocess.Popen[bytes]]:
+    env = {
+        **os.environ,
+        "FLOWLEDGER_DATABASE_URL": url,
+        sql_counts.ENV: counts_dir,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
     return [
         subprocess.Popen(
-            [sys.executable, "-m", "flowledger", "worker"],
+            [sys.executable, "-m", "flowledger", "worker", "--import", "sql_counts"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -102,6 +118,16 @@ def start_workers(url: str, k: int) -> list[subprocess.Popen[bytes]]:
 async def count(db: Database, query: object) -> int:
     async with db.read() as conn:
         return int((await conn.execute(query)).scalar_one())  # type: ignore[call-overload]
+
+
+async def xact_commit(db: Database) -> int | None:
+    """The server's committed-transaction counter of this database (PostgreSQL)."""
+    if db.is_sqlite:
+        return None
+    return await count(
+        db,
+        text("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"),
+    )
 
 
 async def main() -> None:
@@ -116,9 +142,13 @@ async def main() -> None:
 
     db = Database(args.db)
     await reset(db)
+    poll = Database(args.db, pool_size=2)  # polling stays out of the counts
     engine = Engine(db, SystemClock())
     await engine.deploy(REFERENCE, actor="bench")
-    workers = start_workers(args.db, args.workers)
+    sql_counts.watch(db.engine.sync_engine)
+    counts_dir = tempfile.mkdtemp(prefix="flowledger-bench-counts-")
+    commits_before = await xact_commit(poll)
+    workers = start_workers(args.db, args.workers, counts_dir)
     try:
         started = time.perf_counter()
         await in_parallel(
@@ -142,13 +172,13 @@ async def main() -> None:
             .select_from(workflow_instances)
             .where(workflow_instances.c.status == "approved")
         )
-        while (done := await count(db, done_query)) < n:
+        while (done := await count(poll, done_query)) < n:
             if time.monotonic() > deadline:
                 raise SystemExit(f"timed out: {done}/{n} instances approved")
             await asyncio.sleep(0.1)
         elapsed = time.perf_counter() - started
         steps = await count(
-            db,
+            poll,
             select(func.count())
             .select_from(workflow_trace)
             .where(workflow_trace.c.event == "node_entered"),
@@ -158,12 +188,23 @@ async def main() -> None:
             proc.send_signal(signal.SIGTERM)
         for proc in workers:
             proc.wait(timeout=60)
-        await db.dispose()
+    commits_after = await xact_commit(poll)
+    await db.dispose()
+    await poll.dispose()
+    counts = sql_counts.collect(counts_dir)
+    counts.add(sql_counts.TOTALS)
+    if sql_counts.BY_SQL:
+        sql_counts.dump_by_sql(counts_dir, "bench")
+        print(f"statements by kind: {counts_dir}/*.sql")
     print(
         f"{n} instances approved in {elapsed:.2f}s with {args.workers} worker process(es); "
         f"{steps} engine steps"
     )
     print(f"instances_per_s={n / elapsed:.1f} steps_per_s={steps / elapsed:.1f}")
+    server = ""
+    if commits_before is not None and commits_after is not None:
+        server = f" pg_xact_commit_per_instance={(commits_after - commits_before) / n:.2f}"
+    print(sql_counts.per(counts, n, "instance") + server)
 
 
 if __name__ == "__main__":

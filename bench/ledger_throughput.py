@@ -10,7 +10,13 @@ The database at URL is migrated and its ledger tables are EMPTIED first.
    (the wall time including start-up is printed too);
 3. with the workers idle, 200 times: enqueue one job, commit, and measure
    commit -> handler start (the handler records time.time()).
-Last line: enqueue_per_s=… drain_per_s=… wake_p50_ms=… wake_p95_ms=…
+Machine-independent figures (issue 15 item 1): SQL statements and commits
+per job of the drain (step 2), counted by SQLAlchemy event hooks in the
+workers (``--import sql_counts``), and of the bulk enqueue; on PostgreSQL
+also the server's own xact_commit delta over the drain (which includes this
+script's polling).
+Last lines: enqueue_per_s=… drain_per_s=… wake_p50_ms=… wake_p95_ms=…, then
+statements_per_job=… commits_per_job=…
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_handlers  # noqa: E402,F401  (registers the bench job types)
+import sql_counts  # noqa: E402
 from flowledger.clock import SystemClock  # noqa: E402
 from flowledger.db import wake  # noqa: E402
 from flowledger.db.database import Database  # noqa: E402
@@ -69,15 +77,25 @@ async def bulk_enqueue(db: Database, n: int) -> float:
     return n / (time.perf_counter() - started)
 
 
-def start_workers(url: str, k: int) -> list[subprocess.Popen[bytes]]:
+def start_workers(url: str, k: int, counts_dir: str) -> list[subprocess.Popen[bytes]]:
     env = {
         **os.environ,
         "FLOWLEDGER_DATABASE_URL": url,
+        sql_counts.ENV: counts_dir,
         "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
     }
     return [
         subprocess.Popen(
-            [sys.executable, "-m", "flowledger", "worker", "--import", "bench_handlers"],
+            [
+                sys.executable,
+                "-m",
+                "flowledger",
+                "worker",
+                "--import",
+                "bench_handlers",
+                "--import",
+                "sql_counts",
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -139,6 +157,15 @@ async def wake_latencies(db: Database, samples: int) -> list[float]:
     return latencies
 
 
+async def xact_commit(db: Database) -> int | None:
+    """The server's committed-transaction counter of this database (PostgreSQL)."""
+    if db.is_sqlite:
+        return None
+    async with db.read() as conn:
+        query = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        return int((await conn.execute(text(query))).scalar_one())
+
+
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
@@ -155,13 +182,19 @@ async def main() -> None:
 
     db = Database(args.db)
     await reset(db)
+    sql_counts.watch(db.engine.sync_engine)
     enqueue_per_s = await bulk_enqueue(db, args.jobs)
+    enqueue_counts = sql_counts.Counts(sql_counts.TOTALS.statements, sql_counts.TOTALS.commits)
     print(f"enqueued {args.jobs} jobs at {enqueue_per_s:.0f}/s", flush=True)
+    counts_dir = tempfile.mkdtemp(prefix="flowledger-bench-counts-")
+    commits_before = await xact_commit(db)
     wall_start = time.perf_counter()
-    workers = start_workers(args.db, args.workers)
+    workers = start_workers(args.db, args.workers, counts_dir)
     try:
         await wait_drained(db, args.jobs, timeout_s=max(120.0, args.jobs / 100))
         wall = time.perf_counter() - wall_start
+        drain_counts = sql_counts.snapshot(counts_dir, [proc.pid for proc in workers])
+        commits_after = await xact_commit(db)
         drain_per_s = await drain_rate(db, args.jobs)
         print(
             f"drained {args.jobs} jobs with {args.workers} worker process(es): "
@@ -183,6 +216,15 @@ async def main() -> None:
     print(
         f"enqueue_per_s={enqueue_per_s:.1f} drain_per_s={drain_per_s:.1f} "
         f"wake_p50_ms={p50:.2f} wake_p95_ms={p95:.2f}"
+    )
+    server = ""
+    if commits_before is not None and commits_after is not None:
+        server = f" pg_xact_commit_per_job={(commits_after - commits_before) / args.jobs:.2f}"
+    print(
+        sql_counts.per(drain_counts, args.jobs, "job")
+        + server
+        + f" enqueue_statements={enqueue_counts.statements}"
+        + f" enqueue_commits={enqueue_counts.commits}"
     )
 
 

@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.compensation.errors import ActionInvalid
 from flowledger.compensation.tickets import set_action_status
 from flowledger.db.compensation_schema import ActionStatus
-from flowledger.db.engine_schema import workflow_trace
 from flowledger.definitions.model import CompensationAction
+from flowledger.engine.write_buffer import add_trace
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 
@@ -99,16 +99,19 @@ async def enqueue_action(
     )
     if not result.created:
         return result.job_id
-    await conn.execute(
-        workflow_trace.insert().values(
-            instance_id=instance_id,
-            trace_id=trace_id,
-            event="job_enqueued",
-            node_key=node_key,
-            job_id=result.job_id,
-            detail={"type": JOB_TYPE, "ticketId": ticket_id, "action": parsed.type},
-            created_at=now,
-        )
+    await add_trace(  # with the step's other trace rows, in order
+        conn,
+        {
+            "instance_id": instance_id,
+            "trace_id": trace_id,
+            "event": "job_enqueued",
+            "node_key": node_key,
+            "token_id": None,
+            "task_id": None,
+            "job_id": result.job_id,
+            "detail": {"type": JOB_TYPE, "ticketId": ticket_id, "action": parsed.type},
+            "created_at": now,
+        },
     )
     await set_action_status(
         conn,

@@ -6,6 +6,10 @@ lock so writers of one process queue fairly instead of spinning in SQLite's
 busy handler. PostgreSQL: psycopg 3 async with a connection pool, plus an
 autocommit view of the same pool for single-statement hot paths (claim and
 batch settlement) that are atomic on their own.
+
+A writing transaction can hold buffers (:func:`pre_commit`) that are flushed
+just before it commits: the engine writes a step's trace and outbox rows
+that way, once per table per transaction (issue 15 item 2).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import URL
@@ -26,6 +30,7 @@ from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.urls import async_url, is_sqlite, libpq_conninfo
 
 _READONLY = "flowledger_readonly"
+_PRE_COMMIT = "flowledger_pre_commit"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
@@ -86,6 +91,20 @@ def _close_without_greenlet(engine: AsyncEngine) -> None:
     dialect.do_terminate = do_close  # type: ignore[method-assign]
 
 
+class PreCommit(Protocol):
+    """Work buffered in a transaction and written just before it commits."""
+
+    async def flush(self) -> None: ...
+
+
+def pre_commit(conn: AsyncConnection) -> dict[str, PreCommit] | None:
+    """The buffers to flush before the transaction open on ``conn`` commits,
+    by name; None when ``conn`` is not in a :meth:`Database.begin` transaction
+    (the caller then writes at once)."""
+    registry: dict[str, PreCommit] | None = conn.info.get(_PRE_COMMIT)
+    return registry
+
+
 class Database:
     """One database: its engine, its transactions and its in-process wake hub."""
 
@@ -108,10 +127,15 @@ class Database:
         lock = self._write_lock if self._write_lock is not None else nullcontext()
         async with lock, self.engine.connect() as conn:
             wake.begin_tracking(conn)
+            buffers: dict[str, PreCommit] = {}
+            conn.info[_PRE_COMMIT] = buffers
             try:
                 async with conn.begin():
                     yield conn
+                    for buffer in list(buffers.values()):
+                        await buffer.flush()
             finally:
+                conn.info.pop(_PRE_COMMIT, None)
                 pools = wake.take_pending(conn)
         # reached only when the transaction committed
         for pool in pools:

@@ -20,8 +20,14 @@ from flowledger.engine.assignees import require_tenant_user
 from flowledger.engine.errors import NotAssignee, TaskNotFound, TaskStateError, TaskWithoutToken
 from flowledger.engine.forms import write_form
 from flowledger.engine.step import Step
-from flowledger.engine.tasks import close_open_tasks, finish_task, lock_task, open_tasks
-from flowledger.engine.tokens import Token, get_token
+from flowledger.engine.tasks import (
+    close_open_tasks,
+    finish_task,
+    lock_task,
+    lock_task_with_token,
+    open_tasks,
+)
+from flowledger.engine.tokens import Token
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
 ACTIONS_BY_KIND = {
@@ -40,7 +46,7 @@ def _require_assignee(step: Step, task: Any, assignee_only: bool) -> None:
 async def _actionable(
     step: Step, task_id: int, action: str, assignee_only: bool
 ) -> tuple[Any, Token]:
-    task = await lock_task(step, task_id)
+    task, token, state = await lock_task_with_token(step, task_id)
     if task is None or task.instance_id != step.instance_id:
         raise TaskNotFound(f"task {task_id} not found", field="taskId")
     _require_assignee(step, task, assignee_only)
@@ -51,14 +57,13 @@ async def _actionable(
         )
     if action not in ACTIONS_BY_KIND.get(task.kind, set()):
         raise TaskStateError(f"a {task.kind} task cannot be {action}d", field="action")
-    found = await get_token(step, task.token_id) if task.token_id is not None else None
-    if found is None or found[1] != TokenState.ACTIVE or found[0].node_key != task.node_key:
+    if token is None or state != TokenState.ACTIVE or token.node_key != task.node_key:
         raise TaskWithoutToken(
             f"task {task_id} at {task.node_key!r} holds no active token; repair the instance "
             "with a force jump",
             field="taskId",
         )
-    return task, found[0]
+    return task, token
 
 
 async def complete(
@@ -80,7 +85,11 @@ async def complete(
     if action == "reject":
         await lifecycle.finish(step, InstanceStatus.REJECTED, reason=comment)
         return
-    siblings = [t for t in await open_tasks(step, token_id=token.id) if t.id != task_id]
+    siblings = (
+        [t for t in await open_tasks(step, token_id=token.id) if t.id != task_id]
+        if task.open_siblings or task.kind == "catch"  # a repair hook may add tasks
+        else []
+    )
     if task.kind == "approval" and node.mode == "all" and siblings:
         return  # wait for the other approvers
     if siblings:

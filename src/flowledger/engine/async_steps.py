@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from flowledger.db.engine_schema import workflow_instances, workflow_tasks
+from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.expressions import evaluate_value
 from flowledger.engine import actions, runner, task_notices
 from flowledger.engine.forms import write_form
@@ -24,8 +24,8 @@ from flowledger.engine.instances import start_instance
 from flowledger.engine.node_failures import NodeFailure, node_failed
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step
-from flowledger.engine.tasks import SYSTEM, finish_task
-from flowledger.engine.tokens import Token, get_token
+from flowledger.engine.tasks import SYSTEM, finish_task, lock_task_with_token
+from flowledger.engine.tokens import Token
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
 
@@ -34,17 +34,12 @@ async def held_task(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, 
     running and the task is still ``status``; else why there is nothing to do."""
     if step.instance["status"] != InstanceStatus.RUNNING:
         return f"instance is {step.instance['status']}"
-    task = (
-        await step.conn.execute(
-            select(workflow_tasks).where(workflow_tasks.c.id == task_id).with_for_update()
-        )
-    ).first()
+    task, token, state = await lock_task_with_token(step, task_id)
     if task is None or task.status != status:
         return f"task {task_id} is no longer {status.value}"
-    found = await get_token(step, task.token_id) if task.token_id is not None else None
-    if found is None or found[1] != TokenState.ACTIVE:
+    if token is None or state != TokenState.ACTIVE:
         return f"task {task_id} holds no active token"
-    return task, found[0]
+    return task, token
 
 
 async def wake_delay(step: Step, task_id: int) -> str | None:

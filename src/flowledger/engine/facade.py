@@ -8,19 +8,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import Clock, SystemClock
 from flowledger.db.database import Database
-from flowledger.db.engine_schema import workflow_tasks
 from flowledger.engine import actions, deployments, lifecycle, schedules
 from flowledger.engine import force_jump as jumps
-from flowledger.engine.errors import TaskNotFound
 from flowledger.engine.forms import validate_form
 from flowledger.engine.instances import start_instance
 from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.step import Step, open_step
+from flowledger.engine.step import Step, lock_task_instance, open_step
 from flowledger.states import InstanceStatus
 
 T = TypeVar("T")
@@ -172,16 +169,22 @@ class Engine:
 
     # ------------------------------------------------------------------ tasks
 
-    async def _task_instance(self, task_id: int) -> int:
-        async with self.db.read() as conn:
-            instance_id = (
-                await conn.execute(
-                    select(workflow_tasks.c.instance_id).where(workflow_tasks.c.id == task_id)
-                )
-            ).scalar_one_or_none()
-        if instance_id is None:
-            raise TaskNotFound(f"task {task_id} not found", field="taskId")
-        return int(instance_id)
+    async def _in_task_step(
+        self, task_id: int, actor: str, fn: Callable[[Step], Awaitable[T]]
+    ) -> T:
+        """Run ``fn`` in a step on the instance of task ``task_id``, found and
+        locked in one statement (no separate read transaction first)."""
+        async with self.db.begin() as conn:
+            locked = await lock_task_instance(conn, task_id)
+            step = await open_step(
+                conn,
+                int(locked["id"]),
+                now=self.clock.now(),
+                actor=actor,
+                snapshots=self.snapshots,
+                locked=locked,
+            )
+            return await fn(step)
 
     async def act(
         self,
@@ -195,9 +198,8 @@ class Engine:
     ) -> None:
         """approve / reject / handle a task. With ``as_operator=False`` only the
         task's assignee may act (checked under the instance lock)."""
-        instance_id = await self._task_instance(task_id)
-        await self._in_step(
-            instance_id,
+        await self._in_task_step(
+            task_id,
             actor,
             lambda s: actions.complete(
                 s, task_id, action, comment=comment, form=form, assignee_only=not as_operator
@@ -244,9 +246,8 @@ class Engine:
         comment: str | None = None,
         as_operator: bool = True,
     ) -> None:
-        instance_id = await self._task_instance(task_id)
-        await self._in_step(
-            instance_id,
+        await self._in_task_step(
+            task_id,
             actor,
             lambda s: actions.transfer(
                 s, task_id, to_user, comment=comment, assignee_only=not as_operator

@@ -34,7 +34,7 @@ from sqlalchemy import func, select, update
 
 from flowledger.db.engine_schema import workflow_tasks, workflow_tokens, workflow_trace
 from flowledger.db.schema import workflow_jobs
-from flowledger.engine import lifecycle, runner
+from flowledger.engine import lifecycle, runner, write_buffer
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import Token, create_token
 from flowledger.errors import ConflictError, FlowledgerError
@@ -117,6 +117,7 @@ def _node(step: Step, key: str, field_name: str) -> None:
 
 
 async def _live_tokens(step: Step, node_key: str | None) -> list[Any]:
+    await write_buffer.flush_moves(step.conn)
     t = workflow_tokens.c
     query = select(workflow_tokens).where(
         t.instance_id == step.instance_id, t.state != TokenState.CONSUMED
@@ -140,6 +141,7 @@ async def _open_tasks(step: Step, token_ids: list[int], node_key: str | None) ->
 
 
 async def _trace_marker(step: Step) -> int:
+    await write_buffer.flush(step.conn)  # rows before the marker get ids before it
     found = (
         await step.conn.execute(
             select(func.max(workflow_trace.c.id)).where(
@@ -203,6 +205,7 @@ async def _consume(step: Step, rows: list[Any]) -> list[dict[str, Any]]:
 
 async def _created_since(step: Step, marker: int, outcome: JumpOutcome) -> None:
     """Fill the created tasks and jobs from this step's trace rows."""
+    await write_buffer.flush(step.conn)
     rows = (
         await step.conn.execute(
             select(workflow_trace.c.event, workflow_trace.c.task_id, workflow_trace.c.job_id)

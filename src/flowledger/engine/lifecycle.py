@@ -46,7 +46,7 @@ def require_status(step: Step, *allowed: InstanceStatus) -> None:
 async def finish_if_done(step: Step) -> None:
     """Approve the instance once no token is left (every path reached an end)."""
     if await count_live_tokens(step) == 0:
-        await finish(step, InstanceStatus.APPROVED)
+        await finish(step, InstanceStatus.APPROVED, tokens_left=False)
 
 
 async def finish(
@@ -55,11 +55,14 @@ async def finish(
     *,
     reason: str | None = None,
     task_status: TaskStatus = TaskStatus.CANCELED,
+    tokens_left: bool = True,
 ) -> None:
-    """End the instance: close open tasks, consume tokens, cancel advancement
-    jobs (L-22), emit the event, and wake a waiting parent."""
+    """End the instance: close open tasks, consume tokens (``tokens_left``
+    false: the caller just counted none), cancel advancement jobs (L-22),
+    emit the event, and wake a waiting parent."""
     await close_open_tasks(step, status=task_status, comment=reason)
-    await consume_all_tokens(step)
+    if tokens_left:
+        await consume_all_tokens(step)
     canceled = await jobs_cleanup_for_instance(
         step.conn,
         step.instance_id,

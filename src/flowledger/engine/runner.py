@@ -32,9 +32,9 @@ from flowledger.engine.tasks import SYSTEM, create_task, resolve_assignees
 from flowledger.engine.tokens import (
     Token,
     create_token,
-    get_fork,
+    create_tokens,
+    fork_and_parked,
     move_token,
-    parked_at,
     push_fork,
     set_token_state,
 )
@@ -253,14 +253,14 @@ async def _exclusive(step: Step, token: Token, node: Node) -> list[Token]:
 
 async def _join(step: Step, token: Token, node: Node) -> Token | None:
     """Park ``token`` at a join; return the merged token when the join fires."""
-    frame_id = token.fork_stack[-1] if token.fork_stack else None
-    fork = await get_fork(step, frame_id) if frame_id is not None else None
+    if not token.fork_stack:
+        return token  # not joining a fork: pass through
+    frame_id = token.fork_stack[-1]
+    fork, parked = await fork_and_parked(step, frame_id, node.key)
     if fork is None or fork.gateway != node.type:
         return token  # not joining a fork of this kind: pass through
     await set_token_state(step, [token.id], TokenState.PARKED)
-    waiting = [
-        t for t in await parked_at(step, node.key) if t.fork_stack and t.fork_stack[-1] == frame_id
-    ]
+    waiting = sorted([*parked, token], key=lambda t: t.id)
     await step.trace(
         "token_parked",
         node_key=node.key,
@@ -283,10 +283,7 @@ async def _join(step: Step, token: Token, node: Node) -> Token | None:
 async def _fork(step: Step, token: Token, node: Node, edges: list[Edge]) -> list[Token]:
     frame = await push_fork(step, node.key, node.type, len(edges))
     await set_token_state(step, [token.id], TokenState.CONSUMED)
-    branches = []
-    for edge in edges:
-        branch = await create_token(step, edge.to, [*token.fork_stack, frame])
-        branches.append(branch)
+    branches = await create_tokens(step, [(edge.to, [*token.fork_stack, frame]) for edge in edges])
     await step.trace(
         "token_forked",
         node_key=node.key,

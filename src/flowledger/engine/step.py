@@ -1,7 +1,9 @@
 """One engine step: the transaction, its clock reading, the locked instance
 and its frozen definition, and the writes every step makes — engine trace
 rows (E-8), outbox events (E-10) and ledger jobs (L-13: instance row locked
-first, jobs after)."""
+first, jobs after). Trace and outbox rows go to the transaction's write
+buffer (:mod:`~flowledger.engine.write_buffer`), written once per table just
+before the commit (issue 15 item 2)."""
 
 from __future__ import annotations
 
@@ -9,17 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.engine_schema import (
-    workflow_event_outbox,
-    workflow_instances,
-    workflow_trace,
-)
+from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.model import ProcessDefinition
-from flowledger.engine.errors import InstanceNotFound
+from flowledger.engine.errors import InstanceNotFound, TaskNotFound
 from flowledger.engine.snapshots import SnapshotCache
+from flowledger.engine.write_buffer import add_outbox, add_trace
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 
@@ -58,18 +57,19 @@ class Step:
         job_id: int | None = None,
         detail: dict[str, Any] | None = None,
     ) -> None:
-        await self.conn.execute(
-            workflow_trace.insert().values(
-                instance_id=self.instance_id,
-                trace_id=self.trace_id,
-                event=event,
-                node_key=node_key,
-                token_id=token_id,
-                task_id=task_id,
-                job_id=job_id,
-                detail=detail,
-                created_at=self.now,
-            )
+        await add_trace(
+            self.conn,
+            {
+                "instance_id": self.instance_id,
+                "trace_id": self.trace_id,
+                "event": event,
+                "node_key": node_key,
+                "token_id": token_id,
+                "task_id": task_id,
+                "job_id": job_id,
+                "detail": detail,
+                "created_at": self.now,
+            },
         )
 
     async def emit(self, event_type: str, payload: dict[str, Any]) -> None:
@@ -78,17 +78,18 @@ class Step:
             "definitionKey": self.instance["definition_key"],
             **payload,
         }
-        await self.conn.execute(
-            workflow_event_outbox.insert().values(
-                tenant_id=self.instance["tenant_id"],
-                instance_id=self.instance_id,
-                definition_key=self.instance["definition_key"],
-                event_type=event_type,
-                payload=body,
-                status="pending",
-                trace_id=self.trace_id,
-                created_at=self.now,
-            )
+        await add_outbox(
+            self.conn,
+            {
+                "tenant_id": self.instance["tenant_id"],
+                "instance_id": self.instance_id,
+                "definition_key": self.instance["definition_key"],
+                "event_type": event_type,
+                "payload": body,
+                "status": "pending",
+                "trace_id": self.trace_id,
+                "created_at": self.now,
+            },
         )
         await self.trace("event_emitted", detail={"eventType": event_type})
 
@@ -138,22 +139,53 @@ class Step:
         self.instance.update(values)
 
 
+_LOCK_INSTANCE = (
+    select(workflow_instances)
+    .where(workflow_instances.c.id == bindparam("instance_id"))
+    .with_for_update()
+)
+
+
 async def lock_instance(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
     """Lock the instance row (always the first lock of a step, L-13)."""
-    row = (
-        (
-            await conn.execute(
-                select(workflow_instances)
-                .where(workflow_instances.c.id == instance_id)
-                .with_for_update()
-            )
-        )
-        .mappings()
-        .first()
-    )
+    row = (await conn.execute(_LOCK_INSTANCE, {"instance_id": instance_id})).mappings().first()
     if row is None:
         raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
     return dict(row)
+
+
+_LOCK_TASK_INSTANCE = (
+    select(workflow_instances)
+    .where(
+        workflow_instances.c.id
+        == select(workflow_tasks.c.instance_id)
+        .where(workflow_tasks.c.id == bindparam("task_id"))
+        .scalar_subquery()
+    )
+    .with_for_update(of=workflow_instances)
+)
+
+
+async def lock_task_instance(conn: AsyncConnection, task_id: int) -> dict[str, Any]:
+    """Lock the instance row of task ``task_id`` in one statement — the first
+    lock of the step (L-13): the task row is only read, not locked."""
+    row = (await conn.execute(_LOCK_TASK_INSTANCE, {"task_id": task_id})).mappings().first()
+    if row is None:
+        raise TaskNotFound(f"task {task_id} not found", field="taskId")
+    return dict(row)
+
+
+class FirstLock:
+    """A job step's ``lock_first`` that locks the instance row and keeps it,
+    so the engine step opened after it in the same transaction (``open_step(...,
+    locked=lock.row)``) does not read the row a second time."""
+
+    def __init__(self, instance_id: int) -> None:
+        self.instance_id = instance_id
+        self.row: dict[str, Any] | None = None
+
+    async def __call__(self, conn: AsyncConnection) -> None:
+        self.row = await lock_instance(conn, self.instance_id)
 
 
 async def open_step(
@@ -164,9 +196,13 @@ async def open_step(
     actor: str,
     snapshots: SnapshotCache,
     job_id: int | None = None,
+    locked: dict[str, Any] | None = None,
 ) -> Step:
     """Lock the instance and open a step on it; ``job_id`` names the ledger
-    job this step runs in, if any."""
-    instance = await lock_instance(conn, instance_id)
+    job this step runs in, if any. ``locked`` is the instance row when this
+    transaction already locked it first (a job step's ``lock_first``)."""
+    if locked is not None and int(locked["id"]) != instance_id:
+        raise ValueError(f"the locked row is instance {locked['id']}, not {instance_id}")
+    instance = locked if locked is not None else await lock_instance(conn, instance_id)
     defn = snapshots.get(instance["definition_id"], instance["snapshot"])
     return Step(conn=conn, now=now, actor=actor, instance=instance, defn=defn, job_id=job_id)

@@ -8,12 +8,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, func, select, update
 
-from flowledger.db.engine_schema import users, workflow_tasks
+from flowledger.db.engine_schema import users, workflow_tasks, workflow_tokens
 from flowledger.definitions.expressions import evaluate_value
 from flowledger.definitions.model import Assignees
 from flowledger.engine.step import Step
+from flowledger.engine.tokens import Token
+from flowledger.engine.write_buffer import flush_moves
 from flowledger.states import TaskStatus
 
 SYSTEM = "system"
@@ -89,6 +91,44 @@ async def finish_task(
         "task_completed", task_id=task_id, detail={"status": status.value, "action": action}
     )
     await step.emit("task.completed", {"taskId": task_id, "status": status.value, "action": action})
+
+
+_TOKEN = workflow_tokens.alias("held_token")
+_SIBLING = workflow_tasks.alias("sibling")
+_OPEN_SIBLINGS = (
+    select(func.count())
+    .where(
+        _SIBLING.c.token_id == workflow_tasks.c.token_id,
+        _SIBLING.c.id != workflow_tasks.c.id,
+        _SIBLING.c.status.in_([TaskStatus.PENDING, TaskStatus.WAITING]),
+    )
+    .scalar_subquery()
+)
+_LOCK_WITH_TOKEN = (
+    select(
+        workflow_tasks,
+        _TOKEN.c.node_key.label("token_node_key"),
+        _TOKEN.c.state.label("token_state"),
+        _TOKEN.c.fork_stack.label("token_fork_stack"),
+        _OPEN_SIBLINGS.label("open_siblings"),
+    )
+    .select_from(workflow_tasks.outerjoin(_TOKEN, _TOKEN.c.id == workflow_tasks.c.token_id))
+    .where(workflow_tasks.c.id == bindparam("task_id"))
+    .with_for_update(of=workflow_tasks)
+)
+
+
+async def lock_task_with_token(step: Step, task_id: int) -> tuple[Any, Token | None, str | None]:
+    """Lock the task row and read the token it holds, in one statement: the
+    task (None if missing; ``open_siblings`` counts the other pending or
+    waiting tasks of its token), its token and the token's state (None, None
+    when it holds none)."""
+    await flush_moves(step.conn)
+    row = (await step.conn.execute(_LOCK_WITH_TOKEN, {"task_id": task_id})).first()
+    if row is None or row.token_id is None or row.token_state is None:
+        return row, None, None
+    token = Token(int(row.token_id), row.token_node_key, list(row.token_fork_stack or []))
+    return row, token, str(row.token_state)
 
 
 async def lock_task(step: Step, task_id: int) -> Any:

@@ -2,17 +2,22 @@
 at one node: ``active`` (moving, or holding a wait state), ``parked`` (waiting
 at a join) or ``consumed``. A fork pushes a frame (its id, gateway kind and
 the number of branches actually taken) onto each new token's stack; the
-matching join fires when that many tokens with the frame on top are parked."""
+matching join fires when that many tokens with the frame on top are parked.
+
+A token's move is buffered (:mod:`~flowledger.engine.write_buffer`): it is
+written with the token's next state change, before the next token query, or
+just before the commit — whichever comes first (issue 15 item 2)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
 from flowledger.engine.step import Step
+from flowledger.engine.write_buffer import buffer_of, flush_moves
 from flowledger.states import TokenState
 
 
@@ -27,28 +32,42 @@ def _token(row: Any) -> Token:
     return Token(int(row.id), row.node_key, list(row.fork_stack or []))
 
 
+_INSERT = workflow_tokens.insert().returning(workflow_tokens.c.id, sort_by_parameter_order=True)
+_GET = select(workflow_tokens).where(workflow_tokens.c.id == bindparam("token_id"))
+
+
 async def create_token(step: Step, node_key: str, fork_stack: list[int]) -> Token:
-    token_id = (
-        await step.conn.execute(
-            workflow_tokens.insert()
-            .values(
-                instance_id=step.instance_id,
-                node_key=node_key,
-                state=TokenState.ACTIVE,
-                fork_stack=fork_stack,
-                created_at=step.now,
-            )
-            .returning(workflow_tokens.c.id)
-        )
-    ).scalar_one()
-    return Token(int(token_id), node_key, list(fork_stack))
+    return (await create_tokens(step, [(node_key, fork_stack)]))[0]
+
+
+async def create_tokens(step: Step, places: list[tuple[str, list[int]]]) -> list[Token]:
+    """Create one active token per (node key, fork stack), in one statement."""
+    rows = [
+        {
+            "instance_id": step.instance_id,
+            "node_key": node_key,
+            "state": TokenState.ACTIVE,
+            "fork_stack": fork_stack,
+            "created_at": step.now,
+        }
+        for node_key, fork_stack in places
+    ]
+    ids = (await step.conn.execute(_INSERT, rows)).scalars().all()
+    return [
+        Token(int(token_id), node_key, list(fork_stack))
+        for token_id, (node_key, fork_stack) in zip(ids, places, strict=True)
+    ]
 
 
 async def move_token(step: Step, token: Token, node_key: str) -> None:
+    token.node_key = node_key
+    buffer = buffer_of(step.conn)
+    if buffer is not None:
+        buffer.moves[token.id] = node_key
+        return
     await step.conn.execute(
         update(workflow_tokens).where(workflow_tokens.c.id == token.id).values(node_key=node_key)
     )
-    token.node_key = node_key
 
 
 async def set_token_state(step: Step, token_ids: list[int], state: TokenState) -> None:
@@ -57,19 +76,24 @@ async def set_token_state(step: Step, token_ids: list[int], state: TokenState) -
     values: dict[str, Any] = {"state": state}
     if state is TokenState.CONSUMED:
         values["consumed_at"] = step.now
+    buffer = buffer_of(step.conn, create=False)
+    if buffer is not None and len(token_ids) == 1 and token_ids[0] in buffer.moves:
+        values["node_key"] = buffer.moves.pop(token_ids[0])  # the move, in the same statement
+    else:
+        await flush_moves(step.conn)
     await step.conn.execute(
         update(workflow_tokens).where(workflow_tokens.c.id.in_(token_ids)).values(**values)
     )
 
 
 async def get_token(step: Step, token_id: int) -> tuple[Token, str] | None:
-    row = (
-        await step.conn.execute(select(workflow_tokens).where(workflow_tokens.c.id == token_id))
-    ).first()
+    await flush_moves(step.conn)
+    row = (await step.conn.execute(_GET, {"token_id": token_id})).first()
     return None if row is None else (_token(row), row.state)
 
 
 async def live_tokens(step: Step) -> list[tuple[Token, str]]:
+    await flush_moves(step.conn)
     rows = (
         await step.conn.execute(
             select(workflow_tokens)
@@ -84,6 +108,7 @@ async def live_tokens(step: Step) -> list[tuple[Token, str]]:
 
 
 async def count_live_tokens(step: Step) -> int:
+    await flush_moves(step.conn)
     return int(
         (
             await step.conn.execute(
@@ -99,6 +124,7 @@ async def count_live_tokens(step: Step) -> int:
 
 
 async def consume_all_tokens(step: Step) -> None:
+    await flush_moves(step.conn)
     await step.conn.execute(
         update(workflow_tokens)
         .where(
@@ -127,22 +153,36 @@ async def push_fork(step: Step, node_key: str, gateway: str, expected: int) -> i
     )
 
 
-async def get_fork(step: Step, fork_id: int) -> Any:
-    return (
-        await step.conn.execute(select(workflow_forks).where(workflow_forks.c.id == fork_id))
-    ).first()
-
-
-async def parked_at(step: Step, node_key: str) -> list[Token]:
-    rows = (
-        await step.conn.execute(
-            select(workflow_tokens)
-            .where(
-                workflow_tokens.c.instance_id == step.instance_id,
-                workflow_tokens.c.node_key == node_key,
-                workflow_tokens.c.state == TokenState.PARKED,
-            )
-            .order_by(workflow_tokens.c.id)
+_FORK_AND_PARKED = (
+    select(
+        workflow_forks.c.gateway,
+        workflow_forks.c.expected,
+        workflow_tokens.c.id,
+        workflow_tokens.c.node_key,
+        workflow_tokens.c.fork_stack,
+    )
+    .select_from(
+        workflow_forks.outerjoin(
+            workflow_tokens,
+            (workflow_tokens.c.instance_id == workflow_forks.c.instance_id)
+            & (workflow_tokens.c.node_key == bindparam("node_key"))
+            & (workflow_tokens.c.state == TokenState.PARKED),
         )
+    )
+    .where(workflow_forks.c.id == bindparam("fork_id"))
+    .order_by(workflow_tokens.c.id)
+)
+
+
+async def fork_and_parked(step: Step, fork_id: int, node_key: str) -> tuple[Any, list[Token]]:
+    """The fork frame ``fork_id`` (None if missing) and the tokens parked at
+    ``node_key`` with that frame on top, in one statement. Buffered moves
+    stay buffered: only active tokens have one (parking or consuming a token
+    writes its move), and this reads parked tokens only."""
+    rows = (
+        await step.conn.execute(_FORK_AND_PARKED, {"fork_id": fork_id, "node_key": node_key})
     ).all()
-    return [_token(row) for row in rows]
+    if not rows:
+        return None, []
+    parked = [_token(row) for row in rows if row.id is not None]
+    return rows[0], [t for t in parked if t.fork_stack and t.fork_stack[-1] == fork_id]

@@ -52,7 +52,7 @@ from flowledger.engine.errors import FormInvalidError, InstanceNotFound
 from flowledger.engine.forms import write_form
 from flowledger.engine.outbound_requests import HeaderInvalid, body_content_type, render_headers
 from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.step import lock_instance, open_step
+from flowledger.engine.step import FirstLock, open_step
 from flowledger.errors import ConfigurationError, PermanentError
 from flowledger.events.automation_rules import (
     Action,
@@ -189,12 +189,16 @@ async def _update_data(
     if instance_id is None:
         raise PermanentError(f"event {job.event.get('id')} names no instance to update")
 
-    async def lock(conn: AsyncConnection) -> None:
-        await lock_instance(conn, instance_id)
+    lock = FirstLock(instance_id)
 
     async def write(conn: AsyncConnection) -> dict[str, Any]:
         step = await open_step(
-            conn, instance_id, now=ctx.clock.now(), actor=ACTOR, snapshots=snapshots
+            conn,
+            instance_id,
+            now=ctx.clock.now(),
+            actor=ACTOR,
+            snapshots=snapshots,
+            locked=lock.row,
         )
         status = step.instance["status"]
         if status in TERMINAL_INSTANCE_STATUSES:

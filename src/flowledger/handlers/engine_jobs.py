@@ -17,7 +17,7 @@ from flowledger.db.database import Database
 from flowledger.engine import async_steps, schedules
 from flowledger.engine.facade import Engine
 from flowledger.engine.instances import start_instance
-from flowledger.engine.step import Step, lock_instance, open_step
+from flowledger.engine.step import FirstLock, Step, open_step
 from flowledger.errors import PermanentError
 from flowledger.worker import JobContext, Skip, register_handler
 
@@ -43,8 +43,7 @@ async def _instance_step(
 ) -> Any:
     engine = engine_for(ctx)
 
-    async def lock(conn: AsyncConnection) -> None:
-        await lock_instance(conn, instance_id)
+    lock = FirstLock(instance_id)
 
     async def run(conn: AsyncConnection) -> Any:
         step = await open_step(
@@ -54,6 +53,7 @@ async def _instance_step(
             actor=SYSTEM,
             snapshots=engine.snapshots,
             job_id=ctx.job.id,
+            locked=lock.row,
         )
         return await body(step)
 

@@ -57,7 +57,7 @@ from flowledger.engine import outbound_nodes, trigger_results
 from flowledger.engine.async_steps import held_task
 from flowledger.engine.facade import DEFAULT_TENANT
 from flowledger.engine.node_failures import NodeFailure
-from flowledger.engine.step import Step, lock_instance, open_step
+from flowledger.engine.step import FirstLock, Step, open_step
 from flowledger.engine.tasks import SYSTEM
 from flowledger.errors import (
     Deferred,
@@ -145,8 +145,7 @@ async def _in_step(
     ``status``. ``recorded`` is merged into the receipt's result."""
     snapshots = engine_for(ctx).snapshots
 
-    async def lock(conn: AsyncConnection) -> None:
-        await lock_instance(conn, instance_id)
+    lock = FirstLock(instance_id)
 
     async def run(conn: AsyncConnection) -> dict[str, Any]:
         step = await open_step(
@@ -156,6 +155,7 @@ async def _in_step(
             actor=SYSTEM,
             snapshots=snapshots,
             job_id=ctx.job.id,
+            locked=lock.row,
         )
         found = await held_task(step, task_id, status)
         if isinstance(found, str):
