@@ -15,7 +15,7 @@ from cryptography.fernet import Fernet
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import metadata
-from tests.dbutil import database_url, pg_database, sqlite_database
+from tests.dbutil import database_url, drop_pool, pg_database, sqlite_database
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -45,7 +45,10 @@ def schema_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
         asyncio.run(_create_schema(pg))
         asyncio.run(_create_schema(lite))
         name = pg.rsplit("/", 1)[-1]
-        yield {"postgresql": name, "sqlite": lite.removeprefix("sqlite:///")}
+        try:
+            yield {"postgresql": name, "sqlite": lite.removeprefix("sqlite:///")}
+        finally:
+            drop_pool(name)
 
 
 @pytest.fixture
