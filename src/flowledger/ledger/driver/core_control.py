@@ -331,8 +331,9 @@ class ControlCore:
         await _cancel_ids(conn, [job_id], now=now, reason=reason)
 
     async def jobs_mark_replay_batch(
-        self, conn: AsyncConnection, job_ids: list[int], batch_id: str
+        self, conn: AsyncConnection, job_ids: list[int], batch_id: str | None
     ) -> None:
+        """Record (or, with None, clear) the replay batch id of ``job_ids``."""
         if job_ids:
             await conn.execute(
                 update(jobs).where(jobs.c.id.in_(job_ids)).values(replay_batch_id=batch_id)

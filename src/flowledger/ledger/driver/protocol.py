@@ -143,9 +143,9 @@ class LedgerDriver(Protocol):
         """Cancel the advancement jobs (all, or of ``task_ids``) for a force jump."""
 
     async def jobs_mark_replay_batch(
-        self, conn: AsyncConnection, job_ids: list[int], batch_id: str
+        self, conn: AsyncConnection, job_ids: list[int], batch_id: str | None
     ) -> None:
-        """Tag jobs with the replay batch that retried them (SPEC O-4)."""
+        """Tag jobs with (or clear) the replay batch that retried them (SPEC O-4)."""
 
     # --- maintenance ------------------------------------------------------------
     async def jobs_rescue(
