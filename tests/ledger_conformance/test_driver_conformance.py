@@ -6,9 +6,11 @@ implementation (see ``conftest.py``). Each transition is checked against
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
@@ -155,8 +157,11 @@ async def test_batch_settlement_success_skip_and_fences(
     async with db.begin() as conn:  # a new generation: the executor is stale
         await driver.job_cancel(conn, stale_gen.id, now=clock.now())
         await driver.job_retry(conn, stale_gen.id, now=clock.now())
-    wrong = type(stale_token)(**{**stale_token.__dict__, "lease_token": "not-the-token"})
+    wrong = replace(stale_token, lease_token="not-the-token")
+    other_generation = replace(ok, generation=ok.generation + 1)  # the current token
     _tick(clock, timedelta(milliseconds=250))
+    forged = driver.jobs_settle(db, [(other_generation, Outcome.success())], now=clock.now())
+    assert await checked(db, None, forged) == set()
     settled = await checked(
         db,
         T.SETTLE,
@@ -422,8 +427,8 @@ async def test_receipts(driver: LedgerDriver, db: Database, clock: ManualClock) 
         None,
     )
 
-    async def put(conn: object) -> None:
-        await driver.job_lock_fenced(conn, claimed.fence, now=clock.now())  # type: ignore[arg-type]
+    async def put(conn: AsyncConnection) -> None:
+        await driver.job_lock_fenced(conn, claimed.fence, now=clock.now())
         await driver.receipt_put(
             conn,
             claimed.fence,
@@ -431,7 +436,7 @@ async def test_receipts(driver: LedgerDriver, db: Database, clock: ManualClock) 
             "s1",
             {"r": 1},
             now=clock.now(),
-            confirm_side_effect=True,  # type: ignore[arg-type]
+            confirm_side_effect=True,
         )
 
     await in_tx(db, put)
