@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.compensation_schema import (
@@ -31,6 +30,7 @@ from flowledger.db.compensation_schema import (
     workflow_compensation_logs,
     workflow_compensations,
 )
+from flowledger.db.dialects import upsert
 
 tickets = workflow_compensations
 logs = workflow_compensation_logs
@@ -114,9 +114,8 @@ async def open_ticket(
         "resolved_at": now if closed else None,
         "resolved_by": actor if closed else None,
     }
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     stmt = (
-        insert(tickets)
+        upsert(conn, tickets)
         .values(**row)
         .on_conflict_do_nothing(index_elements=[tickets.c.idempotency_key])
         .returning(tickets.c.id)

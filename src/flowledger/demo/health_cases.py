@@ -60,9 +60,9 @@ from flowledger.db.engine_schema import (
     workflow_tokens,
     workflow_trace,
 )
-from flowledger.db.schema import workflow_job_executions, workflow_jobs
+from flowledger.db.schema import workflow_jobs
 from flowledger.engine import Engine
-from flowledger.ledger.fingerprint import fingerprint
+from flowledger.ledger.driver import forge
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 
 AGE = timedelta(hours=2)
@@ -71,7 +71,6 @@ _SHIFTED: list[tuple[Table, tuple[str, ...], str]] = [
     (workflow_instances, ("created_at", "updated_at"), "id"),
     (workflow_tasks, ("created_at", "due_at"), "instance_id"),
     (workflow_tokens, ("created_at",), "instance_id"),
-    (workflow_jobs, ("created_at", "updated_at", "run_at"), "instance_id"),
     (workflow_event_outbox, ("created_at",), "instance_id"),
     (workflow_trace, ("created_at",), "instance_id"),
 ]
@@ -91,6 +90,7 @@ async def _backdate(conn: AsyncConnection, instance_id: int, age: timedelta) -> 
             values = {c: getattr(row, c) - age for c in columns if getattr(row, c) is not None}
             if values:
                 await conn.execute(update(table).where(table.c.id == row.id).values(**values))
+    await forge.jobs_backdate(conn, instance_id, age)
 
 
 async def _job(conn: AsyncConnection, instance_id: int, job_type: str) -> Any:
@@ -103,18 +103,8 @@ async def _job(conn: AsyncConnection, instance_id: int, job_type: str) -> Any:
     ).first()
 
 
-async def _set_job(conn: AsyncConnection, job_id: int, **values: Any) -> None:
-    if values.get("last_error"):
-        values["last_error_fingerprint"] = fingerprint(values["last_error"])
-    await conn.execute(update(workflow_jobs).where(workflow_jobs.c.id == job_id).values(**values))
-
-
 async def _lose_job(conn: AsyncConnection, instance_id: int, job_type: str) -> None:
-    job = await _job(conn, instance_id, job_type)
-    await conn.execute(
-        workflow_job_executions.delete().where(workflow_job_executions.c.job_id == job.id)
-    )
-    await conn.execute(workflow_jobs.delete().where(workflow_jobs.c.id == job.id))
+    await forge.job_forget(conn, (await _job(conn, instance_id, job_type)).id)
 
 
 async def _handle_all(engine: Engine, instance_id: int, *nodes: str) -> None:
@@ -136,23 +126,21 @@ async def _handle_all(engine: Engine, instance_id: int, *nodes: str) -> None:
 async def _unconfirmed(conn: AsyncConnection, job: Any, now: Any, error: str) -> None:
     """What the drain leaves when the executor of an unsafe call died after
     its side-effect marker (L-17): the attempt failed, the job dead."""
-    await conn.execute(
-        workflow_job_executions.insert().values(
-            job_id=job.id,
-            generation=job.generation,
-            attempt=1,
-            status="failed",
-            node_id="demo-worker:4242",
-            scheduled_at=job.run_at,
-            started_at=now,
-            finished_at=now,
-            error=error,
-            error_code=EXTERNAL_OUTCOME_UNCONFIRMED,
-            error_fingerprint=fingerprint(error),
-            side_effect_at=now,
-        )
+    await forge.attempt_forge(
+        conn,
+        job_id=job.id,
+        generation=job.generation,
+        attempt=1,
+        status="failed",
+        node_id="demo-worker:4242",
+        scheduled_at=job.run_at,
+        started_at=now,
+        finished_at=now,
+        error=error,
+        error_code=EXTERNAL_OUTCOME_UNCONFIRMED,
+        side_effect_at=now,
     )
-    await _set_job(
+    await forge.job_forge(
         conn,
         job.id,
         status="dead",
@@ -222,7 +210,7 @@ async def load_health_cases(engine: Engine) -> list[int]:
             await _unconfirmed(conn, await _job(conn, iid, job_type), now, error)
         # external_dispatch_pending: two refused attempts, in backoff
         job = await _job(conn, pending_partner, "external_dispatch")
-        await _set_job(
+        await forge.job_forge(
             conn,
             job.id,
             attempts=2,

@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.dialects import upsert
 from flowledger.db.event_schema import workflow_subscription_hits as hits
 from flowledger.engine.queries import Page
 
@@ -32,9 +32,8 @@ async def record_hit(
 ) -> int | None:
     """Insert the hit of ``event`` (an outbox row) on a subscription; None
     when that hit was already recorded (the event is dispatched again)."""
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     stmt = (
-        insert(hits)
+        upsert(conn, hits)
         .values(
             subscription_id=subscription_id,
             event_id=event["id"],

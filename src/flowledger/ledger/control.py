@@ -1,156 +1,31 @@
-"""Control of parent jobs from outside their executor: pause and resume with an
-instance (SPEC L-18), cleanup when an instance ends (L-22), manual retry and
-cancel (L-5, L-9, L-24). Each bumps the generation so any executor still
-holding the old one loses the right to write. All run in the caller's
-transaction, after the caller has locked the instance row (L-13)."""
+"""Control of parent jobs from outside their executor — pause and resume
+with an instance (SPEC L-18), cleanup when an instance ends (L-22), the
+advancement cancel of a force jump, manual retry and cancel (L-5, L-9, L-24)
+— in the caller's transaction, delegated to the ledger driver
+(:mod:`flowledger.ledger.driver.core_control`)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db import wake
-from flowledger.db.schema import workflow_job_executions as executions
-from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.errors import InvalidStateError, NotFoundError
-from flowledger.ledger.enqueue import new_key
-from flowledger.ledger.fingerprint import fingerprint
-from flowledger.ledger.types import CLEANUP_TYPES, PAUSABLE_TYPES
-from flowledger.states import (
-    CANCELABLE_JOB_STATUSES,
-    EXTERNAL_OUTCOME_UNCONFIRMED,
-    RETRYABLE_JOB_STATUSES,
-    AttemptStatus,
-    JobStatus,
-)
-
-_SUSPENDED_UNSAFE = "instance suspended during an unsafe external call"
-_RELEASE: dict[str, Any] = {"lease_token": None, "lease_until": None, "lease_owner": None}
-
-
-async def _finish_running_attempts(
-    conn: AsyncConnection,
-    job_ids: list[int],
-    *,
-    status: AttemptStatus,
-    error: str,
-    now: datetime,
-    error_code: str | None = None,
-) -> None:
-    if job_ids:
-        await conn.execute(
-            update(executions)
-            .where(executions.c.job_id.in_(job_ids), executions.c.status == "running")
-            .values(
-                status=status,
-                finished_at=now,
-                error=error,
-                error_code=error_code,
-                error_fingerprint=fingerprint(error),
-            )
-        )
-
-
-async def _lock_instance_jobs(
-    conn: AsyncConnection, instance_id: int, types: frozenset[str], statuses: list[str]
-) -> list[Any]:
-    return list(
-        (
-            await conn.execute(
-                select(
-                    jobs.c.id,
-                    jobs.c.status,
-                    jobs.c.run_at,
-                    jobs.c.attempts,
-                    jobs.c.side_effect_at,
-                    jobs.c.pool,
-                    jobs.c.paused_remaining_ms,
-                )
-                .where(
-                    jobs.c.instance_id == instance_id,
-                    jobs.c.type.in_(types),
-                    jobs.c.status.in_(statuses),
-                )
-                .order_by(jobs.c.id)
-                .with_for_update()
-            )
-        ).all()
-    )
+from flowledger.ledger.driver import ledger_for
 
 
 async def jobs_pause_for_instance(
     conn: AsyncConnection, instance_id: int, *, now: datetime
 ) -> list[int]:
-    """Pause the instance's pausable jobs, keeping each one's remaining wait.
-    A running job that already started an unsafe external call goes to the
-    pending-confirmation dead letter instead. Returns the paused ids."""
-    rows = await _lock_instance_jobs(conn, instance_id, PAUSABLE_TYPES, ["pending", "running"])
-    paused: list[int] = []
-    for row in rows:
-        if row.status == "running" and row.side_effect_at is not None:
-            await conn.execute(
-                update(jobs)
-                .where(jobs.c.id == row.id)
-                .values(
-                    status=JobStatus.DEAD,
-                    generation=jobs.c.generation + 1,
-                    updated_at=now,
-                    last_error=_SUSPENDED_UNSAFE,
-                    last_error_fingerprint=fingerprint(_SUSPENDED_UNSAFE),
-                    last_error_code=EXTERNAL_OUTCOME_UNCONFIRMED,
-                    **_RELEASE,
-                )
-            )
-            await _finish_running_attempts(
-                conn,
-                [row.id],
-                status=AttemptStatus.FAILED,
-                error="instance suspended",
-                now=now,
-                error_code=EXTERNAL_OUTCOME_UNCONFIRMED,
-            )
-            continue
-        remaining = max(0, int((row.run_at - now).total_seconds() * 1000))
-        values: dict[str, Any] = {
-            "status": JobStatus.PAUSED,
-            "paused_remaining_ms": remaining,
-            "generation": jobs.c.generation + 1,
-            "updated_at": now,
-        }
-        if row.status == "running":
-            values.update(_RELEASE, paused_remaining_ms=0, attempts=max(row.attempts - 1, 0))
-            await _finish_running_attempts(
-                conn, [row.id], status=AttemptStatus.CANCELED, error="instance suspended", now=now
-            )
-        await conn.execute(update(jobs).where(jobs.c.id == row.id).values(**values))
-        paused.append(row.id)
-    return paused
+    """Pause the instance's pausable jobs; returns the paused ids."""
+    return await ledger_for(conn).jobs_pause(conn, instance_id, now=now)
 
 
 async def jobs_resume_for_instance(
     conn: AsyncConnection, instance_id: int, *, now: datetime
 ) -> list[int]:
     """Reschedule the instance's paused jobs with their saved remainder."""
-    rows = await _lock_instance_jobs(conn, instance_id, PAUSABLE_TYPES, ["paused"])
-    for row in rows:
-        remaining = row.paused_remaining_ms or 0
-        await conn.execute(
-            update(jobs)
-            .where(jobs.c.id == row.id)
-            .values(
-                status=JobStatus.PENDING,
-                run_at=now + timedelta(milliseconds=remaining),
-                paused_remaining_ms=None,
-                generation=jobs.c.generation + 1,
-                updated_at=now,
-            )
-        )
-    for pool in {row.pool for row in rows}:
-        await wake.hint(conn, pool)
-    return [row.id for row in rows]
+    return await ledger_for(conn).jobs_resume(conn, instance_id, now=now)
 
 
 async def jobs_cleanup_for_instance(
@@ -161,43 +36,10 @@ async def jobs_cleanup_for_instance(
     reason: str = "instance ended",
     keep_job_id: int | None = None,
 ) -> list[int]:
-    """SPEC L-22: cancel exactly the advancement types (delay_wake, task_timeout,
-    external_dispatch, subprocess_spawn, subprocess_join) that could still wake.
-    ``keep_job_id`` is the job whose own step ends the instance: it is left
-    running so that it settles with its real outcome."""
-    rows = await _lock_instance_jobs(
-        conn, instance_id, CLEANUP_TYPES, ["pending", "running", "paused"]
+    """SPEC L-22: cancel the advancement jobs that could still wake."""
+    return await ledger_for(conn).jobs_cancel_for_instance(
+        conn, instance_id, now=now, reason=reason, keep_job_id=keep_job_id
     )
-    ids = [row.id for row in rows if row.id != keep_job_id]
-    if ids:
-        await _finish_running_attempts(
-            conn, ids, status=AttemptStatus.CANCELED, error=reason, now=now
-        )
-        await conn.execute(
-            update(jobs)
-            .where(jobs.c.id.in_(ids))
-            .values(
-                status=JobStatus.CANCELED,
-                generation=jobs.c.generation + 1,
-                cancel_reason=reason,
-                updated_at=now,
-                **_RELEASE,
-            )
-        )
-    return ids
-
-
-async def _lock_job(conn: AsyncConnection, job_id: int) -> Any:
-    row = (
-        await conn.execute(
-            select(jobs.c.id, jobs.c.status, jobs.c.pool, jobs.c.operation_key, jobs.c.payload)
-            .where(jobs.c.id == job_id)
-            .with_for_update()
-        )
-    ).first()
-    if row is None:
-        raise NotFoundError(f"job {job_id} not found", field="id")
-    return row
 
 
 async def job_retry(
@@ -208,65 +50,15 @@ async def job_retry(
     payload: dict[str, Any] | None = None,
     run_at: datetime | None = None,
 ) -> None:
-    """Manual retry: failed/dead/canceled → pending, a new generation, attempts
-    reset, earlier attempt rows kept. A changed payload gets a new operationKey
-    (its receipts and X-Idempotency-Key start afresh)."""
-    row = await _lock_job(conn, job_id)
-    if row.status not in RETRYABLE_JOB_STATUSES:
-        if row.status == JobStatus.PAUSED:
-            raise InvalidStateError(
-                f"job {job_id} is paused with its instance; resume the instance instead",
-                field="status",
-                status=row.status,
-            )
-        raise InvalidStateError(
-            f"job {job_id} is {row.status}; only failed, dead or canceled jobs can be retried"
-            + (" (an automatic retry is already scheduled)" if row.status == "pending" else ""),
-            field="status",
-            status=row.status,
-        )
-    values: dict[str, Any] = {
-        "status": JobStatus.PENDING,
-        "attempts": 0,
-        "generation": jobs.c.generation + 1,
-        "run_at": run_at or now,
-        "side_effect_at": None,
-        "paused_remaining_ms": None,
-        "updated_at": now,
-        **_RELEASE,
-    }
-    if payload is not None and payload != row.payload:
-        values.update(payload=payload, operation_key=new_key())
-    await conn.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
-    await wake.hint(conn, row.pool)
+    """Manual retry: failed/dead/canceled → pending, a new generation."""
+    await ledger_for(conn).job_retry(conn, job_id, now=now, payload=payload, run_at=run_at)
 
 
 async def job_cancel(
     conn: AsyncConnection, job_id: int, *, now: datetime, reason: str = "canceled by operator"
 ) -> None:
-    """Cancel (an operator's "skip"): the job never runs again and any executor
-    loses ownership. The running attempt, if any, is marked canceled."""
-    row = await _lock_job(conn, job_id)
-    if row.status not in CANCELABLE_JOB_STATUSES:
-        raise InvalidStateError(
-            f"job {job_id} is {row.status} and cannot be canceled",
-            field="status",
-            status=row.status,
-        )
-    await _finish_running_attempts(
-        conn, [job_id], status=AttemptStatus.CANCELED, error=reason, now=now
-    )
-    await conn.execute(
-        update(jobs)
-        .where(jobs.c.id == job_id)
-        .values(
-            status=JobStatus.CANCELED,
-            generation=jobs.c.generation + 1,
-            cancel_reason=reason,
-            updated_at=now,
-            **_RELEASE,
-        )
-    )
+    """Cancel (an operator's "skip")."""
+    await ledger_for(conn).job_cancel(conn, job_id, now=now, reason=reason)
 
 
 async def jobs_cancel_advancement(
@@ -278,56 +70,7 @@ async def jobs_cancel_advancement(
     task_ids: list[int] | None = None,
     dry_run: bool = False,
 ) -> list[dict[str, Any]]:
-    """Cancel the instance's advancement jobs (SPEC L-22's types plus
-    ``trigger_dispatch``) that could still wake — all of them, or only those
-    of ``task_ids`` — for an operator moving its execution positions (SPEC
-    O-4, O-6). Returns what was canceled (id, type, node, task, status before).
-    ``dry_run`` only lists them."""
-    rows = await _lock_instance_jobs(
-        conn, instance_id, PAUSABLE_TYPES | CLEANUP_TYPES, ["pending", "running", "paused"]
+    """Cancel the instance's advancement jobs (all, or of ``task_ids``)."""
+    return await ledger_for(conn).jobs_cancel_advancement(
+        conn, instance_id, now=now, reason=reason, task_ids=task_ids, dry_run=dry_run
     )
-    if task_ids is not None:
-        wanted = set(task_ids)
-        detail = await conn.execute(
-            select(jobs.c.id, jobs.c.task_id).where(jobs.c.id.in_([r.id for r in rows]))
-        )
-        of_task = {int(i) for i, t in detail.all() if t is not None and int(t) in wanted}
-        rows = [r for r in rows if r.id in of_task]
-    if not rows:
-        return []
-    info = {
-        int(r.id): r
-        for r in (
-            await conn.execute(
-                select(jobs.c.id, jobs.c.type, jobs.c.node_key, jobs.c.task_id, jobs.c.status)
-                .where(jobs.c.id.in_([r.id for r in rows]))
-                .order_by(jobs.c.id)
-            )
-        ).all()
-    }
-    ids = sorted(info)
-    if not dry_run:
-        await _finish_running_attempts(
-            conn, ids, status=AttemptStatus.CANCELED, error=reason, now=now
-        )
-        await conn.execute(
-            update(jobs)
-            .where(jobs.c.id.in_(ids))
-            .values(
-                status=JobStatus.CANCELED,
-                generation=jobs.c.generation + 1,
-                cancel_reason=reason,
-                updated_at=now,
-                **_RELEASE,
-            )
-        )
-    return [
-        {
-            "jobId": i,
-            "type": info[i].type,
-            "nodeKey": info[i].node_key,
-            "taskId": info[i].task_id,
-            "status": info[i].status,
-        }
-        for i in ids
-    ]

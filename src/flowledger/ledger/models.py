@@ -1,12 +1,21 @@
 """Plain data passed in and out of the ledger: what to enqueue, what a claim
-hands to an executor (including its fence), and how an attempt ended."""
+hands to an executor (including its fence), how an attempt ended, and what
+rescue, retention and the worker registry report."""
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+
+def new_key() -> str:
+    """A fresh operationKey / traceId."""
+    return uuid.uuid4().hex
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,19 @@ class ClaimedJob:
         return Fence(self.id, self.generation, self.lease_token, self.execution_id)
 
 
+@dataclass(frozen=True)
+class SuccessRow:
+    """One fenced success (or skip) of a batch settlement."""
+
+    job_id: int
+    generation: int
+    lease_token: str
+    execution_id: int
+    duration_ms: int
+    skipped: bool
+    result: Any
+
+
 class OutcomeKind(StrEnum):
     SUCCESS = "success"
     SKIPPED = "skipped"
@@ -122,3 +144,40 @@ class Outcome:
         """Handed back unattempted; runs again after ``delay_ms``, the
         attempt not counted."""
         return Outcome(OutcomeKind.RELEASED, error=reason, error_code=code, retry_delay_ms=delay_ms)
+
+
+@dataclass
+class RescueReport:
+    """What one rescue run (or targeted reclaim) did."""
+
+    retried: list[int] = field(default_factory=list)
+    dead: list[int] = field(default_factory=list)
+    hinted_pools: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobPurge:
+    """One retention batch: the last id looked at and the rows removed per table."""
+
+    last_id: int | None
+    jobs: int
+    attempts: int
+    receipts: int
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One worker process in the registry (SPEC L-21)."""
+
+    id: str
+    hostname: str
+    pid: int
+    roles: list[str]
+    pools: dict[str, int]  # pool name → slot capacity
+
+
+def new_node(roles: list[str], pools: dict[str, int]) -> NodeInfo:
+    """This process as a registry row; the id contains the host name and the pid."""
+    host = socket.gethostname()
+    pid = os.getpid()
+    return NodeInfo(f"{host}:{pid}:{uuid.uuid4().hex[:8]}", host, pid, roles, pools)

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.dialects import upsert
 from flowledger.db.task_run_schema import system_task_runs as runs
 
 
@@ -32,9 +32,8 @@ async def task_run_record(
         "duration_ms": max(0, int((finished_at - started_at).total_seconds() * 1000)),
         "summary": summary,
     }
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     await conn.execute(
-        insert(runs)
+        upsert(conn, runs)
         .values(name=name, **values)
         .on_conflict_do_update(index_elements=[runs.c.name], set_=values)
     )

@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError, InvalidStateError
 from flowledger.ledger.control import job_retry
+from flowledger.ledger.driver import ledger_for
 from flowledger.ledger.types import PAUSABLE_TYPES
 from flowledger.ops.job_filters import JobFilter
 
@@ -151,8 +152,7 @@ async def lock_jobs(conn: AsyncConnection, rows: Iterable[Any]) -> None:
 
 async def stamp_batch(conn: AsyncConnection, ids: list[int], batch_id: str | None) -> None:
     """Record (or, with None, clear) the replay batch id of ``ids``."""
-    if ids:
-        await conn.execute(update(jobs).where(jobs.c.id.in_(ids)).values(replay_batch_id=batch_id))
+    await ledger_for(conn).jobs_mark_replay_batch(conn, ids, batch_id)
 
 
 def not_found_item(job_id: int) -> ItemOutcome:

@@ -34,9 +34,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.dialects import upsert
 from flowledger.db.retention_schema import workflow_retention_policies as overrides
 from flowledger.errors import FlowledgerError
 
@@ -137,7 +137,6 @@ async def update_policies(
     """Apply ``changes`` (names already checked) as upserts of the override
     rows, in the caller's transaction (all or nothing)."""
     current = {p.name: p for p in await load_policies(conn)}
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     for change in changes:
         policy = current[change.name]
         values = {
@@ -147,7 +146,7 @@ async def update_policies(
             "updated_by": actor,
             "updated_at": now,
         }
-        stmt = insert(overrides).values(**values)
+        stmt = upsert(conn, overrides).values(**values)
         stmt = stmt.on_conflict_do_update(
             index_elements=[overrides.c.name],
             set_={k: v for k, v in values.items() if k != "name"},

@@ -85,9 +85,8 @@ def _id_step(table: Table, where: Callable[[datetime], list[ColumnElement[bool]]
             .where(table.c.id > after, *where(before))
             .order_by(table.c.id)
             .limit(limit)
+            .with_for_update()  # compiles to nothing on SQLite (its writer lock excludes)
         )
-        if conn.dialect.name == "postgresql":
-            stmt = stmt.with_for_update()
         ids = list((await conn.execute(stmt)).scalars())
         if not ids:
             return None, {table.name: 0}

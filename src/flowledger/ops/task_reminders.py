@@ -23,10 +23,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from flowledger.db.database import Database
+from flowledger.db.dialects import upsert
 from flowledger.db.monitor_schema import workflow_task_reminders as r
 from flowledger.engine.errors import TaskStateError
 from flowledger.errors import FlowledgerError
@@ -71,15 +70,14 @@ def smtp_configured(settings: Settings) -> bool:
 
 
 async def _claim(db: Database, conn: Any, task: dict[str, Any], actor: str, now: datetime) -> bool:
-    insert = sqlite_insert if db.is_sqlite else pg_insert
-    stmt = insert(r).values(
+    stmt = upsert(conn, r).values(
         task_id=task["id"],
         tenant_id=task["tenant_id"],
         last_reminded_by=actor,
         last_reminded_at=now,
         reminders=1,
     )
-    upsert = stmt.on_conflict_do_update(
+    conditional = stmt.on_conflict_do_update(
         index_elements=[r.c.task_id],
         set_={
             "last_reminded_by": stmt.excluded.last_reminded_by,
@@ -88,7 +86,7 @@ async def _claim(db: Database, conn: Any, task: dict[str, Any], actor: str, now:
         },
         where=r.c.last_reminded_at <= now - REMIND_INTERVAL,
     ).returning(r.c.task_id)
-    return (await conn.execute(upsert)).first() is not None
+    return (await conn.execute(conditional)).first() is not None
 
 
 async def remind(

@@ -14,7 +14,8 @@ import structlog
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
-from flowledger.ledger.claim import claim_order, jobs_claim, jobs_next_due
+from flowledger.ledger.claim import claim_order
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import ClaimedJob
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
@@ -46,7 +47,7 @@ class PoolRunner:
         self.claims = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self.contexts: dict[int, JobContext] = {}
-        self.hot = db.hot_path()
+        self.ledger = ledger_driver(db, fast=True)  # the pool's own fast path where offered
 
     async def run(self, stop_claiming: asyncio.Event) -> None:
         try:
@@ -68,15 +69,14 @@ class PoolRunner:
                     pass
         finally:
             self.db.hub.unsubscribe(self.config.name, self.poke)
-            if self.hot is not None:
-                await self.hot.close()
+            await self.ledger.close()
 
     async def _until_next_due(self, cap_s: float) -> float:
         """Seconds until the pool's earliest pending job falls due (at most
         ``cap_s``): a delay or a staggered replay starts on time, not at the
         next poll."""
         try:
-            due = await jobs_next_due(self.db, pool=self.config.name)
+            due = await self.ledger.jobs_next_due(self.db, pool=self.config.name)
         except Exception as exc:
             log.warning("next_due_failed", pool=self.config.name, error=str(exc))
             return cap_s
@@ -90,7 +90,7 @@ class PoolRunner:
     async def _claim(self, free: int) -> list[ClaimedJob]:
         order = claim_order(self.claims + 1)
         try:
-            claimed = await jobs_claim(
+            claimed = await self.ledger.jobs_claim(
                 self.db,
                 pool=self.config.name,
                 limit=free,
@@ -98,7 +98,6 @@ class PoolRunner:
                 now=self.clock.now(),
                 order=order,
                 lease_ms=self.config.lease_ms,
-                hot=self.hot,
             )
         except Exception as exc:
             log.warning("claim_failed", pool=self.config.name, error=str(exc))

@@ -14,8 +14,8 @@ import structlog
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import ClaimedJob, Outcome
-from flowledger.ledger.settle import jobs_settle_many
 
 log = structlog.get_logger("flowledger.worker")
 
@@ -48,7 +48,7 @@ class Settler:
         self.retry_for_s = retry_for_s
         self._queue: list[_Item] = []
         self._ready = asyncio.Event()
-        self.hot = db.hot_path()
+        self.ledger = ledger_driver(db, fast=True)  # the settler's own fast path where offered
 
     @property
     def backlog(self) -> int:
@@ -69,11 +69,8 @@ class Settler:
         delay, waited = 0.05, 0.0
         while True:
             try:
-                settled = await jobs_settle_many(
-                    self.db,
-                    [(i.job, i.outcome) for i in batch],
-                    now=self.clock.now(),
-                    hot=self.hot,
+                settled = await self.ledger.jobs_settle(
+                    self.db, [(i.job, i.outcome) for i in batch], now=self.clock.now()
                 )
                 break
             except Exception as exc:  # database unreachable: keep trying a while
@@ -107,5 +104,4 @@ class Settler:
             if len(self._queue) < self.linger_batch and not stop.is_set():
                 await asyncio.sleep(self.linger_s)  # let a bigger batch gather
             await self.flush_once()
-        if self.hot is not None:
-            await self.hot.close()
+        await self.ledger.close()

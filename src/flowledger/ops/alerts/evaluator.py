@@ -37,13 +37,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import Clock
 from flowledger.db.alert_schema import workflow_alert_events as events
 from flowledger.db.alert_schema import workflow_alert_rules as rules
 from flowledger.db.database import Database
+from flowledger.db.dialects import upsert
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType, register_job_type
@@ -139,9 +139,8 @@ async def _insert_event(
     silence: dict[str, Any] | None,
     now: datetime,
 ) -> int | None:
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     stmt = (
-        insert(events)
+        upsert(conn, events)
         .values(
             rule_id=rule["id"],
             tenant_id=rule["tenant_id"],

@@ -1,0 +1,136 @@
+"""The PostgreSQL statements of the ledger driver's claim and success
+settlement (SPEC L-7, L-9): each one data-modifying CTE, atomic on its own,
+so it runs in autocommit in one round trip. :class:`PostgresLedger
+<flowledger.ledger.driver.postgres.PostgresLedger>` sends them over a pooled
+connection, :class:`PostgresFastLedger
+<flowledger.ledger.driver.postgres.PostgresFastLedger>` over a dedicated
+:class:`~flowledger.db.pg_hotpath.PgHotPath` with prepared statements: one
+text per statement, two transports.
+
+Claim: ``WITH locked AS (SELECT … FOR UPDATE SKIP LOCKED LIMIT n), claimed AS
+(UPDATE … RETURNING …), attempts AS (INSERT INTO workflow_job_executions …)
+SELECT …`` — the claim, its lease and its attempt rows commit together and
+concurrent claimers skip each other's rows. Ordered by ``priority, run_at,
+id`` or, for the every-fourth "earliest due" claim, by ``run_at, id``; both
+served by partial indexes on pending rows.
+
+Settlement: the jobs still fenced by (id, generation, lease token, running)
+become succeeded and only their running attempt rows are finished.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+RETURNED = (
+    "id, type, pool, payload, generation, attempts, max_attempts, lease_token, lease_until, "
+    "execution_deadline, run_at, operation_key, trace_id, tenant_id, instance_id, task_id, "
+    "node_key, priority"
+)
+
+_CLAIM = """
+WITH locked AS (
+    SELECT id FROM workflow_jobs
+    WHERE pool = %(pool)s AND status = 'pending' AND run_at <= %(now)s
+    ORDER BY {order}
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE workflow_jobs AS j SET
+        status = 'running',
+        attempts = j.attempts + 1,
+        lease_token = gen_random_uuid()::text,
+        lease_owner = %(node)s,
+        execution_deadline = %(now)s + j.execution_timeout_ms * interval '1 millisecond',
+        lease_until = LEAST(%(lease_until)s,
+                            %(now)s + j.execution_timeout_ms * interval '1 millisecond'),
+        side_effect_at = NULL,
+        updated_at = %(now)s
+    FROM locked WHERE j.id = locked.id
+    RETURNING j.{returned}
+), attempts AS (
+    INSERT INTO workflow_job_executions
+        (job_id, generation, attempt, status, node_id, scheduled_at, started_at)
+    SELECT id, generation, attempts, 'running', %(node)s, run_at, %(now)s FROM claimed
+    RETURNING id AS execution_id, job_id
+)
+SELECT claimed.*, attempts.execution_id
+FROM claimed JOIN attempts ON attempts.job_id = claimed.id
+ORDER BY {outer_order}
+"""
+
+_ORDERS = {
+    "priority": ("priority, run_at, id", "claimed.priority, claimed.run_at, claimed.id"),
+    "due": ("run_at, id", "claimed.run_at, claimed.id"),
+}
+
+CLAIM_SQL = {
+    order: _CLAIM.format(order=inner, outer_order=outer, returned=RETURNED.replace(", ", ", j."))
+    for order, (inner, outer) in _ORDERS.items()
+}
+
+SETTLE_SUCCESS_SQL = """
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(gens)s::int[], %(tokens)s::text[],
+                         %(exec_ids)s::bigint[], %(durations)s::int[], %(skipped)s::bool[],
+                         %(results)s::jsonb[])
+        AS t(id, gen, token, exec_id, duration, skipped, result)
+), settled AS (
+    UPDATE workflow_jobs AS j SET
+        status = 'succeeded', result = input.result, last_error = NULL,
+        last_error_code = NULL, last_error_fingerprint = NULL,
+        lease_token = NULL, lease_until = NULL, lease_owner = NULL,
+        updated_at = %(now)s
+    FROM input
+    WHERE j.id = input.id AND j.generation = input.gen AND j.lease_token = input.token
+      AND j.status = 'running'
+    RETURNING j.id
+), attempts AS (
+    UPDATE workflow_job_executions AS e SET
+        status = CASE WHEN input.skipped THEN 'skipped' ELSE 'succeeded' END,
+        finished_at = %(now)s, duration_ms = input.duration
+    FROM input JOIN settled ON settled.id = input.id
+    WHERE e.id = input.exec_id AND e.status = 'running'
+    RETURNING e.id
+)
+SELECT id FROM settled
+"""
+
+
+def claim_params(
+    *, pool: str, limit: int, node_id: str, now: datetime, lease_ms: int
+) -> dict[str, Any]:
+    return {
+        "pool": pool,
+        "now": now,
+        "limit": limit,
+        "node": node_id,
+        "lease_until": now + timedelta(milliseconds=lease_ms),
+    }
+
+
+def settle_success_params(
+    *,
+    ids: list[int],
+    gens: list[int],
+    tokens: list[str],
+    exec_ids: list[int],
+    durations: list[int],
+    skipped: list[bool],
+    results: list[Any],
+    now: datetime,
+) -> dict[str, Any]:
+    """The parameters of :data:`SETTLE_SUCCESS_SQL`, one list entry per job."""
+    return {
+        "ids": ids,
+        "gens": gens,
+        "tokens": tokens,
+        "exec_ids": exec_ids,
+        "durations": durations,
+        "skipped": skipped,
+        "results": [None if r is None else Jsonb(r) for r in results],
+        "now": now,
+    }

@@ -1,0 +1,538 @@
+"""The shared SQLAlchemy Core implementation of the job hot path: insert
+(SPEC L-1, L-12, L-15), claim (L-6, L-7, L-10), settlement (L-3 … L-5, L-9,
+L-17) and the ownership checks of executors (L-9 … L-11, L-13).
+
+The idempotencyKey is enforced by the unique constraint on
+``workflow_jobs.idempotency_key`` (``INSERT … ON CONFLICT DO NOTHING``), never
+by a prior lookup. A settlement whose fence (id, generation, lease token,
+running) no longer matches writes nothing and reports False; a finished
+attempt row is never rewritten (``status = 'running'`` guard).
+
+Outcome → parent status: success/skipped → succeeded; retry → pending with
+backoff while attempts remain, else dead (``attempts_exhausted``); dead →
+dead; unconfirmed → dead with ``external_outcome_unconfirmed``; released
+(orderly shutdown) → pending now, the attempt not counted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, case, func, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db import wake
+from flowledger.db.database import Database
+from flowledger.db.dialects import upsert
+from flowledger.db.schema import workflow_job_executions as executions
+from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.db.types import JsonType
+from flowledger.errors import FlowledgerError, LeaseLostError
+from flowledger.ledger.backoff import backoff_ms
+from flowledger.ledger.fingerprint import fingerprint
+from flowledger.ledger.models import (
+    ClaimedJob,
+    EnqueueResult,
+    Fence,
+    JobSpec,
+    Outcome,
+    OutcomeKind,
+    SuccessRow,
+    new_key,
+)
+from flowledger.ledger.types import get_job_type
+from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, AttemptStatus, JobStatus
+
+DEFAULT_LEASE_MS = 60_000
+CLAIMED_COLUMNS = (
+    *("id", "type", "pool", "payload", "generation", "attempts", "max_attempts"),
+    *("lease_token", "lease_until", "execution_deadline", "run_at", "operation_key"),
+    *("trace_id", "tenant_id", "instance_id", "task_id", "node_key", "priority"),
+)
+CLEAR_LEASE: dict[str, Any] = {"lease_token": None, "lease_until": None, "lease_owner": None}
+
+
+def fence_clause(fences: list[tuple[int, int, str]]) -> Any:
+    """``(id, generation, lease_token) IN (…) AND status = 'running'``."""
+    return tuple_(jobs.c.id, jobs.c.generation, jobs.c.lease_token).in_(fences) & (
+        jobs.c.status == JobStatus.RUNNING.value
+    )
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def to_claimed(row: dict[str, Any]) -> ClaimedJob:
+    """A claimed row (of any implementation) as the executor sees it."""
+    return ClaimedJob(
+        id=int(row["id"]),
+        type=row["type"],
+        pool=row["pool"],
+        payload=row["payload"] or {},
+        generation=row["generation"],
+        attempt=row["attempts"],
+        max_attempts=row["max_attempts"],
+        lease_token=row["lease_token"],
+        lease_until=_utc(row["lease_until"]),
+        execution_deadline=_utc(row["execution_deadline"]),
+        execution_id=int(row["execution_id"]),
+        scheduled_at=_utc(row["run_at"]),
+        started_at=_utc(row["started_at"]),
+        operation_key=row["operation_key"],
+        trace_id=row["trace_id"],
+        tenant_id=row["tenant_id"],
+        instance_id=row["instance_id"],
+        task_id=row["task_id"],
+        node_key=row["node_key"],
+    )
+
+
+def job_row(spec: JobSpec, now: datetime) -> dict[str, Any]:
+    """The ``workflow_jobs`` row of ``spec``: its type's pool and budget filled in."""
+    job_type = get_job_type(spec.type)
+    if spec.delay_ms < 0:
+        raise FlowledgerError("delay must not be negative", field="delayMs")
+    run_at = spec.run_at or now + timedelta(milliseconds=spec.delay_ms)
+    max_attempts = job_type.max_attempts if spec.max_attempts is None else spec.max_attempts
+    if max_attempts < 1:
+        raise FlowledgerError("maxAttempts must be at least 1", field="maxAttempts")
+    timeout_ms = (
+        job_type.execution_timeout_ms
+        if spec.execution_timeout_ms is None
+        else spec.execution_timeout_ms
+    )
+    if timeout_ms < 1:
+        raise FlowledgerError("executionTimeoutMs must be positive", field="executionTimeoutMs")
+    return {
+        "type": job_type.name,
+        "pool": job_type.pool,
+        "status": JobStatus.PENDING.value,
+        "payload": spec.payload,
+        "tenant_id": spec.tenant_id,
+        "instance_id": spec.instance_id,
+        "task_id": spec.task_id,
+        "node_key": spec.node_key,
+        "priority": job_type.priority if spec.priority is None else spec.priority,
+        "run_at": run_at,
+        "attempts": 0,
+        "max_attempts": max_attempts,
+        "generation": 1,
+        "execution_timeout_ms": timeout_ms,
+        "operation_key": spec.operation_key or new_key(),
+        "trace_id": spec.trace_id or new_key(),
+        "idempotency_key": spec.idempotency_key,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def duration_ms(started_at: datetime, now: datetime) -> int:
+    return max(0, int((now - started_at).total_seconds() * 1000))
+
+
+def plan_outcome(
+    attempts: int, max_attempts: int, outcome: Outcome, now: datetime
+) -> tuple[dict[str, Any], AttemptStatus]:
+    """The job columns and the attempt status an outcome leads to."""
+    kind = outcome.kind
+    if kind in (OutcomeKind.SUCCESS, OutcomeKind.SKIPPED):
+        values = {
+            "status": JobStatus.SUCCEEDED,
+            "result": outcome.result,
+            "last_error": None,
+            "last_error_code": None,
+            "last_error_fingerprint": None,
+        }
+        status = AttemptStatus.SUCCEEDED if kind is OutcomeKind.SUCCESS else AttemptStatus.SKIPPED
+        return values, status
+    if kind is OutcomeKind.RELEASED:  # handed back: the attempt does not count
+        released: dict[str, Any] = {
+            "status": JobStatus.PENDING,
+            "run_at": now + timedelta(milliseconds=outcome.retry_delay_ms or 0),
+            "attempts": max(attempts - 1, 0),
+        }
+        if outcome.error_code != "released":  # deferred: say why it waits
+            released.update(
+                last_error=outcome.error,
+                last_error_code=outcome.error_code,
+                last_error_fingerprint=fingerprint(outcome.error),
+            )
+        return released, AttemptStatus.CANCELED
+    values = {
+        "last_error": outcome.error,
+        "last_error_code": outcome.error_code,
+        "last_error_fingerprint": fingerprint(outcome.error),
+    }
+    if kind is OutcomeKind.UNCONFIRMED:
+        values.update(status=JobStatus.DEAD, last_error_code=EXTERNAL_OUTCOME_UNCONFIRMED)
+    elif kind is OutcomeKind.DEAD:
+        values["status"] = JobStatus.DEAD
+    elif attempts >= max_attempts:
+        values.update(status=JobStatus.DEAD, last_error_code="attempts_exhausted")
+    else:
+        delay = (
+            outcome.retry_delay_ms if outcome.retry_delay_ms is not None else backoff_ms(attempts)
+        )
+        values.update(status=JobStatus.PENDING, run_at=now + timedelta(milliseconds=delay))
+    return values, AttemptStatus.FAILED
+
+
+def _is_plain_success(outcome: Outcome) -> bool:
+    return (
+        outcome.kind in (OutcomeKind.SUCCESS, OutcomeKind.SKIPPED)
+        and outcome.request is None
+        and outcome.response is None
+    )
+
+
+class JobsCore:
+    """Insert, claim, settle and fencing in portable SQLAlchemy Core."""
+
+    # --- insert -----------------------------------------------------------------
+    async def job_insert(
+        self, conn: AsyncConnection, spec: JobSpec, *, now: datetime
+    ) -> EnqueueResult:
+        row = job_row(spec, now)
+        stmt = (
+            upsert(conn, jobs)
+            .values(**row)
+            .on_conflict_do_nothing(index_elements=[jobs.c.idempotency_key])
+            .returning(jobs.c.id)
+        )
+        job_id = (await conn.execute(stmt)).scalar_one_or_none()
+        if job_id is None:  # the idempotency key already names a job
+            existing = await conn.execute(
+                select(jobs.c.id).where(jobs.c.idempotency_key == spec.idempotency_key)
+            )
+            return EnqueueResult(existing.scalar_one(), created=False)
+        await wake.hint(conn, row["pool"])
+        return EnqueueResult(int(job_id), created=True)
+
+    async def jobs_insert(
+        self, conn: AsyncConnection, specs: Sequence[JobSpec], *, now: datetime
+    ) -> list[int]:
+        rows = [job_row(spec, now) for spec in specs]
+        if any(row["idempotency_key"] for row in rows):
+            return [(await self.job_insert(conn, spec, now=now)).job_id for spec in specs]
+        if not rows:
+            return []
+        result = await conn.execute(
+            jobs.insert().returning(jobs.c.id, sort_by_parameter_order=True), rows
+        )
+        ids = [int(job_id) for job_id in result.scalars()]
+        for pool in {row["pool"] for row in rows}:
+            await wake.hint(conn, pool)
+        return ids
+
+    # --- claim ------------------------------------------------------------------
+    async def jobs_claim(
+        self,
+        db: Database,
+        *,
+        pool: str,
+        limit: int,
+        node_id: str,
+        now: datetime,
+        order: str = "priority",
+        lease_ms: int = DEFAULT_LEASE_MS,
+    ) -> list[ClaimedJob]:
+        if limit <= 0:
+            return []
+        rows = await self._claim_rows(
+            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
+        )
+        return [to_claimed(row) for row in rows]
+
+    async def _claim_rows(
+        self,
+        db: Database,
+        *,
+        pool: str,
+        limit: int,
+        node_id: str,
+        now: datetime,
+        lease_ms: int,
+        order: str,
+    ) -> list[dict[str, Any]]:
+        """Select the candidates (row-locked, skipping locked rows where the
+        database has row locks), lease them, add one attempt row each — in one
+        transaction."""
+        lease_until = now + timedelta(milliseconds=lease_ms)
+        ordering = (
+            (jobs.c.priority, jobs.c.run_at, jobs.c.id)
+            if order == "priority"
+            else (jobs.c.run_at, jobs.c.id)
+        )
+        async with db.begin() as conn:
+            candidates = (
+                await conn.execute(
+                    select(jobs.c.id, jobs.c.execution_timeout_ms)
+                    .where(
+                        jobs.c.pool == pool,
+                        jobs.c.status == JobStatus.PENDING.value,
+                        jobs.c.run_at <= now,
+                    )
+                    .order_by(*ordering)
+                    .limit(limit)
+                    .with_for_update(skip_locked=True)
+                )
+            ).all()
+            if not candidates:
+                return []
+            params = []
+            for job_id, timeout_ms in candidates:
+                deadline = now + timedelta(milliseconds=timeout_ms)
+                params.append(
+                    {
+                        "b_id": job_id,
+                        "b_token": uuid.uuid4().hex,
+                        "b_deadline": deadline,
+                        "b_lease_until": min(lease_until, deadline),
+                    }
+                )
+            await conn.execute(
+                update(jobs)
+                .where(jobs.c.id == bindparam("b_id"))
+                .values(
+                    status=JobStatus.RUNNING.value,
+                    attempts=jobs.c.attempts + 1,
+                    lease_token=bindparam("b_token"),
+                    lease_owner=node_id,
+                    execution_deadline=bindparam("b_deadline"),
+                    lease_until=bindparam("b_lease_until"),
+                    side_effect_at=None,
+                    updated_at=now,
+                ),
+                params,
+            )
+            rows = [
+                dict(r._mapping)
+                for r in (
+                    await conn.execute(
+                        select(*(jobs.c[name] for name in CLAIMED_COLUMNS))
+                        .where(jobs.c.id.in_([p["b_id"] for p in params]))
+                        .order_by(*ordering)
+                    )
+                )
+            ]
+            inserted = await conn.execute(
+                executions.insert().returning(executions.c.id, sort_by_parameter_order=True),
+                [
+                    {
+                        "job_id": r["id"],
+                        "generation": r["generation"],
+                        "attempt": r["attempts"],
+                        "status": AttemptStatus.RUNNING.value,
+                        "node_id": node_id,
+                        "scheduled_at": r["run_at"],
+                        "started_at": now,
+                    }
+                    for r in rows
+                ],
+            )
+            for row, execution_id in zip(rows, inserted.scalars(), strict=True):
+                row["execution_id"] = execution_id
+                row["started_at"] = now
+        return rows
+
+    async def jobs_next_due(self, db: Database, *, pool: str) -> datetime | None:
+        """Served by the partial index ``ix_workflow_jobs_claim_due``."""
+        async with db.read() as conn:
+            due: datetime | None = (
+                await conn.execute(
+                    select(func.min(jobs.c.run_at)).where(
+                        jobs.c.pool == pool, jobs.c.status == JobStatus.PENDING.value
+                    )
+                )
+            ).scalar_one_or_none()
+        return due
+
+    # --- settle -----------------------------------------------------------------
+    async def job_settle(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        started_at: datetime | None = None,
+    ) -> bool:
+        row = (
+            await conn.execute(
+                select(jobs.c.attempts, jobs.c.max_attempts)
+                .where(
+                    jobs.c.id == fence.job_id,
+                    fence_clause([(fence.job_id, fence.generation, fence.lease_token)]),
+                )
+                .with_for_update()
+            )
+        ).first()
+        if row is None:
+            return False
+        values, attempt_status = plan_outcome(row.attempts, row.max_attempts, outcome, now)
+        await conn.execute(
+            update(jobs)
+            .where(jobs.c.id == fence.job_id)
+            .values(**values, **CLEAR_LEASE, updated_at=now)
+        )
+        attempt_values: dict[str, Any] = {
+            "status": attempt_status,
+            "finished_at": now,
+            "error": outcome.error,
+            # the attempt keeps its own cause; the job may say "attempts_exhausted"
+            "error_code": outcome.error_code if outcome.error else None,
+            "error_fingerprint": fingerprint(outcome.error),
+        }
+        if outcome.request is not None:
+            attempt_values["request"] = outcome.request
+        if outcome.response is not None:
+            attempt_values["response"] = outcome.response
+        if started_at is not None:
+            attempt_values["duration_ms"] = duration_ms(started_at, now)
+        await conn.execute(
+            update(executions)
+            .where(executions.c.id == fence.execution_id, executions.c.status == "running")
+            .values(**attempt_values)
+        )
+        return True
+
+    async def jobs_settle(
+        self, db: Database, items: Sequence[tuple[ClaimedJob, Outcome]], *, now: datetime
+    ) -> set[int]:
+        """Successes and skips share one fenced statement per table
+        (:meth:`_settle_successes`); other outcomes are settled one by one in
+        a single transaction."""
+        plain = [(job, o) for job, o in items if _is_plain_success(o)]
+        plain_ids = {job.id for job, _ in plain}
+        other = [(job, o) for job, o in items if job.id not in plain_ids]
+        settled: set[int] = set()
+        if plain:
+            settled |= await self._settle_successes(
+                db,
+                [
+                    SuccessRow(
+                        job.id,
+                        job.generation,
+                        job.lease_token,
+                        job.execution_id,
+                        duration_ms(job.started_at, now),
+                        o.kind is OutcomeKind.SKIPPED,
+                        o.result,
+                    )
+                    for job, o in plain
+                ],
+                now=now,
+            )
+        if other:
+            async with db.begin() as conn:
+                for job, outcome in other:
+                    if await self.job_settle(
+                        conn, job.fence, outcome, now=now, started_at=job.started_at
+                    ):
+                        settled.add(job.id)
+        return settled
+
+    async def _settle_successes(
+        self, db: Database, rows: Sequence[SuccessRow], *, now: datetime
+    ) -> set[int]:
+        """The fenced jobs → succeeded, then only their running attempts finished."""
+        results = {
+            r.job_id: bindparam(None, r.result, type_=JsonType)
+            for r in rows
+            if r.result is not None
+        }
+        job_values: dict[str, Any] = {
+            "status": JobStatus.SUCCEEDED,
+            "last_error": None,
+            "last_error_code": None,
+            "last_error_fingerprint": None,
+            "updated_at": now,
+            **CLEAR_LEASE,
+        }
+        if results:
+            job_values["result"] = case(results, value=jobs.c.id, else_=None)
+        fences = [(r.job_id, r.generation, r.lease_token) for r in rows]
+        job_stmt = update(jobs).where(fence_clause(fences)).values(**job_values)
+        skipped = [r.execution_id for r in rows if r.skipped]
+        attempt_status: Any = AttemptStatus.SUCCEEDED.value
+        if skipped:
+            attempt_status = case(
+                (executions.c.id.in_(skipped), AttemptStatus.SKIPPED.value),
+                else_=AttemptStatus.SUCCEEDED.value,
+            )
+        durations = {r.execution_id: r.duration_ms for r in rows}
+        by_job = {r.job_id: r.execution_id for r in rows}
+        async with db.begin() as conn:
+            ids = {int(i) for i in (await conn.execute(job_stmt.returning(jobs.c.id))).scalars()}
+            if ids:
+                await conn.execute(
+                    update(executions)
+                    .where(
+                        executions.c.id.in_([by_job[i] for i in ids]),
+                        executions.c.status == "running",
+                    )
+                    .values(
+                        status=attempt_status,
+                        finished_at=now,
+                        duration_ms=case(durations, value=executions.c.id, else_=0),
+                    )
+                )
+        return ids
+
+    # --- fencing ----------------------------------------------------------------
+    async def job_lock_fenced(self, conn: AsyncConnection, fence: Fence, *, now: datetime) -> None:
+        """Same generation and lease token, still running, execution deadline
+        not reached. Callers lock the instance row first (L-13)."""
+        owned = (
+            await conn.execute(
+                select(jobs.c.id)
+                .where(
+                    fence_clause([(fence.job_id, fence.generation, fence.lease_token)]),
+                    jobs.c.execution_deadline > now,
+                )
+                .with_for_update()
+            )
+        ).first()
+        if owned is None:
+            raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
+
+    async def jobs_renew_leases(
+        self, db: Database, claimed: Sequence[ClaimedJob], *, now: datetime, lease_ms: int
+    ) -> set[int]:
+        """Never past a job's execution deadline."""
+        if not claimed:
+            return set()
+        new_until = {
+            job.id: min(now + timedelta(milliseconds=lease_ms), job.execution_deadline)
+            for job in claimed
+        }
+        stmt = (
+            update(jobs)
+            .where(
+                fence_clause([(j.id, j.generation, j.lease_token) for j in claimed]),
+                jobs.c.execution_deadline > now,
+            )
+            .values(lease_until=case(new_until, value=jobs.c.id), updated_at=now)
+            .returning(jobs.c.id)
+        )
+        async with db.single_statement() as conn:
+            return {int(i) for i in (await conn.execute(stmt)).scalars()}
+
+    async def job_mark_side_effect(self, db: Database, fence: Fence, *, now: datetime) -> None:
+        """Committed before the caller sends."""
+        async with db.begin() as conn:
+            await self.job_lock_fenced(conn, fence, now=now)
+            await conn.execute(
+                update(jobs)
+                .where(jobs.c.id == fence.job_id)
+                .values(side_effect_at=now, updated_at=now)
+            )
+            await conn.execute(
+                update(executions)
+                .where(executions.c.id == fence.execution_id)
+                .values(side_effect_at=now)
+            )

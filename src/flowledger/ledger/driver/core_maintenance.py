@@ -1,0 +1,273 @@
+"""The shared Core implementation of ledger maintenance: the rescuer behind
+the ``workflow-jobs-drain`` system task (SPEC L-20) and targeted recovery
+(O-18), fresh wake hints for overdue jobs (L-8), and retention of settled
+jobs (O-20).
+
+Rescue: running jobs whose lease expired or whose execution deadline passed
+go back to pending with backoff, or to dead when their attempts are exhausted
+or an unsafe external call's outcome is unknown; a job whose dying attempt
+had already committed a step receipt (only its settlement was lost) is
+replayed at once, once even past its budget; the pools that have due work get
+their wake hints again. It never runs a handler.
+
+Retention never removes a job that is pending, running, paused, failed or
+dead (only ``succeeded`` and ``canceled`` qualify), nor any job of an
+instance that is running or suspended or has an unresolved compensation
+ticket. The batch is selected ``FOR UPDATE`` (a no-op on SQLite, whose writer
+lock already excludes everyone), rows in id order, so a job an operator is
+retrying at this moment is waited for and its new status re-checked; not
+``SKIP LOCKED``, so the preview equals the run. Batches are keyset-paged by
+id (``after_id``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from flowledger.db import wake
+from flowledger.db.compensation_schema import workflow_compensations as tickets
+from flowledger.db.engine_schema import workflow_instances as instances
+from flowledger.db.schema import workflow_job_effects as effects
+from flowledger.db.schema import workflow_job_executions as executions
+from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.ledger.backoff import backoff_ms
+from flowledger.ledger.fingerprint import fingerprint
+from flowledger.ledger.models import JobPurge, RescueReport
+from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, AttemptStatus, InstanceStatus, JobStatus
+
+RESCUE_BATCH = 500
+PURGEABLE_JOB_STATUSES = (JobStatus.SUCCEEDED.value, JobStatus.CANCELED.value)
+ACTIVE_INSTANCE_STATUSES = (InstanceStatus.RUNNING.value, InstanceStatus.SUSPENDED.value)
+
+
+def instance_protected(instance_id: Any) -> ColumnElement[bool]:
+    """True when the instance ``instance_id`` is running or suspended or has
+    an unresolved compensation ticket: nothing of it may be removed."""
+    active = exists().where(
+        instances.c.id == instance_id, instances.c.status.in_(ACTIVE_INSTANCE_STATUSES)
+    )
+    ticket = exists().where(tickets.c.instance_id == instance_id, tickets.c.status == "pending")
+    return or_(active, ticket)
+
+
+def purgeable_jobs(before: datetime) -> list[ColumnElement[bool]]:
+    """The conditions of a job retention may remove: settled as succeeded or
+    canceled before ``before``, of no protected instance."""
+    return [
+        jobs.c.status.in_(PURGEABLE_JOB_STATUSES),
+        jobs.c.updated_at < before,
+        or_(jobs.c.instance_id.is_(None), ~instance_protected(jobs.c.instance_id)),
+    ]
+
+
+def _expired(now: datetime) -> Any:
+    """Running jobs whose lease is missing or expired or whose execution
+    deadline passed, with what deciding their next state needs."""
+    # a step receipt written by the attempt that died: its work is committed,
+    # only the settlement was lost. The attempt's start is correlated with the
+    # job being rescued (without ``correlate`` the subquery, nested in the
+    # EXISTS, took the newest attempt start of *any* job: issue 17 item 11)
+    attempt_started = (
+        select(func.max(executions.c.started_at))
+        .where(executions.c.job_id == jobs.c.id, executions.c.generation == jobs.c.generation)
+        .correlate(jobs)
+        .scalar_subquery()
+    )
+    committed = exists().where(
+        effects.c.job_id == jobs.c.id,
+        effects.c.generation == jobs.c.generation,
+        effects.c.created_at >= attempt_started,
+    )
+    return select(
+        jobs.c.id,
+        jobs.c.attempts,
+        jobs.c.max_attempts,
+        jobs.c.side_effect_at,
+        jobs.c.lease_until,
+        jobs.c.execution_deadline,
+        committed.label("committed"),
+    ).where(
+        jobs.c.status == JobStatus.RUNNING.value,
+        or_(
+            jobs.c.lease_until.is_(None),
+            jobs.c.lease_until < now,
+            jobs.c.execution_deadline <= now,
+        ),
+    )
+
+
+async def _reclaim(
+    conn: AsyncConnection, rows: Sequence[Any], *, now: datetime, report: RescueReport
+) -> None:
+    for row in rows:
+        deadline_passed = row.execution_deadline is not None and row.execution_deadline <= now
+        error = (
+            "execution deadline passed"
+            if deadline_passed
+            else "lease expired: the executor stopped renewing"
+        )
+        code = "deadline_exceeded" if deadline_passed else "lease_expired"
+        values: dict[str, Any] = {}
+        if row.side_effect_at is not None:
+            status, code = JobStatus.DEAD, EXTERNAL_OUTCOME_UNCONFIRMED
+        elif row.committed and row.attempts <= row.max_attempts:
+            # replay at once, even past the budget (once: the replay's claim
+            # makes attempts exceed it); the re-run finds the receipts
+            status = JobStatus.PENDING
+            values = {"run_at": now}
+        elif row.attempts >= row.max_attempts:
+            status = JobStatus.DEAD
+            values["last_error_code"] = "attempts_exhausted"
+        else:
+            status = JobStatus.PENDING
+            values = {"run_at": now + timedelta(milliseconds=backoff_ms(row.attempts))}
+        await conn.execute(
+            update(executions)
+            .where(executions.c.job_id == row.id, executions.c.status == "running")
+            .values(
+                status=AttemptStatus.FAILED,
+                finished_at=now,
+                error=error,
+                error_code=code,
+                error_fingerprint=fingerprint(error),
+            )
+        )
+        await conn.execute(
+            update(jobs)
+            .where(jobs.c.id == row.id)
+            .values(
+                status=status,
+                last_error=error,
+                last_error_fingerprint=fingerprint(error),
+                **{"last_error_code": code, **values},
+                updated_at=now,
+                lease_token=None,
+                lease_until=None,
+                lease_owner=None,
+            )
+        )
+        (report.dead if status is JobStatus.DEAD else report.retried).append(row.id)
+
+
+class MaintenanceCore:
+    """Rescue, targeted reclaim, wake hints and retention in portable Core."""
+
+    async def jobs_rescue(
+        self, conn: AsyncConnection, *, now: datetime, limit: int = RESCUE_BATCH
+    ) -> RescueReport:
+        report = RescueReport()
+        rows = (
+            await conn.execute(
+                _expired(now).order_by(jobs.c.id).limit(limit).with_for_update(skip_locked=True)
+            )
+        ).all()
+        await _reclaim(conn, rows, now=now, report=report)
+        pools = (
+            (
+                await conn.execute(
+                    select(jobs.c.pool)
+                    .where(jobs.c.status == JobStatus.PENDING.value, jobs.c.run_at <= now)
+                    .distinct()
+                )
+            )
+            .scalars()
+            .all()
+        )
+        for pool in sorted(pools):
+            await wake.hint(conn, pool)
+            report.hinted_pools.append(pool)
+        return report
+
+    async def jobs_reclaim(
+        self, conn: AsyncConnection, job_ids: list[int], *, now: datetime
+    ) -> RescueReport:
+        """Those of the listed jobs still running with an expired lease or a
+        passed deadline, as the drain would. The caller holds their instance
+        locks (L-13); the job rows are locked here."""
+        report = RescueReport()
+        if not job_ids:
+            return report
+        rows = (
+            await conn.execute(
+                _expired(now).where(jobs.c.id.in_(job_ids)).order_by(jobs.c.id).with_for_update()
+            )
+        ).all()
+        await _reclaim(conn, rows, now=now, report=report)
+        if report.retried:
+            pools = (
+                await conn.execute(
+                    select(jobs.c.pool).where(jobs.c.id.in_(report.retried)).distinct()
+                )
+            ).scalars()
+            for pool in sorted(pools):
+                await wake.hint(conn, pool)
+                report.hinted_pools.append(pool)
+        return report
+
+    async def jobs_wake(
+        self, conn: AsyncConnection, job_ids: list[int], *, now: datetime
+    ) -> list[int]:
+        """Nothing about the jobs changes; the hint only makes idle pools
+        claim now. Returns the ids still pending and due."""
+        if not job_ids:
+            return []
+        rows = (
+            await conn.execute(
+                select(jobs.c.id, jobs.c.pool).where(
+                    jobs.c.id.in_(job_ids),
+                    jobs.c.status == JobStatus.PENDING.value,
+                    jobs.c.run_at <= now,
+                )
+            )
+        ).all()
+        for pool in sorted({row.pool for row in rows}):
+            await wake.hint(conn, pool)
+        return [int(row.id) for row in rows]
+
+    async def jobs_purge_count(self, conn: AsyncConnection, *, before: datetime) -> dict[str, int]:
+        eligible = select(jobs.c.id).where(*purgeable_jobs(before)).scalar_subquery()
+        row = (
+            await conn.execute(
+                select(
+                    select(func.count()).where(*purgeable_jobs(before)).scalar_subquery(),
+                    select(func.count())
+                    .select_from(executions)
+                    .where(executions.c.job_id.in_(eligible))
+                    .scalar_subquery(),
+                    select(func.count())
+                    .select_from(effects)
+                    .where(effects.c.job_id.in_(eligible))
+                    .scalar_subquery(),
+                )
+            )
+        ).one()
+        return {
+            "workflow_jobs": row[0],
+            "workflow_job_executions": row[1],
+            "workflow_job_effects": row[2],
+        }
+
+    async def jobs_purge_batch(
+        self, conn: AsyncConnection, *, before: datetime, after_id: int = 0, limit: int = 1000
+    ) -> JobPurge:
+        """Up to ``limit`` purgeable jobs with id > ``after_id``, in the caller's transaction."""
+        stmt = (
+            select(jobs.c.id)
+            .where(jobs.c.id > after_id, *purgeable_jobs(before))
+            .order_by(jobs.c.id)
+            .limit(limit)
+            .with_for_update(of=jobs)
+        )
+        ids = list((await conn.execute(stmt)).scalars())
+        if not ids:
+            return JobPurge(None, 0, 0, 0)
+        attempts = await conn.execute(delete(executions).where(executions.c.job_id.in_(ids)))
+        receipts = await conn.execute(delete(effects).where(effects.c.job_id.in_(ids)))
+        removed = await conn.execute(delete(jobs).where(jobs.c.id.in_(ids)))
+        return JobPurge(max(ids), removed.rowcount, attempts.rowcount, receipts.rowcount)

@@ -1,0 +1,91 @@
+"""The ledger on PostgreSQL. What differs from the portable Core is claim
+and batch success settlement: each is one data-modifying CTE
+(:mod:`flowledger.db.pg_ledger`), atomic on its own, run in autocommit in one
+round trip.
+
+:class:`PostgresLedger` sends those statements over a pooled autocommit
+connection; :class:`PostgresFastLedger` (the hot path of a worker's pools
+and settler) sends the same text over its own dedicated
+:class:`~flowledger.db.pg_hotpath.PgHotPath` connection with server-side
+prepared statements. One statement per operation, two transports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from flowledger.db.database import Database
+from flowledger.db.pg_hotpath import PgHotPath
+from flowledger.db.pg_ledger import (
+    CLAIM_SQL,
+    SETTLE_SUCCESS_SQL,
+    claim_params,
+    settle_success_params,
+)
+from flowledger.ledger.driver.core import CoreLedger
+from flowledger.ledger.models import SuccessRow
+
+
+def _settle_params(rows: Sequence[SuccessRow], now: datetime) -> dict[str, Any]:
+    return settle_success_params(
+        ids=[r.job_id for r in rows],
+        gens=[r.generation for r in rows],
+        tokens=[r.lease_token for r in rows],
+        exec_ids=[r.execution_id for r in rows],
+        durations=[r.duration_ms for r in rows],
+        skipped=[r.skipped for r in rows],
+        results=[r.result for r in rows],
+        now=now,
+    )
+
+
+class PostgresLedger(CoreLedger):
+    """Claim and success settlement as single statements on the pool."""
+
+    name = "postgresql"
+
+    async def _run(self, db: Database, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        async with db.single_statement() as conn:
+            result = await conn.exec_driver_sql(sql, params)
+            return [dict(row._mapping) for row in result]
+
+    async def _claim_rows(
+        self,
+        db: Database,
+        *,
+        pool: str,
+        limit: int,
+        node_id: str,
+        now: datetime,
+        lease_ms: int,
+        order: str,
+    ) -> list[dict[str, Any]]:
+        params = claim_params(pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms)
+        rows = await self._run(db, CLAIM_SQL[order], params)
+        for row in rows:
+            row["started_at"] = now
+        return rows
+
+    async def _settle_successes(
+        self, db: Database, rows: Sequence[SuccessRow], *, now: datetime
+    ) -> set[int]:
+        settled = await self._run(db, SETTLE_SUCCESS_SQL, _settle_params(rows, now))
+        return {int(row["id"]) for row in settled}
+
+
+class PostgresFastLedger(PostgresLedger):
+    """The same statements on one dedicated connection (one per pool and
+    one per settler); :meth:`close` releases it."""
+
+    name = "postgresql-fast"
+
+    def __init__(self, hot: PgHotPath) -> None:
+        self.hot = hot
+
+    async def _run(self, db: Database, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return await self.hot.run(sql, params)
+
+    async def close(self) -> None:
+        await self.hot.close()
