@@ -15,6 +15,9 @@ per job of the drain (step 2), counted by SQLAlchemy event hooks in the
 workers (``--import sql_counts``), and of the bulk enqueue; on PostgreSQL
 also the server's own xact_commit delta over the drain (which includes this
 script's polling).
+``--idempotency-keys`` gives every enqueued job its own idempotencyKey;
+``--enqueue-only`` stops after step 1 (the bulk enqueue's rate, statements
+and commits; no workers started).
 Last lines: enqueue_per_s=… drain_per_s=… wake_p50_ms=… wake_p95_ms=…, then
 statements_per_job=… commits_per_job=…
 """
@@ -65,10 +68,14 @@ async def reset(db: Database) -> None:
             await conn.execute(text(f"DELETE FROM {table}"))
 
 
-async def bulk_enqueue(db: Database, n: int) -> float:
+async def bulk_enqueue(db: Database, n: int, *, keyed: bool = False) -> float:
     clock = SystemClock()
     specs = [
-        JobSpec("bench_noop_ledger" if i % 2 == 0 else "bench_noop_outbound") for i in range(n)
+        JobSpec(
+            "bench_noop_ledger" if i % 2 == 0 else "bench_noop_outbound",
+            idempotency_key=f"bench-{i}" if keyed else None,
+        )
+        for i in range(n)
     ]
     started = time.perf_counter()
     for offset in range(0, n, CHUNK):
@@ -178,14 +185,27 @@ async def main() -> None:
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--wake-samples", type=int, default=200)
+    parser.add_argument(
+        "--idempotency-keys", action="store_true", help="give every enqueued job its own key"
+    )
+    parser.add_argument(
+        "--enqueue-only", action="store_true", help="measure the bulk enqueue only (step 1)"
+    )
     args = parser.parse_args()
 
     db = Database(args.db)
     await reset(db)
     sql_counts.watch(db.engine.sync_engine)
-    enqueue_per_s = await bulk_enqueue(db, args.jobs)
+    enqueue_per_s = await bulk_enqueue(db, args.jobs, keyed=args.idempotency_keys)
     enqueue_counts = sql_counts.Counts(sql_counts.TOTALS.statements, sql_counts.TOTALS.commits)
     print(f"enqueued {args.jobs} jobs at {enqueue_per_s:.0f}/s", flush=True)
+    if args.enqueue_only:
+        await db.dispose()
+        print(
+            f"enqueue_per_s={enqueue_per_s:.1f} enqueue_statements={enqueue_counts.statements} "
+            f"enqueue_commits={enqueue_counts.commits}"
+        )
+        return
     counts_dir = tempfile.mkdtemp(prefix="flowledger-bench-counts-")
     commits_before = await xact_commit(db)
     wall_start = time.perf_counter()

@@ -64,12 +64,14 @@ async def test_insert_and_idempotency(
         ),
     )
     assert first.created and not again.created and again.job_id == first.job_id
-    ids = await in_tx(
+    made = await in_tx(
         db,
         lambda c: driver.jobs_insert(
             c, [JobSpec(CF_TYPE.name, payload={"i": i}) for i in range(3)], now=clock.now()
         ),
     )
+    ids = [r.job_id for r in made]
+    assert all(r.created for r in made)
     rows = await job_rows(db)
     assert [rows[i]["payload"] for i in ids] == [{"i": 0}, {"i": 1}, {"i": 2}]
     row = rows[first.job_id]
@@ -91,7 +93,8 @@ async def test_insert_and_idempotency(
             now=clock.now(),
         ),
     )
-    assert keyed[0] == first.job_id and keyed[1] not in ids
+    assert keyed[0].job_id == first.job_id and not keyed[0].created
+    assert keyed[1].created and keyed[1].job_id not in ids
 
 
 async def test_claim_leases_orders_and_records_attempts(

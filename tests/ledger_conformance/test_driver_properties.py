@@ -137,7 +137,8 @@ class Run:
         if name == "insert":
             job_type = "delay_wake" if op[2] else CF_TYPE.name
             specs = [JobSpec(job_type, instance_id=INSTANCE) for _ in range(op[1])]
-            self.job_ids += await in_tx(db, lambda c: driver.jobs_insert(c, specs, now=now))
+            made = await in_tx(db, lambda c: driver.jobs_insert(c, specs, now=now))
+            self.job_ids += [r.job_id for r in made]
         elif name == "claim":
             claimed = await driver.jobs_claim(
                 db, pool=Pool.LEDGER.value, limit=op[1], node_id="p", now=now, lease_ms=op[2]

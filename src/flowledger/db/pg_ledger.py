@@ -16,14 +16,30 @@ served by partial indexes on pending rows.
 
 Settlement: the jobs still fenced by (id, generation, lease token, running)
 become succeeded and only their running attempt rows are finished.
+
+Bulk insert (issue 15 item 5): one ``INSERT … SELECT … FROM unnest(typed
+arrays) WITH ORDINALITY … ON CONFLICT (idempotency_key) DO NOTHING`` per
+batch, whose text depends only on the columns, never on the row count, so
+psycopg prepares it once. Ids are drawn in input order (first-in, first-out
+among equal ``run_at``) and the rows are then inserted in idempotencyKey
+order, so two concurrent batches with overlapping keys wait for each other in
+one order and cannot deadlock; the statement answers (ordinality, id) for
+each row it inserted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from psycopg.types.json import Jsonb
+from sqlalchemy import String
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+
+from flowledger.db.schema import workflow_jobs
 
 RETURNED = (
     "id, type, pool, payload, generation, attempts, max_attempts, lease_token, lease_until, "
@@ -134,3 +150,63 @@ def settle_success_params(
         "results": [None if r is None else Jsonb(r) for r in results],
         "now": now,
     }
+
+
+JOBS_ID_SEQUENCE = "workflow_jobs_id_seq"  # the sequence of the BIGSERIAL ``workflow_jobs.id``
+
+
+def _element_type(column: str) -> str:
+    """The type of ``column``'s parameter (of its array's elements): its own type, but
+    strings unbounded — an explicit cast to ``varchar(n)`` would truncate a
+    value the column refuses as too long."""
+    column_type = workflow_jobs.c[column].type
+    if isinstance(column_type, String):
+        return "text"
+    dialect = postgresql.dialect()
+    return str(dialect.type_compiler_instance.process(column_type.dialect_impl(dialect)))
+
+
+@cache
+def insert_jobs_sql(columns: tuple[str, ...], shared: tuple[str, ...]) -> str:
+    """The bulk insert of ``workflow_jobs`` rows: one array parameter per
+    column of ``columns`` (which must include ``idempotency_key``) and one
+    scalar per column of ``shared`` (the same value for every row), each
+    named after its column and cast to the column's type."""
+    arrays = ", ".join(f"%({name})s::{_element_type(name)}[]" for name in columns)
+    scalars = "".join(f", %({name})s::{_element_type(name)}" for name in shared)
+    names = ", ".join(columns)
+    return f"""
+WITH input AS (
+    SELECT nextval('{JOBS_ID_SEQUENCE}') AS id, t.*
+    FROM unnest({arrays}) WITH ORDINALITY AS t({names}, ord)
+    ORDER BY ord
+), inserted AS (
+    INSERT INTO workflow_jobs (id, {names}{"".join(", " + name for name in shared)})
+    SELECT id, {names}{scalars} FROM input
+    ORDER BY idempotency_key NULLS FIRST, ord
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING id
+)
+SELECT input.ord, inserted.id FROM inserted JOIN input USING (id)
+"""
+
+
+def insert_jobs_params(
+    columns: tuple[str, ...],
+    shared: tuple[str, ...],
+    rows: Sequence[dict[str, Any]],
+    dialect: Dialect,
+) -> dict[str, Any]:
+    """The parameters of :func:`insert_jobs_sql`, each value bound as the
+    column's type binds it in a single-row insert (JSONB wrapped, timestamps
+    checked aware and made UTC); a ``shared`` column's value is the first row's."""
+    params: dict[str, Any] = {}
+    for name in (*columns, *shared):
+        process = workflow_jobs.c[name].type.dialect_impl(dialect).bind_processor(dialect)
+        if name in shared:
+            value = rows[0][name]
+            params[name] = value if process is None else process(value)
+            continue
+        values = [row[name] for row in rows]
+        params[name] = values if process is None else [process(v) for v in values]
+    return params

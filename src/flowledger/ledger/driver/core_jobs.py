@@ -32,6 +32,7 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.db.types import JsonType
 from flowledger.errors import FlowledgerError, LeaseLostError
 from flowledger.ledger.backoff import backoff_ms
+from flowledger.ledger.driver import bulk
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import (
     ClaimedJob,
@@ -91,6 +92,21 @@ def to_claimed(row: dict[str, Any]) -> ClaimedJob:
     )
 
 
+def batch_values(now: datetime) -> dict[str, Any]:
+    """The columns of :func:`job_row` that are the same for every spec
+    enqueued at ``now`` (a bulk insert may send them once)."""
+    return {
+        "status": JobStatus.PENDING.value,
+        "attempts": 0,
+        "generation": 1,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+BATCH_COLUMNS = tuple(batch_values(datetime.now(UTC)))
+
+
 def job_row(spec: JobSpec, now: datetime) -> dict[str, Any]:
     """The ``workflow_jobs`` row of ``spec``: its type's pool and budget filled in."""
     job_type = get_job_type(spec.type)
@@ -110,7 +126,6 @@ def job_row(spec: JobSpec, now: datetime) -> dict[str, Any]:
     return {
         "type": job_type.name,
         "pool": job_type.pool,
-        "status": JobStatus.PENDING.value,
         "payload": spec.payload,
         "tenant_id": spec.tenant_id,
         "instance_id": spec.instance_id,
@@ -118,15 +133,12 @@ def job_row(spec: JobSpec, now: datetime) -> dict[str, Any]:
         "node_key": spec.node_key,
         "priority": job_type.priority if spec.priority is None else spec.priority,
         "run_at": run_at,
-        "attempts": 0,
         "max_attempts": max_attempts,
-        "generation": 1,
         "execution_timeout_ms": timeout_ms,
         "operation_key": spec.operation_key or new_key(),
         "trace_id": spec.trace_id or new_key(),
         "idempotency_key": spec.idempotency_key,
-        "created_at": now,
-        "updated_at": now,
+        **batch_values(now),
     }
 
 
@@ -214,19 +226,35 @@ class JobsCore:
 
     async def jobs_insert(
         self, conn: AsyncConnection, specs: Sequence[JobSpec], *, now: datetime
-    ) -> list[int]:
+    ) -> list[EnqueueResult]:
+        """Every row :meth:`job_insert` would write, in a few statements
+        (:meth:`_insert_rows`); the answer per spec as :mod:`.bulk` gives it;
+        one wake hint per pool that got a new job."""
         rows = [job_row(spec, now) for spec in specs]
-        if any(row["idempotency_key"] for row in rows):
-            return [(await self.job_insert(conn, spec, now=now)).job_id for spec in specs]
         if not rows:
             return []
-        result = await conn.execute(
-            jobs.insert().returning(jobs.c.id, sort_by_parameter_order=True), rows
-        )
-        ids = [int(job_id) for job_id in result.scalars()]
-        for pool in {row["pool"] for row in rows}:
+        inserted = await self._insert_rows(conn, rows)
+        answer = await bulk.results(conn, rows, inserted)
+        for pool in sorted({rows[p]["pool"] for p in inserted}):
             await wake.hint(conn, pool)
-        return ids
+        return answer
+
+    async def _insert_rows(
+        self, conn: AsyncConnection, rows: Sequence[dict[str, Any]]
+    ) -> dict[int, int]:
+        """Insert ``rows`` in input order, skipping any whose idempotencyKey
+        names a job already; position → id of each row inserted. One
+        executemany, which SQLAlchemy sends as multi-row ``INSERT … ON
+        CONFLICT DO NOTHING RETURNING`` statements of up to 1,000 rows (under
+        SQLite's bound-variable limit). The returned rows come in no promised
+        order, so they are matched by key and by id (:func:`.bulk.inserted_by_key`)."""
+        stmt = (
+            upsert(conn, jobs)
+            .on_conflict_do_nothing(index_elements=[jobs.c.idempotency_key])
+            .returning(jobs.c.id, jobs.c.idempotency_key)
+        )
+        returned = await conn.execute(stmt, list(rows))
+        return bulk.inserted_by_key(rows, returned.all())
 
     # --- claim ------------------------------------------------------------------
     async def jobs_claim(

@@ -1,7 +1,8 @@
 """The ledger on PostgreSQL. What differs from the portable Core is claim
 and batch success settlement: each is one data-modifying CTE
 (:mod:`flowledger.db.pg_ledger`), atomic on its own, run in autocommit in one
-round trip.
+round trip. A bulk insert is one ``unnest`` statement of fixed text per
+batch, in the caller's transaction.
 
 :class:`PostgresLedger` sends those statements over a pooled autocommit
 connection; :class:`PostgresFastLedger` (the hot path of a worker's pools
@@ -16,15 +17,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from flowledger.db.database import Database
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.pg_ledger import (
     CLAIM_SQL,
     SETTLE_SUCCESS_SQL,
     claim_params,
+    insert_jobs_params,
+    insert_jobs_sql,
     settle_success_params,
 )
 from flowledger.ledger.driver.core import CoreLedger
+from flowledger.ledger.driver.core_jobs import BATCH_COLUMNS
 from flowledger.ledger.models import SuccessRow
 
 
@@ -42,9 +48,20 @@ def _settle_params(rows: Sequence[SuccessRow], now: datetime) -> dict[str, Any]:
 
 
 class PostgresLedger(CoreLedger):
-    """Claim and success settlement as single statements on the pool."""
+    """Claim and success settlement as single statements on the pool; bulk
+    insert as one ``unnest`` statement."""
 
     name = "postgresql"
+
+    async def _insert_rows(
+        self, conn: AsyncConnection, rows: Sequence[dict[str, Any]]
+    ) -> dict[int, int]:
+        columns = tuple(name for name in rows[0] if name not in BATCH_COLUMNS)
+        result = await conn.exec_driver_sql(
+            insert_jobs_sql(columns, BATCH_COLUMNS),
+            insert_jobs_params(columns, BATCH_COLUMNS, rows, conn.dialect),
+        )
+        return {int(ordinal) - 1: int(job_id) for ordinal, job_id in result}
 
     async def _run(self, db: Database, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with db.single_statement() as conn:

@@ -45,8 +45,12 @@ class LedgerDriver(Protocol):
 
     async def jobs_insert(
         self, conn: AsyncConnection, specs: Sequence[JobSpec], *, now: datetime
-    ) -> list[int]:
-        """Enqueue many jobs (one multi-row insert when none has an idempotencyKey)."""
+    ) -> list[EnqueueResult]:
+        """Enqueue many jobs in a few statements, whether or not they carry
+        idempotencyKeys; per spec, in order, what :meth:`job_insert` would
+        answer (a key already used — in the table or earlier in ``specs`` —
+        gives that job with ``created=False``). One wake hint per pool that
+        got a new job, published when the transaction commits."""
 
     async def jobs_claim(
         self,
