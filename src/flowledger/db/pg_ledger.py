@@ -152,6 +152,7 @@ def settle_success_params(
     }
 
 
+_PG: Dialect = postgresql.dialect()  # type: ignore[no-untyped-call]  # compiles type names only
 JOBS_ID_SEQUENCE = "workflow_jobs_id_seq"  # the sequence of the BIGSERIAL ``workflow_jobs.id``
 
 
@@ -162,8 +163,7 @@ def _element_type(column: str) -> str:
     column_type = workflow_jobs.c[column].type
     if isinstance(column_type, String):
         return "text"
-    dialect = postgresql.dialect()
-    return str(dialect.type_compiler_instance.process(column_type.dialect_impl(dialect)))
+    return str(_PG.type_compiler_instance.process(column_type.dialect_impl(_PG)))
 
 
 @cache

@@ -61,7 +61,7 @@ class PostgresLedger(CoreLedger):
             insert_jobs_sql(columns, BATCH_COLUMNS),
             insert_jobs_params(columns, BATCH_COLUMNS, rows, conn.dialect),
         )
-        return {int(ordinal) - 1: int(job_id) for ordinal, job_id in result}
+        return {int(row["ord"]) - 1: int(row["id"]) for row in result.mappings()}
 
     async def _run(self, db: Database, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with db.single_statement() as conn:
