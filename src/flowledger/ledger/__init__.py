@@ -9,7 +9,7 @@ All storage goes through one :class:`~flowledger.ledger.driver.LedgerDriver`
 driver method whose first parameter is ``conn`` runs in the caller's
 transaction; one whose first parameter is ``db`` opens and commits its own
 (claim, batch settlement, lease renewal, the side-effect marker, next due).
-The module-level functions (``enqueue``, ``jobs_claim``, ``job_settle`` …)
+The module-level functions (``enqueue``, ``enqueue_bulk``, ``jobs_claim``, ``job_settle`` …)
 are the same operations addressed by connection or database: each picks the
 driver of its dialect and delegates. Every operation takes an explicit
 ``now``.
