@@ -124,6 +124,7 @@ def recover(
                     flt,
                     now=ctx.now(),
                     snapshots=engine.snapshots,
+                    hooks=engine.hooks,
                     actor=actor,
                     rate=rate,
                     progress=advance,

@@ -50,9 +50,9 @@ from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.model import CompensationAction, FormSchema
 from flowledger.definitions.templates import looks_like_json, render
 from flowledger.engine.errors import FormInvalidError
+from flowledger.engine.facade import Engine
 from flowledger.engine.forms import write_form
 from flowledger.engine.outbound_requests import HeaderInvalid, body_content_type, render_headers
-from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import open_step
 from flowledger.errors import ConfigurationError, PermanentError
 from flowledger.notify.email import COMPENSATION_SUBJECT, send_email
@@ -237,11 +237,16 @@ def form_changes(
 
 
 async def update_data(
-    conn: AsyncConnection, ctx: JobContext, run: ActionRun, snapshots: SnapshotCache
+    conn: AsyncConnection, ctx: JobContext, run: ActionRun, engine: Engine
 ) -> dict[str, Any]:
     """The updateData write, in the receipt's transaction (instance locked first)."""
     step = await open_step(
-        conn, run.instance_id, now=ctx.clock.now(), actor=ACTOR, snapshots=snapshots
+        conn,
+        run.instance_id,
+        now=ctx.clock.now(),
+        actor=ACTOR,
+        snapshots=engine.snapshots,
+        hooks=engine.hooks,
     )
     status = step.instance["status"]
     if status in TERMINAL_INSTANCE_STATUSES:

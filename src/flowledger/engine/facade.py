@@ -18,6 +18,7 @@ from flowledger.engine import actions, deployments, lifecycle, schedules
 from flowledger.engine import force_jump as jumps
 from flowledger.engine.errors import TaskNotFound
 from flowledger.engine.forms import validate_form
+from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.engine.instances import start_instance
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step, open_step
@@ -32,18 +33,40 @@ class _Preview(Exception):
 
 
 class Engine:
-    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+    """The engine over ``db``. ``hooks`` are what every step of this engine
+    runs with: the default, :data:`~flowledger.engine.hooks.NO_HOOKS`, is an
+    engine without failure policies (a failed node follows the built-in
+    behaviour); :func:`flowledger.runtime.build_runtime` gives it the
+    compensation hooks (SPEC C-1)."""
+
+    def __init__(
+        self, db: Database, clock: Clock | None = None, *, hooks: EngineHooks = NO_HOOKS
+    ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
         self.snapshots = SnapshotCache()
+        self.hooks = hooks
+
+    async def open_step(
+        self, conn: AsyncConnection, instance_id: int, *, actor: str, job_id: int | None = None
+    ) -> Step:
+        """Lock ``instance_id`` and open a step on it with this engine's
+        snapshots and hooks (``job_id``: the ledger job running it)."""
+        return await open_step(
+            conn,
+            instance_id,
+            now=self.clock.now(),
+            actor=actor,
+            snapshots=self.snapshots,
+            hooks=self.hooks,
+            job_id=job_id,
+        )
 
     @asynccontextmanager
     async def step(
         self, conn: AsyncConnection, instance_id: int, actor: str
     ) -> AsyncIterator[Step]:
-        yield await open_step(
-            conn, instance_id, now=self.clock.now(), actor=actor, snapshots=self.snapshots
-        )
+        yield await self.open_step(conn, instance_id, actor=actor)
 
     async def _in_step(self, instance_id: int, actor: str, fn: Callable[[Step], Awaitable[T]]) -> T:
         async with self.db.begin() as conn, self.step(conn, instance_id, actor) as step:
@@ -79,6 +102,7 @@ class Engine:
                 tenant=tenant,
                 now=self.clock.now(),
                 snapshots=self.snapshots,
+                hooks=self.hooks,
                 version=version,
             )
 

@@ -1,7 +1,7 @@
 """One engine step: the transaction, its clock reading, the locked instance
 and its frozen definition, and the writes every step makes — engine trace
 rows (E-8), outbox events (E-10) and ledger jobs (L-13: instance row locked
-first, jobs after)."""
+first, jobs after) — and the engine's hooks the step runs with."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from flowledger.db.engine_schema import (
 )
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound
+from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
@@ -31,6 +32,8 @@ class Step:
     actor: str
     instance: dict[str, Any]
     defn: ProcessDefinition
+    # the engine's hooks (failure policies, instance-ended): NO_HOOKS for none
+    hooks: EngineHooks
     finished: bool = False
     # the ledger job running this step, if one is (kept out of L-22 cleanup)
     job_id: int | None = None
@@ -163,10 +166,19 @@ async def open_step(
     now: datetime,
     actor: str,
     snapshots: SnapshotCache,
+    hooks: EngineHooks,
     job_id: int | None = None,
 ) -> Step:
-    """Lock the instance and open a step on it; ``job_id`` names the ledger
-    job this step runs in, if any."""
+    """Lock the instance and open a step on it with the engine's ``hooks``;
+    ``job_id`` names the ledger job this step runs in, if any."""
     instance = await lock_instance(conn, instance_id)
     defn = snapshots.get(instance["definition_id"], instance["snapshot"])
-    return Step(conn=conn, now=now, actor=actor, instance=instance, defn=defn, job_id=job_id)
+    return Step(
+        conn=conn,
+        now=now,
+        actor=actor,
+        instance=instance,
+        defn=defn,
+        hooks=hooks,
+        job_id=job_id,
+    )

@@ -49,9 +49,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.templates import looks_like_json
 from flowledger.engine.errors import FormInvalidError, InstanceNotFound
+from flowledger.engine.facade import Engine
 from flowledger.engine.forms import write_form
 from flowledger.engine.outbound_requests import HeaderInvalid, body_content_type, render_headers
-from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import lock_instance, open_step
 from flowledger.errors import ConfigurationError, PermanentError
 from flowledger.events.automation_rules import (
@@ -103,9 +103,7 @@ def _outcome(result: Any) -> Any:
     return result
 
 
-async def run_automation_action(
-    ctx: JobContext, *, snapshots: SnapshotCache, settings: Settings
-) -> Any:
+async def run_automation_action(ctx: JobContext, *, engine: Engine, settings: Settings) -> Any:
     """Run the action of the job of ``ctx``; the handler's result."""
     try:
         job = AutomationJob.model_validate(ctx.payload)
@@ -124,7 +122,7 @@ async def run_automation_action(
     if isinstance(action, HttpAction):
         return await _http(ctx, job, action)
     if isinstance(action, UpdateDataAction):
-        return await _update_data(ctx, job, action, snapshots)
+        return await _update_data(ctx, job, action, engine)
     return await _notify(ctx, job, action, settings)
 
 
@@ -183,7 +181,7 @@ async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
 
 
 async def _update_data(
-    ctx: JobContext, job: AutomationJob, action: UpdateDataAction, snapshots: SnapshotCache
+    ctx: JobContext, job: AutomationJob, action: UpdateDataAction, engine: Engine
 ) -> Any:
     instance_id = job.instance_id
     if instance_id is None:
@@ -194,7 +192,12 @@ async def _update_data(
 
     async def write(conn: AsyncConnection) -> dict[str, Any]:
         step = await open_step(
-            conn, instance_id, now=ctx.clock.now(), actor=ACTOR, snapshots=snapshots
+            conn,
+            instance_id,
+            now=ctx.clock.now(),
+            actor=ACTOR,
+            snapshots=engine.snapshots,
+            hooks=engine.hooks,
         )
         status = step.instance["status"]
         if status in TERMINAL_INSTANCE_STATUSES:
