@@ -24,7 +24,7 @@ from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.rescue import jobs_rescue
 from flowledger.ledger.settle import jobs_settle_many
 from flowledger.notify.email import COMPENSATION_SUBJECT
-from flowledger.settings import Settings
+from flowledger.settings import Settings, get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
@@ -86,7 +86,9 @@ async def test_update_data_after_crash_between_commit_and_settle_writes_once_C6_
 ) -> None:
     iid, ticket_id = await _ticket_with(engine, db, clock, UPDATE)
     first = await _claim(db, clock)
-    assert (await compensation_action(JobContext(first, db, clock), engine))["type"] == "updateData"
+    assert (await compensation_action(JobContext(first, db, clock), engine, get_settings()))[
+        "type"
+    ] == "updateData"
     # crash: the attempt never settles; the drain reclaims the job after its lease
     clock.advance(seconds=61)
     async with db.begin() as conn:

@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"handlers"},  # the job handlers and maintenance services of the engine
     {"compensation", "ops"},  # failure policies and repair; operations read models
     {"events"},  # outbox, subscriptions, webhooks, automation
+    {"actions"},  # the action runner of compensation and automation actions
     {"engine", "worker"},  # the process engine; the worker role
     {"access", "notify"},  # users, tokens, permissions, audit; in-app, e-mail, SMS
     {"outbound", "ledger"},  # outbound calls; the job ledger

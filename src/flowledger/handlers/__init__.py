@@ -26,7 +26,7 @@ def builtin_handlers(engine: Engine, settings: Settings) -> HandlerRegistry:
             *engine_jobs.handlers(engine),
             *outbound_jobs.handlers(engine, settings),
             *event_jobs.handlers(),
-            *compensation_jobs.handlers(engine),
+            *compensation_jobs.handlers(engine, settings),
             *automation_jobs.handlers(engine, settings),
             *alert_jobs.handlers(settings),
         ]

@@ -51,6 +51,7 @@ from flowledger.errors import (
 from flowledger.handlers.engine_jobs import bind
 from flowledger.ledger.fencing import job_lock_fenced
 from flowledger.ledger.receipts import receipt_get
+from flowledger.settings import Settings
 from flowledger.worker import JobContext, Skip
 from flowledger.worker.registry import Handler, define_handler
 
@@ -140,7 +141,7 @@ def _outcome(result: Any) -> Any:
     return result
 
 
-async def compensation_action(ctx: JobContext, engine: Engine) -> Any:
+async def compensation_action(ctx: JobContext, engine: Engine, settings: Settings) -> Any:
     run = _run_of(ctx)
     async with ctx.db.read() as conn:
         found, stored = await receipt_get(conn, ctx.job.operation_key, RESULT_STEP)
@@ -155,7 +156,7 @@ async def compensation_action(ctx: JobContext, engine: Engine) -> Any:
     try:
         external = None
         if run.action.type != "updateData":
-            external = await runners.call_external(ctx, run)
+            external = await runners.call_external(ctx, run, settings)
 
         async def finish(conn: AsyncConnection) -> dict[str, Any]:
             if external is not None:
@@ -184,6 +185,10 @@ async def compensation_action(ctx: JobContext, engine: Engine) -> Any:
     return _outcome(result)
 
 
-def handlers(engine: Engine) -> list[Handler]:
-    """``compensation_action``, bound to ``engine``."""
-    return [define_handler(JOB_TYPE, bind(engine, compensation_action))]
+def handlers(engine: Engine, settings: Settings) -> list[Handler]:
+    """``compensation_action``, bound to ``engine`` and ``settings``."""
+
+    async def action(ctx: JobContext, engine: Engine) -> Any:
+        return await compensation_action(ctx, engine, settings)
+
+    return [define_handler(JOB_TYPE, bind(engine, action))]
