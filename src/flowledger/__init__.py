@@ -14,6 +14,7 @@ packages on one line are independent of each other — the contract is
                              the maintenance services
     compensation, ops        failure policies and repair; operations
     events                   outbox, subscriptions, webhooks, automation
+    actions                  the one runner of compensation/automation actions
     engine, worker           the process engine; pools, leader, supervisor
     access, notify           users, tokens, permissions, audit; notifications
     outbound, ledger         outbound calls; the job ledger (its driver)

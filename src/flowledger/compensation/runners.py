@@ -60,7 +60,6 @@ from flowledger.definitions.templates import render
 from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.facade import Engine
 from flowledger.engine.forms import write_form
-from flowledger.engine.step import open_step
 from flowledger.errors import PermanentError
 from flowledger.notify.email import COMPENSATION_SUBJECT
 from flowledger.outbound.job_calls import OutboundRequest
@@ -203,14 +202,7 @@ async def update_data(
     conn: AsyncConnection, ctx: JobContext, run: ActionRun, engine: Engine
 ) -> dict[str, Any]:
     """The updateData write, in the receipt's transaction (instance locked first)."""
-    step = await open_step(
-        conn,
-        run.instance_id,
-        now=ctx.clock.now(),
-        actor=ACTOR,
-        snapshots=engine.snapshots,
-        hooks=engine.hooks,
-    )
+    step = await engine.open_step(conn, run.instance_id, actor=ACTOR, now=ctx.clock.now())
     status = step.instance["status"]
     if status in TERMINAL_INSTANCE_STATUSES:
         return {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import select
@@ -48,14 +49,22 @@ class Engine:
         self.hooks = hooks
 
     async def open_step(
-        self, conn: AsyncConnection, instance_id: int, *, actor: str, job_id: int | None = None
+        self,
+        conn: AsyncConnection,
+        instance_id: int,
+        *,
+        actor: str,
+        now: datetime | None = None,
+        job_id: int | None = None,
     ) -> Step:
         """Lock ``instance_id`` and open a step on it with this engine's
-        snapshots and hooks (``job_id``: the ledger job running it)."""
+        snapshots and hooks, at ``now`` (a job's handler passes its worker's
+        clock reading; default this engine's) — ``job_id``: the ledger job
+        running it."""
         return await open_step(
             conn,
             instance_id,
-            now=self.clock.now(),
+            now=self.clock.now() if now is None else now,
             actor=actor,
             snapshots=self.snapshots,
             hooks=self.hooks,

@@ -57,7 +57,7 @@ from flowledger.db.engine_schema import workflow_instances
 from flowledger.engine.errors import FormInvalidError, InstanceNotFound
 from flowledger.engine.facade import Engine
 from flowledger.engine.forms import write_form
-from flowledger.engine.step import lock_instance, open_step
+from flowledger.engine.step import lock_instance
 from flowledger.errors import PermanentError
 from flowledger.events.automation_rules import (
     Action,
@@ -183,14 +183,7 @@ async def _update_data(
         await lock_instance(conn, instance_id)
 
     async def write(conn: AsyncConnection) -> dict[str, Any]:
-        step = await open_step(
-            conn,
-            instance_id,
-            now=ctx.clock.now(),
-            actor=ACTOR,
-            snapshots=engine.snapshots,
-            hooks=engine.hooks,
-        )
+        step = await engine.open_step(conn, instance_id, actor=ACTOR, now=ctx.clock.now())
         status = step.instance["status"]
         if status in TERMINAL_INSTANCE_STATUSES:
             return {"skipped": f"instance {instance_id} is {status}; its form is final"}

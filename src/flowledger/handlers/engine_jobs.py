@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.engine import async_steps, schedules
 from flowledger.engine.facade import Engine
 from flowledger.engine.instances import start_instance
-from flowledger.engine.step import Step, lock_instance, open_step
+from flowledger.engine.step import Step, lock_instance
 from flowledger.errors import PermanentError
 from flowledger.worker import JobContext, Skip
 from flowledger.worker.registry import Handler, HandlerFn, define_handler
@@ -37,14 +37,8 @@ async def _instance_step(
         await lock_instance(conn, instance_id)
 
     async def run(conn: AsyncConnection) -> Any:
-        step = await open_step(
-            conn,
-            instance_id,
-            now=ctx.clock.now(),
-            actor=SYSTEM,
-            snapshots=engine.snapshots,
-            hooks=engine.hooks,
-            job_id=ctx.job.id,
+        step = await engine.open_step(
+            conn, instance_id, actor=SYSTEM, now=ctx.clock.now(), job_id=ctx.job.id
         )
         return await body(step)
 

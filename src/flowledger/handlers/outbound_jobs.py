@@ -57,7 +57,7 @@ from flowledger.engine import outbound_nodes, trigger_results
 from flowledger.engine.async_steps import held_task
 from flowledger.engine.facade import DEFAULT_TENANT, Engine
 from flowledger.engine.node_failures import NodeFailure
-from flowledger.engine.step import Step, lock_instance, open_step
+from flowledger.engine.step import Step, lock_instance
 from flowledger.engine.tasks import SYSTEM
 from flowledger.errors import (
     Deferred,
@@ -150,14 +150,8 @@ async def _in_step(
         await lock_instance(conn, instance_id)
 
     async def run(conn: AsyncConnection) -> dict[str, Any]:
-        step = await open_step(
-            conn,
-            instance_id,
-            now=ctx.clock.now(),
-            actor=SYSTEM,
-            snapshots=engine.snapshots,
-            hooks=engine.hooks,
-            job_id=ctx.job.id,
+        step = await engine.open_step(
+            conn, instance_id, actor=SYSTEM, now=ctx.clock.now(), job_id=ctx.job.id
         )
         found = await held_task(step, task_id, status)
         if isinstance(found, str):
