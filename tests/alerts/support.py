@@ -10,7 +10,6 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-import flowledger.handlers  # noqa: F401  (registers alert_notification)
 from flowledger.clock import ManualClock
 from flowledger.db.alert_schema import workflow_alert_events, workflow_alert_rules
 from flowledger.db.database import Database

@@ -21,12 +21,12 @@ from flowledger.api.permissions import ALL_PERMISSIONS
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import metadata
-from flowledger.engine import Engine
 from flowledger.ops.alerts.evaluator import evaluate_once
 from flowledger.ops.alerts.rules import RuleFields, create_rule
 from flowledger.ops.alerts.silences import create_silence
 from tests.api.fuzzing import check_operation
 from tests.ops.rows import add_job
+from tests.runtime_support import default_engine
 
 
 async def _seed(db: Database, clock: ManualClock) -> str:
@@ -61,7 +61,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, s
     db = Database(f"sqlite:///{path}")
     clock = ManualClock()
     token = asyncio.run(_seed(db, clock))
-    yield create_app(db, engine=Engine(db, clock)), token
+    yield create_app(db, engine=default_engine(db, clock)), token
     asyncio.run(db.dispose())
 
 

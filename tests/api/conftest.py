@@ -29,6 +29,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import users
 from flowledger.engine import Engine
+from tests.runtime_support import default_engine
 
 BASE = "/api/workflows"
 Headers = dict[str, str]
@@ -172,7 +173,7 @@ class People:
 
 @pytest.fixture
 def engine(db: Database, clock: ManualClock) -> Engine:
-    return Engine(db, clock)
+    return default_engine(db, clock)
 
 
 @pytest.fixture

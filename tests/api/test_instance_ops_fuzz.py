@@ -23,6 +23,7 @@ from flowledger.db.schema import metadata
 from flowledger.engine import Engine
 from tests.api.conftest import approval
 from tests.api.fuzzing import check_operation
+from tests.runtime_support import default_engine
 
 PATHS = {
     "/instances/batch-recover",
@@ -51,7 +52,7 @@ async def _seed(db: Database, engine: Engine) -> str:
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, str]]:
     path: Path = tmp_path_factory.mktemp("instance-ops-fuzz") / "api.db"
     db = Database(f"sqlite:///{path}")
-    engine = Engine(db, ManualClock())
+    engine = default_engine(db, ManualClock())
     token = asyncio.run(_seed(db, engine))
     yield create_app(db, engine=engine), token
     asyncio.run(db.dispose())

@@ -25,6 +25,7 @@ from flowledger.engine import Engine
 from flowledger.ops.saved_views import create_view
 from tests.api.conftest import approval
 from tests.api.fuzzing import check_operation
+from tests.runtime_support import default_engine
 
 OPERATIONS = {
     ("GET", "/api/workflows/instances"),
@@ -68,7 +69,7 @@ async def _seed(db: Database, engine: Engine) -> str:
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, str]]:
     path: Path = tmp_path_factory.mktemp("monitor-schemathesis") / "api.db"
     db = Database(f"sqlite:///{path}")
-    engine = Engine(db, ManualClock())
+    engine = default_engine(db, ManualClock())
     token = asyncio.run(_seed(db, engine))
     yield create_app(db, engine=engine), token
     asyncio.run(db.dispose())

@@ -156,7 +156,7 @@ async def test_engine_diagnostics_figures_match_a_known_state_O18(api: Api, peop
     await add_node(api.db, "stopped-node", heartbeat_at=now, status="stopped")
     drain = Drain(api.db, clock, "live-node", interval_s=60)
     await drain.run_once()
-    await SchedulePlanner(api.db, clock).run_once()
+    await SchedulePlanner(api.db, clock, elector=drain.elector).run_once()  # one elector
     # jobs of two tenants
     for _ in range(3):
         await add_job(api.db, now - timedelta(minutes=5), type="webhook_delivery")
@@ -192,14 +192,16 @@ async def test_engine_diagnostics_figures_match_a_known_state_O18(api: Api, peop
     assert nodes["stopped-node"]["status"] == "stopped"
     assert nodes["live-node"]["slotsInUse"] == 3
     assert nodes["live-node"]["heartbeatAgeS"] == 5.0
-    assert data["leaders"] == [
-        {
-            "name": DRAIN_TASK,
-            "holder": "live-node",
-            "leaseUntil": data["leaders"][0]["leaseUntil"],
-            "valid": True,
-        }
-    ]
+    leaders = {row["name"]: row for row in data["leaders"]}
+    assert leaders[DRAIN_TASK] == {
+        "name": DRAIN_TASK,
+        "holder": "live-node",
+        "leaseUntil": leaders[DRAIN_TASK]["leaseUntil"],
+        "valid": True,
+    }
+    # the planner is leader-gated too, behind the same elector (issue 16)
+    assert set(leaders) == {DRAIN_TASK, "schedule_planner"}
+    assert leaders["schedule_planner"]["holder"] == "live-node"
     runs = {DRAIN_TASK: data["drain"], "schedule_planner": data["schedulePlanner"]}
     assert runs[DRAIN_TASK]["summary"]["reclaimedToPending"] == 1
     assert runs[DRAIN_TASK]["summary"]["pendingIds"] == [lost]

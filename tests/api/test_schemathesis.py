@@ -28,6 +28,7 @@ from flowledger.engine import Engine
 from flowledger.settings import get_settings
 from tests.api.conftest import approval
 from tests.api.fuzzing import check_operation
+from tests.runtime_support import default_engine
 
 
 async def _seed(db: Database, engine: Engine) -> str:
@@ -51,7 +52,7 @@ async def _seed(db: Database, engine: Engine) -> str:
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, str]]:
     path: Path = tmp_path_factory.mktemp("schemathesis") / "api.db"
     db = Database(f"sqlite:///{path}")
-    engine = Engine(db, ManualClock())
+    engine = default_engine(db, ManualClock())
     token = asyncio.run(_seed(db, engine))
     with pytest.MonkeyPatch.context() as patch:
         # with a callback secret the signed callback routes check signatures

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from flowledger.compensation import policies
+from flowledger.compensation.policies import compensation_hooks
 from flowledger.db.compensation_schema import workflow_compensation_logs, workflow_compensations
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox, workflow_messages
@@ -35,11 +35,10 @@ UNDO_BODY = "order={{form.orderId}};instance={{instanceId}};node={{nodeKey}};err
 
 @pytest.fixture(autouse=True)
 def failure_policies() -> Iterator[None]:
-    """The policies installed as the engine's hooks for this test (another
-    test module may have replaced or removed them)."""
-    policies.install()
+    """The policies are the hooks of every engine the tests build
+    (tests/runtime_support.py: the default runtime's); nothing is installed."""
+    assert compensation_hooks().has_failure_policies
     yield
-    policies.install()
 
 
 def undo(receiver: Receiver, name: str, **extra: Any) -> dict[str, Any]:

@@ -24,11 +24,10 @@ from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.rescue import jobs_rescue
 from flowledger.ledger.settle import jobs_settle_many
 from flowledger.notify.email import COMPENSATION_SUBJECT
-from flowledger.settings import Settings
+from flowledger.settings import Settings, get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
-from flowledger.worker.registry import get_handler
 from tests.compensation.flows import (
     deploy,
     failed_instance,
@@ -39,6 +38,7 @@ from tests.compensation.flows import (
 )
 from tests.integration.engine_helpers import instance, jobs, run_due_jobs
 from tests.notify.servers import Collector, SmsGatewayServer
+from tests.runtime_support import handler_for
 
 FORM = {"amount": 12.5, "vendor": "acme", "note": "n", "count": 3, "phone": "+8613800000000"}
 UPDATE = {
@@ -62,7 +62,7 @@ async def test_update_data_writes_rendered_text_and_null_C4(
     db: Database, engine: Engine, clock: ManualClock
 ) -> None:
     iid, ticket_id = await _ticket_with(engine, db, clock, UPDATE)
-    assert get_handler("compensation_action") is not None
+    assert handler_for(db, clock, "compensation_action") is not None
     await run_due_jobs(db, clock)
     form = (await instance(db, iid))["form_data"]
     assert form["note"] == "undone at sub: child instance was rejected"
@@ -86,7 +86,9 @@ async def test_update_data_after_crash_between_commit_and_settle_writes_once_C6_
 ) -> None:
     iid, ticket_id = await _ticket_with(engine, db, clock, UPDATE)
     first = await _claim(db, clock)
-    assert (await compensation_action(JobContext(first, db, clock)))["type"] == "updateData"
+    assert (await compensation_action(JobContext(first, db, clock), engine, get_settings()))[
+        "type"
+    ] == "updateData"
     # crash: the attempt never settles; the drain reclaims the job after its lease
     clock.advance(seconds=61)
     async with db.begin() as conn:
@@ -94,7 +96,9 @@ async def test_update_data_after_crash_between_commit_and_settle_writes_once_C6_
     clock.advance(seconds=31)
     again = await _claim(db, clock)
     assert (again.id, again.attempt) == (first.id, 2)
-    outcome = await execute(JobContext(again, db, clock), get_handler(again.type), abort_grace_s=1)
+    outcome = await execute(
+        JobContext(again, db, clock), handler_for(db, clock, again.type), abort_grace_s=1
+    )
     assert outcome is not None
     await jobs_settle_many(db, [(again, outcome)], now=clock.now())
     writes = [w for w in await form_writes(db, iid) if w["source"] == f"compensation:{ticket_id}"]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from flowledger.clock import SystemClock
 from flowledger.db.database import Database
-from flowledger.engine import Engine
 from tests.e2e.test_cli_jobs import _env
 from tests.ops.health_support import approval_flow, dead_end_flow
+from tests.runtime_support import default_engine
 
 
 def cli(tmp_path: Path, *args: str, code: int) -> str:
@@ -36,7 +36,7 @@ def seed(tmp_path: Path, *, stalled: bool) -> int:
     async def main() -> int:
         db = Database(f"sqlite:///{tmp_path / 'jobs.db'}")
         try:
-            engine = Engine(db, SystemClock())
+            engine = default_engine(db, SystemClock())
             await engine.deploy(approval_flow(), actor="a")
             await engine.deploy(dead_end_flow(), actor="a")
             await engine.start("leave", form={}, initiator="u")

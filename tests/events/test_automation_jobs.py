@@ -61,7 +61,6 @@ from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
-from flowledger.worker.registry import get_handler
 from tests.integration.engine_helpers import (
     END,
     START,
@@ -75,6 +74,7 @@ from tests.integration.ledger_helpers import rescue
 from tests.notify.servers import Collector, SmsGatewayServer
 from tests.outbound.conftest import other_receiver, outbound_env, receiver  # noqa: F401
 from tests.outbound.receivers import Receiver
+from tests.runtime_support import handler_for
 
 
 @pytest.fixture
@@ -187,7 +187,9 @@ async def run_without_settling(db: Database, clock: ManualClock) -> list[Outcome
         db, pool=Pool.OUTBOUND, limit=10, node_id="doomed-node", now=clock.now()
     )
     return [
-        await execute(JobContext(job, db, clock), get_handler(job.type), abort_grace_s=1.0)
+        await execute(
+            JobContext(job, db, clock), handler_for(db, clock, job.type), abort_grace_s=1.0
+        )
         for job in claimed
     ]
 

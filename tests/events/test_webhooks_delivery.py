@@ -26,7 +26,6 @@ from flowledger.settings import Settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
-from flowledger.worker.registry import get_handler
 from tests.events import webhook_support as support
 from tests.events.webhook_support import (
     attempts,
@@ -42,6 +41,7 @@ from tests.events.webhook_support import (
 )
 from tests.integration.engine_helpers import pending_task, run_due_jobs
 from tests.outbound.receivers import Receiver
+from tests.runtime_support import handler_for
 
 secret_key = support.secret_key
 receiver = support.outbound.receiver
@@ -256,7 +256,7 @@ async def test_a_delivery_whose_settlement_was_lost_is_retried_without_resending
     assert await run_one_outbound(db, clock) == "event_dispatch"
 
     (claimed,) = await jobs_claim(db, pool=Pool.OUTBOUND, limit=1, node_id="n", now=clock.now())
-    handler = get_handler(claimed.type)
+    handler = handler_for(db, clock, claimed.type)
     outcome = await execute(JobContext(claimed, db, clock), handler, abort_grace_s=1)
     assert outcome is not None and outcome.kind == "success"  # …but the worker dies unsettled
     (hit,) = await hits(db, subscription)

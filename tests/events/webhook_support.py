@@ -34,9 +34,9 @@ from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
-from flowledger.worker.registry import get_handler
 from tests.integration.engine_helpers import END, START, approval, definition, run_due_jobs
 from tests.outbound import conftest as outbound  # noqa: F401  (fixtures for test modules)
+from tests.runtime_support import default_engine, handler_for
 
 LEAVE = definition(
     "leave", [START, approval("manager", "mia"), END], [("start", "manager"), ("manager", "end")]
@@ -59,7 +59,7 @@ def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 async def deployed_engine(db: Database, clock: ManualClock) -> Engine:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await engine.deploy(LEAVE, actor="test")
     await engine.deploy(EXPENSE, actor="test")
     return engine
@@ -123,7 +123,9 @@ async def dispatch_all(db: Database, clock: ManualClock) -> int:
 async def run_one_outbound(db: Database, clock: ManualClock) -> str:
     """Claim and run exactly one due outbound job; returns its type."""
     (job,) = await jobs_claim(db, pool=Pool.OUTBOUND, limit=1, node_id="test-node", now=clock.now())
-    outcome = await execute(JobContext(job, db, clock), get_handler(job.type), abort_grace_s=1.0)
+    outcome = await execute(
+        JobContext(job, db, clock), handler_for(db, clock, job.type), abort_grace_s=1.0
+    )
     assert outcome is not None
     await jobs_settle_many(db, [(job, outcome)], now=clock.now())
     return job.type

@@ -1,6 +1,7 @@
 """Helpers for engine tests: deploy definitions written as Python dicts, run
 due ledger jobs in-process through the real handlers (claim → execute →
-settle, exactly what a worker does), and read rows back."""
+settle, exactly what a worker of the default runtime does), and read rows
+back."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 from sqlalchemy import select
 
-import flowledger.handlers  # noqa: F401  (registers the engine's job handlers)
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import (
@@ -24,7 +24,7 @@ from flowledger.ledger.settle import jobs_settle_many
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
-from flowledger.worker.registry import get_handler
+from tests.runtime_support import default_engine, runtime_for
 
 
 def definition(
@@ -53,6 +53,7 @@ END = {"key": "end", "type": "end"}
 async def run_due_jobs(db: Database, clock: ManualClock, *, rounds: int = 50) -> int:
     """Run every due job (and the jobs they cause) until none is due."""
     done = 0
+    handlers = runtime_for(db, clock).handlers  # the engine's handlers, policies on
     for _ in range(rounds):
         claimed = []
         for pool in (Pool.LEDGER, Pool.OUTBOUND):
@@ -63,7 +64,7 @@ async def run_due_jobs(db: Database, clock: ManualClock, *, rounds: int = 50) ->
             return done
         for job in claimed:
             outcome = await execute(
-                JobContext(job, db, clock), get_handler(job.type), abort_grace_s=1.0
+                JobContext(job, db, clock), handlers.get(job.type), abort_grace_s=1.0
             )
             if outcome is not None:
                 await jobs_settle_many(db, [(job, outcome)], now=clock.now())
@@ -141,4 +142,4 @@ async def pending_task(
 
 
 def new_engine(db: Database, clock: ManualClock) -> Engine:
-    return Engine(db, clock)
+    return default_engine(db, clock)

@@ -13,8 +13,8 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.demo import load_demo
 from flowledger.demo.definitions import ALL
-from flowledger.engine import Engine
 from tests.integration.engine_helpers import run_due_jobs
+from tests.runtime_support import default_engine
 
 NODE_TYPES = {
     "start",
@@ -38,7 +38,7 @@ def test_demo_definitions_use_every_node_type() -> None:
 
 
 async def test_demo_builds_a_realistic_mix(db: Database, clock: ManualClock) -> None:
-    report = await load_demo(Engine(db, clock))
+    report = await load_demo(default_engine(db, clock))
     assert report.definitions == len(ALL)
     # the three subprocess spawns, the two refused erp_sync trigger calls, the
     # refused invoice_push call, and two health cases' due work (the overdue

@@ -20,9 +20,9 @@ from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.demo import load_demo
-from flowledger.engine import Engine
 from flowledger.ops.recovery_plan import RecoveryFilter, recovery_preview
 from tests.integration.engine_helpers import run_due_jobs
+from tests.runtime_support import default_engine
 
 THRESHOLD = timedelta(minutes=30)
 
@@ -150,7 +150,7 @@ async def _conditions(db: Database, now: Any) -> dict[str, int]:
 
 
 async def test_demo_shows_every_health_rule_O16(db: Database, clock: ManualClock) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await load_demo(engine)
     counts = await _conditions(db, clock.now())
     assert all(n >= 1 for n in counts.values()), counts

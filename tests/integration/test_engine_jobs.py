@@ -13,7 +13,6 @@ from flowledger.api.auth import create_user
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
-from flowledger.engine import Engine
 from flowledger.notify.messages import list_messages
 from tests.integration.engine_helpers import (
     END,
@@ -27,6 +26,7 @@ from tests.integration.engine_helpers import (
     run_due_jobs,
     tasks,
 )
+from tests.runtime_support import default_engine
 
 
 def _delay_def() -> dict[str, Any]:
@@ -284,7 +284,7 @@ async def test_schedule_launches_once_with_two_planners_E9(
     clock.advance(seconds=3600)
     other_db = Database(db_url)
     try:
-        other = Engine(other_db, clock)
+        other = default_engine(other_db, clock)
         await asyncio.gather(engine.plan_schedules(), other.plan_schedules())
         await asyncio.gather(engine.plan_schedules(), other.plan_schedules())
     finally:

@@ -30,6 +30,7 @@ from tests.integration.engine_helpers import (
     tokens,
     trace_events,
 )
+from tests.runtime_support import default_engine
 
 FORM = [{"key": "amount", "type": "number", "required": True}, {"key": "vendor", "type": "string"}]
 
@@ -188,7 +189,7 @@ async def test_join_fires_once_when_two_workers_finish_both_branches_at_once_L13
         a, b = await pending_task(db, iid, "a"), await pending_task(db, iid, "b")
         second_db = Database(db_url)
         try:
-            other = Engine(second_db, clock)
+            other = default_engine(second_db, clock)
             await asyncio.gather(engine.approve(a, actor="ann"), other.approve(b, actor="ben"))
         finally:
             await second_db.dispose()

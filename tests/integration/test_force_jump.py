@@ -29,6 +29,7 @@ from tests.integration.engine_helpers import (
     tasks,
     tokens,
 )
+from tests.runtime_support import default_engine
 
 PLAIN = definition(
     "plain",
@@ -110,7 +111,7 @@ async def _jump_both(engine: Engine, instance_id: int, **kw: Any) -> dict[str, A
 
 @pytest.fixture
 def engine(db: Database, clock: ManualClock) -> Engine:
-    return Engine(db, clock)
+    return default_engine(db, clock)
 
 
 async def _deploy(engine: Engine, *defs: dict[str, Any]) -> None:

@@ -29,7 +29,6 @@ from flowledger.settings import Settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
-from flowledger.worker.registry import get_handler
 from tests.integration.engine_helpers import (
     END,
     START,
@@ -46,6 +45,7 @@ from tests.integration.engine_helpers import (
 from tests.integration.ledger_helpers import attempt_rows, rescue
 from tests.outbound import conftest as outbound_fixtures
 from tests.outbound.receivers import Receiver
+from tests.runtime_support import handler_for
 
 receiver = outbound_fixtures.receiver
 other_receiver = outbound_fixtures.other_receiver
@@ -85,7 +85,9 @@ async def crash_after_the_step(db: Database, clock: ManualClock, job_type: str) 
     worker is killed before settling), let the lease expire and drain."""
     (job,) = await jobs_claim(db, pool=Pool.OUTBOUND, limit=10, node_id="doomed", now=clock.now())
     assert job.type == job_type
-    outcome = await execute(JobContext(job, db, clock), get_handler(job.type), abort_grace_s=1.0)
+    outcome = await execute(
+        JobContext(job, db, clock), handler_for(db, clock, job.type), abort_grace_s=1.0
+    )
     assert outcome is not None and outcome.kind is OutcomeKind.SUCCESS  # never settled
     clock.advance(seconds=61)  # past the 60 s lease
     report = await rescue(db, clock.now())

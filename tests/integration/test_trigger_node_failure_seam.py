@@ -1,8 +1,9 @@
 """The node-failure seam (SPEC C-1, X-1): :func:`node_failed` asks the
-installed hook first and applies the built-in behaviour only when the hook
-declines; the built-in passes the node under an effective ``continue``
-(failurePolicy, else a trigger's onFailure) and otherwise fails it (exception
-edge, or the token stays). Subprocess join failures go through it too."""
+engine's hook (given when the engine is built) first and applies the
+built-in behaviour only when the hook declines; the built-in passes the
+node under an effective ``continue`` (failurePolicy, else a trigger's
+onFailure) and otherwise fails it (exception edge, or the token stays).
+Subprocess join failures go through it too."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import pytest
 from sqlalchemy import select
 
 from flowledger.clock import ManualClock
-from flowledger.compensation import policies
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.model import Node
 from flowledger.engine import Engine
-from flowledger.engine.node_failures import NodeFailure, set_node_failure_hook
+from flowledger.engine.hooks import NO_HOOKS, EngineHooks, NodeFailureHook
+from flowledger.engine.node_failures import NodeFailure
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import Token
 from tests.integration.engine_helpers import (
@@ -48,10 +49,11 @@ BAD_CALL = {
 @pytest.fixture
 def hook_calls() -> Iterator[list[tuple[str, NodeFailure]]]:
     calls: list[tuple[str, NodeFailure]] = []
-    try:
-        yield calls
-    finally:  # put the failure policies back for the tests that follow
-        policies.install()
+    yield calls  # each test builds its engine with its own hooks: nothing to put back
+
+
+def hooked_engine(db: Database, clock: ManualClock, hook: NodeFailureHook | None) -> Engine:
+    return Engine(db, clock, hooks=EngineHooks(node_failure=hook))
 
 
 async def deploy_bad_trigger(engine: Engine, **node: Any) -> int:
@@ -71,8 +73,7 @@ async def test_the_hook_decides_first_C1(
         await step.trace("hooked", node_key=node.key, token_id=token.id)
         return []  # handled: the token stays where the hook left it
 
-    set_node_failure_hook(hook)
-    iid = await deploy_bad_trigger(new_engine(db, clock), onFailure="continue")
+    iid = await deploy_bad_trigger(hooked_engine(db, clock, hook), onFailure="continue")
     [(key, failure)] = hook_calls
     assert (key, failure.code, failure.retries_exhausted) == ("erp", "trigger_call_invalid", False)
     events = [e["event"] for e in await trace_events(db, iid)]
@@ -86,8 +87,7 @@ async def test_a_declining_hook_leaves_the_built_in_C1(
     async def hook(step: Step, token: Token, node: Node, failure: NodeFailure) -> None:
         hook_calls.append((node.key, failure))
 
-    set_node_failure_hook(hook)
-    iid = await deploy_bad_trigger(new_engine(db, clock), onFailure="continue")
+    iid = await deploy_bad_trigger(hooked_engine(db, clock, hook), onFailure="continue")
     assert len(hook_calls) == 1
     assert [t["node_key"] for t in await tasks(db, iid, status="pending")] == ["after"]
 
@@ -97,8 +97,7 @@ async def test_without_continue_the_built_in_leaves_the_token_with_the_error_C1(
 ) -> None:
     # the seam's own behaviour, with no policy hook installed (with the
     # policies, retry ends in manual repair: tests/compensation/test_policies_*)
-    set_node_failure_hook(None)
-    iid = await deploy_bad_trigger(new_engine(db, clock), onFailure="retry")
+    iid = await deploy_bad_trigger(Engine(db, clock, hooks=NO_HOOKS), onFailure="retry")
     assert [t["node_key"] for t in await tokens(db, iid, "active")] == ["erp"]
     row = await instance(db, iid)
     assert row["status"] == "running" and row["error"].startswith("erp: ")

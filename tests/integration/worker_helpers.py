@@ -31,9 +31,9 @@ from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
-from flowledger.worker.registry import register_handler
 from flowledger.worker.worker import Worker, WorkerConfig
 from tests.integration.ledger_helpers import attempt_rows, job_row
+from tests.runtime_support import TEST_HANDLERS, runtime_for
 
 LEDGER = Pool.LEDGER.value
 OUTBOUND = Pool.OUTBOUND.value
@@ -46,7 +46,7 @@ async def _scripted(ctx: JobContext) -> Any:
     return await BEHAVIOURS[ctx.payload["key"]](ctx)
 
 
-SCRIPTED = register_handler("wt_scripted", _scripted, max_attempts=3).job_type.name
+SCRIPTED = TEST_HANDLERS.register("wt_scripted", _scripted, max_attempts=3).job_type.name
 
 # Long intervals: the test drives the time-dependent services itself.
 QUIET: dict[str, Any] = {
@@ -190,7 +190,7 @@ class Running:
 async def start_worker(
     db: Database, clock: ManualClock, config: WorkerConfig | None = None
 ) -> Running:
-    worker = Worker(db, config or worker_config(), clock=clock)
+    worker = runtime_for(db, clock).worker(config or worker_config(), maintenance=False)
     stop = asyncio.Event()
     task = asyncio.ensure_future(worker.run(stop))
     await wait_until(lambda: worker.started.is_set() or task.done(), what="the worker to start")

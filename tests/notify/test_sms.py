@@ -28,10 +28,10 @@ from flowledger.outbound.client import close_shared_client
 from flowledger.settings import Settings, get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
-from flowledger.worker.registry import register_handler
 from tests.integration.engine_helpers import run_due_jobs
 from tests.integration.ledger_helpers import attempt_rows, job_row
 from tests.notify.servers import SmsGatewayServer
+from tests.runtime_support import TEST_HANDLERS
 
 
 async def _send_sms(ctx: JobContext) -> Any:
@@ -40,7 +40,7 @@ async def _send_sms(ctx: JobContext) -> Any:
     return {"id": await gateway.send(ctx, p["templateId"], p["recipients"], p["fieldValues"])}
 
 
-SMS_SEND = register_handler("nt_sms_send", _send_sms, pool=Pool.OUTBOUND, max_attempts=3)
+SMS_SEND = TEST_HANDLERS.register("nt_sms_send", _send_sms, pool=Pool.OUTBOUND, max_attempts=3)
 PAYLOAD = {"templateId": "TPL_1", "recipients": ["+8613800000000"], "fieldValues": {"n": "张三"}}
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.engine import Engine
 from flowledger.ops.instance_diagnostics import instance_diagnostics
 from tests.integration.engine_helpers import END, START, approval, definition, pending_task
+from tests.runtime_support import default_engine
 
 WAITS = definition(
     "waits",
@@ -74,7 +74,7 @@ def _states(doc: dict[str, Any]) -> dict[str, str]:
 
 
 async def test_system_waits_skips_and_visits(db: Database, clock: ManualClock) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await engine.deploy(KID, actor="dev")
     await engine.deploy(WAITS, actor="dev")
     iid = await engine.start("waits", form={}, initiator="ann")
@@ -106,7 +106,7 @@ async def test_system_waits_skips_and_visits(db: Database, clock: ManualClock) -
 
 
 async def test_nested_fork_join_branches(db: Database, clock: ManualClock) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await engine.deploy(NESTED, actor="dev")
     iid = await engine.start("nested", form={}, initiator="ann")
     await engine.approve(await pending_task(db, iid, "z"), actor="zoe")

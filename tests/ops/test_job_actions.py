@@ -33,6 +33,7 @@ from tests.integration.ledger_helpers import (
     job_row,
     settle_single,
 )
+from tests.runtime_support import default_engine
 
 INSTANCE = 4242
 # Created in this order so that each claim takes the job just enqueued.
@@ -267,11 +268,10 @@ async def test_retry_waits_for_a_suspended_instance_L18_L24(
 ) -> None:
     """A dead delay_wake of a suspended instance made pending would run against
     the suspended instance and be skipped — its delay lost. Resume first."""
-    from flowledger.engine import Engine
     from tests.integration.engine_helpers import definition
     from tests.integration.engine_helpers import jobs as instance_jobs
 
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     nodes = [
         {"key": "start", "type": "start"},
         {"key": "wait", "type": "delay", "duration": "PT1H"},

@@ -13,7 +13,6 @@ import pytest
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.engine import Engine
 from flowledger.errors import NotFoundError
 from flowledger.ledger.control import job_retry
 from flowledger.ledger.fingerprint import fingerprint
@@ -30,6 +29,7 @@ from flowledger.ops.job_queries import (
 from tests.integration.ledger_helpers import add_job as enqueue_job
 from tests.integration.ledger_helpers import claim_one, settle_single
 from tests.ops.rows import APPROVAL, add_execution, add_job
+from tests.runtime_support import default_engine
 
 MIN = timedelta(minutes=1)
 
@@ -203,7 +203,7 @@ async def test_detail_is_not_found_across_tenants_A3(db: Database, clock: Manual
 
 
 async def _two_instance_chain(db: Database, clock: ManualClock) -> tuple[int, int, list[int]]:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await engine.deploy(APPROVAL, actor="root")
     await engine.deploy(APPROVAL, actor="root", tenant="globex")
     parent = await engine.start("leave", form={}, initiator="ann")

@@ -35,16 +35,16 @@ from flowledger.ops import job_replay
 from flowledger.ops.job_filters import JobFilter
 from flowledger.ops.job_replay import batch_progress, replay, replay_preview
 from flowledger.worker import JobContext
-from flowledger.worker.registry import register_handler
 from flowledger.worker.worker import Worker
 from tests.dbutil import pg_database
+from tests.runtime_support import TEST_HANDLERS
 
 
 async def _noop(ctx: JobContext) -> dict[str, Any]:
     return {"ok": True}
 
 
-NOOP = register_handler("ops_replay_noop", _noop).job_type.name
+NOOP = TEST_HANDLERS.register("ops_replay_noop", _noop).job_type.name
 
 
 async def dead_jobs(
@@ -222,7 +222,7 @@ async def test_a_real_worker_drains_a_replay_no_faster_than_its_rate(pg_db: Data
     db = pg_db
     ids = await dead_jobs(db, await db.now() - timedelta(hours=1), 300)
     stop = asyncio.Event()
-    worker = Worker(db)  # real clock, default pools (4 + 4 slots, 2 s polling)
+    worker = Worker(db, handlers=TEST_HANDLERS)  # real clock, default pools (4 + 4, 2 s polls)
     running = asyncio.ensure_future(worker.run(stop))
     try:
         await asyncio.wait_for(worker.started.wait(), 10)

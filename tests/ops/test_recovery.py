@@ -48,6 +48,7 @@ from tests.integration.worker_helpers import running_worker, wait_until
 from tests.ops.rows import add_execution, add_job
 from tests.outbound import conftest as outbound_fixtures
 from tests.outbound.receivers import Receiver
+from tests.runtime_support import default_engine
 
 receiver = outbound_fixtures.receiver
 other_receiver = outbound_fixtures.other_receiver
@@ -89,7 +90,14 @@ async def _preview_then_run(
     now = engine.clock.now()
     plan = await recovery_preview(db, action, flt, now=now)
     run = await recovery_run(
-        db, action, flt, now=now, snapshots=engine.snapshots, actor="ops", rate=200
+        db,
+        action,
+        flt,
+        now=now,
+        snapshots=engine.snapshots,
+        hooks=engine.hooks,
+        actor="ops",
+        rate=200,
     )
     assert _keys([r.item for r in run.items]) == _keys(plan.items)  # preview equals run
     return plan, run
@@ -101,7 +109,7 @@ async def _preview_then_run(
 async def test_delay_wake_recreates_a_lost_wake_job_and_retries_a_dead_one_O18(
     db: Database, clock: ManualClock
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await engine.deploy(_delay_def(), actor="admin")
     lost = await engine.start("nap", form={}, initiator="ann")
     dead = await engine.start("nap", form={}, initiator="ann")
@@ -151,7 +159,7 @@ async def jobs_by_id(db: Database, ids: list[int]) -> list[dict[str, Any]]:
 async def test_reclaim_and_wake_stay_within_the_action_types_O18(
     db: Database, clock: ManualClock
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     now = clock.now()
     overdue = await add_job(
         db, now - timedelta(hours=1), type="delay_wake", pool=Pool.LEDGER.value, run_at=now
@@ -211,7 +219,7 @@ def _subprocess_defs() -> list[dict[str, Any]]:
 async def test_subprocess_recreates_the_join_of_an_ended_child_O18(
     db: Database, clock: ManualClock
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     for source in _subprocess_defs():
         await engine.deploy(source, actor="admin")
     parent = await engine.start("parent", form={}, initiator="ann")
@@ -240,7 +248,13 @@ async def test_subprocess_recreates_the_join_of_an_ended_child_O18(
     assert (await instance(db, stuck_child_parent))["status"] == "running"
     # a second run finds nothing: the join exists now
     again = await recovery_run(
-        db, "subprocess", EVERYONE, now=clock.now(), snapshots=engine.snapshots, actor="ops"
+        db,
+        "subprocess",
+        EVERYONE,
+        now=clock.now(),
+        snapshots=engine.snapshots,
+        hooks=engine.hooks,
+        actor="ops",
     )
     assert again.items == []
 
@@ -263,7 +277,7 @@ async def child_ids(db: Database) -> list[int]:
 async def test_external_dispatch_recreates_a_never_dispatched_task_and_skips_unconfirmed_O18(
     db: Database, clock: ManualClock, outbound_env: Settings, receiver: Receiver
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     dispatch = {"kind": "http", "url": f"{receiver.url}/approvals"}
     nodes = [START, {"key": "partner", "type": "external_approval", "dispatch": dispatch}, END]
     await engine.deploy(
@@ -300,7 +314,7 @@ async def test_external_dispatch_recreates_a_never_dispatched_task_and_skips_unc
 async def test_trigger_dispatch_recreates_a_lost_dispatch_job_O18(
     db: Database, clock: ManualClock, outbound_env: Settings, receiver: Receiver
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     call = {"kind": "http", "url": f"{receiver.url}/orders", "httpMethod": "POST"}
     nodes = [
         START,
@@ -334,7 +348,7 @@ async def test_trigger_dispatch_recreates_a_lost_dispatch_job_O18(
 async def test_event_dispatch_requeues_failed_outbox_rows_O18(
     db: Database, clock: ManualClock
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await engine.deploy(_delay_def(), actor="admin")
     iid = await engine.start("nap", form={}, initiator="ann")
     async with db.begin() as conn:  # what the outbox relay does
@@ -362,7 +376,7 @@ async def test_event_dispatch_requeues_failed_outbox_rows_O18(
 async def test_each_action_touches_only_its_types_O18(
     db: Database, clock: ManualClock, action: str
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     now = clock.now()
     every = sorted({t for types in ACTIONS.values() for t in types})
     attempts = []
@@ -397,7 +411,7 @@ async def test_each_action_touches_only_its_types_O18(
 async def test_unknown_action_and_foreign_instance_are_not_found_O18(
     db: Database, clock: ManualClock
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     with pytest.raises(UnknownRecoveryAction) as caught:
         await recovery_preview(db, "everything", EVERYONE, now=clock.now())
     assert caught.value.field == "action"
@@ -421,7 +435,7 @@ async def test_two_runs_at_once_recreate_a_lost_job_once_O18(
     """Two operators click run together: both plans list the lost wake job;
     the instance lock serializes the recreates and the second finds the
     first's job under the lock and skips."""
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await engine.deploy(_delay_def(), actor="admin")
     iid = await engine.start("nap", form={}, initiator="ann")
     await _delete_jobs(db, [(await jobs(db, iid, type="delay_wake"))[0]["id"]])
@@ -429,7 +443,13 @@ async def test_two_runs_at_once_recreate_a_lost_job_once_O18(
     runs = await asyncio.gather(
         *(
             recovery_run(
-                db, "delay-wake", EVERYONE, now=now, snapshots=engine.snapshots, actor=name
+                db,
+                "delay-wake",
+                EVERYONE,
+                now=now,
+                snapshots=engine.snapshots,
+                hooks=engine.hooks,
+                actor=name,
             )
             for name in ("ops-a", "ops-b")
         )
@@ -442,7 +462,7 @@ async def test_two_runs_at_once_recreate_a_lost_job_once_O18(
 async def test_task_timeout_recreates_a_lost_timeout_job_O18(
     db: Database, clock: ManualClock
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     nodes = [
         START,
         {
@@ -479,7 +499,7 @@ async def test_task_timeout_recreates_a_lost_timeout_job_O18(
 async def test_subprocess_recreates_a_lost_spawn_and_outbox_gets_a_dispatch_job_O18(
     db: Database, clock: ManualClock
 ) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     for source in _subprocess_defs():
         await engine.deploy(source, actor="admin")
     parent = await engine.start("parent", form={}, initiator="ann")

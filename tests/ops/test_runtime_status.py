@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.engine import Engine
 from flowledger.ops.runtime_status import percentile_cont, runtime_status
 from tests.ops.rows import APPROVAL, add_execution, add_job, add_node
+from tests.runtime_support import default_engine
 
 S = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
@@ -117,7 +117,7 @@ async def test_no_due_job_means_null_oldest_L23(db: Database, clock: ManualClock
 
 
 async def test_human_tasks_are_not_backlog_L23(db: Database, clock: ManualClock) -> None:
-    engine = Engine(db, clock)
+    engine = default_engine(db, clock)
     await engine.deploy(APPROVAL, actor="root")
     await engine.start("leave", form={}, initiator="ann")  # a pending approval task
     status = await runtime_status(db, now=clock.now() + timedelta(days=30))

@@ -27,7 +27,7 @@ from flowledger.outbound.secrets import secret_box
 from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
-from flowledger.worker.registry import register_handler
+from tests.runtime_support import TEST_HANDLERS
 
 TENANT = "acme"
 RAISED: dict[int, BaseException] = {}
@@ -95,7 +95,9 @@ async def _connector_call(ctx: JobContext) -> Any:
     return {"status": result.status, "body": result.text()}
 
 
-CALL = register_handler("ct_connector_call", _connector_call, pool=Pool.OUTBOUND, max_attempts=3)
+CALL = TEST_HANDLERS.register(
+    "ct_connector_call", _connector_call, pool=Pool.OUTBOUND, max_attempts=3
+)
 
 
 async def add_call(

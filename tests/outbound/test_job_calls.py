@@ -39,11 +39,11 @@ from flowledger.outbound.client import close_shared_client
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.settings import Settings, get_settings
 from flowledger.worker.context import AbortReason, JobContext
-from flowledger.worker.registry import register_handler
 from tests.integration.ledger_helpers import attempt_rows, job_row
 from tests.integration.worker_helpers import OUTBOUND, running_worker, wait_job, wait_until
 from tests.outbound.conftest import MAX_BODY_BYTES
 from tests.outbound.receivers import HANG, RESET, Receiver, Redirect
+from tests.runtime_support import TEST_HANDLERS
 
 CONTEXTS: dict[int, JobContext] = {}
 RAISED: dict[int, BaseException] = {}
@@ -63,7 +63,7 @@ async def _http_call(ctx: JobContext) -> Any:
     return {"status": result.status, "body": result.json()}
 
 
-HTTP_CALL = register_handler("ot_http_call", _http_call, pool=OUTBOUND, max_attempts=3)
+HTTP_CALL = TEST_HANDLERS.register("ot_http_call", _http_call, pool=OUTBOUND, max_attempts=3)
 
 
 async def add_call(db: Database, clock: ManualClock, **payload: Any) -> int:

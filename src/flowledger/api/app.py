@@ -1,4 +1,5 @@
-"""The FastAPI application: ``create_app(db, engine=...)``.
+"""The FastAPI application: ``create_app(runtime)`` (or ``create_app(db,
+engine=...)``, which builds the default runtime over ``db``).
 
 Everything lives under ``/api/workflows``; the OpenAPI document is served
 at ``/api/openapi.json`` and the interactive docs at ``/api/docs``. Operation
@@ -46,9 +47,9 @@ from flowledger.api.routers import (
 )
 from flowledger.api.routers import health as health_routes
 from flowledger.api.schemas import ErrorPublic
-from flowledger.compensation import policies
 from flowledger.db.database import Database
 from flowledger.engine import Engine
+from flowledger.runtime import Runtime, build_runtime
 
 API_PREFIX = "/api/workflows"
 
@@ -98,8 +99,11 @@ def api_router() -> APIRouter:
     return router
 
 
-def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
-    """The API over ``db``; ``engine`` defaults to one on the system clock."""
+def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> FastAPI:
+    """The API of ``source``: a :class:`~flowledger.runtime.Runtime`, or a
+    database (the default runtime over it is built, with ``engine`` if one
+    is given — its hooks are then the API's)."""
+    runtime = source if isinstance(source, Runtime) else build_runtime(db=source, engine=engine)
     app = FastAPI(
         title="flowledger",
         summary="Approval workflows on a durable job ledger",
@@ -109,8 +113,7 @@ def create_app(db: Database, *, engine: Engine | None = None) -> FastAPI:
         redoc_url=None,
         generate_unique_id_function=operation_id,
     )
-    policies.install()  # callbacks and task actions can fail nodes too (SPEC C-1)
-    app.state.api = ApiContext(db=db, engine=engine or Engine(db))
+    app.state.api = ApiContext(db=runtime.db, engine=runtime.engine)
     app.add_middleware(InputGuardMiddleware, paths=lambda: app.openapi()["paths"])  # issue 17
     install_error_handlers(app)
     app.include_router(api_router())

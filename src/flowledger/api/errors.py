@@ -36,6 +36,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from flowledger.access.errors import Forbidden as Forbidden
+from flowledger.access.errors import Unauthenticated as Unauthenticated
 from flowledger.api.input_guards import deferred_refusal
 from flowledger.compensation.errors import AttachmentTooLarge, LengthRequired, NoteTooLarge
 from flowledger.definitions.problems import DefinitionError
@@ -48,18 +50,6 @@ from flowledger.errors import (
 )
 
 log = logging.getLogger("flowledger.api")
-
-
-class Unauthenticated(FlowledgerError):
-    """No bearer token, or one that is unknown or revoked."""
-
-    code = "unauthenticated"
-
-
-class Forbidden(FlowledgerError):
-    """The caller lacks a permission (``details['permission']`` names it)."""
-
-    code = "forbidden"
 
 
 class CursorInvalid(FlowledgerError):

@@ -15,8 +15,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from flowledger.access.audit import audited
 from flowledger.api.alert_schemas import EventPublic, RulePublic, SilencePublic
-from flowledger.api.audit import audited
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
 from flowledger.engine import Engine

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from flowledger.api.audit import audited
+from flowledger.access.audit import audited
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import out
 from flowledger.engine import Engine

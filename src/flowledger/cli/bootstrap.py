@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from sqlalchemy import func, select
 
-from flowledger.api.auth import create_user, issue_token
-from flowledger.api.permissions import ALL_PERMISSIONS, INSTANCE_START, TASK_ACT
+from flowledger.access.permissions import ALL_PERMISSIONS, INSTANCE_START, TASK_ACT
+from flowledger.access.tokens import create_user, issue_token
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import users, workflow_definitions
 from flowledger.demo import load_demo

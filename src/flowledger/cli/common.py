@@ -8,10 +8,10 @@ from contextlib import asynccontextmanager
 
 from rich.console import Console
 
-from flowledger.clock import SystemClock
 from flowledger.db.database import Database
 from flowledger.db.migrate import upgrade
 from flowledger.engine import Engine
+from flowledger.runtime import Runtime, build_runtime
 from flowledger.settings import get_settings
 
 console = Console(stderr=True)
@@ -24,12 +24,22 @@ def open_database() -> Database:
 
 
 @asynccontextmanager
-async def engine_session(*, migrate: bool = True) -> AsyncIterator[Engine]:
-    """An engine on the configured database (migrated first), disposed after."""
-    db = open_database()
+async def runtime_session(
+    *, migrate: bool = True, handler_modules: list[str] | None = None
+) -> AsyncIterator[Runtime]:
+    """The default runtime on the configured database (migrated first),
+    its database disposed after."""
+    runtime = build_runtime(handler_modules=handler_modules)
     try:
         if migrate:
-            await upgrade(db)
-        yield Engine(db, SystemClock())
+            await upgrade(runtime.db)
+        yield runtime
     finally:
-        await db.dispose()
+        await runtime.db.dispose()
+
+
+@asynccontextmanager
+async def engine_session(*, migrate: bool = True) -> AsyncIterator[Engine]:
+    """The runtime's engine on the configured database (migrated first)."""
+    async with runtime_session(migrate=migrate) as runtime:
+        yield runtime.engine

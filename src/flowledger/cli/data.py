@@ -13,8 +13,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 from sqlalchemy import select
 
-from flowledger.api.auth import create_user, issue_token
-from flowledger.api.permissions import ALL_PERMISSIONS
+from flowledger.access.permissions import ALL_PERMISSIONS
+from flowledger.access.tokens import create_user, issue_token
 from flowledger.cli.bootstrap import load_demo_data
 from flowledger.cli.common import console, engine_session, out
 from flowledger.cli.runtime import run_async

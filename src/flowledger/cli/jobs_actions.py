@@ -23,7 +23,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flowledger.api.audit import AuditEntry, audited
+from flowledger.access.audit import AuditEntry, audited
 from flowledger.api.routers import job_actions as models
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out

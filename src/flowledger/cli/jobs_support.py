@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -14,11 +15,11 @@ import typer
 from fastapi.encoders import jsonable_encoder
 from rich.table import Table
 
-from flowledger.api.auth import Caller
-from flowledger.api.deps import ApiContext
-from flowledger.api.permissions import ALL_PERMISSIONS
+from flowledger.access.callers import Caller
+from flowledger.access.permissions import ALL_PERMISSIONS
 from flowledger.cli.common import console, engine_session
 from flowledger.cli.runtime import run_async
+from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
 from flowledger.ops.job_filters import JobFilter
@@ -73,7 +74,23 @@ def run_command(as_json: bool, main: Callable[[Engine], Awaitable[None]]) -> Non
         raise typer.Exit(2) from exc
 
 
-def operator(engine: Engine, actor: str) -> tuple[ApiContext, Caller]:
+@dataclass(frozen=True)
+class OperatorContext:
+    """What an operator command audits through (an
+    :class:`~flowledger.access.audit.AuditContext`): the engine's database
+    and clock."""
+
+    engine: Engine
+
+    @property
+    def db(self) -> Database:
+        return self.engine.db
+
+    def now(self) -> datetime:
+        return self.engine.clock.now()
+
+
+def operator(engine: Engine, actor: str) -> tuple[OperatorContext, Caller]:
     caller = Caller(
         user_id=actor,
         display_name=actor,
@@ -81,7 +98,7 @@ def operator(engine: Engine, actor: str) -> tuple[ApiContext, Caller]:
         permissions=frozenset(ALL_PERMISSIONS),
         tenants=("*",),
     )
-    return ApiContext(db=engine.db, engine=engine), caller
+    return OperatorContext(engine), caller
 
 
 def job_filter(

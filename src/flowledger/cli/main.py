@@ -19,7 +19,7 @@ import typer
 from flowledger.cli.alerts import alerts_app
 from flowledger.cli.analytics import analytics, retention_app
 from flowledger.cli.bootstrap import ADMIN, admin_exists, ensure_admin, is_empty, load_demo_data
-from flowledger.cli.common import console, engine_session, open_database
+from flowledger.cli.common import console, open_database, runtime_session
 from flowledger.cli.data import definitions_app, demo, instances_app, token_app
 from flowledger.cli.health import health
 from flowledger.cli.instance_ops import register as register_instance_ops
@@ -30,11 +30,10 @@ from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
 from flowledger.cli.serve import console_login_url, serve_api
 from flowledger.db.migrate import current_revision, upgrade
 from flowledger.errors import FlowledgerError
-from flowledger.handlers.services import engine_services
 from flowledger.outbound.client import close_shared_client
-from flowledger.settings import get_settings
-from flowledger.worker.registry import import_handler_modules
-from flowledger.worker.worker import Worker, WorkerConfig
+from flowledger.runtime import Runtime, build_runtime
+from flowledger.worker.supervisor import supervise
+from flowledger.worker.worker import WorkerConfig
 
 app = typer.Typer(no_args_is_help=True, help="flowledger: workflows on a durable job ledger.")
 app.add_typer(definitions_app, name="definitions")
@@ -72,8 +71,10 @@ def migrate() -> None:
     run_async(main)
 
 
-def _worker_config(ledger_slots: int | None, outbound_slots: int | None) -> WorkerConfig:
-    config = WorkerConfig.from_settings(get_settings())
+def _worker_config(
+    runtime: Runtime, ledger_slots: int | None, outbound_slots: int | None
+) -> WorkerConfig:
+    config = runtime.worker_config
     pools = dict(config.pools)
     if ledger_slots is not None:
         pools["workflow-ledger"] = ledger_slots
@@ -90,16 +91,15 @@ def worker(
 ) -> None:
     """Run a worker process: claims and executes jobs until SIGTERM."""
     configure_logging()
-    import_handler_modules(["flowledger.handlers", *(modules or [])])
-    config = _worker_config(ledger_slots, outbound_slots)
+    runtime = build_runtime(handler_modules=modules)
+    config = _worker_config(runtime, ledger_slots, outbound_slots)
 
     async def main() -> None:
-        db = open_database()
         try:
-            await Worker(db, config, extra_services=engine_services).run(stop_on_signals())
+            await runtime.worker(config).run(stop_on_signals())
         finally:
             await close_shared_client()
-            await db.dispose()
+            await runtime.db.dispose()
 
     run_async(main)
 
@@ -110,11 +110,11 @@ def serve(host: HostOpt = "127.0.0.1", port: PortOpt = 8000) -> None:
     configure_logging()
 
     async def main() -> None:
-        async with engine_session() as engine:
+        async with runtime_session() as runtime:
             console.print(f"flowledger API on http://{host}:{port}/api/docs")
-            if await admin_exists(engine.db):
+            if await admin_exists(runtime.db):
                 _print_console_url(host, port)
-            await serve_api(engine.db, engine, host=host, port=port, stop=stop_on_signals())
+            await serve_api(runtime, host=host, port=port, stop=stop_on_signals())
 
     run_async(main)
 
@@ -130,13 +130,10 @@ def run(
 ) -> None:
     """Everything in one process: API, worker and system tasks."""
     configure_logging()
-    import_handler_modules(["flowledger.handlers", *(modules or [])])
-    config = _worker_config(None, None)
-    settings = get_settings()
 
     async def main() -> None:
-        async with engine_session() as engine:
-            db = engine.db
+        async with runtime_session(handler_modules=modules) as runtime:
+            engine, db, settings = runtime.engine, runtime.db, runtime.settings
             token = await ensure_admin(db, engine)
             if demo_data and await is_empty(db):
                 report = await load_demo_data(db, engine, progress=console.print)
@@ -154,12 +151,13 @@ def run(
                 )
                 print(token, flush=True)
             _print_console_url(host, port)
-            stop = stop_on_signals()
-            try:
-                await asyncio.gather(
-                    serve_api(db, engine, host=host, port=port, stop=stop),
-                    Worker(db, config, extra_services=engine_services).run(stop),
-                )
+            worker = runtime.worker()
+
+            async def api(stop: asyncio.Event) -> None:
+                await serve_api(runtime, host=host, port=port, stop=stop)
+
+            try:  # the API and the worker stop together (one dying stops both)
+                await supervise(stop_on_signals(), {"api": api, "worker": worker.run})
             finally:
                 await close_shared_client()
 

@@ -22,7 +22,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flowledger.api.audit import audited
+from flowledger.access.audit import audited
 from flowledger.api.routers import recovery as models
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
@@ -124,6 +124,7 @@ def recover(
                     flt,
                     now=ctx.now(),
                     snapshots=engine.snapshots,
+                    hooks=engine.hooks,
                     actor=actor,
                     rate=rate,
                     progress=advance,

@@ -11,9 +11,8 @@ import uvicorn
 
 from flowledger.api.app import create_app
 from flowledger.api.console_login import login_url
-from flowledger.db.database import Database
-from flowledger.engine import Engine
 from flowledger.errors import ConfigurationError
+from flowledger.runtime import Runtime
 
 
 class _Server(uvicorn.Server):
@@ -24,11 +23,9 @@ class _Server(uvicorn.Server):
         yield
 
 
-async def serve_api(
-    db: Database, engine: Engine, *, host: str, port: int, stop: asyncio.Event
-) -> None:
+async def serve_api(runtime: Runtime, *, host: str, port: int, stop: asyncio.Event) -> None:
     config = uvicorn.Config(
-        create_app(db, engine=engine), host=host, port=port, log_level="warning", lifespan="off"
+        create_app(runtime), host=host, port=port, log_level="warning", lifespan="off"
     )
     server = _Server(config)
 

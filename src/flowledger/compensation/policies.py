@@ -1,8 +1,9 @@
 """Failure policies of trigger and subprocess nodes (SPEC C-1, C-2, C-3).
 
 :func:`apply_failure_policy` is the engine's node-failure hook
-(:mod:`flowledger.engine.node_failures`); :func:`install` puts it in place
-(the worker's handlers and the API both install it). It runs inside the
+(:mod:`flowledger.engine.node_failures`); :func:`compensation_hooks` is the
+:class:`~flowledger.engine.hooks.EngineHooks` value that carries it, which
+the runtime gives the engine it builds (:mod:`flowledger.runtime`). It runs inside the
 failing step, after the node's own wait task was closed, with the token
 still active at the failed node, and only once the failure is final (a
 permanent error, the attempt budget spent, or a failure callback). An
@@ -65,13 +66,8 @@ from flowledger.db.compensation_schema import TicketStatus
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.definitions.model import CompensationAction, Node
 from flowledger.engine import lifecycle
-from flowledger.engine.lifecycle import set_instance_ended_hook
-from flowledger.engine.node_failures import (
-    NodeFailure,
-    effective_action,
-    set_node_failure_hook,
-    set_repair_handled_hook,
-)
+from flowledger.engine.hooks import EngineHooks
+from flowledger.engine.node_failures import NodeFailure, effective_action
 from flowledger.engine.runner import leave
 from flowledger.engine.step import Step
 from flowledger.engine.task_notices import notify_assignee
@@ -254,11 +250,21 @@ async def apply_failure_policy(
     return await _repair(step, token, node, failure, action)
 
 
-def install() -> None:
-    """Make :func:`apply_failure_policy` the engine's node-failure hook, and
-    :func:`~flowledger.compensation.repair.resolve_for_repair_task` what
-    closes a repair's pending ticket when
-    one of its catch tasks is handled."""
-    set_node_failure_hook(apply_failure_policy)
-    set_repair_handled_hook(resolve_for_repair_task)
-    set_instance_ended_hook(close_repairs_of_ended_instance)
+COMPENSATION_HOOKS = EngineHooks(
+    node_failure=apply_failure_policy,
+    repair_handled=resolve_for_repair_task,
+    instance_ended=close_repairs_of_ended_instance,
+    name="compensation",
+)
+
+
+def compensation_hooks() -> EngineHooks:
+    """The engine hooks of the failure policies: :func:`apply_failure_policy`
+    decides node failures,
+    :func:`~flowledger.compensation.repair.resolve_for_repair_task` closes a
+    repair's pending ticket when one of its catch tasks is handled, and
+    :func:`~flowledger.compensation.repair.close_repairs_of_ended_instance`
+    closes the repairs of an instance that ended. An engine built with
+    them has compensation; one built without has none (an immutable value:
+    nothing is installed anywhere)."""
+    return COMPENSATION_HOOKS

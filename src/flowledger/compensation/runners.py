@@ -46,25 +46,28 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.actions.runner import (
+    render_recipients,
+    render_request,
+    send_connector,
+    send_email_message,
+    send_http,
+    send_sms_message,
+)
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.model import CompensationAction, FormSchema
-from flowledger.definitions.templates import looks_like_json, render
+from flowledger.definitions.templates import render
 from flowledger.engine.errors import FormInvalidError
+from flowledger.engine.facade import Engine
 from flowledger.engine.forms import write_form
-from flowledger.engine.outbound_requests import HeaderInvalid, body_content_type, render_headers
-from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.step import open_step
-from flowledger.errors import ConfigurationError, PermanentError
-from flowledger.notify.email import COMPENSATION_SUBJECT, send_email
-from flowledger.notify.sms import gateway_from_settings
-from flowledger.outbound.job_calls import OutboundRequest, call_from_job
-from flowledger.outbound.ssrf import build_url
-from flowledger.settings import get_settings
+from flowledger.errors import PermanentError
+from flowledger.notify.email import COMPENSATION_SUBJECT
+from flowledger.outbound.job_calls import OutboundRequest
+from flowledger.settings import Settings
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
 from flowledger.worker.context import JobContext
 
 ACTOR = "system"
-BODY_SUMMARY_CHARS = 2000
 DEFAULT_EMAIL_BODY = (
     "The compensation of node {{nodeKey}} of process instance {{instanceId}} needs attention.\n"
     "Error: {{error}}\n"
@@ -103,98 +106,57 @@ async def _values(ctx: JobContext, run: ActionRun) -> dict[str, Any]:
     )
 
 
-def _headers(templates: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]:
-    try:
-        return render_headers(templates, values)
-    except HeaderInvalid as exc:
-        raise PermanentError(str(exc)) from None
-
-
 def http_request(action: CompensationAction, values: Mapping[str, Any]) -> OutboundRequest:
     """The rendered request of an ``http`` or ``connector`` action."""
     assert action.url is not None  # the action model requires it for both types
-    headers = _headers(action.headers, values)
-    body = None
-    if action.body_template is not None:
-        template = action.body_template
-        body = render(template, values, json_escape=looks_like_json(template))
-        if not any(name.lower() == "content-type" for name in headers):
-            headers["Content-Type"] = body_content_type(body)
-    return OutboundRequest(
+    return render_request(
         method=action.http_method,
-        # an absolute URL never takes its origin from data; a connector path
-        # is relative to the connector's base URL (X-3, X-4)
-        url=(
-            build_url(action.url, values)
-            if action.type == "http"
-            else render(action.url, values, url_encode=True)
-        ),
-        headers=headers,
-        body=None if body is None else body.encode("utf-8"),
+        url=action.url,
+        headers=action.headers,
+        body_template=action.body_template,
+        values=values,
+        connector_path=action.type == "connector",
     )
 
 
 def _recipients(templates: list[str], values: Mapping[str, Any]) -> list[str]:
-    rendered = (render(t, values).strip() for t in templates)
-    recipients = list(dict.fromkeys(r for r in rendered if r))
+    recipients = render_recipients(templates, values)
     if not recipients:
         raise PermanentError("no recipient is left after rendering the recipients")
     return recipients
 
 
-async def call_external(ctx: JobContext, run: ActionRun) -> dict[str, Any]:
-    """Run an http / connector / sms / email action; its result summary."""
+async def call_external(ctx: JobContext, run: ActionRun, settings: Settings) -> dict[str, Any]:
+    """Run an http / connector / sms / email action (through the shared
+    action runner, :mod:`flowledger.actions.runner`); its result summary."""
     action = run.action
     values = await _values(ctx, run)
     if action.type == "http":
-        result = await call_from_job(ctx, http_request(action, values))
-        return {"type": "http", "status": result.status, "body": result.text()[:BODY_SUMMARY_CHARS]}
+        return {"type": "http", **await send_http(ctx, http_request(action, values))}
     if action.type == "connector":
-        return await _connector(ctx, run, http_request(action, values))
+        assert action.connector_id is not None  # the action model requires it
+        result = await send_connector(
+            ctx,
+            tenant_id=run.tenant_id,
+            connector_key=action.connector_id,
+            request=http_request(action, values),
+        )
+        return {"type": "connector", **result}
+    recipients = _recipients(action.recipients, values)
     if action.type == "sms":
-        return await _sms(ctx, action, values)
+        fields = {name: render(t or "", values) for name, t in action.field_values.items()}
+        assert action.template_id is not None  # the action model requires it
+        message_id = await send_sms_message(
+            ctx, settings, template_id=action.template_id, recipients=recipients, fields=fields
+        )
+        return {"type": "sms", "recipients": recipients, "messageId": message_id}
     if action.type == "email":
-        recipients = _recipients(action.recipients, values)
         body = render(action.body_template or DEFAULT_EMAIL_BODY, values)
-        await send_email(
-            get_settings(),
-            to=recipients,
-            subject=COMPENSATION_SUBJECT,
-            body=body,
-            before_data=ctx.mark_side_effect,
+        await send_email_message(
+            ctx, settings, to=recipients, subject=COMPENSATION_SUBJECT, body=body
         )
         return {"type": "email", "recipients": recipients}
     raise PermanentError(f"{action.type} is not an external action")  # pragma: no cover
-
-
-async def _connector(ctx: JobContext, run: ActionRun, request: OutboundRequest) -> dict[str, Any]:
-    try:  # the connector integration (X-3) is imported only when an action needs it
-        from flowledger.outbound.connectors import call_connector
-    except ImportError:  # pragma: no cover - a build without connectors
-        raise PermanentError("connector calls are not available in this flowledger") from None
-    assert run.action.connector_id is not None  # the action model requires it
-    result = await call_connector(
-        ctx, tenant_id=run.tenant_id, connector_key=run.action.connector_id, request=request
-    )
-    return {
-        "type": "connector",
-        "status": result.status,
-        "body": result.text()[:BODY_SUMMARY_CHARS],
-    }
-
-
-async def _sms(
-    ctx: JobContext, action: CompensationAction, values: Mapping[str, Any]
-) -> dict[str, Any]:
-    recipients = _recipients(action.recipients, values)
-    fields = {name: render(t or "", values) for name, t in action.field_values.items()}
-    try:
-        gateway = gateway_from_settings(get_settings())
-    except ConfigurationError as exc:
-        raise PermanentError(exc.message) from None
-    assert action.template_id is not None  # the action model requires it
-    message_id = await gateway.send(ctx, action.template_id, recipients, fields)
-    return {"type": "sms", "recipients": recipients, "messageId": message_id}
 
 
 _NUMBER_TYPES = {"number": float, "integer": int}
@@ -237,12 +199,10 @@ def form_changes(
 
 
 async def update_data(
-    conn: AsyncConnection, ctx: JobContext, run: ActionRun, snapshots: SnapshotCache
+    conn: AsyncConnection, ctx: JobContext, run: ActionRun, engine: Engine
 ) -> dict[str, Any]:
     """The updateData write, in the receipt's transaction (instance locked first)."""
-    step = await open_step(
-        conn, run.instance_id, now=ctx.clock.now(), actor=ACTOR, snapshots=snapshots
-    )
+    step = await engine.open_step(conn, run.instance_id, actor=ACTOR, now=ctx.clock.now())
     status = step.instance["status"]
     if status in TERMINAL_INSTANCE_STATUSES:
         return {

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from flowledger.definitions.expressions import ExpressionError, check_shape_text, compile_condition
 from flowledger.definitions.model import CompensationAction, HttpCall, Node, ProcessDefinition
 from flowledger.definitions.problems import Problem
+from flowledger.definitions.secret_names import is_secret
 from flowledger.definitions.templates import validate_template
-from flowledger.outbound.records import is_secret
 
 HUMAN_TYPES = frozenset({"approval", "handle", "cc"})
 TIMEOUT_TYPES = frozenset({"approval", "handle"})

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from flowledger.api.auth import create_user
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.access.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.access.tokens import create_user
 from flowledger.compensation.admins import ADMIN_ROLE
 from flowledger.db.engine_schema import users, workflow_tasks
 from flowledger.demo.definitions import ALL

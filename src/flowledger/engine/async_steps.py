@@ -98,6 +98,7 @@ async def spawn_child(step: Step, task_id: int, *, snapshots: SnapshotCache) -> 
         tenant=step.instance["tenant_id"],
         now=step.now,
         snapshots=snapshots,
+        hooks=step.hooks,
         version=node.definition_version,
         parent_instance_id=step.instance_id,
         parent_task_id=task_id,

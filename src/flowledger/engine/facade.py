@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -15,6 +16,7 @@ from flowledger.db.database import Database
 from flowledger.engine import actions, deployments, lifecycle, schedules
 from flowledger.engine import force_jump as jumps
 from flowledger.engine.forms import validate_form
+from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.engine.instances import start_instance
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step, lock_task_instance, open_step
@@ -29,18 +31,51 @@ class _Preview(Exception):
 
 
 class Engine:
-    def __init__(self, db: Database, clock: Clock | None = None) -> None:
+    """The engine over ``db``. ``hooks`` are what every step of this engine
+    runs with: the default, :data:`~flowledger.engine.hooks.NO_HOOKS`, is an
+    engine without failure policies (a failed node follows the built-in
+    behaviour); :func:`flowledger.runtime.build_runtime` gives it the
+    compensation hooks (SPEC C-1)."""
+
+    def __init__(
+        self, db: Database, clock: Clock | None = None, *, hooks: EngineHooks = NO_HOOKS
+    ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
         self.snapshots = SnapshotCache()
+        self.hooks = hooks
+
+    async def open_step(
+        self,
+        conn: AsyncConnection,
+        instance_id: int,
+        *,
+        actor: str,
+        now: datetime | None = None,
+        job_id: int | None = None,
+        locked: dict[str, Any] | None = None,
+    ) -> Step:
+        """Lock ``instance_id`` and open a step on it with this engine's
+        snapshots and hooks, at ``now`` (a job's handler passes its worker's
+        clock reading; default this engine's) — ``job_id``: the ledger job
+        running it; ``locked``: the instance row when the transaction already
+        locked it first (:class:`~flowledger.engine.step.FirstLock`)."""
+        return await open_step(
+            conn,
+            instance_id,
+            now=self.clock.now() if now is None else now,
+            actor=actor,
+            snapshots=self.snapshots,
+            hooks=self.hooks,
+            job_id=job_id,
+            locked=locked,
+        )
 
     @asynccontextmanager
     async def step(
         self, conn: AsyncConnection, instance_id: int, actor: str
     ) -> AsyncIterator[Step]:
-        yield await open_step(
-            conn, instance_id, now=self.clock.now(), actor=actor, snapshots=self.snapshots
-        )
+        yield await self.open_step(conn, instance_id, actor=actor)
 
     async def _in_step(self, instance_id: int, actor: str, fn: Callable[[Step], Awaitable[T]]) -> T:
         async with self.db.begin() as conn, self.step(conn, instance_id, actor) as step:
@@ -76,6 +111,7 @@ class Engine:
                 tenant=tenant,
                 now=self.clock.now(),
                 snapshots=self.snapshots,
+                hooks=self.hooks,
                 version=version,
             )
 
@@ -176,14 +212,7 @@ class Engine:
         locked in one statement (no separate read transaction first)."""
         async with self.db.begin() as conn:
             locked = await lock_task_instance(conn, task_id)
-            step = await open_step(
-                conn,
-                int(locked["id"]),
-                now=self.clock.now(),
-                actor=actor,
-                snapshots=self.snapshots,
-                locked=locked,
-            )
+            step = await self.open_step(conn, int(locked["id"]), actor=actor, locked=locked)
             return await fn(step)
 
     async def act(

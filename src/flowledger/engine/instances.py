@@ -14,6 +14,7 @@ from flowledger.db.engine_schema import workflow_form_writes, workflow_instances
 from flowledger.engine import runner
 from flowledger.engine.deployments import get_version
 from flowledger.engine.forms import validate_form
+from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import create_token
@@ -29,6 +30,7 @@ async def start_instance(
     tenant: str,
     now: datetime,
     snapshots: SnapshotCache,
+    hooks: EngineHooks,
     version: int | None = None,
     parent_instance_id: int | None = None,
     parent_task_id: int | None = None,
@@ -57,7 +59,7 @@ async def start_instance(
             workflow_instances.insert().values(**instance).returning(workflow_instances.c.id)
         )
     ).scalar_one()
-    step = Step(conn=conn, now=now, actor=initiator, instance=instance, defn=defn)
+    step = Step(conn=conn, now=now, actor=initiator, instance=instance, defn=defn, hooks=hooks)
     await conn.execute(
         workflow_form_writes.insert().values(
             instance_id=step.instance_id,

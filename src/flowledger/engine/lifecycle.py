@@ -5,8 +5,6 @@ transaction, and a parent's ``subprocess_join`` job when a child ends."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from flowledger.engine.errors import InstanceStateError
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import close_open_tasks, create_task
@@ -19,17 +17,6 @@ from flowledger.ledger.control import (
 from flowledger.states import InstanceStatus, TaskStatus
 
 LIVE = (InstanceStatus.RUNNING, InstanceStatus.SUSPENDED)
-
-InstanceEndedHook = Callable[[Step, InstanceStatus], Awaitable[object]]
-_ended_hook: InstanceEndedHook | None = None
-
-
-def set_instance_ended_hook(hook: InstanceEndedHook | None) -> None:
-    """Install what runs inside the step that ends an instance, after its
-    tasks are closed and tokens consumed (the compensation work closes the
-    repair tickets that can no longer be repaired)."""
-    global _ended_hook
-    _ended_hook = hook
 
 
 def require_status(step: Step, *allowed: InstanceStatus) -> None:
@@ -72,8 +59,8 @@ async def finish(
     )
     await step.set_instance(status=status, finished_at=step.now)
     step.finished = True
-    if _ended_hook is not None:
-        await _ended_hook(step, status)
+    if step.hooks.instance_ended is not None:
+        await step.hooks.instance_ended(step, status)
     await step.trace(
         "instance_finished",
         detail={"status": status.value, "reason": reason, "canceledJobs": canceled},

@@ -2,8 +2,9 @@
 (SPEC X-1, X-2, C-1): the one seam between the engine and failure policies.
 
 :func:`node_failed` is called inside the failing step (instance row locked)
-after the caller has closed the node's own wait task. It first asks the hook
-installed with :func:`set_node_failure_hook` (the compensation work plugs in
+after the caller has closed the node's own wait task. It first asks the step's
+``node_failure`` hook (:class:`~flowledger.engine.hooks.EngineHooks`, given to
+the engine when it is built; the compensation hooks plug in
 here: compensate, fallback, notify, terminate, Saga rollback, tickets); a
 hook returning ``None`` leaves the failure to the built-in behaviour:
 
@@ -25,7 +26,6 @@ job dead and the token at the node, and never reaches this module.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from flowledger.definitions.model import Node
@@ -47,34 +47,11 @@ class NodeFailure:
     retries_exhausted: bool
 
 
-NodeFailureHook = Callable[[Step, Token, Node, NodeFailure], Awaitable[list[Token] | None]]
-
-_hook: NodeFailureHook | None = None
-
-
-def set_node_failure_hook(hook: NodeFailureHook | None) -> None:
-    """Install the process-wide failure hook (``None`` removes it)."""
-    global _hook
-    _hook = hook
-
-
-RepairHandledHook = Callable[[Step, int], Awaitable[object]]
-
-_repair_hook: RepairHandledHook | None = None
-
-
-def set_repair_handled_hook(hook: RepairHandledHook | None) -> None:
-    """Install what runs when a repair (``catch``) task is handled through the
-    task actions, inside that step — the compensation work closes the task's
-    pending ticket there (C-3, C-9)."""
-    global _repair_hook
-    _repair_hook = hook
-
-
 async def repair_handled(step: Step, task_id: int) -> None:
-    """Tell the installed hook that repair task ``task_id`` was handled."""
-    if _repair_hook is not None:
-        await _repair_hook(step, task_id)
+    """Tell the step's ``repair_handled`` hook that repair task ``task_id``
+    was handled (C-3, C-9: the compensation hooks close its pending ticket)."""
+    if step.hooks.repair_handled is not None:
+        await step.hooks.repair_handled(step, task_id)
 
 
 def effective_action(node: Node) -> str | None:
@@ -90,8 +67,9 @@ def effective_action(node: Node) -> str | None:
 async def node_failed(step: Step, token: Token, node: Node, failure: NodeFailure) -> list[Token]:
     """Apply the failure of ``node`` (whose ``token`` is active at it); return
     the tokens that keep moving."""
-    if _hook is not None:
-        handled = await _hook(step, token, node, failure)
+    hook = step.hooks.node_failure
+    if hook is not None:
+        handled = await hook(step, token, node, failure)
         if handled is not None:
             return handled
     if effective_action(node) == "continue":

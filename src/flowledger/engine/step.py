@@ -1,8 +1,9 @@
 """One engine step: the transaction, its clock reading, the locked instance
 and its frozen definition, and the writes every step makes — engine trace
 rows (E-8), outbox events (E-10) and ledger jobs (L-13: instance row locked
-first, jobs after). Trace and outbox rows go to the transaction's write
-buffer (:mod:`~flowledger.engine.write_buffer`), written once per table just
+first, jobs after) — and the engine's hooks the step runs with. Trace and
+outbox rows go to the transaction's write buffer
+(:mod:`~flowledger.engine.write_buffer`), written once per table just
 before the commit (issue 15 item 2)."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
+from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.write_buffer import add_outbox, add_trace
 from flowledger.ledger.enqueue import enqueue
@@ -30,6 +32,8 @@ class Step:
     actor: str
     instance: dict[str, Any]
     defn: ProcessDefinition
+    # the engine's hooks (failure policies, instance-ended): NO_HOOKS for none
+    hooks: EngineHooks
     finished: bool = False
     # the ledger job running this step, if one is (kept out of L-22 cleanup)
     job_id: int | None = None
@@ -195,14 +199,24 @@ async def open_step(
     now: datetime,
     actor: str,
     snapshots: SnapshotCache,
+    hooks: EngineHooks,
     job_id: int | None = None,
     locked: dict[str, Any] | None = None,
 ) -> Step:
-    """Lock the instance and open a step on it; ``job_id`` names the ledger
-    job this step runs in, if any. ``locked`` is the instance row when this
-    transaction already locked it first (a job step's ``lock_first``)."""
+    """Lock the instance and open a step on it with the engine's ``hooks``;
+    ``job_id`` names the ledger job this step runs in, if any. ``locked`` is
+    the instance row when this transaction already locked it first (a job
+    step's ``lock_first``)."""
     if locked is not None and int(locked["id"]) != instance_id:
         raise ValueError(f"the locked row is instance {locked['id']}, not {instance_id}")
     instance = locked if locked is not None else await lock_instance(conn, instance_id)
     defn = snapshots.get(instance["definition_id"], instance["snapshot"])
-    return Step(conn=conn, now=now, actor=actor, instance=instance, defn=defn, job_id=job_id)
+    return Step(
+        conn=conn,
+        now=now,
+        actor=actor,
+        instance=instance,
+        defn=defn,
+        hooks=hooks,
+        job_id=job_id,
+    )

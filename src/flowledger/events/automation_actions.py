@@ -46,14 +46,19 @@ from pydantic.alias_generators import to_camel
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.actions.runner import (
+    render_recipients,
+    render_request,
+    send_email_message,
+    send_http,
+    send_sms_message,
+)
 from flowledger.db.engine_schema import workflow_instances
-from flowledger.definitions.templates import looks_like_json
 from flowledger.engine.errors import FormInvalidError, InstanceNotFound
+from flowledger.engine.facade import Engine
 from flowledger.engine.forms import write_form
-from flowledger.engine.outbound_requests import HeaderInvalid, body_content_type, render_headers
-from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.step import FirstLock, open_step
-from flowledger.errors import ConfigurationError, PermanentError
+from flowledger.engine.step import FirstLock
+from flowledger.errors import PermanentError
 from flowledger.events.automation_rules import (
     Action,
     HttpAction,
@@ -64,20 +69,15 @@ from flowledger.events.automation_rules import (
 from flowledger.events.automation_store import rule_enabled
 from flowledger.events.automation_templates import render_text, render_value, template_values
 from flowledger.ledger.receipts import receipt_get
-from flowledger.notify.email import send_email
 from flowledger.notify.messages import post_message
-from flowledger.notify.sms import gateway_from_settings
-from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.outbound.records import redacting
 from flowledger.outbound.secrets import SecretUnreadable
-from flowledger.outbound.ssrf import build_url
 from flowledger.settings import Settings
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
 from flowledger.worker.context import JobContext, Skip
 
 ACTOR = "system"
 MESSAGE_KIND = "automation"
-BODY_SUMMARY_CHARS = 2000
 STEP_KEYS = {"http": "http_result", "updateData": "form_write", "notify": "notify"}
 
 
@@ -103,9 +103,7 @@ def _outcome(result: Any) -> Any:
     return result
 
 
-async def run_automation_action(
-    ctx: JobContext, *, snapshots: SnapshotCache, settings: Settings
-) -> Any:
+async def run_automation_action(ctx: JobContext, *, engine: Engine, settings: Settings) -> Any:
     """Run the action of the job of ``ctx``; the handler's result."""
     try:
         job = AutomationJob.model_validate(ctx.payload)
@@ -124,7 +122,7 @@ async def run_automation_action(
     if isinstance(action, HttpAction):
         return await _http(ctx, job, action)
     if isinstance(action, UpdateDataAction):
-        return await _update_data(ctx, job, action, snapshots)
+        return await _update_data(ctx, job, action, engine)
     return await _notify(ctx, job, action, settings)
 
 
@@ -153,29 +151,21 @@ async def _receipt(ctx: JobContext, key: str, result: Any) -> Any:
 async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
     values = await _values(ctx, job)
     try:
-        headers = render_headers(action.headers, values)
-    except HeaderInvalid as exc:
-        raise PermanentError(f"{exc} (rule {job.rule_id})") from None
-    try:
-        headers.update({n: reveal_secret(v) for n, v in action.secret_headers.items()})
+        secrets = {n: reveal_secret(v) for n, v in action.secret_headers.items()}
     except SecretUnreadable as exc:
         raise PermanentError(f"{exc.message} (a secret header of rule {job.rule_id})") from None
-    body = None
-    if action.body_template is not None:
-        template = action.body_template
-        body = render_text(template, values, json_escape=looks_like_json(template))
-        if not any(name.lower() == "content-type" for name in headers):
-            headers["Content-Type"] = body_content_type(body)
-    request = OutboundRequest(
+    request = render_request(
         method=action.http_method,
-        url=build_url(action.url, values),
-        headers=headers,
-        body=body,
+        url=action.url,
+        headers=action.headers,
+        body_template=action.body_template,
+        values=values,
+        extra_headers=secrets,
         idempotent=action.idempotent,
+        where=f" (rule {job.rule_id})",
     )
     with redacting(action.secret_headers):
-        result = await call_from_job(ctx, request)
-    summary = {"status": result.status, "body": result.text()[:BODY_SUMMARY_CHARS]}
+        summary = await send_http(ctx, request)
     return await _receipt(ctx, STEP_KEYS["http"], summary)
 
 
@@ -183,7 +173,7 @@ async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
 
 
 async def _update_data(
-    ctx: JobContext, job: AutomationJob, action: UpdateDataAction, snapshots: SnapshotCache
+    ctx: JobContext, job: AutomationJob, action: UpdateDataAction, engine: Engine
 ) -> Any:
     instance_id = job.instance_id
     if instance_id is None:
@@ -192,13 +182,8 @@ async def _update_data(
     lock = FirstLock(instance_id)
 
     async def write(conn: AsyncConnection) -> dict[str, Any]:
-        step = await open_step(
-            conn,
-            instance_id,
-            now=ctx.clock.now(),
-            actor=ACTOR,
-            snapshots=snapshots,
-            locked=lock.row,
+        step = await engine.open_step(
+            conn, instance_id, actor=ACTOR, now=ctx.clock.now(), locked=lock.row
         )
         status = step.instance["status"]
         if status in TERMINAL_INSTANCE_STATUSES:
@@ -221,8 +206,7 @@ async def _notify(
     ctx: JobContext, job: AutomationJob, action: NotifyAction, settings: Settings
 ) -> Any:
     values = await _values(ctx, job)
-    rendered = (render_text(r, values).strip() for r in action.recipients)
-    recipients = list(dict.fromkeys(r for r in rendered if r))
+    recipients = render_recipients(action.recipients, values)
     if not recipients:
         return Skip("no recipient is left after rendering the recipients")
     title = (
@@ -235,13 +219,14 @@ async def _notify(
     if action.channel == "inApp":
         return await ctx.step(key, _post_messages(ctx, job, recipients, title, body))
     if action.channel == "email":
-        await send_email(
-            settings, to=recipients, subject=title, body=body, before_data=ctx.mark_side_effect
-        )
+        await send_email_message(ctx, settings, to=recipients, subject=title, body=body)
         return await _receipt(ctx, key, {"channel": "email", "recipients": recipients})
     fields = {"title": title, "body": body}
     fields.update({n: render_text(t, values) for n, t in action.field_values.items()})
-    message_id = await _send_sms(ctx, action, recipients, fields, settings)
+    assert action.template_id is not None  # checked when the rule was saved
+    message_id = await send_sms_message(
+        ctx, settings, template_id=action.template_id, recipients=recipients, fields=fields
+    )
     return await _receipt(ctx, key, {"channel": "sms", "messageId": message_id})
 
 
@@ -264,18 +249,3 @@ def _post_messages(
         return {"channel": "inApp", "messageIds": ids}
 
     return post
-
-
-async def _send_sms(
-    ctx: JobContext,
-    action: NotifyAction,
-    recipients: list[str],
-    fields: dict[str, str],
-    settings: Settings,
-) -> str:
-    try:
-        gateway = gateway_from_settings(settings)
-    except ConfigurationError as exc:
-        raise PermanentError(exc.message) from None
-    assert action.template_id is not None  # checked when the rule was saved
-    return await gateway.send(ctx, action.template_id, recipients, fields)

@@ -1,9 +1,11 @@
-"""Job handlers of flowledger's own job types (one module per area). Importing
-this package registers them with the worker's handler registry; ``flowledger
-worker`` and ``flowledger run`` import it. It also installs the failure
-policies of SPEC C-1 as the engine's node-failure hook."""
+"""Job handlers of flowledger's own job types (one module per area), bound to
+a runtime's engine and settings by :func:`builtin_handlers`. Importing this
+package registers nothing and installs nothing: the runtime
+(:func:`flowledger.runtime.build_runtime`) builds the registry a worker runs."""
 
-from flowledger.compensation import policies
+from __future__ import annotations
+
+from flowledger.engine.facade import Engine
 from flowledger.handlers import (
     alert_jobs,
     automation_jobs,
@@ -12,8 +14,23 @@ from flowledger.handlers import (
     event_jobs,
     outbound_jobs,
 )
+from flowledger.settings import Settings
+from flowledger.worker.registry import HandlerRegistry
 
-__all__ = ["automation_jobs", "compensation_jobs", "engine_jobs", "event_jobs", "outbound_jobs"]
-__all__ += ["alert_jobs"]
 
-policies.install()
+def builtin_handlers(engine: Engine, settings: Settings) -> HandlerRegistry:
+    """A registry of every built-in handler, running with ``engine`` (and so
+    with its hooks) and ``settings``."""
+    return HandlerRegistry(
+        [
+            *engine_jobs.handlers(engine),
+            *outbound_jobs.handlers(engine, settings),
+            *event_jobs.handlers(),
+            *compensation_jobs.handlers(engine, settings),
+            *automation_jobs.handlers(engine, settings),
+            *alert_jobs.handlers(settings),
+        ]
+    )
+
+
+__all__ = ["builtin_handlers"]

@@ -40,8 +40,9 @@ from flowledger.ops.alerts.rules import get_rule
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.outbound.secrets import SecretUnreadable, secret_box
 from flowledger.outbound.signing import sign_headers
-from flowledger.settings import get_settings
-from flowledger.worker import JobContext, Skip, register_handler
+from flowledger.settings import Settings
+from flowledger.worker import JobContext, Skip
+from flowledger.worker.registry import Handler, define_handler
 
 DONE_STEP = "alert_notified"
 EVENT_HEADER = "X-Flowledger-Event"
@@ -95,7 +96,7 @@ async def _in_app(ctx: JobContext, event: dict[str, Any], recipients: list[str])
     return await ctx.step(DONE_STEP, post)
 
 
-async def alert_notification(ctx: JobContext) -> Any:
+async def alert_notification(ctx: JobContext, settings: Settings) -> Any:
     payload = ctx.payload
     try:
         event_id = int(payload["eventId"])
@@ -119,7 +120,7 @@ async def alert_notification(ctx: JobContext) -> Any:
     if channel == "email":
         recipients = [str(r) for r in payload.get("recipients") or []]
         await send_email(
-            get_settings(),
+            settings,
             to=recipients,
             subject=notices.subject(event),
             body=notices.text(event),
@@ -133,4 +134,10 @@ async def alert_notification(ctx: JobContext) -> Any:
     raise PermanentError(f"alert_notification job {ctx.job.id}: unknown channel {channel!r}")
 
 
-register_handler(ALERT_NOTIFICATION, alert_notification)
+def handlers(settings: Settings) -> list[Handler]:
+    """``alert_notification``, sending e-mail with ``settings``."""
+
+    async def handler(ctx: JobContext) -> Any:
+        return await alert_notification(ctx, settings)
+
+    return [define_handler(ALERT_NOTIFICATION, handler)]

@@ -39,6 +39,7 @@ from flowledger.compensation.tickets import add_log, get_ticket, set_action_stat
 from flowledger.db.compensation_schema import ActionStatus, LogKind
 from flowledger.definitions.model import CompensationAction
 from flowledger.engine.errors import InstanceNotFound
+from flowledger.engine.facade import Engine
 from flowledger.engine.step import lock_instance
 from flowledger.errors import (
     Deferred,
@@ -47,10 +48,12 @@ from flowledger.errors import (
     PermanentError,
     RetryableError,
 )
-from flowledger.handlers.engine_jobs import engine_for
+from flowledger.handlers.engine_jobs import bind
 from flowledger.ledger.fencing import job_lock_fenced
 from flowledger.ledger.receipts import receipt_get
-from flowledger.worker import JobContext, Skip, register_handler
+from flowledger.settings import Settings
+from flowledger.worker import JobContext, Skip
+from flowledger.worker.registry import Handler, define_handler
 
 RESULT_STEP = "compensation_result"
 ACTOR = "system"
@@ -138,7 +141,7 @@ def _outcome(result: Any) -> Any:
     return result
 
 
-async def compensation_action(ctx: JobContext) -> Any:
+async def compensation_action(ctx: JobContext, engine: Engine, settings: Settings) -> Any:
     run = _run_of(ctx)
     async with ctx.db.read() as conn:
         found, stored = await receipt_get(conn, ctx.job.operation_key, RESULT_STEP)
@@ -146,7 +149,6 @@ async def compensation_action(ctx: JobContext) -> Any:
         return _outcome(stored)
     attempt = f"attempt {ctx.job.attempt} of {ctx.job.max_attempts}"
     await _mark(ctx, run, ActionStatus.RUNNING, f"{run.action.type} action: {attempt} started", {})
-    snapshots = engine_for(ctx).snapshots
 
     async def lock(conn: AsyncConnection) -> None:
         await lock_instance(conn, run.instance_id)
@@ -154,13 +156,13 @@ async def compensation_action(ctx: JobContext) -> Any:
     try:
         external = None
         if run.action.type != "updateData":
-            external = await runners.call_external(ctx, run)
+            external = await runners.call_external(ctx, run, settings)
 
         async def finish(conn: AsyncConnection) -> dict[str, Any]:
             if external is not None:
                 result = external
             else:
-                result = await runners.update_data(conn, ctx, run, snapshots)
+                result = await runners.update_data(conn, ctx, run, engine)
             message = f"{run.action.type} action succeeded ({attempt})"
             status = ActionStatus.SUCCEEDED
             if result.get("skipped"):
@@ -183,4 +185,10 @@ async def compensation_action(ctx: JobContext) -> Any:
     return _outcome(result)
 
 
-register_handler(JOB_TYPE, compensation_action)
+def handlers(engine: Engine, settings: Settings) -> list[Handler]:
+    """``compensation_action``, bound to ``engine`` and ``settings``."""
+
+    async def action(ctx: JobContext, engine: Engine) -> Any:
+        return await compensation_action(ctx, engine, settings)
+
+    return [define_handler(JOB_TYPE, bind(engine, action))]

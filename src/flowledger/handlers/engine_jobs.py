@@ -9,27 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Database
 from flowledger.engine import async_steps, schedules
 from flowledger.engine.facade import Engine
 from flowledger.engine.instances import start_instance
-from flowledger.engine.step import FirstLock, Step, open_step
+from flowledger.engine.step import FirstLock, Step
 from flowledger.errors import PermanentError
-from flowledger.worker import JobContext, Skip, register_handler
+from flowledger.worker import JobContext, Skip
+from flowledger.worker.registry import Handler, HandlerFn, define_handler
 
 SYSTEM = "system"
-_engines: WeakKeyDictionary[Database, Engine] = WeakKeyDictionary()
-
-
-def engine_for(ctx: JobContext) -> Engine:
-    engine = _engines.get(ctx.db)
-    if engine is None:
-        engine = _engines[ctx.db] = Engine(ctx.db, ctx.clock)
-    return engine
 
 
 def _outcome(result: Any) -> Any:
@@ -39,21 +30,14 @@ def _outcome(result: Any) -> Any:
 
 
 async def _instance_step(
-    ctx: JobContext, instance_id: int, body: Callable[[Step], Awaitable[Any]]
+    ctx: JobContext, engine: Engine, instance_id: int, body: Callable[[Step], Awaitable[Any]]
 ) -> Any:
-    engine = engine_for(ctx)
 
     lock = FirstLock(instance_id)
 
     async def run(conn: AsyncConnection) -> Any:
-        step = await open_step(
-            conn,
-            instance_id,
-            now=ctx.clock.now(),
-            actor=SYSTEM,
-            snapshots=engine.snapshots,
-            job_id=ctx.job.id,
-            locked=lock.row,
+        step = await engine.open_step(
+            conn, instance_id, actor=SYSTEM, now=ctx.clock.now(), job_id=ctx.job.id, locked=lock.row
         )
         return await body(step)
 
@@ -70,47 +54,46 @@ def _skip_or_done(reason: str | None) -> dict[str, Any]:
     return {"skipped": reason} if reason else {"done": True}
 
 
-async def delay_wake(ctx: JobContext) -> Any:
+async def delay_wake(ctx: JobContext, engine: Engine) -> Any:
     instance_id, task_id = _ids(ctx)
 
     async def body(step: Step) -> dict[str, Any]:
         return _skip_or_done(await async_steps.wake_delay(step, task_id))
 
-    return await _instance_step(ctx, instance_id, body)
+    return await _instance_step(ctx, engine, instance_id, body)
 
 
-async def task_timeout(ctx: JobContext) -> Any:
+async def task_timeout(ctx: JobContext, engine: Engine) -> Any:
     instance_id, task_id = _ids(ctx)
 
     async def body(step: Step) -> dict[str, Any]:
         return _skip_or_done(await async_steps.task_timed_out(step, task_id))
 
-    return await _instance_step(ctx, instance_id, body)
+    return await _instance_step(ctx, engine, instance_id, body)
 
 
-async def subprocess_spawn(ctx: JobContext) -> Any:
+async def subprocess_spawn(ctx: JobContext, engine: Engine) -> Any:
     instance_id, task_id = _ids(ctx)
-    snapshots = engine_for(ctx).snapshots
+    snapshots = engine.snapshots
 
     async def body(step: Step) -> dict[str, Any]:
         child = await async_steps.spawn_child(step, task_id, snapshots=snapshots)
         return {"skipped": child} if isinstance(child, str) else {"childInstanceId": child}
 
-    return await _instance_step(ctx, instance_id, body)
+    return await _instance_step(ctx, engine, instance_id, body)
 
 
-async def subprocess_join(ctx: JobContext) -> Any:
+async def subprocess_join(ctx: JobContext, engine: Engine) -> Any:
     instance_id, task_id = _ids(ctx)
     child = int(ctx.payload["childInstanceId"])
 
     async def body(step: Step) -> dict[str, Any]:
         return _skip_or_done(await async_steps.join_child(step, task_id, child))
 
-    return await _instance_step(ctx, instance_id, body)
+    return await _instance_step(ctx, engine, instance_id, body)
 
 
-async def schedule_launch(ctx: JobContext) -> Any:
-    engine = engine_for(ctx)
+async def schedule_launch(ctx: JobContext, engine: Engine) -> Any:
     schedule_id = int(ctx.payload["scheduleId"])
 
     async def run(conn: AsyncConnection) -> dict[str, Any]:
@@ -125,6 +108,7 @@ async def schedule_launch(ctx: JobContext) -> Any:
             tenant=schedule["tenant_id"],
             now=ctx.clock.now(),
             snapshots=engine.snapshots,
+            hooks=engine.hooks,
             trace_id=ctx.job.trace_id,
         )
         return {"instanceId": instance_id}
@@ -132,11 +116,28 @@ async def schedule_launch(ctx: JobContext) -> Any:
     return _outcome(await ctx.step("schedule_launch", run))
 
 
-for _name, _fn in {
-    "delay_wake": delay_wake,
-    "task_timeout": task_timeout,
-    "subprocess_spawn": subprocess_spawn,
-    "subprocess_join": subprocess_join,
-    "schedule_launch": schedule_launch,
-}.items():
-    register_handler(_name, _fn)
+EngineJobFn = Callable[[JobContext, Engine], Awaitable[Any]]
+
+
+def bind(engine: Engine, fn: EngineJobFn) -> HandlerFn:
+    """``fn`` as a handler that runs with ``engine``."""
+
+    async def handler(ctx: JobContext) -> Any:
+        return await fn(ctx, engine)
+
+    handler.__name__ = getattr(fn, "__name__", "handler")
+    return handler
+
+
+def handlers(engine: Engine) -> list[Handler]:
+    """The engine's advancement handlers, bound to ``engine``."""
+    return [
+        define_handler(name, bind(engine, fn))
+        for name, fn in {
+            "delay_wake": delay_wake,
+            "task_timeout": task_timeout,
+            "subprocess_spawn": subprocess_spawn,
+            "subprocess_join": subprocess_join,
+            "schedule_launch": schedule_launch,
+        }.items()
+    ]

@@ -16,7 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.events.dispatch import dispatch_pending
 from flowledger.events.outbox import EVENT_DISPATCH
 from flowledger.events.webhooks import WEBHOOK_DELIVERY, deliver_webhook
-from flowledger.worker import JobContext, Skip, register_handler
+from flowledger.worker import JobContext, Skip
+from flowledger.worker.registry import Handler, define_handler
 
 
 async def event_dispatch(ctx: JobContext) -> Any:
@@ -30,5 +31,8 @@ async def event_dispatch(ctx: JobContext) -> Any:
     return result
 
 
-register_handler(EVENT_DISPATCH, event_dispatch)
-register_handler(WEBHOOK_DELIVERY, deliver_webhook)
+def handlers() -> list[Handler]:
+    return [
+        define_handler(EVENT_DISPATCH, event_dispatch),
+        define_handler(WEBHOOK_DELIVERY, deliver_webhook),
+    ]

@@ -1,27 +1,23 @@
 """The health snapshot service (SPEC O-16 health history): a periodic
-service on every worker that, once per cluster (the ``workflow-health-snapshot``
-leader lease of ``system_leader_leases``), snapshots the health score, the
+leader service (the ``workflow-health-snapshot`` lease of the process's
+leader elector) that, once per cluster, snapshots the health score, the
 inspection counts by rule and the runtime-status figures every
 ``FLOWLEDGER_HEALTH_SNAPSHOT_INTERVAL_S`` (default 300 s)."""
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
 from datetime import timedelta
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
-from flowledger.ledger.nodes import leader_acquire
 from flowledger.ops.health_history import measure, snapshot_due, store_snapshot
-from flowledger.settings import get_settings
-from flowledger.worker.services import PeriodicService
+from flowledger.worker.leader import LeaderElector
+from flowledger.worker.services import LeaderService
 
 SNAPSHOT_TASK = "workflow-health-snapshot"
 
 
-class HealthSnapshots(PeriodicService):
+class HealthSnapshots(LeaderService):
     name = SNAPSHOT_TASK
 
     def __init__(
@@ -29,13 +25,12 @@ class HealthSnapshots(PeriodicService):
         db: Database,
         clock: Clock,
         *,
-        interval_s: float | None = None,
+        interval_s: float,
         holder: str | None = None,
+        elector: LeaderElector | None = None,
     ) -> None:
-        settings = get_settings()
-        super().__init__(interval_s or settings.health_snapshot_interval_s)
+        super().__init__(db, interval_s, elector=elector, holder=holder)
         self.db, self.clock = db, clock
-        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     async def run_once(self) -> None:
         await self.snapshot_once()
@@ -46,9 +41,7 @@ class HealthSnapshots(PeriodicService):
         now = self.clock.now()
         interval = timedelta(seconds=self.interval_s)
         async with self.db.begin() as conn:
-            if not await leader_acquire(
-                conn, SNAPSHOT_TASK, self.holder, now=now, ttl=interval * 2
-            ):
+            if not await self.lead(conn, now=now):
                 return False
             if not await snapshot_due(conn, now=now, interval=interval):
                 return False

@@ -55,9 +55,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.engine import outbound_nodes, trigger_results
 from flowledger.engine.async_steps import held_task
-from flowledger.engine.facade import DEFAULT_TENANT
+from flowledger.engine.facade import DEFAULT_TENANT, Engine
 from flowledger.engine.node_failures import NodeFailure
-from flowledger.engine.step import FirstLock, Step, open_step
+from flowledger.engine.step import FirstLock, Step
 from flowledger.engine.tasks import SYSTEM
 from flowledger.errors import (
     Deferred,
@@ -67,13 +67,14 @@ from flowledger.errors import (
     PermanentError,
     RetryableError,
 )
-from flowledger.handlers.engine_jobs import engine_for
+from flowledger.handlers.engine_jobs import bind
 from flowledger.ledger.receipts import receipt_get
 from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
 from flowledger.outbound.signing import sign_headers
-from flowledger.settings import get_settings
+from flowledger.settings import Settings
 from flowledger.states import InstanceStatus, TaskStatus
-from flowledger.worker import JobContext, Skip, register_handler
+from flowledger.worker import JobContext, Skip
+from flowledger.worker.registry import Handler, define_handler
 
 
 class TriggerResultMappingFailed(PermanentError):
@@ -132,6 +133,7 @@ async def recorded_success(ctx: JobContext, step_key: str) -> dict[str, Any] | N
 
 async def _in_step(
     ctx: JobContext,
+    engine: Engine,
     instance_id: int,
     step_key: str,
     task_id: int,
@@ -143,19 +145,12 @@ async def _in_step(
     """Run ``body(step, task, token)`` in a fenced receipt ``step_key``;
     ``{"skipped": reason}`` when the task no longer holds its token at
     ``status``. ``recorded`` is merged into the receipt's result."""
-    snapshots = engine_for(ctx).snapshots
 
     lock = FirstLock(instance_id)
 
     async def run(conn: AsyncConnection) -> dict[str, Any]:
-        step = await open_step(
-            conn,
-            instance_id,
-            now=ctx.clock.now(),
-            actor=SYSTEM,
-            snapshots=snapshots,
-            job_id=ctx.job.id,
-            locked=lock.row,
+        step = await engine.open_step(
+            conn, instance_id, actor=SYSTEM, now=ctx.clock.now(), job_id=ctx.job.id, locked=lock.row
         )
         found = await held_task(step, task_id, status)
         if isinstance(found, str):
@@ -224,7 +219,7 @@ def _trigger_result(outcome: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-async def trigger_dispatch(ctx: JobContext) -> Any:
+async def trigger_dispatch(ctx: JobContext, engine: Engine) -> Any:
     instance_id, task_id = _ids(ctx)
     spec: dict[str, Any] = ctx.payload["request"]
     success_key = TRIGGER_DISPATCHED if spec.get("mode") == "async" else TRIGGER_RESULT
@@ -245,7 +240,7 @@ async def trigger_dispatch(ctx: JobContext) -> Any:
                 return {"failed": failure.code}
 
             key = attempt_key(ctx, "trigger-failed")
-            await _in_step(ctx, instance_id, key, task_id, TaskStatus.WAITING, failed)
+            await _in_step(ctx, engine, instance_id, key, task_id, TaskStatus.WAITING, failed)
         raise
     apply: Callable[[Step, Any, Any], Awaitable[dict[str, Any]]]
     if spec.get("mode") == "async":
@@ -268,6 +263,7 @@ async def trigger_dispatch(ctx: JobContext) -> Any:
         apply = succeeded
     outcome = await _in_step(
         ctx,
+        engine,
         instance_id,
         success_key,
         task_id,
@@ -281,10 +277,10 @@ async def trigger_dispatch(ctx: JobContext) -> Any:
 # ------------------------------------------------------- external approval
 
 
-def _signed(spec: dict[str, Any], ctx: JobContext) -> OutboundRequest:
+def _signed(spec: dict[str, Any], ctx: JobContext, settings: Settings) -> OutboundRequest:
     body = json.dumps(spec.get("body"), ensure_ascii=False, separators=(",", ":")).encode()
     headers = dict(spec.get("headers") or {})
-    secret = get_settings().callback_secret
+    secret = settings.callback_secret
     if secret:
         headers.update(sign_headers(secret, int(ctx.clock.now().timestamp()), body))
     return _outbound_request(spec, headers=headers, body=body)
@@ -301,7 +297,7 @@ def _dispatch_result(outcome: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-async def external_dispatch(ctx: JobContext) -> Any:
+async def external_dispatch(ctx: JobContext, engine: Engine, settings: Settings) -> Any:
     instance_id, task_id = _ids(ctx)
     done = await recorded_success(ctx, EXTERNAL_DISPATCHED)
     if done is not None:  # sent and recorded by an earlier attempt whose settlement was lost
@@ -311,7 +307,7 @@ async def external_dispatch(ctx: JobContext) -> Any:
         return Skip(reason)
     spec: dict[str, Any] = ctx.payload["request"]
     try:
-        result = await _call(ctx, spec, _signed(spec, ctx))
+        result = await _call(ctx, spec, _signed(spec, ctx, settings))
     except Exception as exc:
         failure = final_failure(ctx, exc)
         if failure is not None:
@@ -321,7 +317,7 @@ async def external_dispatch(ctx: JobContext) -> Any:
                 return {"fallback": applied}
 
             key = attempt_key(ctx, "dispatch-failed")
-            await _in_step(ctx, instance_id, key, task_id, TaskStatus.PENDING, fallback)
+            await _in_step(ctx, engine, instance_id, key, task_id, TaskStatus.PENDING, fallback)
         raise
 
     async def dispatched(step: Step, task: Any, _token: Any) -> dict[str, Any]:
@@ -332,6 +328,7 @@ async def external_dispatch(ctx: JobContext) -> Any:
 
     outcome = await _in_step(
         ctx,
+        engine,
         instance_id,
         EXTERNAL_DISPATCHED,
         task_id,
@@ -342,5 +339,13 @@ async def external_dispatch(ctx: JobContext) -> Any:
     return _dispatch_result(outcome)
 
 
-register_handler("trigger_dispatch", trigger_dispatch)
-register_handler("external_dispatch", external_dispatch)
+def handlers(engine: Engine, settings: Settings) -> list[Handler]:
+    """``trigger_dispatch`` and ``external_dispatch``, bound to ``engine``."""
+
+    async def external(ctx: JobContext, engine: Engine) -> Any:
+        return await external_dispatch(ctx, engine, settings)
+
+    return [
+        define_handler("trigger_dispatch", bind(engine, trigger_dispatch)),
+        define_handler("external_dispatch", bind(engine, external)),
+    ]

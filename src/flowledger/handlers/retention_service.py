@@ -23,11 +23,11 @@ import structlog
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.errors import ConfigurationError
-from flowledger.ledger.nodes import leader_acquire, new_node
 from flowledger.ops.analytics_time import server_time_zone
 from flowledger.ops.retention import RetentionRunning, last_scheduled_start, run_retention
-from flowledger.settings import get_settings
-from flowledger.worker.services import PeriodicService
+from flowledger.settings import Settings, get_settings
+from flowledger.worker.leader import LeaderElector
+from flowledger.worker.services import LeaderService
 
 log = structlog.get_logger("flowledger.retention")
 
@@ -43,7 +43,7 @@ def latest_slot(now: datetime, zone: ZoneInfo, at: time) -> datetime:
     return slot
 
 
-class DataRetention(PeriodicService):
+class DataRetention(LeaderService):
     name = RETENTION_TASK
 
     def __init__(
@@ -55,17 +55,16 @@ class DataRetention(PeriodicService):
         at: time,
         zone: ZoneInfo,
         holder: str | None = None,
+        elector: LeaderElector | None = None,
     ) -> None:
-        super().__init__(interval_s)
+        super().__init__(db, interval_s, elector=elector, holder=holder)
         self.db, self.clock, self.at, self.zone = db, clock, at, zone
-        self.holder = holder or new_node(["retention"], {}).id
         self.last_run: dict[str, object] | None = None
 
     async def run_once(self) -> None:
         now = self.clock.now()
         async with self.db.begin() as conn:
-            ttl = timedelta(seconds=self.interval_s * 2)
-            if not await leader_acquire(conn, RETENTION_TASK, self.holder, now=now, ttl=ttl):
+            if not await self.lead(conn, now=now):
                 return
             last = await last_scheduled_start(conn)
         if last is not None and last >= latest_slot(now, self.zone, self.at):
@@ -80,9 +79,16 @@ class DataRetention(PeriodicService):
         log.info("retention_ran", rows=self.last_run["rowsRemoved"])
 
 
-def retention_service(db: Database, clock: Clock) -> DataRetention:
-    """The service as configured by the settings."""
-    settings = get_settings()
+def retention_service(
+    db: Database,
+    clock: Clock,
+    *,
+    settings: Settings | None = None,
+    elector: LeaderElector | None = None,
+) -> DataRetention:
+    """The service as configured by ``settings`` (the process settings when
+    none are given)."""
+    settings = settings or get_settings()
     hours, minutes = (int(p) for p in settings.retention_time_of_day.split(":"))
     name = settings.retention_time_zone or server_time_zone()
     try:
@@ -92,5 +98,10 @@ def retention_service(db: Database, clock: Clock) -> DataRetention:
             f"unknown time zone {name!r}", field="FLOWLEDGER_RETENTION_TIME_ZONE"
         ) from exc
     return DataRetention(
-        db, clock, interval_s=settings.retention_interval_s, at=time(hours, minutes), zone=zone
+        db,
+        clock,
+        interval_s=settings.retention_interval_s,
+        at=time(hours, minutes),
+        zone=zone,
+        elector=elector,
     )

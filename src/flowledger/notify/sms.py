@@ -36,10 +36,10 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from flowledger.errors import ConfigurationError, PermanentError
+from flowledger.outbound.attempt import CallAttempt
 from flowledger.outbound.client import OutboundClient
 from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
 from flowledger.settings import Settings
-from flowledger.worker.context import JobContext
 
 _DETAIL_CHARS = 200
 
@@ -49,7 +49,7 @@ class SmsGateway(Protocol):
 
     async def send(
         self,
-        ctx: JobContext,
+        ctx: CallAttempt,
         template_id: str,
         recipients: Sequence[str],
         field_values: Mapping[str, str],
@@ -108,7 +108,7 @@ class HttpSmsGateway:
 
     async def send(
         self,
-        ctx: JobContext,
+        ctx: CallAttempt,
         template_id: str,
         recipients: Sequence[str],
         field_values: Mapping[str, str],

@@ -42,6 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.recovery_steps import recreate_job, waiting_task
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import lock_instance, open_step
@@ -129,9 +130,17 @@ async def _has_job(conn: AsyncConnection, job_type: str, task_id: int) -> int | 
 
 class _Runner:
     def __init__(
-        self, db: Database, run: RecoveryRun, *, now: datetime, snapshots: SnapshotCache, actor: str
+        self,
+        db: Database,
+        run: RecoveryRun,
+        *,
+        now: datetime,
+        snapshots: SnapshotCache,
+        hooks: EngineHooks,
+        actor: str,
     ) -> None:
         self.db, self.run, self.now, self.snapshots, self.actor = db, run, now, snapshots, actor
+        self.hooks = hooks
 
     def _next_run_at(self) -> datetime:
         return staggered_run_at(self.now, self.run.submitted, self.run.rate)
@@ -170,7 +179,12 @@ class _Runner:
         if existing is not None:
             raise _Skip(f"job {existing} exists for the task now")
         step = await open_step(
-            conn, item.instance_id, now=self.now, actor=self.actor, snapshots=self.snapshots
+            conn,
+            item.instance_id,
+            now=self.now,
+            actor=self.actor,
+            snapshots=self.snapshots,
+            hooks=self.hooks,
         )
         if item.canceled_job_id is not None:
             task = await waiting_task(step, item.job_type, item.task_id)
@@ -242,6 +256,7 @@ async def recovery_run(
     *,
     now: datetime,
     snapshots: SnapshotCache,
+    hooks: EngineHooks,
     actor: str,
     rate: int = DEFAULT_RATE,
     batch_id: str | None = None,
@@ -253,7 +268,7 @@ async def recovery_run(
     async with db.read() as conn:
         plan = await plan_in(conn, action, flt, now=now)
     run = RecoveryRun(action, batch_id or new_batch_id(), rate, now)
-    runner = _Runner(db, run, now=now, snapshots=snapshots, actor=actor)
+    runner = _Runner(db, run, now=now, snapshots=snapshots, hooks=hooks, actor=actor)
     for item in plan.items:
         run.items.append(await runner.one(item))
         if progress is not None:

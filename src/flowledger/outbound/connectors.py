@@ -47,6 +47,7 @@ from collections.abc import Mapping
 import structlog
 
 from flowledger.errors import FlowledgerError, PermanentError
+from flowledger.outbound.attempt import CallAttempt
 from flowledger.outbound.connector_auth import auth_headers
 from flowledger.outbound.connector_errors import (
     ConnectorCircuitOpen,
@@ -73,7 +74,6 @@ from flowledger.outbound.job_calls import (
     encode_body,
 )
 from flowledger.outbound.records import redact_url, redacting
-from flowledger.worker.context import JobContext
 
 __all__ = [
     "ConnectorCircuitOpen",
@@ -104,7 +104,7 @@ def _merge(*layers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-async def _load(ctx: JobContext, tenant_id: str, key: str) -> Connector:
+async def _load(ctx: CallAttempt, tenant_id: str, key: str) -> Connector:
     async with ctx.db.read() as conn:
         connector = await get_connector_by_key(conn, tenant=tenant_id, key=key)
     if connector is None:
@@ -115,7 +115,7 @@ async def _load(ctx: JobContext, tenant_id: str, key: str) -> Connector:
 
 
 async def _send(
-    ctx: JobContext, connector: Connector, method: str, request: OutboundRequest
+    ctx: CallAttempt, connector: Connector, method: str, request: OutboundRequest
 ) -> OutboundResult:
     """Steps 1-6 of the module docstring, for a loaded connector."""
     if not connector.enabled:
@@ -162,7 +162,7 @@ def _status_of(exc: BaseException) -> int | None:
 
 
 async def _audit(
-    ctx: JobContext,
+    ctx: CallAttempt,
     connector: Connector,
     *,
     method: str,
@@ -204,7 +204,7 @@ async def _audit(
 
 
 async def call_connector(
-    ctx: JobContext, *, tenant_id: str, connector_key: str, request: OutboundRequest
+    ctx: CallAttempt, *, tenant_id: str, connector_key: str, request: OutboundRequest
 ) -> OutboundResult:
     """Send ``request`` (``request.url`` is a path relative to the connector's
     base URL) through the connector ``connector_key`` of ``tenant_id`` on

@@ -73,6 +73,7 @@ import httpx
 import structlog
 
 from flowledger.errors import ExternalOutcomeUnconfirmed, PermanentError, RetryableError
+from flowledger.outbound.attempt import CallAttempt
 from flowledger.outbound.client import OutboundClient, OutboundResponse, shared_client
 from flowledger.outbound.records import (
     Record,
@@ -83,7 +84,6 @@ from flowledger.outbound.records import (
     response_record,
 )
 from flowledger.outbound.ssrf import OutboundRefused, ResolutionFailed
-from flowledger.worker.context import JobContext
 
 log = structlog.get_logger("flowledger.outbound")
 
@@ -199,7 +199,7 @@ def _printable(text: str) -> str:
     return repr(text) if _CONTROL.search(text) else text
 
 
-def _prepare(ctx: JobContext, request: OutboundRequest) -> tuple[httpx.Headers, bytes | None]:
+def _prepare(ctx: CallAttempt, request: OutboundRequest) -> tuple[httpx.Headers, bytes | None]:
     headers = httpx.Headers(
         {k: v for k, v in request.headers.items() if k.lower() not in _FRAMING_HEADERS}
     )
@@ -215,7 +215,7 @@ def _retry_after_ms(response: OutboundResponse) -> int | None:
     return min(int(value) * 1000, MAX_RETRY_AFTER_MS) if value.isdigit() else None
 
 
-async def _until_abort(ctx: JobContext, coro: Coroutine[Any, Any, T]) -> T:
+async def _until_abort(ctx: CallAttempt, coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` unless the job's abort signal fires first."""
     if ctx.aborted:
         coro.close()
@@ -240,7 +240,7 @@ def _fail(error: E, request: Record, response: Record | None) -> E:
 
 
 async def call_from_job(
-    ctx: JobContext, request: OutboundRequest, *, client: OutboundClient | None = None
+    ctx: CallAttempt, request: OutboundRequest, *, client: OutboundClient | None = None
 ) -> OutboundResult:
     """Send ``request`` on behalf of the job of ``ctx``; see the module docstring."""
     client = client or shared_client()

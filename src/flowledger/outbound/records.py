@@ -7,11 +7,12 @@ decoded as UTF-8 (undecodable bytes replaced) and cut at the configured size
 with a visible marker, the status and the duration. A call that got no
 response records ``status: null`` and the error instead.
 
-Secret headers: ``Authorization``, ``Proxy-Authorization``, ``Cookie``,
-``Set-Cookie``, ``X-Api-Key``, ``Api-Key`` and any header whose name contains
-``secret``, ``token``, ``password``, ``passwd``, ``apikey``, ``api-key``,
-``api_key``, ``session``, ``credential`` or ``signature`` (an HMAC signature
-such as ``X-Flowledger-Signature`` lets anyone who reads it replay the signed
+Secret headers (the rule is :mod:`flowledger.definitions.secret_names`):
+``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``Set-Cookie``,
+``X-Api-Key``, ``Api-Key`` and any header whose name contains ``secret``,
+``token``, ``password``, ``passwd``, ``apikey``, ``api-key``, ``api_key``,
+``session``, ``credential`` or ``signature`` (an HMAC signature such as
+``X-Flowledger-Signature`` lets anyone who reads it replay the signed
 request). ``X-Idempotency-Key`` is kept: it is an identifier, not a secret.
 Inside :func:`redacting` (a context manager; connectors use it for an API-key
 header of any name, automation rules for their secret headers) further header
@@ -30,22 +31,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from flowledger.definitions.secret_names import SECRET_HEADERS as SECRET_HEADERS
+from flowledger.definitions.secret_names import SECRET_PARTS as SECRET_PARTS
+from flowledger.definitions.secret_names import is_secret as is_secret
+
 REDACTED = "[redacted]"
-SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
-)
-SECRET_PARTS = (
-    "secret",
-    "token",
-    "password",
-    "passwd",
-    "apikey",
-    "api-key",
-    "api_key",
-    "session",
-    "credential",
-    "signature",
-)
 _SECRET_PARAMS = frozenset({"key", "sig", "signature", "auth", "code"})
 _QUERY_PARAM = re.compile(r"([?&])([^=&#]*)=([^&#]*)")
 
@@ -63,12 +53,6 @@ class Recorded(Exception):
 
     request: Record | None = None
     response: Record | None = None
-
-
-def is_secret(name: str) -> bool:
-    """Whether a header (or query parameter) named ``name`` carries a secret."""
-    lowered = name.strip().lower()
-    return lowered in SECRET_HEADERS or any(part in lowered for part in SECRET_PARTS)
 
 
 @contextmanager

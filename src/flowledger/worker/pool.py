@@ -19,7 +19,7 @@ from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import ClaimedJob
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
-from flowledger.worker.registry import get_handler
+from flowledger.worker.registry import HandlerRegistry
 from flowledger.worker.settler import Settler
 
 log = structlog.get_logger("flowledger.worker")
@@ -38,9 +38,16 @@ class PoolConfig:
 
 class PoolRunner:
     def __init__(
-        self, db: Database, clock: Clock, settler: Settler, node_id: str, config: PoolConfig
+        self,
+        db: Database,
+        clock: Clock,
+        settler: Settler,
+        node_id: str,
+        config: PoolConfig,
+        handlers: HandlerRegistry,
     ) -> None:
         self.db, self.clock, self.settler, self.node_id = db, clock, settler, node_id
+        self.handlers = handlers
         self.config = config
         self.poke = db.hub.subscribe(config.name)
         self.busy = 0
@@ -123,7 +130,7 @@ class PoolRunner:
         )
         try:
             outcome = await execute(
-                ctx, get_handler(ctx.job.type), abort_grace_s=self.config.abort_grace_s
+                ctx, self.handlers.get(ctx.job.type), abort_grace_s=self.config.abort_grace_s
             )
         except Exception as exc:  # a bug in the executor itself must not kill the pool
             log.error("executor_failed", job_id=ctx.job.id, error=str(exc))

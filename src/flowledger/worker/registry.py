@@ -1,6 +1,9 @@
-"""The handler registry: how users (and flowledger itself) bind a job type
-name to a handler function, a pool and a budget. Registering a handler also
-registers its job type with the ledger so jobs of that type can be enqueued.
+"""Handler registries: how users (and flowledger itself) bind a job type name
+to a handler function, a pool and a budget. A :class:`HandlerRegistry` is a
+plain object — the runtime builds one (flowledger's own handlers plus the
+modules named by ``--import``) and gives it to the worker; there is no
+process-wide registry. Defining a handler also registers its job type with
+the ledger so jobs of that type can be enqueued.
 
     from flowledger.worker import job_handler, JobContext
 
@@ -8,7 +11,9 @@ registers its job type with the ledger so jobs of that type can be enqueued.
     async def send_invoice(ctx: JobContext) -> dict:
         ...
 
-``flowledger worker --import myapp.jobs`` imports such modules at start-up.
+``flowledger worker --import myapp.jobs`` imports such modules at start-up
+and adds every decorated function (and every module-level :class:`Handler`,
+as :func:`define_handler` returns) to the worker's registry.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from flowledger.errors import ConfigurationError
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
     from flowledger.worker.context import JobContext
 
 HandlerFn = Callable[["JobContext"], Awaitable[Any]]
+MARK = "__flowledger_handler__"
 
 
 @dataclass(frozen=True)
@@ -43,10 +50,7 @@ class Handler:
     fn: HandlerFn
 
 
-_handlers: dict[str, Handler] = {}
-
-
-def register_handler(
+def define_handler(
     name: str,
     fn: HandlerFn,
     *,
@@ -55,8 +59,9 @@ def register_handler(
     execution_timeout_ms: int = DEFAULT_EXECUTION_TIMEOUT_MS,
     priority: int = DEFAULT_PRIORITY,
 ) -> Handler:
-    """Bind ``fn`` to job type ``name`` (registering the type). A built-in type
-    keeps its own pool and budget; the handler only supplies the code."""
+    """Bind ``fn`` to job type ``name`` (registering the type with the
+    ledger). A built-in type keeps its own pool and budget; the handler only
+    supplies the code. The result belongs in a :class:`HandlerRegistry`."""
     if pool not in (Pool.LEDGER, Pool.OUTBOUND):
         raise ConfigurationError(
             f"unknown pool {pool!r}: use {Pool.LEDGER!r} or {Pool.OUTBOUND!r}", field="pool"
@@ -67,34 +72,73 @@ def register_handler(
         job_type = register_job_type(
             JobType(name, pool, max_attempts, execution_timeout_ms, priority)
         )
-    handler = Handler(job_type, fn)
-    _handlers[name] = handler
-    return handler
+    return Handler(job_type, fn)
 
 
 def job_handler(name: str, **options: Any) -> Callable[[HandlerFn], HandlerFn]:
-    """Decorator form of :func:`register_handler`."""
+    """Decorator form of :func:`define_handler`: marks ``fn`` so that
+    :meth:`HandlerRegistry.load_module` finds it."""
 
     def decorate(fn: HandlerFn) -> HandlerFn:
-        register_handler(name, fn, **options)
+        setattr(fn, MARK, define_handler(name, fn, **options))
         return fn
 
     return decorate
 
 
-def get_handler(name: str) -> Handler | None:
-    return _handlers.get(name)
+class HandlerRegistry:
+    """The handlers one worker runs, by job type name."""
 
+    def __init__(self, handlers: Iterable[Handler] = ()) -> None:
+        self._handlers: dict[str, Handler] = {}
+        for handler in handlers:
+            self.add(handler)
 
-def import_handler_modules(modules: list[str]) -> None:
-    """Import the modules named by ``--import`` so their handlers register.
-    The current directory is importable, as with ``python -m``."""
-    if modules and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise ConfigurationError(
-                f"cannot import handler module {module!r}: {exc}", field="--import"
-            ) from exc
+    def add(self, handler: Handler) -> Handler:
+        self._handlers[handler.job_type.name] = handler
+        return handler
+
+    def register(self, name: str, fn: HandlerFn, **options: Any) -> Handler:
+        """:func:`define_handler` and add the result."""
+        return self.add(define_handler(name, fn, **options))
+
+    def include(self, other: HandlerRegistry) -> HandlerRegistry:
+        for handler in other:
+            self.add(handler)
+        return self
+
+    def get(self, name: str) -> Handler | None:
+        return self._handlers.get(name)
+
+    def __iter__(self) -> Iterator[Handler]:
+        return iter(list(self._handlers.values()))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._handlers
+
+    def load_module(self, module: ModuleType) -> int:
+        """Add the handlers ``module`` defines (decorated functions and
+        module-level :class:`Handler` values); how many it added."""
+        found = 0
+        for value in vars(module).values():
+            handler = getattr(value, MARK, None) if callable(value) else None
+            if isinstance(value, Handler):
+                handler = value
+            if isinstance(handler, Handler):
+                self.add(handler)
+                found += 1
+        return found
+
+    def import_modules(self, modules: list[str]) -> None:
+        """Import the modules named by ``--import`` and add their handlers.
+        The current directory is importable, as with ``python -m``."""
+        if modules and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        for name in modules:
+            try:
+                module = importlib.import_module(name)
+            except ImportError as exc:
+                raise ConfigurationError(
+                    f"cannot import handler module {name!r}: {exc}", field="--import"
+                ) from exc
+            self.load_module(module)

@@ -1,56 +1,116 @@
-"""The periodic services of a worker process, all of one shape (a config with
-defaults, ``run_once`` kept apart from the loop, jittered sleeps, a stop
-event): lease renewal with abort signals (SPEC L-10, L-11), node heartbeats
-(L-21) and the cluster-wide ``workflow-jobs-drain`` task behind a leader lease
-(L-20)."""
+"""The periodic services of a worker process, all of one shape (an interval
+and a jitter validated at construction, ``run_once`` kept apart from the
+loop, jittered sleeps, a stop event, test signals): lease renewal with abort
+signals (SPEC L-10, L-11), node heartbeats (L-21) and, as a
+:class:`LeaderService` behind the process's leader elector, the cluster-wide
+``workflow-jobs-drain`` task (L-20). The engine's maintenance services (the
+schedule planner, health snapshots, retention, alert evaluation) are
+:class:`LeaderService` too (:mod:`flowledger.handlers.services`)."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
+from flowledger.errors import ConfigurationError
 from flowledger.ledger.fencing import jobs_renew_leases
-from flowledger.ledger.nodes import leader_acquire, node_heartbeat
+from flowledger.ledger.nodes import node_heartbeat
 from flowledger.ledger.rescue import RescueReport, jobs_rescue
 from flowledger.ledger.task_runs import task_run_record
 from flowledger.worker.context import AbortReason, JobContext
+from flowledger.worker.leader import LeaderElector
 
 log = structlog.get_logger("flowledger.worker")
 
 DRAIN_TASK = "workflow-jobs-drain"
 
 
+MAX_JITTER = 0.5
+
+
 class PeriodicService:
-    """Run ``run_once`` every ``interval_s`` (±10 % jitter) until stopped.
-    A failing run is logged and retried at the next tick; it never stops the
-    worker."""
+    """Run ``run_once`` every ``interval_s`` (± ``jitter`` of it) until the
+    stop event is set. A failing run is logged and retried at the next tick;
+    it never stops the worker (an error escaping the loop itself does: the
+    worker's supervisor then stops the process).
+
+    Test signals: ``runs`` counts finished runs, ``last_error`` keeps the
+    latest failure, and ``ran`` is set after each run (clear it to wait for
+    the next one)."""
 
     name = "service"
 
-    def __init__(self, interval_s: float) -> None:
-        self.interval_s = interval_s
+    def __init__(self, interval_s: float, *, jitter: float = 0.1) -> None:
+        if not interval_s > 0:
+            raise ConfigurationError(
+                f"{self.name}: the interval must be positive (got {interval_s})",
+                field="interval_s",
+            )
+        if not 0 <= jitter <= MAX_JITTER:
+            raise ConfigurationError(
+                f"{self.name}: jitter must be between 0 and {MAX_JITTER}", field="jitter"
+            )
+        self.interval_s, self.jitter = interval_s, jitter
+        self.runs = 0
+        self.last_error: BaseException | None = None
+        self.ran = asyncio.Event()
 
     async def run_once(self) -> None:
         raise NotImplementedError
+
+    def next_delay(self) -> float:
+        return self.interval_s * random.uniform(1 - self.jitter, 1 + self.jitter)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
                 await self.run_once()
+                self.last_error = None
             except Exception as exc:
+                self.last_error = exc
                 log.warning("service_failed", service=self.name, error=str(exc))
-            delay = self.interval_s * random.uniform(0.9, 1.1)
+            self.runs += 1
+            self.ran.set()
             try:
-                async with asyncio.timeout(delay):
+                async with asyncio.timeout(self.next_delay()):
                     await stop.wait()
             except TimeoutError:
                 pass
+
+
+class LeaderService(PeriodicService):
+    """A periodic service that runs once per cluster: ``run_once`` leads
+    under the lease named like the service through the process's
+    :class:`~flowledger.worker.leader.LeaderElector` (its own when none is
+    given; ``holder`` names it)."""
+
+    def __init__(
+        self,
+        db: Database,
+        interval_s: float,
+        *,
+        elector: LeaderElector | None = None,
+        holder: str | None = None,
+        jitter: float = 0.1,
+    ) -> None:
+        super().__init__(interval_s, jitter=jitter)
+        self.elector = elector or LeaderElector(db, holder)
+
+    @property
+    def holder(self) -> str:
+        return self.elector.holder
+
+    async def lead(self, conn: AsyncConnection, *, now: datetime, ttl_intervals: int = 2) -> bool:
+        """Take or extend this service's lease (TTL ``ttl_intervals`` intervals)."""
+        ttl = timedelta(seconds=self.interval_s * ttl_intervals)
+        return await self.elector.lead(conn, self.name, now=now, ttl=ttl)
 
 
 class LeaseRenewer(PeriodicService):
@@ -123,25 +183,30 @@ def drain_summary(report: RescueReport) -> dict[str, object]:
     }
 
 
-class Drain(PeriodicService):
+class Drain(LeaderService):
     """``workflow-jobs-drain``: once per cluster (leader lease row), reclaim
     expired leases and republish wake hints, and record the run (what it
     reclaimed) in ``system_task_runs``. Runs no handler."""
 
     name = DRAIN_TASK
 
-    def __init__(self, db: Database, clock: Clock, node_id: str, *, interval_s: float) -> None:
-        super().__init__(interval_s)
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        node_id: str,
+        *,
+        interval_s: float,
+        elector: LeaderElector | None = None,
+    ) -> None:
+        super().__init__(db, interval_s, elector=elector or LeaderElector(db, node_id))
         self.db, self.clock, self.node_id = db, clock, node_id
         self.last_report: RescueReport | None = None
 
     async def run_once(self) -> None:
         now = self.clock.now()
         async with self.db.begin() as conn:
-            leader = await leader_acquire(
-                conn, DRAIN_TASK, self.node_id, now=now, ttl=timedelta(seconds=self.interval_s * 2)
-            )
-            if not leader:
+            if not await self.lead(conn, now=now):
                 return
             self.last_report = await jobs_rescue(conn, now=now)
             await task_run_record(

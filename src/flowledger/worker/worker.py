@@ -2,14 +2,16 @@
 pools, the settler, the wake listener, lease renewal, heartbeats and the
 drain, and shuts down gracefully — stop claiming, let running handlers finish
 within the grace period, abort and release the rest, flush settlements, mark
-the node stopped. If any sub-service dies, the whole worker stops (it is
-better to restart than to run half a worker)."""
+the node stopped, resign every leader lease. If any sub-service dies, the
+whole worker stops (:mod:`flowledger.worker.supervisor`: it is better to
+restart than to run half a worker)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 from sqlalchemy.exc import DBAPIError, InterfaceError
@@ -21,9 +23,12 @@ from flowledger.settings import Settings
 from flowledger.states import Pool
 from flowledger.worker import wake
 from flowledger.worker.context import AbortReason, JobContext
+from flowledger.worker.leader import LeaderElector
 from flowledger.worker.pool import PoolConfig, PoolRunner
+from flowledger.worker.registry import HandlerRegistry
 from flowledger.worker.services import Drain, Heartbeat, LeaseRenewer, PeriodicService
 from flowledger.worker.settler import Settler
+from flowledger.worker.supervisor import first_to_end
 
 log = structlog.get_logger("flowledger.worker")
 STARTUP_FIRST_DELAY_S = 0.5
@@ -76,12 +81,20 @@ class Worker:
         *,
         clock: Clock | None = None,
         roles: list[str] | None = None,
-        extra_services: Callable[[Database, Clock], list[PeriodicService]] | None = None,
+        handlers: HandlerRegistry | None = None,
+        extra_services: Callable[[Database, Clock, LeaderElector], list[PeriodicService]]
+        | None = None,
     ) -> None:
+        """A worker over ``db`` running ``handlers`` (none when not given: a
+        job of a type it has no handler for ends dead). ``extra_services``
+        builds the maintenance services from the database, the clock and this
+        process's leader elector (the runtime passes the engine's)."""
         self.db = db
         self.config = config or WorkerConfig()
         self.clock: Clock = clock or (SystemClock() if db.is_sqlite else DatabaseClock())
         self.node: NodeInfo = new_node(roles or ["worker"], dict(self.config.pools))
+        self.handlers = handlers or HandlerRegistry()
+        self.elector = LeaderElector(db, self.node.id)
         self.settler = Settler(db, self.clock)
         self.pools = [
             PoolRunner(
@@ -96,6 +109,7 @@ class Worker:
                     self.config.lease_ms,
                     self.config.abort_grace_s,
                 ),
+                self.handlers,
             )
             for name, slots in self.config.pools.items()
         ]
@@ -114,8 +128,14 @@ class Worker:
             self.slots_in_use,
             interval_s=self.config.heartbeat_interval_s,
         )
-        self.drain = Drain(db, self.clock, self.node.id, interval_s=self.config.drain_interval_s)
-        self.extra_services = extra_services(db, self.clock) if extra_services else []
+        self.drain = Drain(
+            db,
+            self.clock,
+            self.node.id,
+            interval_s=self.config.drain_interval_s,
+            elector=self.elector,
+        )
+        self.extra_services = extra_services(db, self.clock, self.elector) if extra_services else []
         self.started = asyncio.Event()
 
     def inflight(self) -> list[JobContext]:
@@ -165,36 +185,36 @@ class Worker:
         log.info("worker_started", node=self.node.id, pools=self.config.pools)
         stop_claiming = asyncio.Event()
         stop_services = asyncio.Event()
-        claimers = [asyncio.ensure_future(pool.run(stop_claiming)) for pool in self.pools]
-        services = [
-            asyncio.ensure_future(self.settler.run(stop_services)),
-            asyncio.ensure_future(self.renewer.run(stop_services)),
-            asyncio.ensure_future(self.heartbeat.run(stop_services)),
-        ]
+        claimers: dict[str, asyncio.Future[Any]] = {
+            f"pool:{pool.config.name}": asyncio.ensure_future(pool.run(stop_claiming))
+            for pool in self.pools
+        }
+        services: dict[str, asyncio.Future[Any]] = {
+            "settler": asyncio.ensure_future(self.settler.run(stop_services)),
+            "lease_renewer": asyncio.ensure_future(self.renewer.run(stop_services)),
+            "heartbeat": asyncio.ensure_future(self.heartbeat.run(stop_services)),
+        }
         if self.config.listen:
-            services.append(asyncio.ensure_future(wake.listen(self.db, stop_services)))
+            services["wake_listener"] = asyncio.ensure_future(wake.listen(self.db, stop_services))
         if self.config.run_drain:
-            services.append(asyncio.ensure_future(self.drain.run(stop_services)))
+            services[self.drain.name] = asyncio.ensure_future(self.drain.run(stop_services))
         for service in self.extra_services:
-            services.append(asyncio.ensure_future(service.run(stop_services)))
-        stop_wait = asyncio.ensure_future(stop.wait())
+            services[service.name] = asyncio.ensure_future(service.run(stop_services))
         self.started.set()
         try:
-            done, _ = await asyncio.wait(
-                [stop_wait, *claimers, *services], return_when=asyncio.FIRST_COMPLETED
-            )
-            for task in done:
-                if task is not stop_wait and task.exception() is not None:
-                    log.error("worker_service_died", error=str(task.exception()))
+            await first_to_end(stop, {**claimers, **services})
         finally:
-            stop_wait.cancel()
             stop_claiming.set()
             for pool in self.pools:
                 pool.wake()
-            await asyncio.gather(*claimers, return_exceptions=True)
+            await asyncio.gather(*claimers.values(), return_exceptions=True)
             await self._finish_running()
             stop_services.set()
-            await asyncio.gather(*services, return_exceptions=True)
+            await asyncio.gather(*services.values(), return_exceptions=True)
+            try:
+                await self.elector.resign()  # another node leads at its next tick
+            except Exception as exc:
+                log.warning("leader_resign_failed", error=str(exc))
             try:
                 async with self.db.begin() as conn:
                     await node_stop(conn, self.node.id, now=self.clock.now())

@@ -227,6 +227,7 @@ async def run_recovery(
             body.recovery_filter(caller.tenant_scope),
             now=ctx.now(),
             snapshots=ctx.engine.snapshots,
+            hooks=ctx.engine.hooks,
             actor=caller.user_id,
             rate=body.stagger,
         )

@@ -27,7 +27,6 @@ from flowledger.api.permissions import (
     require_any,
     require_own,
 )
-from flowledger.api.reassign import reassign_task as reassign
 from flowledger.api.schemas import (
     MAX_ID,
     CommentCreate,
@@ -40,6 +39,7 @@ from flowledger.api.schemas import (
     TaskTransfer,
 )
 from flowledger.engine import queries
+from flowledger.ops.task_reassign import reassign_task as reassign
 from flowledger.states import TaskStatus
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
@@ -232,6 +232,11 @@ async def reassign_task(
         entry.tenant_id = task["tenant_id"]
         entry.detail.update(instanceId=task["instance_id"], to=body.to, previous=task["assignee"])
         await reassign(
-            ctx, task_id, task["instance_id"], body.to, actor=caller.user_id, reason=body.reason
+            ctx.engine,
+            task_id,
+            task["instance_id"],
+            body.to,
+            actor=caller.user_id,
+            reason=body.reason,
         )
     return await _task(ctx, caller, task_id)

@@ -1,34 +1,29 @@
 """The leader-gated alert evaluator service (SPEC O-22, L-20): every
 ``FLOWLEDGER_ALERT_EVAL_INTERVAL_S`` seconds (default 60, ±10 % jitter) each
 worker's instance tries to take the ``workflow-alert-evaluate`` leader lease
-(:func:`~flowledger.ledger.nodes.leader_acquire`, TTL two intervals); only
+through the process's leader elector (TTL two intervals); only
 the holder runs :func:`~flowledger.ops.alerts.evaluator.evaluate_once`. A
-leader that dies is replaced once its lease lapses. Even overlapping
+leader that dies is replaced once its lease lapses; one that stops resigns
+(releases it) so another takes over at its next tick. Even overlapping
 leaders write each transition once (see the evaluator's conditional
 updates and UNIQUE events)."""
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
-from datetime import timedelta
-
 import structlog
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
-from flowledger.ledger.nodes import leader_acquire
 from flowledger.ops.alerts.evaluator import EvaluationSummary, evaluate_once
-from flowledger.settings import get_settings
-from flowledger.worker.services import PeriodicService
+from flowledger.worker.leader import LeaderElector
+from flowledger.worker.services import LeaderService
 
 log = structlog.get_logger("flowledger.alerts")
 
 EVALUATE_TASK = "workflow-alert-evaluate"
 
 
-class AlertEvaluator(PeriodicService):
+class AlertEvaluator(LeaderService):
     name = EVALUATE_TASK
 
     def __init__(
@@ -36,23 +31,17 @@ class AlertEvaluator(PeriodicService):
         db: Database,
         clock: Clock,
         *,
-        interval_s: float | None = None,
+        interval_s: float,
         holder: str | None = None,
+        elector: LeaderElector | None = None,
     ) -> None:
-        super().__init__(interval_s or get_settings().alert_eval_interval_s)
+        super().__init__(db, interval_s, elector=elector, holder=holder)
         self.db, self.clock = db, clock
-        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.last_summary: EvaluationSummary | None = None
 
     async def run_once(self) -> None:
         async with self.db.begin() as conn:
-            leader = await leader_acquire(
-                conn,
-                EVALUATE_TASK,
-                self.holder,
-                now=self.clock.now(),
-                ttl=timedelta(seconds=self.interval_s * 2),
-            )
+            leader = await self.lead(conn, now=self.clock.now())
         if not leader:
             self.last_summary = None
             return

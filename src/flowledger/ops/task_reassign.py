@@ -3,17 +3,15 @@
 same node of the same instance (that includes the task itself: reassigning
 to the current assignee changes nothing and is refused the same way).
 
-The engine's facade has no reassign yet, so this operator action lives here,
-built from the engine's own pieces: one engine step (instance row locked
-first, SPEC L-13), the conflict check and the assignee change inside it, so
-two concurrent reassigns of one instance cannot both pass the check. It
-belongs with the operator actions (``ops/``) or ``Engine.reassign`` once
-those exist; the route does not change when it moves."""
+An operator action beside the others in ``ops/``, built from the engine's
+own pieces: one engine step (instance row locked first, SPEC L-13), the
+conflict check and the assignee change inside it, so two concurrent
+reassigns of one instance cannot both pass the check. The API route
+(``POST /tasks/{taskId}/reassign``) audits and calls it."""
 
 from __future__ import annotations
 
-from flowledger.api.deps import ApiContext
-from flowledger.engine import actions, queries
+from flowledger.engine import Engine, actions, queries
 from flowledger.engine.errors import TaskNotFound
 from flowledger.errors import ConflictError
 
@@ -23,9 +21,10 @@ class AssigneeConflict(ConflictError):
 
 
 async def reassign_task(
-    ctx: ApiContext, task_id: int, instance_id: int, to_user: str, *, actor: str, reason: str
+    engine: Engine, task_id: int, instance_id: int, to_user: str, *, actor: str, reason: str
 ) -> None:
-    async with ctx.db.begin() as conn, ctx.engine.step(conn, instance_id, actor) as step:
+    """Give pending task ``task_id`` of ``instance_id`` to ``to_user`` in one step."""
+    async with engine.db.begin() as conn, engine.step(conn, instance_id, actor) as step:
         task = await queries.get_task(conn, task_id)
         if task is None or task["instance_id"] != instance_id:
             raise TaskNotFound(f"task {task_id} not found", field="taskId")

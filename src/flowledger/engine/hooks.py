@@ -1,0 +1,50 @@
+"""The engine's hooks (SPEC C-1, C-3, C-9): what a higher layer plugs into a
+step — the node-failure policy, what runs when a repair task is handled, and
+what runs when an instance ends. An :class:`EngineHooks` value is given to
+:class:`~flowledger.engine.Engine` when it is built and every step carries
+it; there is no process-wide hook. ``EngineHooks()`` (:data:`NO_HOOKS`) is an
+engine without failure policies: a failed node follows the built-in
+behaviour of :mod:`flowledger.engine.node_failures`. The compensation
+package builds the hooks that add them
+(:func:`flowledger.compensation.policies.compensation_hooks`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from flowledger.states import InstanceStatus
+
+if TYPE_CHECKING:
+    from flowledger.definitions.model import Node
+    from flowledger.engine.node_failures import NodeFailure
+    from flowledger.engine.step import Step
+    from flowledger.engine.tokens import Token
+
+NodeFailureHook = Callable[
+    ["Step", "Token", "Node", "NodeFailure"], Awaitable["list[Token] | None"]
+]
+RepairHandledHook = Callable[["Step", int], Awaitable[object]]
+InstanceEndedHook = Callable[["Step", InstanceStatus], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class EngineHooks:
+    """The hooks of one engine. ``node_failure`` decides a final node failure
+    first (``None`` from it leaves the built-in behaviour); ``repair_handled``
+    runs when a repair (``catch``) task is handled through the task actions;
+    ``instance_ended`` runs inside the step that ends an instance, after its
+    tasks are closed and its tokens consumed."""
+
+    node_failure: NodeFailureHook | None = None
+    repair_handled: RepairHandledHook | None = None
+    instance_ended: InstanceEndedHook | None = None
+    name: str = "none"
+
+    @property
+    def has_failure_policies(self) -> bool:
+        return self.node_failure is not None
+
+
+NO_HOOKS = EngineHooks()

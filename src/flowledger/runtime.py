@@ -1,0 +1,140 @@
+"""The runtime: everything a flowledger process is wired from, built once
+from the settings and passed down — the database, the clock, the engine
+hooks (failure policies and instance-ended), the engine, the handler
+registry a worker runs, the notification channels and the maintenance
+services. :class:`~flowledger.engine.Engine`, :class:`~flowledger.worker.
+worker.Worker`, the API (:func:`flowledger.api.app.create_app`) and the CLI
+all take their pieces from one :class:`Runtime`; nothing is installed or
+registered as a side effect of an import.
+
+:func:`build_runtime` is the default builder (compensation on, flowledger's
+own handlers, the process settings); tests and the demo use it with their
+own database and clock::
+
+    runtime = build_runtime(db=db, clock=clock)
+    engine = runtime.engine           # with the failure policies (SPEC C-1)
+    worker = runtime.worker(config)   # built-in handlers + maintenance
+
+``build_runtime(compensation=False)`` builds an engine without failure
+policies, and says so (``runtime.engine.hooks is NO_HOOKS``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flowledger.clock import Clock, SystemClock
+from flowledger.compensation.policies import compensation_hooks
+from flowledger.db.database import Database
+from flowledger.engine import Engine
+from flowledger.engine.hooks import NO_HOOKS, EngineHooks
+from flowledger.handlers import builtin_handlers
+from flowledger.handlers.services import engine_services
+from flowledger.notify.sms import SmsGateway, gateway_from_settings
+from flowledger.settings import Settings, get_settings
+from flowledger.worker.leader import LeaderElector
+from flowledger.worker.registry import HandlerRegistry
+from flowledger.worker.services import PeriodicService
+from flowledger.worker.worker import Worker, WorkerConfig
+
+
+@dataclass(frozen=True)
+class Channels:
+    """The notification channels of the process: the SMTP settings e-mail is
+    sent with (``settings.smtp_*``) and the SMS gateway (None when
+    ``FLOWLEDGER_SMS_GATEWAY_URL`` is not set)."""
+
+    settings: Settings
+    sms: SmsGateway | None
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    clock: Clock
+    hooks: EngineHooks
+    engine: Engine
+    handlers: HandlerRegistry
+    channels: Channels
+    worker_config: WorkerConfig = field(default_factory=WorkerConfig)
+    # the clock workers run on: None lets each worker take the database's
+    # (PostgreSQL) or the system's (SQLite) — the handlers read ctx.clock
+    worker_clock: Clock | None = None
+
+    def maintenance_services(self, elector: LeaderElector) -> list[PeriodicService]:
+        """The engine's maintenance services, gated by ``elector``."""
+        return engine_services(self.db, self.clock, elector=elector, settings=self.settings)
+
+    def worker(
+        self,
+        config: WorkerConfig | None = None,
+        *,
+        roles: list[str] | None = None,
+        maintenance: bool = True,
+    ) -> Worker:
+        """A worker running this runtime's handlers (with its engine) and,
+        unless ``maintenance`` is False, its maintenance services."""
+
+        def services(db: Database, clock: Clock, elector: LeaderElector) -> list[PeriodicService]:
+            return self.maintenance_services(elector)
+
+        return Worker(
+            self.db,
+            config or self.worker_config,
+            clock=self.worker_clock,
+            roles=roles,
+            handlers=self.handlers,
+            extra_services=services if maintenance else None,
+        )
+
+
+def open_database(settings: Settings) -> Database:
+    return Database(settings.database_url, pool_size=settings.db_pool_size)
+
+
+def build_runtime(
+    *,
+    settings: Settings | None = None,
+    db: Database | None = None,
+    clock: Clock | None = None,
+    engine: Engine | None = None,
+    compensation: bool = True,
+    handler_modules: list[str] | None = None,
+    extra_handlers: HandlerRegistry | None = None,
+) -> Runtime:
+    """The default runtime: ``settings`` (the process settings by default),
+    their database unless ``db`` is given, ``clock`` for the engine and the
+    workers (by default the system clock for the engine and the worker's own
+    choice for workers: calibrated to the database on PostgreSQL), the
+    compensation hooks unless ``compensation`` is False, and flowledger's own
+    handlers plus those of ``handler_modules`` and ``extra_handlers``. An
+    ``engine`` given is used as is (its clock and hooks win)."""
+    settings = settings or get_settings()
+    db = db or open_database(settings)
+    worker_clock = clock
+    if engine is not None:
+        clock, hooks = engine.clock, engine.hooks
+    else:
+        clock = clock or SystemClock()
+        hooks = compensation_hooks() if compensation else NO_HOOKS
+        engine = Engine(db, clock, hooks=hooks)
+    handlers = builtin_handlers(engine, settings)
+    if handler_modules:
+        handlers.import_modules(handler_modules)
+    if extra_handlers is not None:
+        handlers.include(extra_handlers)
+    return Runtime(
+        settings=settings,
+        db=db,
+        clock=clock,
+        hooks=hooks,
+        engine=engine,
+        handlers=handlers,
+        channels=Channels(
+            settings=settings,
+            sms=gateway_from_settings(settings) if settings.sms_gateway_url else None,
+        ),
+        worker_config=WorkerConfig.from_settings(settings),
+        worker_clock=worker_clock,
+    )
