@@ -5,7 +5,8 @@ processes (``flowledger worker --import chaos_handlers``) and by the test.
   receipt (an internal effect: exactly once however often it is killed);
 - ``chaos_unsafe``: an unsafe external write — the side-effect marker, a
   POST to the test's receiver (``CHAOS_RECEIVER``), then a step recording
-  the send (which clears the marker). A kill between marker and record
+  the send (which clears the marker); a retry that finds that step's receipt
+  returns it without sending, as the real outbound handlers do. A kill between marker and record
   dead-letters the job (outcome unknown) instead of sending again.
 """
 
@@ -19,6 +20,7 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.ledger.receipts import receipt_get
 from flowledger.worker import JobContext, job_handler
 
 INTERNAL = "chaos_internal"
@@ -27,7 +29,7 @@ UNSAFE = "chaos_unsafe"
 
 @job_handler(INTERNAL, max_attempts=8)
 async def internal(ctx: JobContext) -> Any:
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)  # long enough that the kills land mid-work
 
     async def insert(conn: AsyncConnection) -> Any:
         result = await conn.execute(
@@ -43,6 +45,13 @@ async def internal(ctx: JobContext) -> Any:
 
 @job_handler(UNSAFE, max_attempts=8)
 async def unsafe(ctx: JobContext) -> Any:
+    # as the real outbound handlers do: a send already recorded (the job was
+    # killed, or the database went away, between the record and the
+    # settlement) is not sent again — the receipt is the result (L-14, L-17)
+    async with ctx.db.read() as conn:
+        found, recorded = await receipt_get(conn, ctx.job.operation_key, "record-send")
+    if found:
+        return recorded
     await ctx.mark_side_effect()
     async with httpx.AsyncClient(timeout=5) as client:
         response = await client.post(os.environ["CHAOS_RECEIVER"], json={"job": ctx.job.id})
