@@ -32,6 +32,10 @@ function Position({ doc }: { doc: Diagnostics }) {
   );
 }
 
+// The drawer is there at once (no 300 ms slide-in): an operator opened it to
+// read the verdict, and a drawer opened from a shared URL renders with the page.
+const NO_SLIDE = { motion: { motionAppear: false, motionEnter: false }, maskMotion: { motionAppear: false, motionEnter: false } } as Record<string, unknown>;
+
 export default function InstanceDrawer({ id, onClose }: { id: number; onClose: () => void }) {
   const { t } = useTranslation("instance");
   const showError = useShowError();
@@ -57,6 +61,7 @@ export default function InstanceDrawer({ id, onClose }: { id: number; onClose: (
   return (
     <Drawer
       open
+      {...NO_SLIDE}
       width="min(1280px, 96vw)"
       onClose={onClose}
       destroyOnClose
