@@ -69,9 +69,11 @@ _pool: dict[str, list[str]] = {}  # template → clones ready for the next test
 _fingerprints: dict[str, str] = {}  # template → the schema its clones must keep
 
 
-def _server(sql: str) -> None:
+def _server(*statements: str) -> None:
+    """Run ``statements`` in turn on one autocommit connection to the server."""
     with psycopg.connect(_server_conninfo(), autocommit=True) as conn:
-        conn.execute(sql)
+        for sql in statements:
+            conn.execute(sql)
 
 
 def _drop(name: str) -> None:
@@ -90,8 +92,10 @@ def _take(template: str) -> str:
     ready = _pool.get(template)
     if ready:
         # a new name per test, as if created: caches keyed by URL stay right
-        _server(f'ALTER DATABASE "{ready.pop()}" RENAME TO "{name}"')
-        _server(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+        _server(
+            f'ALTER DATABASE "{ready.pop()}" RENAME TO "{name}"',
+            f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true',
+        )
         return name
     _server(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     if template not in _fingerprints:
@@ -125,9 +129,9 @@ def _recycle(template: str, name: str) -> bool:
         if sequences:
             conn.execute(";".join(f'ALTER SEQUENCE "{q}" RESTART' for q in sequences))
         conn.commit()
-    _server(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
     _server(
-        f"SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = '{name}'"
+        f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false',
+        f"SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = '{name}'",
     )
     return True
 

