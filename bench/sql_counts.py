@@ -5,7 +5,7 @@ A statement is one round trip to the database (``before_cursor_execute``;
 an executemany is one). A commit is one ``commit`` event, or one statement
 run on an autocommit connection (each is its own transaction). The ledger's
 PostgreSQL hot path talks psycopg directly (autocommit, one statement per
-call), so its calls are counted by wrapping :meth:`PgHotPath._run`.
+call), so its calls are counted by wrapping :meth:`PgHotPath.run`.
 
 Bench processes call :func:`watch` on the engine under test. Worker
 processes import this module (``flowledger worker --import sql_counts``):
@@ -74,14 +74,14 @@ def reset() -> None:
 
 
 def _count_hot_path() -> None:
-    run = PgHotPath._run
+    run = PgHotPath.run
 
     async def counted(self: PgHotPath, sql: str, params: dict[str, Any]) -> Any:
         TOTALS.statements += 1
         TOTALS.commits += 1
         return await run(self, sql, params)
 
-    PgHotPath._run = counted  # type: ignore[method-assign]
+    PgHotPath.run = counted  # type: ignore[method-assign]
 
 
 def _dump(*_args: Any) -> None:
