@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.conftest import Opener, Server, shot
 from tests.browser.seed import seed, wait_for
@@ -43,6 +43,21 @@ def _dead(api: httpx.Client, n: int) -> list[dict[str, Any]]:
     ).json()["items"]
     assert len(items) >= n, items
     return list(items[:n])
+
+
+def _expect_rows(page: Page, rows: Locator, count: int) -> None:
+    """``rows`` reach ``count``; when not, the failure names what the page says
+    (an error message, the dialog still open) instead of only the count."""
+    try:
+        expect(rows).to_have_count(count)
+    except AssertionError:
+        said = page.locator(
+            ".ant-message-notice, .ant-notification-notice, .ant-alert, .ant-form-item-explain"
+        ).all_inner_texts()
+        dialogs = page.locator(".ant-modal-title").all_inner_texts()
+        raise AssertionError(
+            f"expected {count} rows; messages on the page: {said}; open dialogs: {dialogs}"
+        ) from None
 
 
 def _confirm(page: Page) -> None:
@@ -135,7 +150,7 @@ def test_job_retry_skip_and_batches(
     assert all(str(i) in explain for i in pair)
     page.get_by_test_id("batch-confirm").click()
     results = page.locator("[data-testid=batch-results] tbody tr.ant-table-row")
-    expect(results).to_have_count(2)
+    _expect_rows(page, results, 2)
     shot(page, "action-batch-retry-zh-CN")
     page.get_by_test_id("batch-result-close").click()
     for job, job_id in zip(dead[2:4], pair, strict=True):
@@ -157,7 +172,7 @@ def test_job_retry_skip_and_batches(
         row.locator("input[type=checkbox]").check()
     page.get_by_test_id("batch-skip").click()
     page.get_by_test_id("batch-confirm").click()
-    expect(page.locator("[data-testid=batch-results] tbody tr.ant-table-row")).to_have_count(2)
+    _expect_rows(page, page.locator("[data-testid=batch-results] tbody tr.ant-table-row"), 2)
     assert _job(api, target)["status"] == "canceled"
     assert _job(api, finished)["status"] == "succeeded"
 

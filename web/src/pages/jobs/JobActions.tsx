@@ -69,7 +69,12 @@ export function BatchActions({ ids, onDone }: { ids: number[]; onDone: () => voi
   const [form] = Form.useForm<{ reason?: string; rate: number }>();
 
   async function submit() {
-    const values = await form.validateFields();
+    let values: { reason?: string; rate: number };
+    try {
+      values = await form.validateFields();
+    } catch {
+      return; // the form shows which field is wrong
+    }
     setBusy(true);
     try {
       if (kind === "retry") {
