@@ -11,6 +11,12 @@ the ledger so jobs of that type can be enqueued.
     async def send_invoice(ctx: JobContext) -> dict:
         ...
 
+The pool is a built-in pool or a user pool declared before the type names it
+(``FLOWLEDGER_POOLS="emails=2"`` or ``flowledger worker --pool emails=2``);
+an undeclared pool is a ConfigurationError naming ``pool``. Job types are
+registered with a :class:`~flowledger.ledger.types.JobTypeRegistry` — the
+process's, which the runtime owns as ``runtime.job_types``.
+
 ``flowledger worker --import myapp.jobs`` imports such modules at start-up
 and adds every decorated function (and every module-level :class:`Handler`,
 as :func:`define_handler` returns) to the worker's registry.
