@@ -7,9 +7,10 @@ the node registers exactly those two pools, the ``reports`` jobs run one at a
 time (no two of their intervals overlap), the built-in pool keeps running
 beside them (its first job ends before the last report starts, and its jobs
 overlap one another), and the ``emails`` job — a declared pool no worker
-runs — waits, pending and never attempted. The poll interval is 30 s, so the
-jobs enqueued after start-up are claimed only because their pool's wake hint
-arrives. Also: ``--pool`` and ``FLOWLEDGER_POOLS`` mistakes, and a handler
+runs — waits, pending and never attempted, while the runtime status counts
+it in the backlog and the diagnostics show it on an ``emails`` pool card.
+The poll interval is 30 s, so the jobs enqueued after start-up are claimed
+only because their pool's wake hint arrives. Also: ``--pool`` and ``FLOWLEDGER_POOLS`` mistakes, and a handler
 module naming an undeclared pool, exit 2 with a message naming the field.
 """
 
@@ -32,6 +33,9 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.enqueue import enqueue_bulk
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType, default_job_types
+from flowledger.ops.engine_diagnostics import engine_diagnostics
+from flowledger.ops.runtime_status import runtime_status
+from flowledger.settings import Settings
 from flowledger.states import Pool
 
 HERE = Path(__file__).parent
@@ -125,6 +129,9 @@ async def test_a_user_pool_with_one_slot_runs_one_job_at_a_time(
                 )
             ).all()
             node = (await conn.execute(select(nodes.c.pools))).scalar_one()
+        # the read models take user pools as they come (read-only, SPEC L-23, O-18)
+        status = await runtime_status(db)
+        diagnostics = await engine_diagnostics(db, now=SystemClock().now(), settings=Settings())
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -139,6 +146,9 @@ async def test_a_user_pool_with_one_slot_runs_one_job_at_a_time(
     (email,) = [r for r in rows if r.type == EMAIL]
     assert (email.pool, email.status, email.attempts) == ("emails", "pending", 0)
     assert proc.returncode == 0, _tail(log)
+    assert status["backlog"] == 1  # the emails job
+    cards = {card["pool"]: card for card in diagnostics["queue"]["pools"]}
+    assert (cards["emails"]["pending"], cards["emails"]["due"]) == (1, 1)
 
 
 def _worker_fails(tmp_path: Path, *args: str, **env: str) -> str:
