@@ -10,8 +10,9 @@ overlap one another), and the ``emails`` job — a declared pool no worker
 runs — waits, pending and never attempted, while the runtime status counts
 it in the backlog and the diagnostics show it on an ``emails`` pool card.
 The poll interval is 30 s, so the jobs enqueued after start-up are claimed
-only because their pool's wake hint arrives. Also: ``--pool`` and ``FLOWLEDGER_POOLS`` mistakes, and a handler
-module naming an undeclared pool, exit 2 with a message naming the field.
+only because their pool's wake hint arrives. Also: ``--pool`` and
+``FLOWLEDGER_POOLS`` mistakes, and a handler module naming an undeclared
+pool, exit 2 with a message naming the field.
 """
 
 from __future__ import annotations
