@@ -17,11 +17,18 @@ own database and clock::
 
 ``build_runtime(compensation=False)`` builds an engine without failure
 policies, and says so (``runtime.engine.hooks is NO_HOOKS``).
+
+The runtime holds the job-type registry (``runtime.job_types``) with the
+pools of the settings (``FLOWLEDGER_POOLS``) and of ``build_runtime(pools=…)``
+(``flowledger worker --pool``) declared on it, before any handler module is
+imported; ``runtime.enqueue`` enqueues in a transaction of its own. See
+``docs/embedding.md``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from flowledger.clock import Clock, SystemClock
 from flowledger.compensation.policies import compensation_hooks
@@ -30,12 +37,15 @@ from flowledger.engine import Engine
 from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.handlers import builtin_handlers
 from flowledger.handlers.services import engine_services
+from flowledger.ledger.enqueue import enqueue_bulk
+from flowledger.ledger.models import EnqueueResult, JobSpec
+from flowledger.ledger.types import JobTypeRegistry, default_job_types
 from flowledger.notify.sms import SmsGateway, gateway_from_settings
 from flowledger.settings import Settings, get_settings
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.registry import HandlerRegistry
 from flowledger.worker.services import PeriodicService
-from flowledger.worker.worker import Worker, WorkerConfig
+from flowledger.worker.worker import Worker, WorkerConfig, settings_pools
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,15 @@ class Runtime:
     # the clock workers run on: None lets each worker take the database's
     # (PostgreSQL) or the system's (SQLite) — the handlers read ctx.clock
     worker_clock: Clock | None = None
+    # the job types and pools of the process (issue 16 item 3)
+    job_types: JobTypeRegistry = field(default_factory=default_job_types)
+
+    async def enqueue(self, *specs: JobSpec) -> list[EnqueueResult]:
+        """Enqueue ``specs`` in one transaction of their own (at the engine's
+        clock); to enqueue inside a transaction of yours, call
+        :func:`flowledger.ledger.enqueue.enqueue_bulk` with its connection."""
+        async with self.db.begin() as conn:
+            return await enqueue_bulk(conn, list(specs), now=self.clock.now())
 
     def maintenance_services(self, elector: LeaderElector) -> list[PeriodicService]:
         """The engine's maintenance services, gated by ``elector``."""
@@ -102,6 +121,7 @@ def build_runtime(
     compensation: bool = True,
     handler_modules: list[str] | None = None,
     extra_handlers: HandlerRegistry | None = None,
+    pools: Mapping[str, int] | None = None,
 ) -> Runtime:
     """The default runtime: ``settings`` (the process settings by default),
     their database unless ``db`` is given, ``clock`` for the engine and the
@@ -109,8 +129,17 @@ def build_runtime(
     choice for workers: calibrated to the database on PostgreSQL), the
     compensation hooks unless ``compensation`` is False, and flowledger's own
     handlers plus those of ``handler_modules`` and ``extra_handlers``. An
-    ``engine`` given is used as is (its clock and hooks win)."""
+    ``engine`` given is used as is (its clock and hooks win). ``pools``
+    (``--pool``) replaces the pools the workers run (``FLOWLEDGER_POOLS`` and
+    the built-in slots); every pool of either is declared on the job-type
+    registry before ``handler_modules`` are imported."""
     settings = settings or get_settings()
+    job_types = default_job_types()
+    worker_config = WorkerConfig.from_settings(settings)
+    job_types.declare_pools(settings_pools(settings))
+    if pools is not None:
+        worker_config = replace(worker_config, pools=dict(pools))
+        job_types.declare_pools(pools)
     db = db or open_database(settings)
     worker_clock = clock
     if engine is not None:
@@ -120,6 +149,7 @@ def build_runtime(
         hooks = compensation_hooks() if compensation else NO_HOOKS
         engine = Engine(db, clock, hooks=hooks)
     handlers = builtin_handlers(engine, settings)
+    handlers.job_types = job_types
     if handler_modules:
         handlers.import_modules(handler_modules)
     if extra_handlers is not None:
@@ -135,6 +165,7 @@ def build_runtime(
             settings=settings,
             sms=gateway_from_settings(settings) if settings.sms_gateway_url else None,
         ),
-        worker_config=WorkerConfig.from_settings(settings),
+        worker_config=worker_config,
         worker_clock=worker_clock,
+        job_types=job_types,
     )

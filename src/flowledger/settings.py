@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(default=30.0, ge=0)
     heartbeat_interval_s: float = Field(default=15.0, gt=0)
     drain_interval_s: float = Field(default=60.0, gt=0)
+    # user-defined pools beside the two built-in ones (issue 15 item 5):
+    # "emails=2,reports=1" — name=slots, comma-separated; checked (with a
+    # ConfigurationError naming FLOWLEDGER_POOLS) by flowledger.ledger.types.parse_pools
+    pools: str = ""
 
     # outbound HTTP (SPEC X-4, L-16, L-17): FLOWLEDGER_OUTBOUND_ALLOW is a
     # comma-separated allow-list of CIDRs (10.20.0.0/16) and host:port

@@ -30,6 +30,7 @@ from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
 from flowledger.cli.serve import console_login_url, serve_api
 from flowledger.db.migrate import current_revision, upgrade
 from flowledger.errors import FlowledgerError
+from flowledger.ledger.types import parse_pools
 from flowledger.outbound.client import close_shared_client
 from flowledger.runtime import Runtime, build_runtime
 from flowledger.worker.supervisor import supervise
@@ -83,15 +84,27 @@ def _worker_config(
     return WorkerConfig(**{**config.__dict__, "pools": pools})
 
 
+PoolOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pool",
+        help="A pool this worker runs, NAME=SLOTS (repeatable; built-in or user pool). "
+        "Given, only these pools run (FLOWLEDGER_POOLS and the built-in slots are ignored).",
+    ),
+]
+
+
 @app.command()
 def worker(
     modules: ImportOpt = None,
     ledger_slots: Annotated[int | None, typer.Option(min=1)] = None,
     outbound_slots: Annotated[int | None, typer.Option(min=1)] = None,
+    pool: PoolOpt = None,
 ) -> None:
     """Run a worker process: claims and executes jobs until SIGTERM."""
     configure_logging()
-    runtime = build_runtime(handler_modules=modules)
+    pools = parse_pools(pool, field="--pool") if pool else None
+    runtime = build_runtime(handler_modules=modules, pools=pools)
     config = _worker_config(runtime, ledger_slots, outbound_slots)
 
     async def main() -> None:

@@ -11,6 +11,12 @@ the ledger so jobs of that type can be enqueued.
     async def send_invoice(ctx: JobContext) -> dict:
         ...
 
+The pool is a built-in pool or a user pool declared before the type names it
+(``FLOWLEDGER_POOLS="emails=2"`` or ``flowledger worker --pool emails=2``);
+an undeclared pool is a ConfigurationError naming ``pool``. Job types are
+registered with a :class:`~flowledger.ledger.types.JobTypeRegistry` — the
+process's, which the runtime owns as ``runtime.job_types``.
+
 ``flowledger worker --import myapp.jobs`` imports such modules at start-up
 and adds every decorated function (and every module-level :class:`Handler`,
 as :func:`define_handler` returns) to the worker's registry.
@@ -32,8 +38,8 @@ from flowledger.ledger.types import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
     JobType,
-    get_job_type,
-    register_job_type,
+    JobTypeRegistry,
+    default_job_types,
 )
 from flowledger.states import Pool
 
@@ -58,18 +64,20 @@ def define_handler(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     execution_timeout_ms: int = DEFAULT_EXECUTION_TIMEOUT_MS,
     priority: int = DEFAULT_PRIORITY,
+    job_types: JobTypeRegistry | None = None,
 ) -> Handler:
-    """Bind ``fn`` to job type ``name`` (registering the type with the
-    ledger). A built-in type keeps its own pool and budget; the handler only
-    supplies the code. The result belongs in a :class:`HandlerRegistry`."""
-    if pool not in (Pool.LEDGER, Pool.OUTBOUND):
-        raise ConfigurationError(
-            f"unknown pool {pool!r}: use {Pool.LEDGER!r} or {Pool.OUTBOUND!r}", field="pool"
-        )
-    try:
-        job_type = get_job_type(name)
-    except Exception:
-        job_type = register_job_type(
+    """Bind ``fn`` to job type ``name``, registering the type with
+    ``job_types`` (the process registry, :func:`~flowledger.ledger.types.
+    default_job_types`, by default). ``pool`` is a built-in pool or a
+    declared user pool (``FLOWLEDGER_POOLS``, ``--pool``); an undeclared one
+    is a ConfigurationError naming ``pool``. A type already registered keeps
+    its own pool and budget; the handler only supplies the code. The result
+    belongs in a :class:`HandlerRegistry`."""
+    registry = job_types or default_job_types()
+    if name in registry:
+        job_type = registry.get(name)
+    else:
+        job_type = registry.register(
             JobType(name, pool, max_attempts, execution_timeout_ms, priority)
         )
     return Handler(job_type, fn)
@@ -87,9 +95,14 @@ def job_handler(name: str, **options: Any) -> Callable[[HandlerFn], HandlerFn]:
 
 
 class HandlerRegistry:
-    """The handlers one worker runs, by job type name."""
+    """The handlers one worker runs, by job type name. :meth:`register`
+    registers job types with ``job_types`` (the process registry by default;
+    the runtime passes its own)."""
 
-    def __init__(self, handlers: Iterable[Handler] = ()) -> None:
+    def __init__(
+        self, handlers: Iterable[Handler] = (), *, job_types: JobTypeRegistry | None = None
+    ) -> None:
+        self.job_types = job_types or default_job_types()
         self._handlers: dict[str, Handler] = {}
         for handler in handlers:
             self.add(handler)
@@ -99,7 +112,8 @@ class HandlerRegistry:
         return handler
 
     def register(self, name: str, fn: HandlerFn, **options: Any) -> Handler:
-        """:func:`define_handler` and add the result."""
+        """:func:`define_handler` (with this registry's job types) and add the result."""
+        options.setdefault("job_types", self.job_types)
         return self.add(define_handler(name, fn, **options))
 
     def include(self, other: HandlerRegistry) -> HandlerRegistry:

@@ -1,5 +1,6 @@
-"""The worker process (SPEC L-6, L-20, L-21): registers a node, runs the two
-pools, the settler, the wake listener, lease renewal, heartbeats and the
+"""The worker process (SPEC L-6, L-20, L-21): registers a node, runs its
+pools (the two built-in ones and any user pools of its :class:`WorkerConfig`,
+or only some of them), the settler, the wake listener, lease renewal, heartbeats and the
 drain, and shuts down gracefully — stop claiming, let running handlers finish
 within the grace period, abort and release the rest, flush settlements, mark
 the node stopped, resign every leader lease. If any sub-service dies, the
@@ -18,7 +19,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError
 
 from flowledger.clock import Clock, DatabaseClock, SystemClock
 from flowledger.db.database import Database
+from flowledger.errors import ConfigurationError
 from flowledger.ledger.nodes import NodeInfo, new_node, node_register, node_stop
+from flowledger.ledger.types import MAX_POOL_SLOTS, parse_pools, validate_pool_name
 from flowledger.settings import Settings
 from flowledger.states import Pool
 from flowledger.worker import wake
@@ -44,6 +47,10 @@ def _one_line(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class WorkerConfig:
+    """What one worker runs: ``pools`` maps each pool it claims from to its
+    slots (built-in or user pools; a pool left out is not run here, and its
+    jobs wait for a worker that runs it), and its timings."""
+
     pools: dict[str, int] = field(
         default_factory=lambda: {Pool.LEDGER.value: 4, Pool.OUTBOUND.value: 4}
     )
@@ -57,12 +64,26 @@ class WorkerConfig:
     run_drain: bool = True
     listen: bool = True
 
+    def __post_init__(self) -> None:
+        if not self.pools:
+            raise ConfigurationError("a worker needs at least one pool", field="pools")
+        for name, slots in self.pools.items():
+            validate_pool_name(name, field="pools")
+            if not isinstance(slots, int) or not 1 <= slots <= MAX_POOL_SLOTS:
+                raise ConfigurationError(
+                    f"pool {name!r} needs a slot count from 1 to {MAX_POOL_SLOTS}, got {slots!r}",
+                    field="pools",
+                )
+
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
+        """The built-in pools with ``ledger_slots`` / ``outbound_slots`` and
+        the user pools of ``FLOWLEDGER_POOLS``."""
         return cls(
             pools={
                 Pool.LEDGER.value: settings.ledger_slots,
                 Pool.OUTBOUND.value: settings.outbound_slots,
+                **settings_pools(settings),
             },
             poll_interval_s=settings.poll_interval_s,
             lease_ms=settings.lease_ms,
@@ -71,6 +92,11 @@ class WorkerConfig:
             drain_interval_s=settings.drain_interval_s,
             shutdown_grace_s=settings.shutdown_grace_s,
         )
+
+
+def settings_pools(settings: Settings) -> dict[str, int]:
+    """The user pools of ``FLOWLEDGER_POOLS`` (``"emails=2,reports=1"``)."""
+    return parse_pools(settings.pools, field="FLOWLEDGER_POOLS", allow_builtin=False)
 
 
 class Worker:
