@@ -90,6 +90,12 @@ async def test_timestamp_minus_a_delta(probe_db: Database) -> None:
             await conn.execute(select(p.id).where(p.b >= timestamp_minus(p.a, hour)).order_by(p.id))
         ).scalars()
         assert list(ids) == [1, 3]
+        # another delta through the same (cached) statement shape
+        ten = timedelta(minutes=10)
+        ids = (
+            await conn.execute(select(p.id).where(p.b >= timestamp_minus(p.a, ten)).order_by(p.id))
+        ).scalars()
+        assert list(ids) == [3]
 
 
 async def test_json_text_contains_literally_and_case_insensitively(probe_db: Database) -> None:
