@@ -132,14 +132,11 @@ def instances_list(
     async def main() -> None:
         async with engine_session() as engine, engine.db.read() as conn:
             now = engine.clock.now()
-            sqlite = engine.db.is_sqlite
             rows, more = await instance_queries.list_instances(
-                conn, flt, now=now, sort=sort, limit=limit, sqlite=sqlite
+                conn, flt, now=now, sort=sort, limit=limit
             )
             where = await instance_queries.current_positions(conn, [r["id"] for r in rows])
-            counts = await instance_queries.status_counts(
-                conn, flt.without_statuses(), now=now, sqlite=sqlite
-            )
+            counts = await instance_queries.status_counts(conn, flt.without_statuses(), now=now)
         table = Table(
             "id", "definition", "status", "initiator", "at", "assignees", "created", "error"
         )

@@ -33,15 +33,15 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.aggregates import count_by_local_day
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tasks as tasks
+from flowledger.db.portable import milliseconds_between
 from flowledger.ops.analytics_sql import (
     AnalyticsScope,
     analytics_read,
-    count_by_local_day,
     day_window,
-    duration_ms,
     ms,
 )
 from flowledger.states import InstanceStatus, TaskStatus
@@ -83,7 +83,7 @@ async def totals(db: Database, scope: AnalyticsScope, *, now: datetime) -> dict[
             await conn.execute(
                 select(
                     func.count(),
-                    func.avg(duration_ms(conn, instances.c.created_at, instances.c.finished_at)),
+                    func.avg(milliseconds_between(instances.c.created_at, instances.c.finished_at)),
                 ).where(instances.c.finished_at.is_not(None), *where)
             )
         ).one()
@@ -145,9 +145,9 @@ async def top_definitions(
                 status_count(InstanceStatus.RUNNING).label("running"),
                 status_count(InstanceStatus.APPROVED).label("approved"),
                 status_count(InstanceStatus.REJECTED).label("rejected"),
-                func.avg(duration_ms(conn, instances.c.created_at, instances.c.finished_at)).label(
-                    "avg_ms"
-                ),
+                func.avg(
+                    milliseconds_between(instances.c.created_at, instances.c.finished_at)
+                ).label("avg_ms"),
             )
             .where(
                 and_(

@@ -34,14 +34,14 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.aggregates import grouped_stats
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_tasks as tasks
+from flowledger.db.portable import milliseconds_between
 from flowledger.ops.analytics import HUMAN_TASK_KINDS, scoped_tasks
 from flowledger.ops.analytics_sql import (
     AnalyticsScope,
     analytics_read,
-    duration_ms,
-    grouped_stats,
     ms,
 )
 from flowledger.states import TaskStatus
@@ -68,7 +68,7 @@ def _pending(scope: AnalyticsScope) -> list[Any]:
 async def _handling_by(
     conn: AsyncConnection, keys: list[Any], where: list[Any], froms: Any
 ) -> dict[tuple[Any, ...], tuple[int, float | None]]:
-    handling = duration_ms(conn, tasks.c.created_at, tasks.c.finished_at)
+    handling = milliseconds_between(tasks.c.created_at, tasks.c.finished_at)
     stmt = (
         select(*keys, func.count(), func.avg(handling))
         .select_from(froms)
@@ -88,7 +88,7 @@ async def node_bottlenecks(
         handled = await grouped_stats(
             conn,
             keys,
-            duration_ms(conn, tasks.c.created_at, tasks.c.finished_at),
+            milliseconds_between(tasks.c.created_at, tasks.c.finished_at),
             handled_where,
             froms,
         )

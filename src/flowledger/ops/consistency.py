@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.engine_schema import workflow_tokens as tokens
+from flowledger.db.planner import set_local
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops import health_rules as rules
 from flowledger.ops.health_messages import age
@@ -387,8 +388,7 @@ async def instance_findings(
 ) -> InstanceFindings:
     """The conclusions and the verdict of ``instance_id`` at ``now``. The
     caller has checked the instance exists in the caller's tenants."""
-    if conn.dialect.name == "postgresql":
-        await conn.execute(text("SET LOCAL jit = off"))  # see health_inspection.run_rules
+    await set_local(conn, jit="off")  # see health_inspection.run_rules
     instance = (
         await conn.execute(
             select(instances.c.id, instances.c.status).where(instances.c.id == instance_id)

@@ -27,12 +27,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Interval, func, literal, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.db.event_schema import workflow_subscription_hits as hits
+from flowledger.db.portable import timestamp_minus
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops.instance_diagnostics_trace import jobs_with_attempts
@@ -91,14 +92,6 @@ async def _pending_dispatch_job(conn: AsyncConnection) -> dict[str, Any] | None:
     return None if row is None else _job_brief(row)
 
 
-def _earliest_dispatch(conn: AsyncConnection) -> ColumnElement[Any]:
-    """``created_at - DISPATCH_SLACK`` of the outbox row, in SQL (SQLite
-    stores ISO text, which compares correctly with ``datetime()``'s)."""
-    if conn.dialect.name == "sqlite":
-        return func.datetime(outbox.c.created_at, f"-{int(DISPATCH_SLACK.total_seconds())} seconds")
-    return outbox.c.created_at - literal(DISPATCH_SLACK, Interval())
-
-
 async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
     # the event_dispatch attempt that started last at or before the dispatch
     # time (the rows are marked with the attempt's clock, inside it)
@@ -108,7 +101,7 @@ async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]
         .where(
             jobs.c.type == EVENT_DISPATCH,
             executions.c.started_at <= outbox.c.dispatched_at,
-            executions.c.started_at >= _earliest_dispatch(conn),
+            executions.c.started_at >= timestamp_minus(outbox.c.created_at, DISPATCH_SLACK),
         )
         .order_by(executions.c.started_at.desc(), executions.c.id.desc())
         .limit(1)

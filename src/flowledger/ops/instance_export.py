@@ -99,7 +99,7 @@ async def plan_export(
     """Count the matches and collect the form columns of the exported rows
     (two queries)."""
     async with db.read() as conn:
-        matched = await count(conn, flt, now=now, sqlite=db.is_sqlite)
+        matched = await count(conn, flt, now=now)
         keys = await form_keys(
             conn,
             flt,
@@ -107,7 +107,6 @@ async def plan_export(
             sort=sort,
             max_rows=MAX_ROWS,
             limit=MAX_FORM_COLUMNS,
-            sqlite=db.is_sqlite,
         )
     return ExportPlan(matched=matched, exported=min(matched, MAX_ROWS), form_keys=keys)
 

@@ -39,12 +39,11 @@ What each filter means, and the PostgreSQL index serving it (the list in
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, and_, cast, exists, false, not_, or_
+from sqlalchemy import ColumnElement, and_, exists, false, not_, or_
 
 from flowledger.db.engine_schema import (
     workflow_instances,
@@ -52,18 +51,12 @@ from flowledger.db.engine_schema import (
     workflow_tokens,
     workflow_trace,
 )
-from flowledger.db.like import ESCAPE, escape_like
+from flowledger.db.portable import json_text_contains
 from flowledger.db.schema import workflow_jobs
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
 
 i = workflow_instances.c
 MAX_ID = 2**63 - 1
-
-
-def like_pattern(keyword: str) -> str:
-    """``%keyword%`` taken literally (:func:`flowledger.db.like.escape_like`;
-    an ILIKE, not ``contains``, so the trigram index on the form text serves it)."""
-    return f"%{escape_like(keyword)}%"
 
 
 @dataclass(frozen=True)
@@ -88,7 +81,7 @@ class InstanceFilter:
         """The same filter with any status (the counts' base: one badge per status)."""
         return InstanceFilter(**{**self.__dict__, "statuses": None})
 
-    def conditions(self, now: datetime, *, sqlite: bool = False) -> list[ColumnElement[bool]]:
+    def conditions(self, now: datetime) -> list[ColumnElement[bool]]:
         out: list[ColumnElement[bool]] = []
         if self.tenants is not None:
             out.append(i.tenant_id.in_(self.tenants) if self.tenants else false())
@@ -137,7 +130,7 @@ class InstanceFilter:
         if self.parent_instance_id is not None:
             out.append(i.parent_instance_id == self.parent_instance_id)
         if self.keyword:
-            out.append(self._keyword(self.keyword, sqlite))
+            out.append(self._keyword(self.keyword))
         return out
 
     @staticmethod
@@ -150,20 +143,15 @@ class InstanceFilter:
         return or_(i.error.is_not(None), failed_job)
 
     @staticmethod
-    def _keyword(keyword: str, sqlite: bool) -> ColumnElement[bool]:
-        form_text = cast(i.form_data, Text)
+    def _keyword(keyword: str) -> ColumnElement[bool]:
         matches: list[ColumnElement[bool]] = [
             i.trace_id == keyword,
-            form_text.ilike(like_pattern(keyword), escape=ESCAPE),
+            json_text_contains(i.form_data, keyword),
         ]
-        if sqlite:  # SQLite stores JSON ASCII-escaped: match the escaped text too
-            escaped = json.dumps(keyword)[1:-1]
-            if escaped != keyword:
-                matches.append(form_text.ilike(like_pattern(escaped), escape=ESCAPE))
         if keyword.isdigit() and int(keyword) <= MAX_ID:
             matches.append(i.id == int(keyword))
         return or_(*matches)
 
-    def apply(self, query: Any, now: datetime, *, sqlite: bool = False) -> Any:
-        conditions = self.conditions(now, sqlite=sqlite)
+    def apply(self, query: Any, now: datetime) -> Any:
+        conditions = self.conditions(now)
         return query.where(and_(*conditions)) if conditions else query

@@ -21,9 +21,10 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Select, and_, func, or_, select, true
+from sqlalchemy import Select, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.aggregates import distinct_json_keys
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_tokens
 from flowledger.ops.instance_filters import InstanceFilter
@@ -59,11 +60,10 @@ async def list_instances(
     sort: Sort = "created",
     limit: int = 50,
     after: tuple[datetime, int] | None = None,
-    sqlite: bool = False,
 ) -> tuple[list[dict[str, Any]], tuple[datetime, int] | None]:
     """One page newest first by ``sort`` and the key to continue after (None:
     the last page). Sorting by ``finished`` lists only finished instances."""
-    query = _sorted(flt.apply(select(*COLUMNS), now, sqlite=sqlite), sort, after)
+    query = _sorted(flt.apply(select(*COLUMNS), now), sort, after)
     rows = [dict(r) for r in (await conn.execute(query.limit(limit + 1))).mappings().all()]
     if len(rows) <= limit:
         return rows, None
@@ -72,21 +72,19 @@ async def list_instances(
 
 
 async def status_counts(
-    conn: AsyncConnection, flt: InstanceFilter, *, now: datetime, sqlite: bool = False
+    conn: AsyncConnection, flt: InstanceFilter, *, now: datetime
 ) -> dict[str, int]:
     """How many instances match ``flt`` in each status (every status present,
     zeros included), in one ``GROUP BY`` query."""
-    query = flt.apply(select(i.status, func.count()), now, sqlite=sqlite).group_by(i.status)
+    query = flt.apply(select(i.status, func.count()), now).group_by(i.status)
     counts = {s.value: 0 for s in InstanceStatus}
     for status, n in (await conn.execute(query)).all():
         counts[str(status)] = int(n)
     return counts
 
 
-async def count(
-    conn: AsyncConnection, flt: InstanceFilter, *, now: datetime, sqlite: bool = False
-) -> int:
-    query = flt.apply(select(func.count()).select_from(workflow_instances), now, sqlite=sqlite)
+async def count(conn: AsyncConnection, flt: InstanceFilter, *, now: datetime) -> int:
+    query = flt.apply(select(func.count()).select_from(workflow_instances), now)
     return int((await conn.execute(query)).scalar_one())
 
 
@@ -98,22 +96,11 @@ async def form_keys(
     sort: Sort,
     max_rows: int,
     limit: int,
-    sqlite: bool = False,
 ) -> list[str]:
     """The distinct top-level form keys of the first ``max_rows`` rows of the
     list (sorted, at most ``limit``), in one query."""
-    rows = _sorted(flt.apply(select(i.form_data), now, sqlite=sqlite), sort, None)
-    sub = rows.limit(max_rows).subquery()
-    column: ColumnElement[Any]
-    if sqlite:
-        each = func.json_each(sub.c.form_data).table_valued("key")
-        query = select(each.c.key).select_from(sub).join(each, true()).distinct()
-        column = each.c.key
-    else:
-        column = func.jsonb_object_keys(sub.c.form_data)
-        query = select(column.label("key")).select_from(sub).distinct()
-    keys = (await conn.execute(query.order_by(column).limit(limit))).scalars().all()
-    return [str(k) for k in keys]
+    rows = _sorted(flt.apply(select(i.form_data), now), sort, None)
+    return await distinct_json_keys(conn, rows.limit(max_rows).subquery().c.form_data, limit=limit)
 
 
 async def current_positions(
@@ -174,7 +161,6 @@ async def export_batches(
                 sort=sort,
                 limit=min(batch, left),
                 after=after,
-                sqlite=db.is_sqlite,
             )
             where = await current_positions(conn, [r["id"] for r in rows]) if with_positions else {}
         for row in rows:

@@ -71,11 +71,12 @@ from prometheus_client.core import (
     GaugeMetricFamily,
     Metric,
 )
-from sqlalchemy import Float, case, cast, extract, func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.alert_schema import workflow_alert_rules as rules
 from flowledger.db.database import Database
+from flowledger.db.portable import seconds_between
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops.alerts.metrics import measure, metrics
@@ -149,15 +150,6 @@ def _bucket_columns(expr: Any, bounds: tuple[float, ...], prefix: str) -> list[A
     ]
 
 
-def _delay_seconds(conn: AsyncConnection) -> Any:
-    """``started_at - scheduled_at`` in seconds, in SQL (the one expression
-    that differs by dialect: SQLite stores UTC ISO text)."""
-    if conn.dialect.name == "postgresql":
-        return cast(extract("epoch", executions.c.started_at - executions.c.scheduled_at), Float)
-    days = func.julianday(executions.c.started_at) - func.julianday(executions.c.scheduled_at)
-    return func.round(days * 86400.0, 3)  # julianday is exact to about a millisecond
-
-
 async def _attempt_histograms(conn: AsyncConnection, now: datetime) -> list[Metric]:
     hour = (executions.c.started_at >= now - RATE_WINDOW, executions.c.started_at <= now)
     joined = executions.join(jobs, jobs.c.id == executions.c.job_id)
@@ -185,7 +177,7 @@ async def _attempt_histograms(conn: AsyncConnection, now: datetime) -> list[Metr
         buckets.append(("+Inf", float(row.n)))
         duration.add_metric([row.type], buckets, gsum_value=float(row.total))
 
-    delay_s = _delay_seconds(conn)
+    delay_s = seconds_between(executions.c.scheduled_at, executions.c.started_at)
     delay_rows = (
         await conn.execute(
             select(

@@ -38,7 +38,8 @@ SPEC O-22 use, so they keep exactly these definitions. The panel itself
 stays global. Percentiles are
 computed by PostgreSQL's ``percentile_cont``; on SQLite the hour's delays
 (bounded by one hour of claims) are fetched and interpolated the same way in
-Python, so both backends give the same number (rounded to 0.001 ms).
+Python (:func:`flowledger.db.aggregates.interval_percentiles`), so both
+backends give the same number (rounded to 0.001 ms).
 
 Indexes (PostgreSQL plans, all index-only): running and stuck count over the
 partial ``ix_workflow_jobs_running_lease`` (lease_until, including the
@@ -51,14 +52,15 @@ range scan of it; nodes by ``…_nodes_heartbeat``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Float, and_, case, cast, extract, func, or_, select, true
+from sqlalchemy import and_, case, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.aggregates import interval_percentiles
+from flowledger.db.aggregates import percentile_cont as percentile_cont  # its former home
 from flowledger.db.database import Database
 from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_job_executions as executions
@@ -70,17 +72,6 @@ ACTIVE_WINDOW = timedelta(seconds=90)
 RATE_WINDOW = timedelta(hours=1)
 WORKER_ROLE = "worker"
 LEDGER_POOLS = frozenset(p.value for p in Pool)
-
-
-def percentile_cont(values: list[float], fraction: float) -> float | None:
-    """PostgreSQL's ``percentile_cont``: linear interpolation between the two
-    values around position ``fraction * (n - 1)`` of the sorted values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = fraction * (len(ordered) - 1)
-    low, high = math.floor(position), math.ceil(position)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def _ms(value: float | None) -> float | None:
@@ -186,24 +177,10 @@ async def _attempt_figures(
 
 
 async def _queue_percentiles(conn: AsyncConnection, now: datetime) -> tuple[Any, Any]:
-    if conn.dialect.name == "postgresql":
-        delay = cast(
-            extract("epoch", executions.c.started_at - executions.c.scheduled_at) * 1000, Float
-        )
-        row = (
-            await conn.execute(
-                select(
-                    func.percentile_cont(0.95).within_group(delay),
-                    func.percentile_cont(0.99).within_group(delay),
-                ).where(_last_hour(now))
-            )
-        ).one()
-        return _ms(row[0]), _ms(row[1])
-    rows = await conn.execute(
-        select(executions.c.started_at, executions.c.scheduled_at).where(_last_hour(now))
+    p95, p99 = await interval_percentiles(
+        conn, executions.c.scheduled_at, executions.c.started_at, _last_hour(now), (0.95, 0.99)
     )
-    delays = [(r.started_at - r.scheduled_at).total_seconds() * 1000 for r in rows]
-    return _ms(percentile_cont(delays, 0.95)), _ms(percentile_cont(delays, 0.99))
+    return _ms(p95), _ms(p99)
 
 
 async def job_figures(

@@ -59,7 +59,7 @@ async def count_instances(ctx: Ctx, caller: Monitor, flt: Filters) -> InstanceCo
     is not applied: every status is counted."""
     async with ctx.db.read() as conn:
         counts = await instance_queries.status_counts(
-            conn, scoped(flt, caller).without_statuses(), now=ctx.now(), sqlite=ctx.db.is_sqlite
+            conn, scoped(flt, caller).without_statuses(), now=ctx.now()
         )
     return InstanceCounts(counts=counts, total=sum(counts.values()))
 

@@ -111,7 +111,6 @@ async def list_instances(
             sort=sort,
             limit=limit,
             after=None if after is None else (after[0], after[1]),
-            sqlite=ctx.db.is_sqlite,
         )
     return InstancePage(items=[InstancePublic.from_row(r) for r in rows], next=cursor_for(next_key))
 

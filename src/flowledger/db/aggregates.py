@@ -1,0 +1,217 @@
+"""Aggregates whose query differs in shape between PostgreSQL and SQLite —
+percentiles, per-local-day counts and the distinct keys of JSON objects —
+each one function taking the caller's connection and returning the same
+numbers on both (issue 16: no dialect branch outside ``db/``; SPEC O-14,
+L-23, O-2 use them).
+
+- **Grouped percentiles** (:func:`grouped_stats`): PostgreSQL's
+  ``percentile_cont`` (linear interpolation), over each group's values
+  gathered by a hash aggregate (``array_agg``, then ``unnest``), in the same
+  pass as the count and mean — about a third faster than
+  ``percentile_cont``'s own group-by, which sorts every row by the text group
+  keys first. On SQLite one window-function query ranks each group's values
+  (``row_number`` and ``count`` over the group) and returns, per group, the
+  two values around position ``fraction * (n - 1)`` and the fraction between
+  them; the interpolation is one multiplication per group, never per row.
+- **Percentiles of an interval** (:func:`interval_percentiles`):
+  ``percentile_cont`` on PostgreSQL; on SQLite the pairs of timestamps are
+  read and :func:`percentile_cont` interpolates in Python (microsecond
+  exact, as the stored text is).
+- **Day buckets** in a time zone (:func:`count_by_local_day`): PostgreSQL
+  groups by ``date(timezone(tz, ts))``. SQLite has no time zones, so it
+  groups by 15-minute UTC buckets counted from the window's first local
+  midnight (integer epoch seconds, so a row at exactly midnight falls on the
+  right side) and Python adds each bucket (at most 96 a day, never one row
+  per instance) to the local date of the bucket's start. Every UTC offset in
+  use is a multiple of 15 minutes, so a bucket never straddles a local
+  midnight.
+- **JSON object keys** (:func:`distinct_json_keys`): ``jsonb_object_keys`` on
+  PostgreSQL, the table-valued ``json_each`` on SQLite.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Float, Integer, and_, cast, extract, func, select, true
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from flowledger.db.dialects import POSTGRESQL, dialect_name
+
+BUCKET_SECONDS = 900
+
+Stats = dict[tuple[Any, ...], tuple[int, float | None, float | None]]
+
+
+def percentile_cont(values: list[float], fraction: float) -> float | None:
+    """PostgreSQL's ``percentile_cont``: linear interpolation between the two
+    values around position ``fraction * (n - 1)`` of the sorted values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = fraction * (len(ordered) - 1)
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+async def grouped_stats(
+    conn: AsyncConnection,
+    keys: Sequence[ColumnElement[Any]],
+    value: ColumnElement[Any],
+    where: Sequence[ColumnElement[bool]],
+    froms: Any,
+    *,
+    fraction: float = 0.9,
+) -> Stats:
+    """Per group of ``keys`` over the rows of ``froms`` matching ``where``:
+    the count, mean and ``fraction`` percentile (continuous) of ``value``.
+    One pass on PostgreSQL; an aggregate and a window query on SQLite."""
+    if dialect_name(conn) == POSTGRESQL:
+        return await _grouped_stats_pg(conn, keys, value, where, froms, fraction)
+    aggregate = (
+        select(*keys, func.count(), func.avg(value))
+        .select_from(froms)
+        .where(*where)
+        .group_by(*keys)
+    )
+    means = {tuple(r[: len(keys)]): (int(r[-2]), r[-1]) for r in await conn.execute(aggregate)}
+    percentiles = await _grouped_percentile_sqlite(conn, keys, value, where, froms, fraction)
+    return {k: (n, mean, percentiles.get(k)) for k, (n, mean) in means.items()}
+
+
+async def _grouped_stats_pg(
+    conn: AsyncConnection,
+    keys: Sequence[ColumnElement[Any]],
+    value: ColumnElement[Any],
+    where: Sequence[ColumnElement[bool]],
+    froms: Any,
+    fraction: float,
+) -> Stats:
+    # a hash aggregate collects each group's values; the percentile then
+    # sorts each group's array (floats) instead of a sort of every row
+    # by the (text) group keys that percentile_cont's group-by needs
+    labelled = [k.label(f"k{i}") for i, k in enumerate(keys)]
+    groups = (
+        select(
+            *labelled,
+            func.count().label("n"),
+            func.avg(value).label("mean"),
+            func.array_agg(value).label("values"),
+        )
+        .select_from(froms)
+        .where(*where)
+        .group_by(*keys)
+        .subquery()
+    )
+    each = func.unnest(groups.c["values"]).table_valued("v").render_derived(name="u")
+    percentile = select(func.percentile_cont(fraction).within_group(each.c.v)).scalar_subquery()
+    stmt = select(
+        *(groups.c[f"k{i}"] for i in range(len(keys))), groups.c.n, groups.c.mean, percentile
+    )
+    return {tuple(r[: len(keys)]): (int(r[-3]), r[-2], r[-1]) for r in await conn.execute(stmt)}
+
+
+async def _grouped_percentile_sqlite(
+    conn: AsyncConnection,
+    keys: Sequence[ColumnElement[Any]],
+    value: ColumnElement[Any],
+    where: Sequence[ColumnElement[bool]],
+    froms: Any,
+    fraction: float,
+) -> dict[tuple[Any, ...], float]:
+    labelled = [k.label(f"k{i}") for i, k in enumerate(keys)]
+    ranked = (
+        select(
+            *labelled,
+            value.label("v"),
+            (func.row_number().over(partition_by=keys, order_by=value) - 1).label("rn"),
+            func.count().over(partition_by=keys).label("n"),
+        )
+        .select_from(froms)
+        .where(*where)
+        .subquery()
+    )
+    position = fraction * (ranked.c.n - 1)
+    low = cast(position, Integer)
+    high = low + cast(position > low, Integer)
+    group = [ranked.c[f"k{i}"] for i in range(len(keys))]
+    stmt = select(
+        *group,
+        func.min(func.iif(ranked.c.rn == low, ranked.c.v, None)).label("lo"),
+        func.min(func.iif(ranked.c.rn == high, ranked.c.v, None)).label("hi"),
+        func.min(position - low).label("frac"),
+    ).group_by(*group)
+    result: dict[tuple[Any, ...], float] = {}
+    for r in await conn.execute(stmt):
+        result[tuple(r[: len(keys)])] = float(r.lo) + (float(r.hi) - float(r.lo)) * float(r.frac)
+    return result
+
+
+async def interval_percentiles(
+    conn: AsyncConnection,
+    start: Any,
+    end: Any,
+    where: Any,
+    fractions: Sequence[float],
+) -> list[float | None]:
+    """The continuous percentiles ``fractions`` of ``end - start`` in
+    milliseconds over the rows matching ``where`` (None: no rows)."""
+    if dialect_name(conn) == POSTGRESQL:
+        delay = cast(extract("epoch", end - start) * 1000, Float)
+        row = (
+            await conn.execute(
+                select(*(func.percentile_cont(f).within_group(delay) for f in fractions)).where(
+                    where
+                )
+            )
+        ).one()
+        return [None if v is None else float(v) for v in row]
+    rows = await conn.execute(select(start, end).where(where))
+    delays = [(r[1] - r[0]).total_seconds() * 1000 for r in rows]
+    return [percentile_cont(delays, f) for f in fractions]
+
+
+async def count_by_local_day(
+    conn: AsyncConnection,
+    column: Any,
+    where: Sequence[ColumnElement[bool]],
+    *,
+    zone: ZoneInfo,
+    start: datetime,
+    end: datetime,
+) -> dict[date, int]:
+    """Rows with ``start <= column < end`` matching ``where``, counted per
+    local date of ``column`` in ``zone`` (``start`` a local midnight)."""
+    bounds = and_(column >= start, column < end, *where)
+    if dialect_name(conn) == POSTGRESQL:
+        day = func.date(func.timezone(zone.key, column))
+        stmt = select(day.label("day"), func.count()).where(bounds).group_by(day)
+        return {r.day: int(r[1]) for r in await conn.execute(stmt)}
+    epoch = cast(func.strftime("%s", column), Integer)
+    bucket = (epoch - int(start.timestamp())) // BUCKET_SECONDS
+    stmt = select(bucket.label("bucket"), func.count()).where(bounds).group_by(bucket)
+    counts: dict[date, int] = {}
+    for r in await conn.execute(stmt):
+        local = (start + timedelta(seconds=int(r.bucket) * BUCKET_SECONDS)).astimezone(zone)
+        counts[local.date()] = counts.get(local.date(), 0) + int(r[1])
+    return counts
+
+
+async def distinct_json_keys(conn: AsyncConnection, column: Any, *, limit: int) -> list[str]:
+    """The distinct top-level keys of the JSON objects in ``column`` (a column
+    of a subquery), sorted, at most ``limit``, in one query."""
+    keys: ColumnElement[Any]
+    if dialect_name(conn) == POSTGRESQL:
+        keys = func.jsonb_object_keys(column)
+        query = select(keys.label("key")).select_from(column.table).distinct()
+    else:
+        each = func.json_each(column).table_valued("key")
+        query = select(each.c.key).select_from(column.table).join(each, true()).distinct()
+        keys = each.c.key
+    found = (await conn.execute(query.order_by(keys).limit(limit))).scalars().all()
+    return [str(k) for k in found]
