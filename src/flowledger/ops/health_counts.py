@@ -10,7 +10,8 @@ problems. Read-only.
 The statement runs every rule's own builder of
 :mod:`flowledger.ops.health_rules` (``RuleParams.counting``: the
 running-instance check as a join) as one ``UNION ALL`` of (rule priority,
-instance, task, job), then de-duplicates exactly as
+de-duplication key, instance), streamed into one ``GROUP BY`` of the key,
+which de-duplicates exactly as
 :func:`~flowledger.ops.health_inspection.one_per_task` does:
 
 - a problem with a task: one per task, the rule of lowest priority wins;
@@ -29,56 +30,66 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, cast, func, literal, or_, select, union_all
+from sqlalchemy import BigInteger, Integer, case, cast, func, literal, or_, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.health_sql import without_jit
 from flowledger.ops.health_inspection import DEFAULT_THRESHOLD_MINUTES
-from flowledger.ops.health_rules import LEVELS, RULES, RULES_BY_CODE, RuleParams
+from flowledger.ops.health_rules import LEVELS, RULES, RULES_BY_CODE, Rule, RuleParams
 
 _BY_PRIORITY = {rule.priority: rule for rule in RULES}
-_JOB = [rule.priority for rule in RULES if rule.group == "job"]
-_INSTANCE = [rule.priority for rule in RULES if rule.group == "instance"]
 _STALLED = RULES_BY_CODE["instance_stalled"].priority
 
 
+def _key(rule: Rule, rows: Any) -> tuple[Any, Any]:
+    """The de-duplication key of a rule's row: (kind, id) — (0, task) for a
+    problem with a task, (1, job) for a job problem without one, (2 +
+    priority, instance) for an instance-level problem."""
+    task_id = cast(rows.c.task_id, BigInteger)
+    if rule.group == "instance":
+        return literal(2 + rule.priority, Integer), cast(rows.c.instance_id, BigInteger)
+    if rule.group == "job":
+        kind = case((task_id.is_(None), literal(1, Integer)), else_=literal(0, Integer))
+        return kind, func.coalesce(task_id, cast(rows.c.job_id, BigInteger))
+    return literal(0, Integer), task_id
+
+
 def counting_statement(params: RuleParams) -> Any:
-    """``SELECT priority, count`` of the de-duplicated problems per rule."""
+    """``SELECT priority, count`` of the de-duplicated problems per rule:
+    the rows of every rule (streamed, never stored), grouped by their key
+    (the lowest priority wins), then counted by priority."""
     counting = replace(params, counting=True)
     parts = []
     for rule in RULES:
         rows = rule.build(counting).subquery(f"r{rule.priority}")
+        kind, key = _key(rule, rows)
         parts.append(
             select(
                 literal(rule.priority, Integer).label("prio"),
+                kind.label("kind"),
+                key.label("key"),
                 cast(rows.c.instance_id, BigInteger).label("instance_id"),
-                cast(rows.c.task_id, BigInteger).label("task_id"),
-                cast(rows.c.job_id, BigInteger).label("job_id"),
             )
         )
-    found = union_all(*parts).cte("found")
-    other = found.alias("other")
-    with_task_problem = found.c.instance_id.in_(
-        select(other.c.instance_id).where(
-            other.c.prio.notin_(_INSTANCE), other.c.instance_id.isnot(None)
+    found = union_all(*parts).subquery("found")
+    best = (
+        select(
+            func.min(found.c.prio).label("prio"),
+            found.c.kind,
+            func.min(found.c.instance_id).label("instance_id"),
         )
+        .group_by(found.c.kind, found.c.key)
+        .cte("best")
     )
-    best = union_all(
-        select(func.min(found.c.prio).label("prio"))
-        .where(found.c.task_id.isnot(None))
-        .group_by(found.c.task_id),
-        select(func.min(found.c.prio))
-        .where(found.c.task_id.is_(None), found.c.prio.in_(_JOB))
-        .group_by(found.c.job_id),
-        select(found.c.prio)
-        .where(
-            found.c.task_id.is_(None),
-            found.c.prio.in_(_INSTANCE),
-            or_(found.c.prio != _STALLED, ~with_task_problem),
-        )
-        .group_by(found.c.prio, found.c.instance_id),
-    ).subquery("best")
-    return select(best.c.prio, func.count().label("n")).group_by(best.c.prio)
+    other = best.alias("other")
+    with_task_problem = best.c.instance_id.in_(
+        select(other.c.instance_id).where(other.c.kind < 2, other.c.instance_id.isnot(None))
+    )
+    return (
+        select(best.c.prio, func.count().label("n"))
+        .where(or_(best.c.prio != _STALLED, ~with_task_problem))
+        .group_by(best.c.prio)
+    )
 
 
 async def problem_counts(
