@@ -213,17 +213,17 @@ def _task_row(p: RuleParams, job_id: Any, since: Any, detail: Any) -> list[Any]:
 def token_task_mismatch(p: RuleParams) -> Select[Any]:
     """An open task whose token is missing, not active, or at another node,
     created at or before the cutoff. The token is one primary-key probe per
-    candidate (a scalar subquery); when counting, the same condition as an
-    anti-join (``NOT EXISTS``), which PostgreSQL estimates and plans as a
-    join (a scalar subquery's filter is estimated at 0.5 % of the
-    candidates, so tens of thousands were probed one by one)."""
-    holder = select(tokens.c.id).where(
-        tokens.c.id == tasks.c.token_id,
-        tokens.c.state == TokenState.ACTIVE.value,
-        tokens.c.node_key == tasks.c.node_key,
+    candidate (a scalar subquery)."""
+    holder_ok = (
+        select(tokens.c.id)
+        .where(
+            tokens.c.id == tasks.c.token_id,
+            tokens.c.state == TokenState.ACTIVE.value,
+            tokens.c.node_key == tasks.c.node_key,
+        )
+        .scalar_subquery()
     )
-    no_holder = ~holder.exists() if p.counting else holder.scalar_subquery().is_(None)
-    query = _open_tasks(p, tasks.c.created_at <= p.cutoff, no_holder).add_columns(
+    query = _open_tasks(p, tasks.c.created_at <= p.cutoff, holder_ok.is_(None)).add_columns(
         *_task_row(p, null(), tasks.c.created_at, tasks.c.assignee)
     )
     return _running(p, query)
