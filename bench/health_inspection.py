@@ -24,7 +24,9 @@ EMPTIED first. Then:
    answers 404: built on another branch) and ``GET /engine/health-history``;
    the server is stopped afterwards.
 
-Last line: ``inspection_ms=… diagnostics_ms=… history_ms=…`` (medians).
+Last line: ``inspection_ms=… diagnostics_ms=… history_ms=… score_ms=…``
+(medians; ``score_ms``: ``GET /engine/health-score``). ``--port`` (default
+8713) moves the server.
 """
 
 from __future__ import annotations
@@ -67,7 +69,6 @@ PORT = 8713
 CALLS = 20
 WARMUP = 2
 CHUNK = 5000
-BASE = f"http://127.0.0.1:{PORT}/api/workflows/engine"
 TENANTS = ["acme", "globex", "initech", "default"]
 BROKEN = [
     "token_consumed",
@@ -496,12 +497,14 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
 
-async def _wait_ready(client: httpx.AsyncClient, server: subprocess.Popen[bytes]) -> None:
+async def _wait_ready(
+    client: httpx.AsyncClient, server: subprocess.Popen[bytes], port: int = PORT
+) -> None:
     for _ in range(300):
         if server.poll() is not None:
             raise SystemExit(f"the API server exited with {server.returncode}")
         try:
-            await client.get(f"http://127.0.0.1:{PORT}/api/openapi.json")
+            await client.get(f"http://127.0.0.1:{port}/api/openapi.json")
             return
         except httpx.TransportError:
             await asyncio.sleep(0.1)
@@ -514,6 +517,7 @@ async def main() -> None:
     )
     parser.add_argument("--db", required=True, help="database URL (its engine tables are emptied)")
     parser.add_argument("--instances", type=int, default=100_000)
+    parser.add_argument("--port", type=int, default=PORT)
     args = parser.parse_args()
 
     db = Database(args.db)
@@ -525,22 +529,24 @@ async def main() -> None:
     await db.dispose()
     env = {**os.environ, "FLOWLEDGER_DATABASE_URL": args.db}
     server = subprocess.Popen(  # noqa: ASYNC220 (started once, before any timing)
-        [sys.executable, "-m", "flowledger", "serve", "--port", str(PORT)], env=env
+        [sys.executable, "-m", "flowledger", "serve", "--port", str(args.port)], env=env
     )
+    base = f"http://127.0.0.1:{args.port}/api/workflows/engine"
     headers = {"Authorization": f"Bearer {token}"}
     try:
         async with httpx.AsyncClient(headers=headers, timeout=120) as client:
-            await _wait_ready(client, server)
-            inspection = await timed(client, f"{BASE}/health-inspection")
-            diagnostics = await timed(client, f"{BASE}/diagnostics")
+            await _wait_ready(client, server, args.port)
+            inspection = await timed(client, f"{base}/health-inspection")
+            score = await timed(client, f"{base}/health-score")
+            diagnostics = await timed(client, f"{base}/diagnostics")
             start = (now - timedelta(hours=24)).isoformat()
-            history = await timed(client, f"{BASE}/health-history", **{"from": start})
+            history = await timed(client, f"{base}/health-history", **{"from": start})
     finally:
         server.terminate()
         server.wait(timeout=30)
     print(
         f"inspection_ms={_fmt(inspection)} diagnostics_ms={_fmt(diagnostics)} "
-        f"history_ms={_fmt(history)}"
+        f"history_ms={_fmt(history)} score_ms={_fmt(score)}"
     )
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.health_sql import without_jit
 from flowledger.ops.health_rules import (
     CRITICAL,
     LEVELS,
@@ -70,8 +70,7 @@ async def run_rules(
     PostgreSQL the transaction runs without JIT: the rules are short
     index-driven queries whose (pessimistic) cost estimates would otherwise
     make PostgreSQL spend far longer compiling them than running them."""
-    if conn.dialect.name == "postgresql":
-        await conn.execute(text("SET LOCAL jit = off"))
+    await without_jit(conn)
     found: list[Problem] = []
     for rule in rules:
         for row in await conn.execute(rule.build(params)):

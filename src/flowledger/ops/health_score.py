@@ -22,6 +22,13 @@ failureRate      50 x failed attempts / attempts of the last    15
 The inspection part runs at the default threshold (30 min) within
 ``tenant_ids`` (None: every tenant); the runtime figures are global, as
 L-23 defines them.
+
+:func:`engine_health_score` (the alert metric every minute, ``GET
+/engine/health-score``, the history's snapshots) takes the inspection's
+counts from :mod:`flowledger.ops.health_counts` (one statement, no problem
+rows); :func:`health_score_of` scores a list of problems the caller already
+has (the inspection page's summary, ``flowledger health``). Both apply
+:func:`score_from` to the same counts (tests/ops/test_health_counts.py).
 """
 
 from __future__ import annotations
@@ -33,12 +40,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.ops.health_inspection import (
-    DEFAULT_THRESHOLD_MINUTES,
-    Problem,
-    inspect,
-    summarize,
-)
+from flowledger.ops.health_counts import problem_counts
+from flowledger.ops.health_inspection import DEFAULT_THRESHOLD_MINUTES, Problem, summarize
 from flowledger.ops.runtime_status import runtime_figures
 
 CAPS = {
@@ -93,8 +96,9 @@ def inputs_of(by_level: dict[str, int], runtime: dict[str, Any]) -> dict[str, An
     }
 
 
-def health_score_of(problems: list[Problem], runtime: dict[str, Any]) -> HealthScore:
-    summary = summarize(problems)
+def health_score_from_counts(summary: dict[str, Any], runtime: dict[str, Any]) -> HealthScore:
+    """The score from the inspection's summary (``byRule``, ``byLevel``) and
+    the runtime figures."""
     score, points = score_from(summary["byLevel"], runtime)
     return HealthScore(
         score=score,
@@ -105,14 +109,22 @@ def health_score_of(problems: list[Problem], runtime: dict[str, Any]) -> HealthS
     )
 
 
+def health_score_of(problems: list[Problem], runtime: dict[str, Any]) -> HealthScore:
+    """The score of an inspection's problems (what its page lists)."""
+    return health_score_from_counts(summarize(problems), runtime)
+
+
 async def engine_health_score(
     conn: AsyncConnection, tenant_ids: Sequence[str] | list[str] | None, *, now: datetime
 ) -> HealthScore:
-    """The score at ``now`` with its points and inputs."""
-    problems = await inspect(
+    """The score at ``now`` with its points and inputs, from the inspection's
+    counts (:func:`~flowledger.ops.health_counts.problem_counts`: one
+    statement, no problem rows) — equal to :func:`health_score_of` of
+    :func:`~flowledger.ops.health_inspection.inspect`'s problems."""
+    summary = await problem_counts(
         conn,
         now=now,
         threshold=timedelta(minutes=DEFAULT_THRESHOLD_MINUTES),
         tenants=tenant_ids,
     )
-    return health_score_of(problems, await runtime_figures(conn, now))
+    return health_score_from_counts(summary, await runtime_figures(conn, now))

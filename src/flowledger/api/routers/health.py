@@ -35,7 +35,7 @@ from flowledger.ops import health_inspection as inspection
 from flowledger.ops.health_history import history
 from flowledger.ops.health_messages import describe, recovery_action
 from flowledger.ops.health_rules import RULE_CODES
-from flowledger.ops.health_score import health_score_of
+from flowledger.ops.health_score import engine_health_score, health_score_of
 from flowledger.ops.runtime_status import runtime_figures
 from flowledger.settings import get_settings
 
@@ -195,9 +195,8 @@ async def health_score(ctx: Ctx, caller: Monitor) -> HealthScorePublic:
     """The engine health score (0-100) with its deductions and inputs."""
     now = ctx.now()
     async with ctx.db.read() as conn:
-        problems = await inspection.inspect(conn, now=now, tenants=caller.tenant_scope)
-        runtime = await runtime_figures(conn, now)
-    return HealthScorePublic.model_validate(health_score_of(problems, runtime).to_public())
+        score = await engine_health_score(conn, caller.tenant_scope, now=now)
+    return HealthScorePublic.model_validate(score.to_public())
 
 
 @router.get("/health-history", response_model=HealthHistory)
