@@ -43,7 +43,6 @@ ALLOWED: dict[str, str] = {
     "engine/write_buffer.py": "engineer 'engine': the PostgreSQL flush path",
     "worker/wake.py": "engineer 'ledger': the SQLite watch vs the PostgreSQL LISTEN",
     "worker/worker.py": "engineer 'ledger': the SystemClock vs DatabaseClock choice",
-    "ops/health_inspection.py": "engineer 'healthscore': SET LOCAL jit = off",
 }
 
 
