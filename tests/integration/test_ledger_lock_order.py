@@ -75,7 +75,8 @@ async def test_renewal_and_settlement_in_opposite_orders_do_not_deadlock_L9_L10(
             )
             settlement = asyncio.ensure_future(
                 settler.jobs_settle(
-                    db, [(job, Outcome.success({"n": job.id})) for job in reversed(claimed)],
+                    db,
+                    [(job, Outcome.success({"n": job.id})) for job in reversed(claimed)],
                     now=clock.now(),
                 )
             )
