@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,9 @@ def done_counter(db: Database) -> Callable[[], int]:
     """How many jobs have succeeded, read over a raw driver connection of its
     own (outside SQLAlchemy, so the counting hooks do not see the poll)."""
     if db.is_sqlite:
-        conn: Any = sqlite3.connect(db.url.database or "", isolation_level=None)
+        conn: Any = sqlite3.connect(
+            db.url.database or "", isolation_level=None, check_same_thread=False
+        )
     else:
         conn = psycopg.connect(libpq_conninfo(db.url), autocommit=True)
 
@@ -138,18 +140,19 @@ def done_counter(db: Database) -> Callable[[], int]:
 
 
 async def wait_drained(count: Callable[[], int], n: int, timeout_s: float) -> None:
+    """Poll ``count`` (on a thread: an in-process worker shares this event loop)."""
     deadline = time.monotonic() + timeout_s
     done = 0
     while time.monotonic() < deadline:
-        done = count()
+        done = await asyncio.to_thread(count)
         if done >= n:
             return
         await asyncio.sleep(POLL_S)
     raise SystemExit(f"timed out: {done}/{n} jobs succeeded")
 
 
-async def span_rate(db: Database, n: int) -> float:
-    """N / (first attempt started - last attempt finished)."""
+async def span_rate(db: Database, n: int) -> tuple[float, datetime]:
+    """N / (first attempt started - last attempt finished), and that first start."""
     async with db.read() as conn:
         first, last = (
             await conn.execute(
@@ -158,7 +161,9 @@ async def span_rate(db: Database, n: int) -> float:
         ).one()
     if isinstance(first, str):  # SQLite aggregates come back as text
         first, last = datetime.fromisoformat(first), datetime.fromisoformat(last)
-    return n / (last - first).total_seconds()
+    if first.tzinfo is None:
+        first = first.replace(tzinfo=UTC)
+    return n / (last - first).total_seconds(), first
 
 
 async def wake_latencies(db: Database, samples: int, *, same_process: bool) -> list[float]:
@@ -328,7 +333,7 @@ async def main() -> None:
     count = done_counter(db)
     commits_before = await xact_commit(db)
     cpu_before = time.process_time() if args.in_process else 0.0
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), datetime.now(UTC)
     try:
         await workers.start()
         await wait_drained(count, args.jobs, timeout_s=max(120.0, args.jobs / 100))
@@ -336,14 +341,16 @@ async def main() -> None:
         worker_cpu = workers.cpu_s() - cpu_before
         drain_counts = workers.counts()
         commits_after = await xact_commit(db)
-        span_per_s = await span_rate(db, args.jobs)
+        span_per_s, first_start = await span_rate(db, args.jobs)
+        start_up_s = (first_start - started_at).total_seconds()
         peer_per_s = args.jobs / peer_s
         where = "in this process" if args.in_process else f"in {args.workers} process(es)"
         print(
             f"drained {args.jobs} jobs, worker {where}, concurrency 8 per process "
             f"(4 ledger + 4 outbound slots): peer protocol (start-up included, until the "
             f"database shows all succeeded) {peer_per_s:.0f}/s in {peer_s:.2f}s; "
-            f"span (first start - last finish) {span_per_s:.0f}/s",
+            f"span (first start - last finish) {span_per_s:.0f}/s; "
+            f"start-up (until the first attempt started) {start_up_s:.2f}s",
             flush=True,
         )
         latencies = await workers.wake(db, args.wake_samples)
