@@ -5,7 +5,9 @@
 
 The database at URL is migrated and its ledger tables are EMPTIED first.
 1. bulk-enqueue N no-op jobs split evenly across the two pools (the default
-   pools have 4 + 4 slots: total concurrency 8 per worker process);
+   pools have 4 + 4 slots: total concurrency 8 per worker process; with
+   ``--one-pool`` all in the ledger pool, given 8 slots — one queue at
+   concurrency 8, as a peer's single queue runs);
 2. drain them. ``--protocol peer`` (the default; the protocol of the peer
    comparison, issue 15 item 3): the clock starts before the worker starts
    (its start-up is inside the timed window) and stops when the database
@@ -86,11 +88,13 @@ async def reset(db: Database) -> None:
             await conn.execute(text(f"DELETE FROM {table}"))
 
 
-async def bulk_enqueue(db: Database, n: int, *, keyed: bool = False) -> float:
+async def bulk_enqueue(
+    db: Database, n: int, *, keyed: bool = False, one_pool: bool = False
+) -> float:
     clock = SystemClock()
     specs = [
         JobSpec(
-            "bench_noop_ledger" if i % 2 == 0 else "bench_noop_outbound",
+            "bench_noop_ledger" if one_pool or i % 2 == 0 else "bench_noop_outbound",
             idempotency_key=f"bench-{i}" if keyed else None,
         )
         for i in range(n)
@@ -310,12 +314,22 @@ async def main() -> None:
     parser.add_argument(
         "--no-counts", action="store_true", help="start the workers without the counting hooks"
     )
+    parser.add_argument(
+        "--one-pool",
+        action="store_true",
+        help="every job in the ledger pool, given all 8 slots (the outbound pool idles)",
+    )
     args = parser.parse_args()
+    if args.one_pool:
+        os.environ["FLOWLEDGER_LEDGER_SLOTS"] = "8"  # the workers read their slots from it
+    slots = "8 ledger slots" if args.one_pool else "4 ledger + 4 outbound slots"
 
     db = Database(args.db)
     await reset(db)
     sql_counts.watch(db.engine.sync_engine)
-    enqueue_per_s = await bulk_enqueue(db, args.jobs, keyed=args.idempotency_keys)
+    enqueue_per_s = await bulk_enqueue(
+        db, args.jobs, keyed=args.idempotency_keys, one_pool=args.one_pool
+    )
     enqueue_counts = sql_counts.Counts(sql_counts.TOTALS.statements, sql_counts.TOTALS.commits)
     print(f"enqueued {args.jobs} jobs at {enqueue_per_s:.0f}/s", flush=True)
     if args.enqueue_only:
@@ -347,7 +361,7 @@ async def main() -> None:
         where = "in this process" if args.in_process else f"in {args.workers} process(es)"
         print(
             f"drained {args.jobs} jobs, worker {where}, concurrency 8 per process "
-            f"(4 ledger + 4 outbound slots): peer protocol (start-up included, until the "
+            f"({slots}): peer protocol (start-up included, until the "
             f"database shows all succeeded) {peer_per_s:.0f}/s in {peer_s:.2f}s; "
             f"span (first start - last finish) {span_per_s:.0f}/s; "
             f"start-up (until the first attempt started) {start_up_s:.2f}s",
