@@ -56,19 +56,20 @@ def _sqlite_engine(url: URL, pool_size: int) -> AsyncEngine:
     return engine
 
 
-def _sqlite_sync_engine(url: URL) -> Engine:
-    """A sync engine over the same file, set up as the async one (the SQLite
-    hot path runs it on its own thread)."""
+def _sqlite_sync_engine(url: URL, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> Engine:
+    """A sync engine over the same file, set up as the async one except for
+    the busy timeout (the SQLite hot path: one that never waits, for the
+    event loop's thread, and one that does, for its own thread)."""
     engine = create_engine(
         url.set(drivername="sqlite"),
         poolclass=StaticPool,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        connect_args={"timeout": busy_timeout_ms / 1000},
     )
-    _sqlite_session(engine)
+    _sqlite_session(engine, busy_timeout_ms)
     return engine
 
 
-def _sqlite_session(engine: Engine) -> None:
+def _sqlite_session(engine: Engine, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> None:
     """WAL, busy timeout, foreign keys, ``synchronous=NORMAL`` on every
     connection; ``BEGIN IMMEDIATE`` for every writing transaction."""
 
@@ -77,7 +78,7 @@ def _sqlite_session(engine: Engine) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
@@ -189,15 +190,14 @@ class Database:
                 yield conn
 
     def hot_path(self) -> PgHotPath | SqliteHotPath | None:
-        """A dedicated hot-path connection: psycopg on PostgreSQL; on SQLite a
-        sync connection on its own thread that takes this database's write
-        lock (None for an in-memory SQLite database, which only its own
-        engine can see)."""
+        """A dedicated hot-path connection: psycopg on PostgreSQL; on SQLite
+        sync connections that take this database's write lock (None for an
+        in-memory SQLite database, which only its own engine can see)."""
         if not self.is_sqlite:
             return PgHotPath(libpq_conninfo(self.url))
         if self.url.database in (None, "", ":memory:"):
             return None
-        return SqliteHotPath(lambda: _sqlite_sync_engine(self.url), self._write_lock)
+        return SqliteHotPath(lambda ms: _sqlite_sync_engine(self.url, ms), self._write_lock)
 
     async def now(self) -> datetime:
         """The database server's clock."""

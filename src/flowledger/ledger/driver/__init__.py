@@ -40,8 +40,8 @@ def ledger_for(conn: AsyncConnection) -> LedgerDriver:
 def ledger_driver(db: Database, *, fast: bool = False) -> LedgerDriver:
     """The driver of ``db``. ``fast``: a driver with its own dedicated
     connection where the database offers one (PostgreSQL); the caller
-    closes it (PostgreSQL: psycopg with prepared statements; SQLite: a
-    sync connection on a thread of its own). Without ``fast``, or where the
+    closes it (PostgreSQL: psycopg with prepared statements; SQLite: sync
+    connections under the process's write lock). Without ``fast``, or where the
     database offers none, the shared driver."""
     if fast:
         hot = db.hot_path()
