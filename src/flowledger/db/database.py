@@ -3,7 +3,16 @@
 SQLite: WAL, a busy timeout, foreign keys on, ``BEGIN IMMEDIATE`` for every
 writing transaction (readers use a deferred ``BEGIN``) and an in-process write
 lock so writers of one process queue fairly instead of spinning in SQLite's
-busy handler. PostgreSQL: psycopg 3 async with a connection pool, plus an
+busy handler. ``synchronous=NORMAL`` (issue 15 item 4): in WAL mode a
+commit is then synced at the next checkpoint, not at once — a process crash
+loses nothing, an OS crash or power loss can lose the last commits but never
+corrupts the file. Acceptable for the embedded default: the ledger's state
+rolls back consistently (a lost claim is pending again, a lost settlement
+runs its job again, and a step's receipt is in the same WAL as its business
+write, SPEC L-14); the one exposure is an unsafe external call whose
+side-effect marker (L-17) was among the lost commits, which may be sent
+again — deployments that cannot accept that run PostgreSQL.
+PostgreSQL: psycopg 3 async with a connection pool, plus an
 autocommit view of the same pool for single-statement hot paths (claim and
 batch settlement) that are atomic on their own.
 
@@ -20,13 +29,15 @@ from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy import event, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
 from sqlalchemy.util.concurrency import in_greenlet
 
 from flowledger.db import wake
 from flowledger.db.pg_hotpath import PgHotPath
+from flowledger.db.sqlite_hotpath import SqliteHotPath
 from flowledger.db.urls import async_url, is_sqlite, libpq_conninfo
 
 _READONLY = "flowledger_readonly"
@@ -41,23 +52,41 @@ def _sqlite_engine(url: URL, pool_size: int) -> AsyncEngine:
         max_overflow=pool_size,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
     )
+    _sqlite_session(engine.sync_engine)
+    return engine
 
-    @event.listens_for(engine.sync_engine, "connect")
+
+def _sqlite_sync_engine(url: URL, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> Engine:
+    """A sync engine over the same file, set up as the async one except for
+    the busy timeout (the SQLite hot path: one that never waits, for the
+    event loop's thread, and one that does, for its own thread)."""
+    engine = create_engine(
+        url.set(drivername="sqlite"),
+        poolclass=StaticPool,
+        connect_args={"timeout": busy_timeout_ms / 1000},
+    )
+    _sqlite_session(engine, busy_timeout_ms)
+    return engine
+
+
+def _sqlite_session(engine: Engine, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> None:
+    """WAL, busy timeout, foreign keys, ``synchronous=NORMAL`` on every
+    connection; ``BEGIN IMMEDIATE`` for every writing transaction."""
+
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         readonly = conn.get_execution_options().get(_READONLY, False)
         conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
-
-    return engine
 
 
 def _postgres_engine(url: URL, pool_size: int) -> AsyncEngine:
@@ -160,9 +189,15 @@ class Database:
             async with self._autocommit.connect() as conn:
                 yield conn
 
-    def hot_path(self) -> PgHotPath | None:
-        """A dedicated hot-path connection (PostgreSQL only; None on SQLite)."""
-        return None if self.is_sqlite else PgHotPath(libpq_conninfo(self.url))
+    def hot_path(self) -> PgHotPath | SqliteHotPath | None:
+        """A dedicated hot-path connection: psycopg on PostgreSQL; on SQLite
+        sync connections that take this database's write lock (None for an
+        in-memory SQLite database, which only its own engine can see)."""
+        if not self.is_sqlite:
+            return PgHotPath(libpq_conninfo(self.url))
+        if self.url.database in (None, "", ":memory:"):
+            return None
+        return SqliteHotPath(lambda ms: _sqlite_sync_engine(self.url, ms), self._write_lock)
 
     async def now(self) -> datetime:
         """The database server's clock."""

@@ -15,7 +15,10 @@ id`` or, for the every-fourth "earliest due" claim, by ``run_at, id``; both
 served by partial indexes on pending rows.
 
 Settlement: the jobs still fenced by (id, generation, lease token, running)
-become succeeded and only their running attempt rows are finished.
+are locked in id order — the one order of every multi-row writer of
+``workflow_jobs``, so a settlement and a lease renewal over the same jobs
+cannot deadlock — then become succeeded, and only their running attempt rows
+are finished.
 
 Bulk insert (issue 15 item 5): one ``INSERT … SELECT … FROM unnest(typed
 arrays) WITH ORDINALITY … ON CONFLICT (idempotency_key) DO NOTHING`` per
@@ -94,13 +97,18 @@ WITH input AS (
                          %(exec_ids)s::bigint[], %(durations)s::int[], %(skipped)s::bool[],
                          %(results)s::jsonb[])
         AS t(id, gen, token, exec_id, duration, skipped, result)
+), locked AS (
+    SELECT j.id FROM workflow_jobs AS j JOIN input ON j.id = input.id
+    WHERE j.generation = input.gen AND j.lease_token = input.token AND j.status = 'running'
+    ORDER BY j.id
+    FOR UPDATE OF j
 ), settled AS (
     UPDATE workflow_jobs AS j SET
         status = 'succeeded', result = input.result, last_error = NULL,
         last_error_code = NULL, last_error_fingerprint = NULL,
         lease_token = NULL, lease_until = NULL, lease_owner = NULL,
         updated_at = %(now)s
-    FROM input
+    FROM input JOIN locked ON locked.id = input.id
     WHERE j.id = input.id AND j.generation = input.gen AND j.lease_token = input.token
       AND j.status = 'running'
     RETURNING j.id

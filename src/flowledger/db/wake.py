@@ -5,7 +5,7 @@ PostgreSQL: ``pg_notify`` issued inside the transaction; the server delivers it
 on commit and drops it on rollback. SQLite: the pool is remembered on the
 connection and signalled in-process by :meth:`Database.begin` after commit
 (other processes notice commits through ``PRAGMA data_version``, see
-:mod:`flowledger.worker.wake`). A lost hint costs latency only: polling still
+:mod:`flowledger.db.wake_listen`). A lost hint costs latency only: polling still
 claims.
 """
 

@@ -117,7 +117,9 @@ class Worker:
         process's leader elector (the runtime passes the engine's)."""
         self.db = db
         self.config = config or WorkerConfig()
-        self.clock: Clock = clock or (SystemClock() if db.is_sqlite else DatabaseClock())
+        # the database's clock (issue 16: no dialect branch here): on SQLite
+        # it is the host's, and the calibration measures an offset of ~0
+        self.clock: Clock = clock or DatabaseClock()
         self.node: NodeInfo = new_node(roles or ["worker"], dict(self.config.pools))
         self.handlers = handlers or HandlerRegistry()
         self.elector = LeaderElector(db, self.node.id)

@@ -11,16 +11,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.db.dialects import POSTGRESQL, SQLITE, dialect_name
+from flowledger.db.pg_hotpath import PgHotPath
+from flowledger.db.sqlite_hotpath import SqliteHotPath
 from flowledger.ledger.driver.core import CoreLedger
 from flowledger.ledger.driver.postgres import PostgresFastLedger, PostgresLedger
 from flowledger.ledger.driver.protocol import LedgerDriver
-from flowledger.ledger.driver.sqlite import SqliteLedger
+from flowledger.ledger.driver.sqlite import SqliteFastLedger, SqliteLedger
 
 __all__ = [
     "CoreLedger",
     "LedgerDriver",
     "PostgresFastLedger",
     "PostgresLedger",
+    "SqliteFastLedger",
     "SqliteLedger",
     "ledger_driver",
     "ledger_for",
@@ -37,9 +40,13 @@ def ledger_for(conn: AsyncConnection) -> LedgerDriver:
 def ledger_driver(db: Database, *, fast: bool = False) -> LedgerDriver:
     """The driver of ``db``. ``fast``: a driver with its own dedicated
     connection where the database offers one (PostgreSQL); the caller
-    closes it. Without ``fast``, or on SQLite, the shared driver."""
+    closes it (PostgreSQL: psycopg with prepared statements; SQLite: sync
+    connections under the process's write lock). Without ``fast``, or where the
+    database offers none, the shared driver."""
     if fast:
         hot = db.hot_path()
-        if hot is not None:
+        if isinstance(hot, PgHotPath):
             return PostgresFastLedger(hot)
+        if isinstance(hot, SqliteHotPath):
+            return SqliteFastLedger(hot)
     return _SHARED[db.dialect]

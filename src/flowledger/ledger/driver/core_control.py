@@ -4,7 +4,9 @@ pause and resume with an instance (SPEC L-18), cleanup when an instance ends
 cancel (L-5, L-9, L-24). Each bumps the generation so any executor still
 holding the old one loses the right to write; each selects its rows by the
 sources :data:`~flowledger.states.JOB_TRANSITIONS` allows. All run in the
-caller's transaction, after the caller has locked the instance row (L-13)."""
+caller's transaction, after the caller has locked the instance row (L-13);
+a writer of several job rows locks them in id order first
+(:func:`~flowledger.ledger.driver.core_jobs.locked_in_id_order`)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from flowledger.db import wake
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import InvalidStateError, NotFoundError
-from flowledger.ledger.driver.core_jobs import CLEAR_LEASE
+from flowledger.ledger.driver.plans import CLEAR_LEASE, locked_in_id_order
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import new_key
 from flowledger.ledger.types import CLEANUP_TYPES, PAUSABLE_TYPES
@@ -333,8 +335,11 @@ class ControlCore:
     async def jobs_mark_replay_batch(
         self, conn: AsyncConnection, job_ids: list[int], batch_id: str | None
     ) -> None:
-        """Record (or, with None, clear) the replay batch id of ``job_ids``."""
+        """Record (or, with None, clear) the replay batch id of ``job_ids``
+        (rows locked in id order, as every multi-row writer locks them)."""
         if job_ids:
             await conn.execute(
-                update(jobs).where(jobs.c.id.in_(job_ids)).values(replay_batch_id=batch_id)
+                update(jobs)
+                .where(locked_in_id_order(jobs.c.id.in_(job_ids)))
+                .values(replay_batch_id=batch_id)
             )

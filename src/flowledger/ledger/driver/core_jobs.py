@@ -16,12 +16,11 @@ dead; unconfirmed → dead with ``external_outcome_unconfirmed``; released
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, select, tuple_, update
+from sqlalchemy import case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
@@ -29,10 +28,17 @@ from flowledger.db.database import Database
 from flowledger.db.dialects import upsert
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.db.types import JsonType
 from flowledger.errors import FlowledgerError, LeaseLostError
 from flowledger.ledger.backoff import backoff_ms
 from flowledger.ledger.driver import bulk
+from flowledger.ledger.driver.plans import (
+    CLEAR_LEASE,
+    claim_plan,
+    fence_clause,
+    locked_in_id_order,
+    run_async,
+    settle_successes_plan,
+)
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import (
     ClaimedJob,
@@ -48,19 +54,6 @@ from flowledger.ledger.types import get_job_type
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, AttemptStatus, JobStatus
 
 DEFAULT_LEASE_MS = 60_000
-CLAIMED_COLUMNS = (
-    *("id", "type", "pool", "payload", "generation", "attempts", "max_attempts"),
-    *("lease_token", "lease_until", "execution_deadline", "run_at", "operation_key"),
-    *("trace_id", "tenant_id", "instance_id", "task_id", "node_key", "priority"),
-)
-CLEAR_LEASE: dict[str, Any] = {"lease_token": None, "lease_until": None, "lease_owner": None}
-
-
-def fence_clause(fences: list[tuple[int, int, str]]) -> Any:
-    """``(id, generation, lease_token) IN (…) AND status = 'running'``."""
-    return tuple_(jobs.c.id, jobs.c.generation, jobs.c.lease_token).in_(fences) & (
-        jobs.c.status == JobStatus.RUNNING.value
-    )
 
 
 def _utc(value: datetime) -> datetime:
@@ -288,84 +281,12 @@ class JobsCore:
     ) -> list[dict[str, Any]]:
         """Select the candidates (row-locked, skipping locked rows where the
         database has row locks), lease them, add one attempt row each — in one
-        transaction."""
-        lease_until = now + timedelta(milliseconds=lease_ms)
-        ordering = (
-            (jobs.c.priority, jobs.c.run_at, jobs.c.id)
-            if order == "priority"
-            else (jobs.c.run_at, jobs.c.id)
+        transaction (:func:`.plans.claim_plan`)."""
+        plan = claim_plan(
+            pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
         )
         async with db.begin() as conn:
-            candidates = (
-                await conn.execute(
-                    select(jobs.c.id, jobs.c.execution_timeout_ms)
-                    .where(
-                        jobs.c.pool == pool,
-                        jobs.c.status == JobStatus.PENDING.value,
-                        jobs.c.run_at <= now,
-                    )
-                    .order_by(*ordering)
-                    .limit(limit)
-                    .with_for_update(skip_locked=True)
-                )
-            ).all()
-            if not candidates:
-                return []
-            params = []
-            for job_id, timeout_ms in candidates:
-                deadline = now + timedelta(milliseconds=timeout_ms)
-                params.append(
-                    {
-                        "b_id": job_id,
-                        "b_token": uuid.uuid4().hex,
-                        "b_deadline": deadline,
-                        "b_lease_until": min(lease_until, deadline),
-                    }
-                )
-            await conn.execute(
-                update(jobs)
-                .where(jobs.c.id == bindparam("b_id"))
-                .values(
-                    status=JobStatus.RUNNING.value,
-                    attempts=jobs.c.attempts + 1,
-                    lease_token=bindparam("b_token"),
-                    lease_owner=node_id,
-                    execution_deadline=bindparam("b_deadline"),
-                    lease_until=bindparam("b_lease_until"),
-                    side_effect_at=None,
-                    updated_at=now,
-                ),
-                params,
-            )
-            rows = [
-                dict(r._mapping)
-                for r in (
-                    await conn.execute(
-                        select(*(jobs.c[name] for name in CLAIMED_COLUMNS))
-                        .where(jobs.c.id.in_([p["b_id"] for p in params]))
-                        .order_by(*ordering)
-                    )
-                )
-            ]
-            inserted = await conn.execute(
-                executions.insert().returning(executions.c.id, sort_by_parameter_order=True),
-                [
-                    {
-                        "job_id": r["id"],
-                        "generation": r["generation"],
-                        "attempt": r["attempts"],
-                        "status": AttemptStatus.RUNNING.value,
-                        "node_id": node_id,
-                        "scheduled_at": r["run_at"],
-                        "started_at": now,
-                    }
-                    for r in rows
-                ],
-            )
-            for row, execution_id in zip(rows, inserted.scalars(), strict=True):
-                row["execution_id"] = execution_id
-                row["started_at"] = now
-        return rows
+            return await run_async(conn, plan)
 
     async def jobs_next_due(self, db: Database, *, pool: str) -> datetime | None:
         """Served by the partial index ``ix_workflow_jobs_claim_due``."""
@@ -457,7 +378,7 @@ class JobsCore:
             )
         if other:
             async with db.begin() as conn:
-                for job, outcome in other:
+                for job, outcome in sorted(other, key=lambda item: item[0].id):  # lock order
                     if await self.job_settle(
                         conn, job.fence, outcome, now=now, started_at=job.started_at
                     ):
@@ -467,49 +388,10 @@ class JobsCore:
     async def _settle_successes(
         self, db: Database, rows: Sequence[SuccessRow], *, now: datetime
     ) -> set[int]:
-        """The fenced jobs → succeeded, then only their running attempts finished."""
-        results = {
-            r.job_id: bindparam(None, r.result, type_=JsonType)
-            for r in rows
-            if r.result is not None
-        }
-        job_values: dict[str, Any] = {
-            "status": JobStatus.SUCCEEDED,
-            "last_error": None,
-            "last_error_code": None,
-            "last_error_fingerprint": None,
-            "updated_at": now,
-            **CLEAR_LEASE,
-        }
-        if results:
-            job_values["result"] = case(results, value=jobs.c.id, else_=None)
-        fences = [(r.job_id, r.generation, r.lease_token) for r in rows]
-        job_stmt = update(jobs).where(fence_clause(fences)).values(**job_values)
-        skipped = [r.execution_id for r in rows if r.skipped]
-        attempt_status: Any = AttemptStatus.SUCCEEDED.value
-        if skipped:
-            attempt_status = case(
-                (executions.c.id.in_(skipped), AttemptStatus.SKIPPED.value),
-                else_=AttemptStatus.SUCCEEDED.value,
-            )
-        durations = {r.execution_id: r.duration_ms for r in rows}
-        by_job = {r.job_id: r.execution_id for r in rows}
+        """The fenced jobs → succeeded, then only their running attempts
+        finished (:func:`.plans.settle_successes_plan`)."""
         async with db.begin() as conn:
-            ids = {int(i) for i in (await conn.execute(job_stmt.returning(jobs.c.id))).scalars()}
-            if ids:
-                await conn.execute(
-                    update(executions)
-                    .where(
-                        executions.c.id.in_([by_job[i] for i in ids]),
-                        executions.c.status == "running",
-                    )
-                    .values(
-                        status=attempt_status,
-                        finished_at=now,
-                        duration_ms=case(durations, value=executions.c.id, else_=0),
-                    )
-                )
-        return ids
+            return await run_async(conn, settle_successes_plan(rows, now))
 
     # --- fencing ----------------------------------------------------------------
     async def job_lock_fenced(self, conn: AsyncConnection, fence: Fence, *, now: datetime) -> None:
@@ -531,24 +413,40 @@ class JobsCore:
     async def jobs_renew_leases(
         self, db: Database, claimed: Sequence[ClaimedJob], *, now: datetime, lease_ms: int
     ) -> set[int]:
-        """Never past a job's execution deadline."""
+        """Never past a job's execution deadline. The renewal never waits for
+        a row lock: rows it can lock it extends (in id order); a row another
+        transaction holds — a settlement or the executor's own business
+        transaction — is left for the next renewal and counts as owned while
+        its fence still matches (its lease has not run out: renewals come
+        several times per lease). One statement unless some row was held."""
         if not claimed:
             return set()
         new_until = {
             job.id: min(now + timedelta(milliseconds=lease_ms), job.execution_deadline)
             for job in claimed
         }
+        owned = (
+            fence_clause([(j.id, j.generation, j.lease_token) for j in claimed]),
+            jobs.c.execution_deadline > now,
+        )
         stmt = (
             update(jobs)
-            .where(
-                fence_clause([(j.id, j.generation, j.lease_token) for j in claimed]),
-                jobs.c.execution_deadline > now,
-            )
+            .where(locked_in_id_order(*owned, skip_locked=True), *owned)
             .values(lease_until=case(new_until, value=jobs.c.id), updated_at=now)
             .returning(jobs.c.id)
         )
         async with db.single_statement() as conn:
-            return {int(i) for i in (await conn.execute(stmt)).scalars()}
+            renewed = {int(i) for i in (await conn.execute(stmt)).scalars()}
+        if len(renewed) == len(new_until):
+            return renewed
+        held = [j for j in claimed if j.id not in renewed]
+        async with db.read() as conn:
+            still = select(jobs.c.id).where(
+                fence_clause([(j.id, j.generation, j.lease_token) for j in held]),
+                jobs.c.execution_deadline > now,
+                jobs.c.lease_until > now,
+            )
+            return renewed | {int(i) for i in (await conn.execute(still)).scalars()}
 
     async def job_mark_side_effect(self, db: Database, fence: Fence, *, now: datetime) -> None:
         """Committed before the caller sends."""
