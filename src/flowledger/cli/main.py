@@ -12,22 +12,14 @@ layers; no logic lives here.
 from __future__ import annotations
 
 import asyncio
+from types import MappingProxyType
 from typing import Annotated
 
 import typer
 
-from flowledger.cli.alerts import alerts_app
-from flowledger.cli.analytics import analytics, retention_app
-from flowledger.cli.bootstrap import ADMIN, admin_exists, ensure_admin, is_empty, load_demo_data
 from flowledger.cli.common import console, open_database, runtime_session
-from flowledger.cli.data import definitions_app, demo, instances_app, token_app
-from flowledger.cli.health import health
-from flowledger.cli.instance_ops import register as register_instance_ops
-from flowledger.cli.instances_monitor import instances_list as _instances_list  # noqa: F401
-from flowledger.cli.jobs import jobs_app
-from flowledger.cli.recovery import recover
+from flowledger.cli.lazy import LazyCommand, lazy_group
 from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
-from flowledger.cli.serve import console_login_url, serve_api
 from flowledger.db.migrate import current_revision, upgrade
 from flowledger.errors import FlowledgerError
 from flowledger.ledger.types import parse_pools
@@ -36,18 +28,39 @@ from flowledger.runtime import Runtime, build_runtime
 from flowledger.worker.supervisor import supervise
 from flowledger.worker.worker import WorkerConfig
 
-app = typer.Typer(no_args_is_help=True, help="flowledger: workflows on a durable job ledger.")
-app.add_typer(definitions_app, name="definitions")
-app.add_typer(instances_app, name="instances")
-app.add_typer(token_app, name="token")
-app.add_typer(jobs_app, name="jobs")
-app.add_typer(alerts_app, name="alerts")
-app.command()(demo)
-app.command()(recover)
-register_instance_ops(instances_app)
-app.command()(health)
-app.command("analytics")(analytics)
-app.add_typer(retention_app, name="retention")
+# Imported when called (flowledger/cli/lazy.py): a worker start does not load
+# the API schemas these commands format their output with.
+SUBCOMMANDS = MappingProxyType(
+    {
+        "definitions": LazyCommand("flowledger.cli.data:definitions_app"),
+        "instances": LazyCommand("flowledger.cli.main:instances_group", loader=True),
+        "token": LazyCommand("flowledger.cli.data:token_app"),
+        "jobs": LazyCommand("flowledger.cli.jobs:jobs_app"),
+        "alerts": LazyCommand("flowledger.cli.alerts:alerts_app"),
+        "demo": LazyCommand("flowledger.cli.data:demo"),
+        "recover": LazyCommand("flowledger.cli.recovery:recover"),
+        "health": LazyCommand("flowledger.cli.health:health"),
+        "analytics": LazyCommand("flowledger.cli.analytics:analytics"),
+        "retention": LazyCommand("flowledger.cli.analytics:retention_app"),
+    }
+)
+
+app = typer.Typer(
+    cls=lazy_group(SUBCOMMANDS),
+    no_args_is_help=True,
+    help="flowledger: workflows on a durable job ledger.",
+)
+
+
+def instances_group() -> typer.Typer:
+    """``instances …``: the data commands, the operations and the monitor list."""
+    import flowledger.cli.instances_monitor  # noqa: F401  (registers `instances list`)
+    from flowledger.cli.data import instances_app
+    from flowledger.cli.instance_ops import register
+
+    register(instances_app)
+    return instances_app
+
 
 ImportOpt = Annotated[
     list[str] | None,
@@ -120,6 +133,9 @@ def worker(
 @app.command()
 def serve(host: HostOpt = "127.0.0.1", port: PortOpt = 8000) -> None:
     """Run the HTTP API only (no worker)."""
+    from flowledger.cli.bootstrap import admin_exists
+    from flowledger.cli.serve import serve_api
+
     configure_logging()
 
     async def main() -> None:
@@ -142,6 +158,9 @@ def run(
     ] = True,
 ) -> None:
     """Everything in one process: API, worker and system tasks."""
+    from flowledger.cli.bootstrap import ensure_admin, is_empty, load_demo_data
+    from flowledger.cli.serve import serve_api
+
     configure_logging()
 
     async def main() -> None:
@@ -178,6 +197,9 @@ def run(
 
 
 def _print_console_url(host: str, port: int) -> None:
+    from flowledger.cli.bootstrap import ADMIN
+    from flowledger.cli.serve import console_login_url
+
     console.print("web console, signed in as admin (the link works once, for 10 minutes):")
     print(console_login_url(host, port, ADMIN), flush=True)
 
