@@ -259,17 +259,19 @@ async def _join(step: Step, token: Token, node: Node) -> Token | None:
     fork, parked = await fork_and_parked(step, frame_id, node.key)
     if fork is None or fork.gateway != node.type:
         return token  # not joining a fork of this kind: pass through
-    await set_token_state(step, [token.id], TokenState.PARKED)
     waiting = sorted([*parked, token], key=lambda t: t.id)
+    fires = len(waiting) >= fork.expected
+    if not fires:  # (the last arrival is consumed with the others at once)
+        await set_token_state(step, [token.id], TokenState.PARKED)
     await step.trace(
         "token_parked",
         node_key=node.key,
         token_id=token.id,
         detail={"arrived": len(waiting), "expected": fork.expected},
     )
-    if len(waiting) < fork.expected:
+    if not fires:
         return None
-    await set_token_state(step, [t.id for t in waiting], TokenState.CONSUMED)
+    await set_token_state(step, [t.id for t in waiting], TokenState.CONSUMED, at_node=node.key)
     merged = await create_token(step, node.key, token.fork_stack[:-1])
     await step.trace(
         "token_joined",

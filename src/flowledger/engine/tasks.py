@@ -1,7 +1,8 @@
 """Task rows (SPEC E-5): human tasks are ``pending`` (actionable), system
 waits are ``waiting``; cc tasks are ``cc``; end states completed / skipped /
 canceled. Assignees come from users, roles (the users table) or an
-expression over the form."""
+expression over the form. The statements are built once, with bound
+parameters."""
 
 from __future__ import annotations
 
@@ -20,6 +21,16 @@ from flowledger.states import TaskStatus
 
 SYSTEM = "system"
 
+_INSERT = workflow_tasks.insert().returning(workflow_tasks.c.id)
+# the SET columns are the parameters' keys (one compiled form per key set)
+_UPDATE_ONE = update(workflow_tasks).where(workflow_tasks.c.id == bindparam("b_task_id"))
+_UPDATE_MANY = update(workflow_tasks).where(
+    workflow_tasks.c.id.in_(bindparam("b_task_ids", expanding=True))
+)
+_LOCK = (
+    select(workflow_tasks).where(workflow_tasks.c.id == bindparam("b_task_id")).with_for_update()
+)
+
 
 async def create_task(
     step: Step,
@@ -31,27 +42,20 @@ async def create_task(
     assignee: str,
     due_at: datetime | None = None,
 ) -> int:
-    task_id = int(
-        (
-            await step.conn.execute(
-                workflow_tasks.insert()
-                .values(
-                    instance_id=step.instance_id,
-                    tenant_id=step.instance["tenant_id"],
-                    definition_key=step.instance["definition_key"],
-                    node_key=node_key,
-                    token_id=token_id,
-                    kind=kind,
-                    status=status,
-                    assignee=assignee,
-                    due_at=due_at,
-                    created_at=step.now,
-                    finished_at=step.now if status is TaskStatus.CC else None,
-                )
-                .returning(workflow_tasks.c.id)
-            )
-        ).scalar_one()
-    )
+    row = {
+        "instance_id": step.instance_id,
+        "tenant_id": step.instance["tenant_id"],
+        "definition_key": step.instance["definition_key"],
+        "node_key": node_key,
+        "token_id": token_id,
+        "kind": kind,
+        "status": status,
+        "assignee": assignee,
+        "due_at": due_at,
+        "created_at": step.now,
+        "finished_at": step.now if status is TaskStatus.CC else None,
+    }
+    task_id = int((await step.conn.execute(_INSERT, row)).scalar_one())
     await step.trace(
         "task_created",
         node_key=node_key,
@@ -77,15 +81,15 @@ async def finish_task(
     by: str | None = None,
 ) -> None:
     await step.conn.execute(
-        update(workflow_tasks)
-        .where(workflow_tasks.c.id == task_id)
-        .values(
-            status=status,
-            action=action,
-            comment=comment,
-            finished_at=step.now,
-            finished_by=by or step.actor,
-        )
+        _UPDATE_ONE,
+        {
+            "b_task_id": task_id,
+            "status": status,
+            "action": action,
+            "comment": comment,
+            "finished_at": step.now,
+            "finished_by": by or step.actor,
+        },
     )
     await step.trace(
         "task_completed", task_id=task_id, detail={"status": status.value, "action": action}
@@ -132,11 +136,26 @@ async def lock_task_with_token(step: Step, task_id: int) -> tuple[Any, Token | N
 
 
 async def lock_task(step: Step, task_id: int) -> Any:
-    return (
-        await step.conn.execute(
-            select(workflow_tasks).where(workflow_tasks.c.id == task_id).with_for_update()
-        )
-    ).first()
+    return (await step.conn.execute(_LOCK, {"b_task_id": task_id})).first()
+
+
+def _open_tasks_query(by_node: bool, by_token: bool) -> Any:
+    query = select(workflow_tasks).where(
+        workflow_tasks.c.instance_id == bindparam("b_instance_id"),
+        workflow_tasks.c.status.in_(bindparam("b_statuses", expanding=True)),
+    )
+    if by_node:
+        query = query.where(workflow_tasks.c.node_key == bindparam("b_node_key"))
+    if by_token:
+        query = query.where(workflow_tasks.c.token_id == bindparam("b_token_id"))
+    return query.order_by(workflow_tasks.c.id)
+
+
+_OPEN_TASKS = {
+    (by_node, by_token): _open_tasks_query(by_node, by_token)
+    for by_node in (False, True)
+    for by_token in (False, True)
+}
 
 
 async def open_tasks(
@@ -146,14 +165,13 @@ async def open_tasks(
     token_id: int | None = None,
     statuses: tuple[TaskStatus, ...] = (TaskStatus.PENDING, TaskStatus.WAITING),
 ) -> list[Any]:
-    query = select(workflow_tasks).where(
-        workflow_tasks.c.instance_id == step.instance_id, workflow_tasks.c.status.in_(statuses)
-    )
+    query = _OPEN_TASKS[node_key is not None, token_id is not None]
+    params: dict[str, Any] = {"b_instance_id": step.instance_id, "b_statuses": list(statuses)}
     if node_key is not None:
-        query = query.where(workflow_tasks.c.node_key == node_key)
+        params["b_node_key"] = node_key
     if token_id is not None:
-        query = query.where(workflow_tasks.c.token_id == token_id)
-    return list((await step.conn.execute(query.order_by(workflow_tasks.c.id))).all())
+        params["b_token_id"] = token_id
+    return list((await step.conn.execute(query, params)).all())
 
 
 async def close_open_tasks(
@@ -169,9 +187,14 @@ async def close_open_tasks(
     ids = [int(row.id) for row in rows if row.id != exclude]
     if ids:
         await step.conn.execute(
-            update(workflow_tasks)
-            .where(workflow_tasks.c.id.in_(ids))
-            .values(status=status, finished_at=step.now, finished_by=step.actor, comment=comment)
+            _UPDATE_MANY,
+            {
+                "b_task_ids": ids,
+                "status": status,
+                "finished_at": step.now,
+                "finished_by": step.actor,
+                "comment": comment,
+            },
         )
         for task_id in ids:
             await step.trace(
