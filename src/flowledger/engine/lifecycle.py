@@ -31,9 +31,10 @@ def require_status(step: Step, *allowed: InstanceStatus) -> None:
         )
 
 
-async def finish_if_done(step: Step) -> None:
-    """Approve the instance once no token is left (every path reached an end)."""
-    if await count_live_tokens(step) == 0:
+async def finish_if_done(step: Step, *, live: int | None = None) -> None:
+    """Approve the instance once no token is left (every path reached an
+    end); ``live``: the live tokens the caller has just counted."""
+    if (await count_live_tokens(step) if live is None else live) == 0:
         await finish(step, InstanceStatus.APPROVED, tokens_left=False)
 
 

@@ -31,6 +31,7 @@ from flowledger.engine.step import Step
 from flowledger.engine.tasks import SYSTEM, create_task, resolve_assignees
 from flowledger.engine.tokens import (
     Token,
+    consume_token,
     create_token,
     create_tokens,
     fork_and_parked,
@@ -100,9 +101,9 @@ async def _start(step: Step, token: Token, node: Node) -> list[Token]:
 
 
 async def _end(step: Step, token: Token, node: Node) -> list[Token]:
-    await set_token_state(step, [token.id], TokenState.CONSUMED)
+    live = await consume_token(step, token.id)
     await step.trace("token_consumed", node_key=node.key, token_id=token.id)
-    await lifecycle.finish_if_done(step)
+    await lifecycle.finish_if_done(step, live=live)
     return []
 
 

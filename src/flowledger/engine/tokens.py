@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Integer, bindparam, func, literal_column, select, update
 
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
 from flowledger.engine.step import Step
@@ -47,6 +47,19 @@ _LIVE_TOKENS = select(workflow_tokens).where(_LIVE).order_by(workflow_tokens.c.i
 _COUNT_LIVE = select(func.count()).select_from(workflow_tokens).where(_LIVE)
 _CONSUME_LIVE = update(workflow_tokens).where(_LIVE)
 _PUSH_FORK = workflow_forks.insert().returning(workflow_forks.c.id)
+# consume one token and count the live ones left, in one statement (the
+# subquery leaves the consumed token out, so it does not matter whether it
+# sees the row before or after the update); spelled out because SQLAlchemy
+# renders RETURNING columns unqualified on SQLite
+_CONSUME_COUNTING = _UPDATE_ONE.returning(
+    literal_column(
+        "(SELECT count(*) FROM workflow_tokens AS other "
+        "WHERE other.instance_id = workflow_tokens.instance_id "
+        f"AND other.state != '{TokenState.CONSUMED.value}' "
+        "AND other.id != workflow_tokens.id)",
+        Integer(),
+    ).label("live_left")
+)
 
 
 async def create_token(step: Step, node_key: str, fork_stack: list[int]) -> Token:
@@ -105,6 +118,21 @@ async def set_token_state(
         await step.conn.execute(_UPDATE_ONE, {"b_token_id": token_ids[0], **values})
     else:
         await step.conn.execute(_UPDATE_MANY, {"b_token_ids": token_ids, **values})
+
+
+async def consume_token(step: Step, token_id: int) -> int:
+    """Consume one token (with its buffered move); the number of the
+    instance's live tokens left (E-4: the instance ends when none is)."""
+    values: dict[str, Any] = {
+        "b_token_id": token_id,
+        "state": TokenState.CONSUMED,
+        "consumed_at": step.now,
+    }
+    buffer = buffer_of(step.conn, create=False)
+    if buffer is not None and token_id in buffer.moves:
+        values["node_key"] = buffer.moves.pop(token_id)  # the move, in the same statement
+    row = (await step.conn.execute(_CONSUME_COUNTING, values)).one()
+    return int(row.live_left)
 
 
 async def get_token(step: Step, token_id: int) -> tuple[Token, str] | None:
