@@ -15,9 +15,11 @@ Machine-independent figures (issue 15 item 1): SQL statements and commits
 per instance, counted by SQLAlchemy event hooks in this process (its start
 and approve calls, not its polling) and in the workers (``--import
 sql_counts``); on PostgreSQL also the server's own xact_commit delta (which
-includes this script's polling).
+includes this script's polling). cpu_ms_per_instance: the CPU time (user +
+system) of this process and of the workers, from start to finish, per
+instance (less sensitive to a loaded machine than the wall clock).
 Last lines: instances_per_s=… steps_per_s=…, then statements_per_instance=…
-commits_per_instance=…
+commits_per_instance=…, then cpu_ms_per_instance=… (bench=… workers=…)
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -115,6 +118,11 @@ def start_workers(url: str, k: int, counts_dir: str) -> list[subprocess.Popen[by
     ]
 
 
+def cpu_s(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def count(db: Database, query: object) -> int:
     async with db.read() as conn:
         return int((await conn.execute(query)).scalar_one())  # type: ignore[call-overload]
@@ -150,6 +158,7 @@ async def main() -> None:
     commits_before = await xact_commit(poll)
     workers = start_workers(args.db, args.workers, counts_dir)
     try:
+        cpu_before = cpu_s(resource.RUSAGE_SELF)
         started = time.perf_counter()
         await in_parallel(
             list(range(n)),
@@ -177,6 +186,7 @@ async def main() -> None:
                 raise SystemExit(f"timed out: {done}/{n} instances approved")
             await asyncio.sleep(0.1)
         elapsed = time.perf_counter() - started
+        bench_cpu = cpu_s(resource.RUSAGE_SELF) - cpu_before
         steps = await count(
             poll,
             select(func.count())
@@ -188,6 +198,7 @@ async def main() -> None:
             proc.send_signal(signal.SIGTERM)
         for proc in workers:
             proc.wait(timeout=60)
+    workers_cpu = cpu_s(resource.RUSAGE_CHILDREN)  # includes their start-up
     commits_after = await xact_commit(poll)
     await db.dispose()
     await poll.dispose()
@@ -205,6 +216,10 @@ async def main() -> None:
     if commits_before is not None and commits_after is not None:
         server = f" pg_xact_commit_per_instance={(commits_after - commits_before) / n:.2f}"
     print(sql_counts.per(counts, n, "instance") + server)
+    print(
+        f"cpu_ms_per_instance={1000 * (bench_cpu + workers_cpu) / n:.2f} "
+        f"(bench={1000 * bench_cpu / n:.2f} workers={1000 * workers_cpu / n:.2f})"
+    )
 
 
 if __name__ == "__main__":

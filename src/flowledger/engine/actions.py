@@ -2,7 +2,9 @@
 transfer and comment. Each runs in the caller's step (instance row locked
 first) and checks: instance running (a suspended instance must be resumed),
 task pending, the action fits the task's kind, and the task's node still
-holds an active token (E-4) — otherwise the submission is refused.
+holds an active token (E-4) — otherwise the submission is refused. A
+completion that passes every check is checked and written in one statement
+(issue 15 item 2); one that does not reads the task to say why.
 
 Approval ``mode: any`` completes on the first approval and cancels the
 sibling tasks; ``mode: all`` waits for every assignee. A rejection rejects
@@ -22,10 +24,12 @@ from flowledger.engine.forms import write_form
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import (
     close_open_tasks,
+    finish_actionable_task,
     finish_task,
     lock_task,
     lock_task_with_token,
     open_tasks,
+    record_finished,
 )
 from flowledger.engine.tokens import Token
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
@@ -35,6 +39,10 @@ ACTIONS_BY_KIND = {
     "handle": {"handle"},
     "catch": {"handle"},
     "resubmit": {"handle"},
+}
+_KINDS_BY_ACTION = {
+    action: sorted(kind for kind, actions in ACTIONS_BY_KIND.items() if action in actions)
+    for action in {"approve", "reject", "handle"}
 }
 
 
@@ -75,11 +83,29 @@ async def complete(
     form: dict[str, Any] | None = None,
     assignee_only: bool = False,
 ) -> None:
-    task, token = await _actionable(step, task_id, action, assignee_only)
+    taken = None
+    if step.instance["status"] == InstanceStatus.RUNNING:  # checked and written at once
+        taken = await finish_actionable_task(
+            step,
+            task_id,
+            kinds=_KINDS_BY_ACTION.get(action, []),
+            action=action,
+            comment=comment,
+            assignee=step.actor if assignee_only else None,
+        )
+    if taken is None:  # why not (or, all checks passing, the task written now)
+        task, token = await _actionable(step, task_id, action, assignee_only)
+    else:
+        task, token = taken
     if form:
         await write_form(step, form, source=f"task:{task_id}")
     node = step.defn.node(task.node_key)
-    await finish_task(step, task_id, status=TaskStatus.COMPLETED, action=action, comment=comment)
+    if taken is None:
+        await finish_task(
+            step, task_id, status=TaskStatus.COMPLETED, action=action, comment=comment
+        )
+    else:
+        await record_finished(step, task_id, TaskStatus.COMPLETED, action)
     if task.kind == "catch":
         await node_failures.repair_handled(step, task_id)
     if action == "reject":

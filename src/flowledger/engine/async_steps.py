@@ -24,7 +24,7 @@ from flowledger.engine.instances import start_instance
 from flowledger.engine.node_failures import NodeFailure, node_failed
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step
-from flowledger.engine.tasks import SYSTEM, finish_task, lock_task_with_token
+from flowledger.engine.tasks import SYSTEM, finish_held_task, finish_task, lock_task_with_token
 from flowledger.engine.tokens import Token
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
@@ -43,12 +43,22 @@ async def held_task(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, 
 
 
 async def wake_delay(step: Step, task_id: int) -> str | None:
-    found = await held_task(step, task_id, TaskStatus.WAITING)
-    if isinstance(found, str):
+    if step.instance["status"] != InstanceStatus.RUNNING:
+        return f"instance is {step.instance['status']}"
+    held = await finish_held_task(
+        step,
+        task_id,
+        expected=TaskStatus.WAITING,
+        status=TaskStatus.COMPLETED,
+        action="handle",
+        by=SYSTEM,
+    )
+    if held is None:  # not waiting or without an active token: say which
+        found = await held_task(step, task_id, TaskStatus.WAITING)
+        assert isinstance(found, str), f"task {task_id} is held but was not finished"
         return found
-    task, token = found
-    await finish_task(step, task_id, status=TaskStatus.COMPLETED, action="handle", by=SYSTEM)
-    await runner.run(step, await runner.leave(step, token, step.defn.node(task.node_key)))
+    token, node_key = held
+    await runner.run(step, await runner.leave(step, token, step.defn.node(node_key)))
     return None
 
 

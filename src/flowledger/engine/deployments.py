@@ -1,13 +1,16 @@
 """Deploying definitions (SPEC E-1): full validation, then a new immutable
 version per key and tenant. Versions are numbered 1, 2, …; two concurrent
-deploys of one key cannot take the same number (unique constraint)."""
+deploys of one key cannot take the same number (unique constraint).
+Starting an instance looks up only the version's id and number
+(:func:`version_ref`); its source is read when the engine's snapshot cache
+does not hold that version yet (:func:`source_of`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_definitions
@@ -68,6 +71,39 @@ async def get_version(
         what = f"{key!r}" + (f" version {version}" if version is not None else "")
         raise DefinitionNotFound(f"definition {what} not found", field="definitionKey")
     return dict(row)
+
+
+_REF = select(workflow_definitions.c.id, workflow_definitions.c.version).where(
+    workflow_definitions.c.tenant_id == bindparam("b_tenant"),
+    workflow_definitions.c.key == bindparam("b_key"),
+)
+_LATEST_REF = _REF.order_by(workflow_definitions.c.version.desc()).limit(1)
+_VERSION_REF = _REF.where(workflow_definitions.c.version == bindparam("b_version"))
+_SOURCE = select(workflow_definitions.c.source).where(
+    workflow_definitions.c.id == bindparam("b_id")
+)
+
+
+async def version_ref(
+    conn: AsyncConnection, key: str, *, tenant: str, version: int | None = None
+) -> tuple[int, int]:
+    """The id and number of the latest version of ``key`` (or of ``version``)."""
+    params: dict[str, Any] = {"b_tenant": tenant, "b_key": key}
+    if version is None:
+        query = _LATEST_REF
+    else:
+        query, params["b_version"] = _VERSION_REF, version
+    row = (await conn.execute(query, params)).first()
+    if row is None:
+        what = f"{key!r}" + (f" version {version}" if version is not None else "")
+        raise DefinitionNotFound(f"definition {what} not found", field="definitionKey")
+    return int(row.id), int(row.version)
+
+
+async def source_of(conn: AsyncConnection, definition_id: int) -> dict[str, Any]:
+    """The source (the snapshot an instance freezes) of version ``definition_id``."""
+    source: dict[str, Any] = (await conn.execute(_SOURCE, {"b_id": definition_id})).scalar_one()
+    return source
 
 
 async def _subprocesses_exist(conn: AsyncConnection, defn: ProcessDefinition, tenant: str) -> None:

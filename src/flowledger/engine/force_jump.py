@@ -292,6 +292,7 @@ async def force_jump(
     token_ids = [int(r["id"]) for r in tokens]
     tasks = await _open_tasks(step, token_ids, from_node)
     comment = jump_comment(target, reason)
+    await write_buffer.flush_jobs(step.conn)
     outcome.canceled_jobs = await jobs_cancel_advancement(
         step.conn,
         step.instance_id,
@@ -356,6 +357,7 @@ async def skip_and_advance(step: Step, *, node_key: str, reason: str) -> Recover
     token_ids = [int(r["id"]) for r in rows]
     tasks = await _open_tasks(step, token_ids, node_key)
     comment = recovery_comment(reason)
+    await write_buffer.flush_jobs(step.conn)
     canceled = await jobs_cancel_advancement(
         step.conn,
         step.instance_id,

@@ -1,16 +1,17 @@
 """Form data (SPEC E-7): validation against the definition's form schema on
 start and on every write, and the write history (who or what wrote which
-fields)."""
+fields; buffered with the step's other rows, see
+:mod:`~flowledger.engine.write_buffer`)."""
 
 from __future__ import annotations
 
 from datetime import date
 from typing import Any
 
-from flowledger.db.engine_schema import workflow_form_writes
 from flowledger.definitions.model import FormField, FormSchema
 from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.step import Step
+from flowledger.engine.write_buffer import add_form_write
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -81,13 +82,14 @@ async def write_form(step: Step, changes: dict[str, Any], *, source: str) -> Non
     merged = {**step.form, **changes}
     validate_form(step.defn.form, merged)
     await step.set_instance(form_data=merged)
-    await step.conn.execute(
-        workflow_form_writes.insert().values(
-            instance_id=step.instance_id,
-            written_by=step.actor,
-            source=source,
-            changes=changes,
-            created_at=step.now,
-        )
+    await add_form_write(
+        step.conn,
+        {
+            "instance_id": step.instance_id,
+            "written_by": step.actor,
+            "source": source,
+            "changes": changes,
+            "created_at": step.now,
+        },
     )
     await step.trace("form_written", detail={"fields": sorted(changes), "source": source})

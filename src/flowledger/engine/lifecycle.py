@@ -9,6 +9,7 @@ from flowledger.engine.errors import InstanceStateError
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import close_open_tasks, create_task
 from flowledger.engine.tokens import consume_all_tokens, count_live_tokens, create_token
+from flowledger.engine.write_buffer import flush_jobs
 from flowledger.ledger.control import (
     jobs_cleanup_for_instance,
     jobs_pause_for_instance,
@@ -30,9 +31,10 @@ def require_status(step: Step, *allowed: InstanceStatus) -> None:
         )
 
 
-async def finish_if_done(step: Step) -> None:
-    """Approve the instance once no token is left (every path reached an end)."""
-    if await count_live_tokens(step) == 0:
+async def finish_if_done(step: Step, *, live: int | None = None) -> None:
+    """Approve the instance once no token is left (every path reached an
+    end); ``live``: the live tokens the caller has just counted."""
+    if (await count_live_tokens(step) if live is None else live) == 0:
         await finish(step, InstanceStatus.APPROVED, tokens_left=False)
 
 
@@ -50,6 +52,7 @@ async def finish(
     await close_open_tasks(step, status=task_status, comment=reason)
     if tokens_left:
         await consume_all_tokens(step)
+    await flush_jobs(step.conn)  # the cleanup sees this step's jobs too
     canceled = await jobs_cleanup_for_instance(
         step.conn,
         step.instance_id,
@@ -60,6 +63,7 @@ async def finish(
     await step.set_instance(status=status, finished_at=step.now)
     step.finished = True
     if step.hooks.instance_ended is not None:
+        await flush_jobs(step.conn)  # a hook may read or enqueue jobs
         await step.hooks.instance_ended(step, status)
     await step.trace(
         "instance_finished",
@@ -87,6 +91,7 @@ async def return_to_initiator(step: Step, reason: str | None) -> int:
     require_status(step, InstanceStatus.RUNNING)
     await close_open_tasks(step, status=TaskStatus.CANCELED, comment=reason)
     await consume_all_tokens(step)
+    await flush_jobs(step.conn)
     await jobs_cleanup_for_instance(
         step.conn, step.instance_id, now=step.now, reason="returned to initiator"
     )
@@ -107,6 +112,7 @@ async def return_to_initiator(step: Step, reason: str | None) -> int:
 
 async def suspend(step: Step, reason: str | None) -> list[int]:
     require_status(step, InstanceStatus.RUNNING)
+    await flush_jobs(step.conn)
     paused = await jobs_pause_for_instance(step.conn, step.instance_id, now=step.now)
     await step.set_instance(status=InstanceStatus.SUSPENDED)
     await step.trace("instance_suspended", detail={"reason": reason, "pausedJobs": paused})
@@ -116,6 +122,7 @@ async def suspend(step: Step, reason: str | None) -> list[int]:
 
 async def resume(step: Step) -> list[int]:
     require_status(step, InstanceStatus.SUSPENDED)
+    await flush_jobs(step.conn)
     resumed = await jobs_resume_for_instance(step.conn, step.instance_id, now=step.now)
     await step.set_instance(status=InstanceStatus.RUNNING)
     await step.trace("instance_resumed", detail={"resumedJobs": resumed})

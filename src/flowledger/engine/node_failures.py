@@ -32,6 +32,7 @@ from flowledger.definitions.model import Node
 from flowledger.engine import runner
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import Token
+from flowledger.engine.write_buffer import flush_jobs
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ async def repair_handled(step: Step, task_id: int) -> None:
     """Tell the step's ``repair_handled`` hook that repair task ``task_id``
     was handled (C-3, C-9: the compensation hooks close its pending ticket)."""
     if step.hooks.repair_handled is not None:
+        await flush_jobs(step.conn)  # a hook may read or enqueue jobs
         await step.hooks.repair_handled(step, task_id)
 
 
@@ -69,6 +71,7 @@ async def node_failed(step: Step, token: Token, node: Node, failure: NodeFailure
     the tokens that keep moving."""
     hook = step.hooks.node_failure
     if hook is not None:
+        await flush_jobs(step.conn)  # a hook may read or enqueue jobs
         handled = await hook(step, token, node, failure)
         if handled is not None:
             return handled

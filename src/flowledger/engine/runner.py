@@ -31,6 +31,7 @@ from flowledger.engine.step import Step
 from flowledger.engine.tasks import SYSTEM, create_task, resolve_assignees
 from flowledger.engine.tokens import (
     Token,
+    consume_token,
     create_token,
     create_tokens,
     fork_and_parked,
@@ -100,9 +101,9 @@ async def _start(step: Step, token: Token, node: Node) -> list[Token]:
 
 
 async def _end(step: Step, token: Token, node: Node) -> list[Token]:
-    await set_token_state(step, [token.id], TokenState.CONSUMED)
+    live = await consume_token(step, token.id)
     await step.trace("token_consumed", node_key=node.key, token_id=token.id)
-    await lifecycle.finish_if_done(step)
+    await lifecycle.finish_if_done(step, live=live)
     return []
 
 
@@ -259,17 +260,19 @@ async def _join(step: Step, token: Token, node: Node) -> Token | None:
     fork, parked = await fork_and_parked(step, frame_id, node.key)
     if fork is None or fork.gateway != node.type:
         return token  # not joining a fork of this kind: pass through
-    await set_token_state(step, [token.id], TokenState.PARKED)
     waiting = sorted([*parked, token], key=lambda t: t.id)
+    fires = len(waiting) >= fork.expected
+    if not fires:  # (the last arrival is consumed with the others at once)
+        await set_token_state(step, [token.id], TokenState.PARKED)
     await step.trace(
         "token_parked",
         node_key=node.key,
         token_id=token.id,
         detail={"arrived": len(waiting), "expected": fork.expected},
     )
-    if len(waiting) < fork.expected:
+    if not fires:
         return None
-    await set_token_state(step, [t.id for t in waiting], TokenState.CONSUMED)
+    await set_token_state(step, [t.id for t in waiting], TokenState.CONSUMED, at_node=node.key)
     merged = await create_token(step, node.key, token.fork_stack[:-1])
     await step.trace(
         "token_joined",

@@ -1,7 +1,9 @@
 """Frozen definition snapshots (SPEC E-2): the parsed definition of an
 instance comes from the snapshot stored on the instance row, never from the
 latest deployment. A snapshot is a copy of one immutable definition version,
-so an engine (one per database) caches parsed snapshots per version id."""
+so an engine (one per database) caches parsed snapshots per version id: a
+step reads an instance's snapshot column only when its version is not
+cached yet."""
 
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ class SnapshotCache:
     def __init__(self, limit: int = 1024) -> None:
         self.limit = limit
         self._cache: dict[int, ProcessDefinition] = {}
+
+    def cached(self, definition_id: int) -> ProcessDefinition | None:
+        """The parsed definition of version ``definition_id``, if cached."""
+        return self._cache.get(definition_id)
 
     def get(self, definition_id: int, snapshot: dict[str, Any]) -> ProcessDefinition:
         defn = self._cache.get(definition_id)

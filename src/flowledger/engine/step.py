@@ -1,10 +1,16 @@
 """One engine step: the transaction, its clock reading, the locked instance
 and its frozen definition, and the writes every step makes — engine trace
 rows (E-8), outbox events (E-10) and ledger jobs (L-13: instance row locked
-first, jobs after) — and the engine's hooks the step runs with. Trace and
-outbox rows go to the transaction's write buffer
+first, jobs after) — and the engine's hooks the step runs with. Trace rows,
+outbox rows and jobs go to the transaction's write buffer
 (:mod:`~flowledger.engine.write_buffer`), written once per table just
-before the commit (issue 15 item 2)."""
+before the commit (issue 15 item 2).
+
+The step reads the instance row without its frozen snapshot: the parsed
+definition of a version comes from the engine's
+:class:`~flowledger.engine.snapshots.SnapshotCache`, and the snapshot
+column is read only when the cache does not hold that version yet (E-2).
+Statements are built once, with bound parameters."""
 
 from __future__ import annotations
 
@@ -20,8 +26,7 @@ from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
 from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.write_buffer import add_outbox, add_trace
-from flowledger.ledger.enqueue import enqueue
+from flowledger.engine.write_buffer import add_job, add_outbox, add_trace
 from flowledger.ledger.models import JobSpec
 
 
@@ -51,6 +56,28 @@ class Step:
         form: dict[str, Any] = self.instance["form_data"]
         return form
 
+    def _trace_row(
+        self,
+        event: str,
+        *,
+        node_key: str | None = None,
+        token_id: int | None = None,
+        task_id: int | None = None,
+        job_id: int | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "instance_id": self.instance_id,
+            "trace_id": self.trace_id,
+            "event": event,
+            "node_key": node_key,
+            "token_id": token_id,
+            "task_id": task_id,
+            "job_id": job_id,
+            "detail": detail,
+            "created_at": self.now,
+        }
+
     async def trace(
         self,
         event: str,
@@ -63,17 +90,14 @@ class Step:
     ) -> None:
         await add_trace(
             self.conn,
-            {
-                "instance_id": self.instance_id,
-                "trace_id": self.trace_id,
-                "event": event,
-                "node_key": node_key,
-                "token_id": token_id,
-                "task_id": task_id,
-                "job_id": job_id,
-                "detail": detail,
-                "created_at": self.now,
-            },
+            self._trace_row(
+                event,
+                node_key=node_key,
+                token_id=token_id,
+                task_id=task_id,
+                job_id=job_id,
+                detail=detail,
+            ),
         )
 
     async def emit(self, event_type: str, payload: dict[str, Any]) -> None:
@@ -107,51 +131,59 @@ class Step:
         run_at: datetime | None = None,
         idempotency_key: str | None = None,
         instance_id: int | None = None,
-    ) -> int:
-        """Enqueue a job of this instance (or, for a child's join, of its parent)."""
-        result = await enqueue(
-            self.conn,
-            JobSpec(
-                type=job_type,
-                payload=payload or {},
-                run_at=run_at,
-                idempotency_key=idempotency_key,
-                trace_id=self.trace_id,
-                tenant_id=self.instance["tenant_id"],
-                instance_id=self.instance_id if instance_id is None else instance_id,
-                task_id=task_id,
-                node_key=node_key,
-            ),
-            now=self.now,
-        )
-        await self.trace(
-            "job_enqueued",
-            node_key=node_key,
+    ) -> None:
+        """Enqueue a job of this instance (or, for a child's join, of its
+        parent), with its ``job_enqueued`` trace row. In a buffered
+        transaction both are written with the step's other buffered rows
+        (the job's id is in the trace row); a reader of the instance's jobs
+        in the same step flushes first (:func:`~flowledger.engine.
+        write_buffer.flush_jobs`)."""
+        spec = JobSpec(
+            type=job_type,
+            payload=payload or {},
+            run_at=run_at,
+            idempotency_key=idempotency_key,
+            trace_id=self.trace_id,
+            tenant_id=self.instance["tenant_id"],
+            instance_id=self.instance_id if instance_id is None else instance_id,
             task_id=task_id,
-            job_id=result.job_id,
-            detail={"type": job_type},
+            node_key=node_key,
         )
-        return result.job_id
+        await add_job(
+            self.conn,
+            spec,
+            now=self.now,
+            trace_row=self._trace_row(
+                "job_enqueued", node_key=node_key, task_id=task_id, detail={"type": job_type}
+            ),
+        )
 
     async def set_instance(self, **values: Any) -> None:
         values["updated_at"] = self.now
-        await self.conn.execute(
-            update(workflow_instances)
-            .where(workflow_instances.c.id == self.instance_id)
-            .values(**values)
-        )
+        await self.conn.execute(_SET_INSTANCE, {"b_instance_id": self.instance_id, **values})
         self.instance.update(values)
 
 
+# the SET columns are the parameters' keys (one compiled form per key set)
+_SET_INSTANCE = update(workflow_instances).where(
+    workflow_instances.c.id == bindparam("b_instance_id")
+)
+# every column but the frozen snapshot (read on a snapshot cache miss only)
+_STEP_COLUMNS = [c for c in workflow_instances.c if c.key != "snapshot"]
+_SNAPSHOT = select(workflow_instances.c.snapshot).where(
+    workflow_instances.c.id == bindparam("instance_id")
+)
+
 _LOCK_INSTANCE = (
-    select(workflow_instances)
+    select(*_STEP_COLUMNS)
     .where(workflow_instances.c.id == bindparam("instance_id"))
     .with_for_update()
 )
 
 
 async def lock_instance(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
-    """Lock the instance row (always the first lock of a step, L-13)."""
+    """Lock the instance row (always the first lock of a step, L-13); the row
+    without its snapshot column."""
     row = (await conn.execute(_LOCK_INSTANCE, {"instance_id": instance_id})).mappings().first()
     if row is None:
         raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
@@ -159,7 +191,7 @@ async def lock_instance(conn: AsyncConnection, instance_id: int) -> dict[str, An
 
 
 _LOCK_TASK_INSTANCE = (
-    select(workflow_instances)
+    select(*_STEP_COLUMNS)
     .where(
         workflow_instances.c.id
         == select(workflow_tasks.c.instance_id)
@@ -172,7 +204,8 @@ _LOCK_TASK_INSTANCE = (
 
 async def lock_task_instance(conn: AsyncConnection, task_id: int) -> dict[str, Any]:
     """Lock the instance row of task ``task_id`` in one statement — the first
-    lock of the step (L-13): the task row is only read, not locked."""
+    lock of the step (L-13): the task row is only read, not locked. The row
+    is without its snapshot column."""
     row = (await conn.execute(_LOCK_TASK_INSTANCE, {"task_id": task_id})).mappings().first()
     if row is None:
         raise TaskNotFound(f"task {task_id} not found", field="taskId")
@@ -210,7 +243,13 @@ async def open_step(
     if locked is not None and int(locked["id"]) != instance_id:
         raise ValueError(f"the locked row is instance {locked['id']}, not {instance_id}")
     instance = locked if locked is not None else await lock_instance(conn, instance_id)
-    defn = snapshots.get(instance["definition_id"], instance["snapshot"])
+    defn = snapshots.cached(instance["definition_id"])
+    if defn is None:
+        snapshot = instance.get("snapshot")
+        if snapshot is None:
+            found = await conn.execute(_SNAPSHOT, {"instance_id": instance_id})
+            snapshot = found.scalar_one()
+        defn = snapshots.get(instance["definition_id"], snapshot)
     return Step(
         conn=conn,
         now=now,

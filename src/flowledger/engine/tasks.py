@@ -1,14 +1,15 @@
 """Task rows (SPEC E-5): human tasks are ``pending`` (actionable), system
 waits are ``waiting``; cc tasks are ``cc``; end states completed / skipped /
 canceled. Assignees come from users, roles (the users table) or an
-expression over the form."""
+expression over the form. The statements are built once, with bound
+parameters."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Integer, bindparam, exists, func, literal_column, select, update
 
 from flowledger.db.engine_schema import users, workflow_tasks, workflow_tokens
 from flowledger.definitions.expressions import evaluate_value
@@ -16,9 +17,19 @@ from flowledger.definitions.model import Assignees
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import Token
 from flowledger.engine.write_buffer import flush_moves
-from flowledger.states import TaskStatus
+from flowledger.states import TaskStatus, TokenState
 
 SYSTEM = "system"
+
+_INSERT = workflow_tasks.insert().returning(workflow_tasks.c.id)
+# the SET columns are the parameters' keys (one compiled form per key set)
+_UPDATE_ONE = update(workflow_tasks).where(workflow_tasks.c.id == bindparam("b_task_id"))
+_UPDATE_MANY = update(workflow_tasks).where(
+    workflow_tasks.c.id.in_(bindparam("b_task_ids", expanding=True))
+)
+_LOCK = (
+    select(workflow_tasks).where(workflow_tasks.c.id == bindparam("b_task_id")).with_for_update()
+)
 
 
 async def create_task(
@@ -31,27 +42,20 @@ async def create_task(
     assignee: str,
     due_at: datetime | None = None,
 ) -> int:
-    task_id = int(
-        (
-            await step.conn.execute(
-                workflow_tasks.insert()
-                .values(
-                    instance_id=step.instance_id,
-                    tenant_id=step.instance["tenant_id"],
-                    definition_key=step.instance["definition_key"],
-                    node_key=node_key,
-                    token_id=token_id,
-                    kind=kind,
-                    status=status,
-                    assignee=assignee,
-                    due_at=due_at,
-                    created_at=step.now,
-                    finished_at=step.now if status is TaskStatus.CC else None,
-                )
-                .returning(workflow_tasks.c.id)
-            )
-        ).scalar_one()
-    )
+    row = {
+        "instance_id": step.instance_id,
+        "tenant_id": step.instance["tenant_id"],
+        "definition_key": step.instance["definition_key"],
+        "node_key": node_key,
+        "token_id": token_id,
+        "kind": kind,
+        "status": status,
+        "assignee": assignee,
+        "due_at": due_at,
+        "created_at": step.now,
+        "finished_at": step.now if status is TaskStatus.CC else None,
+    }
+    task_id = int((await step.conn.execute(_INSERT, row)).scalar_one())
     await step.trace(
         "task_created",
         node_key=node_key,
@@ -77,20 +81,157 @@ async def finish_task(
     by: str | None = None,
 ) -> None:
     await step.conn.execute(
-        update(workflow_tasks)
-        .where(workflow_tasks.c.id == task_id)
-        .values(
-            status=status,
-            action=action,
-            comment=comment,
-            finished_at=step.now,
-            finished_by=by or step.actor,
-        )
+        _UPDATE_ONE,
+        {"b_task_id": task_id, **_finished(step, status, action, comment, by)},
     )
+    await record_finished(step, task_id, status, action)
+
+
+def _finished(
+    step: Step, status: TaskStatus, action: str | None, comment: str | None, by: str | None
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "action": action,
+        "comment": comment,
+        "finished_at": step.now,
+        "finished_by": by or step.actor,
+    }
+
+
+async def record_finished(step: Step, task_id: int, status: TaskStatus, action: str | None) -> None:
+    """The trace row and the event of a task just finished."""
     await step.trace(
         "task_completed", task_id=task_id, detail={"status": status.value, "action": action}
     )
     await step.emit("task.completed", {"taskId": task_id, "status": status.value, "action": action})
+
+
+_HELD = workflow_tokens.alias("held")
+
+
+def _held(column: str, type_: Any) -> Any:
+    # spelled out: SQLAlchemy renders RETURNING columns unqualified on SQLite,
+    # which would leave the subquery's correlation to name resolution
+    return literal_column(
+        f"(SELECT held.{column} FROM workflow_tokens AS held "
+        "WHERE held.id = workflow_tasks.token_id)",
+        type_,
+    )
+
+
+# the SET columns are the parameters' keys
+_FINISH_HELD = (
+    update(workflow_tasks)
+    .where(
+        workflow_tasks.c.id == bindparam("b_task_id"),
+        workflow_tasks.c.status == bindparam("b_expected"),
+        exists().where(_HELD.c.id == workflow_tasks.c.token_id, _HELD.c.state == TokenState.ACTIVE),
+    )
+    .returning(
+        workflow_tasks.c.node_key,
+        workflow_tasks.c.token_id,
+        _held("node_key", workflow_tokens.c.node_key.type).label("token_node_key"),
+        _held("fork_stack", workflow_tokens.c.fork_stack.type).label("token_fork_stack"),
+    )
+)
+
+
+_OPEN_SIBLINGS_LEFT = literal_column(
+    "(SELECT count(*) FROM workflow_tasks AS sibling "
+    "WHERE sibling.token_id = workflow_tasks.token_id AND sibling.id != workflow_tasks.id "
+    f"AND sibling.status IN ('{TaskStatus.PENDING.value}', '{TaskStatus.WAITING.value}'))",
+    Integer(),
+)
+
+
+def _finish_actionable(by_assignee: bool) -> Any:
+    conditions = [
+        workflow_tasks.c.id == bindparam("b_task_id"),
+        workflow_tasks.c.instance_id == bindparam("b_instance_id"),
+        workflow_tasks.c.status == TaskStatus.PENDING,
+        workflow_tasks.c.kind.in_(bindparam("b_kinds", expanding=True)),
+        exists().where(
+            _HELD.c.id == workflow_tasks.c.token_id,
+            _HELD.c.state == TokenState.ACTIVE,
+            _HELD.c.node_key == workflow_tasks.c.node_key,
+        ),
+    ]
+    if by_assignee:
+        conditions.append(workflow_tasks.c.assignee == bindparam("b_assignee"))
+    return (
+        update(workflow_tasks)
+        .where(*conditions)
+        .returning(
+            workflow_tasks.c.kind,
+            workflow_tasks.c.node_key,
+            workflow_tasks.c.token_id,
+            _OPEN_SIBLINGS_LEFT.label("open_siblings"),
+            _held("fork_stack", workflow_tokens.c.fork_stack.type).label("token_fork_stack"),
+        )
+    )
+
+
+_FINISH_ACTIONABLE = {by: _finish_actionable(by) for by in (False, True)}
+
+
+async def finish_actionable_task(
+    step: Step,
+    task_id: int,
+    *,
+    kinds: list[str],
+    action: str,
+    comment: str | None,
+    assignee: str | None,
+) -> tuple[Any, Token] | None:
+    """Complete task ``task_id`` with ``action`` if it is a pending task of
+    this instance, of one of ``kinds`` (and ``assignee``'s, when given),
+    whose token is active at its node — checked and written in one
+    statement, which locks the task row. Returns the task's ``kind``,
+    ``node_key`` and ``open_siblings`` and its token, or None when it is not
+    such a task (nothing written; the caller finds out why). The caller
+    records the completion (:func:`record_finished`)."""
+    await flush_moves(step.conn)
+    params: dict[str, Any] = {
+        "b_task_id": task_id,
+        "b_instance_id": step.instance_id,
+        "b_kinds": kinds,
+        **_finished(step, TaskStatus.COMPLETED, action, comment, None),
+    }
+    if assignee is not None:
+        params["b_assignee"] = assignee
+    row = (await step.conn.execute(_FINISH_ACTIONABLE[assignee is not None], params)).first()
+    if row is None:
+        return None
+    return row, Token(int(row.token_id), str(row.node_key), list(row.token_fork_stack or []))
+
+
+async def finish_held_task(
+    step: Step,
+    task_id: int,
+    *,
+    expected: TaskStatus,
+    status: TaskStatus,
+    action: str | None,
+    by: str | None = None,
+) -> tuple[Token, str] | None:
+    """:func:`finish_task` for a task that is still ``expected`` and holds an
+    active token, checked and written in one statement (which locks the task
+    row, as :func:`lock_task_with_token` would): the token and the task's
+    node, or None when the task is not such a task (nothing written; the
+    caller asks :func:`lock_task_with_token` why)."""
+    await flush_moves(step.conn)
+    params = {
+        "b_task_id": task_id,
+        "b_expected": expected,
+        **_finished(step, status, action, None, by),
+    }
+    row = (await step.conn.execute(_FINISH_HELD, params)).first()
+    if row is None:
+        return None
+    await record_finished(step, task_id, status, action)
+    token = Token(int(row.token_id), row.token_node_key, list(row.token_fork_stack or []))
+    return token, str(row.node_key)
 
 
 _TOKEN = workflow_tokens.alias("held_token")
@@ -132,11 +273,26 @@ async def lock_task_with_token(step: Step, task_id: int) -> tuple[Any, Token | N
 
 
 async def lock_task(step: Step, task_id: int) -> Any:
-    return (
-        await step.conn.execute(
-            select(workflow_tasks).where(workflow_tasks.c.id == task_id).with_for_update()
-        )
-    ).first()
+    return (await step.conn.execute(_LOCK, {"b_task_id": task_id})).first()
+
+
+def _open_tasks_query(by_node: bool, by_token: bool) -> Any:
+    query = select(workflow_tasks).where(
+        workflow_tasks.c.instance_id == bindparam("b_instance_id"),
+        workflow_tasks.c.status.in_(bindparam("b_statuses", expanding=True)),
+    )
+    if by_node:
+        query = query.where(workflow_tasks.c.node_key == bindparam("b_node_key"))
+    if by_token:
+        query = query.where(workflow_tasks.c.token_id == bindparam("b_token_id"))
+    return query.order_by(workflow_tasks.c.id)
+
+
+_OPEN_TASKS = {
+    (by_node, by_token): _open_tasks_query(by_node, by_token)
+    for by_node in (False, True)
+    for by_token in (False, True)
+}
 
 
 async def open_tasks(
@@ -146,14 +302,13 @@ async def open_tasks(
     token_id: int | None = None,
     statuses: tuple[TaskStatus, ...] = (TaskStatus.PENDING, TaskStatus.WAITING),
 ) -> list[Any]:
-    query = select(workflow_tasks).where(
-        workflow_tasks.c.instance_id == step.instance_id, workflow_tasks.c.status.in_(statuses)
-    )
+    query = _OPEN_TASKS[node_key is not None, token_id is not None]
+    params: dict[str, Any] = {"b_instance_id": step.instance_id, "b_statuses": list(statuses)}
     if node_key is not None:
-        query = query.where(workflow_tasks.c.node_key == node_key)
+        params["b_node_key"] = node_key
     if token_id is not None:
-        query = query.where(workflow_tasks.c.token_id == token_id)
-    return list((await step.conn.execute(query.order_by(workflow_tasks.c.id))).all())
+        params["b_token_id"] = token_id
+    return list((await step.conn.execute(query, params)).all())
 
 
 async def close_open_tasks(
@@ -169,9 +324,14 @@ async def close_open_tasks(
     ids = [int(row.id) for row in rows if row.id != exclude]
     if ids:
         await step.conn.execute(
-            update(workflow_tasks)
-            .where(workflow_tasks.c.id.in_(ids))
-            .values(status=status, finished_at=step.now, finished_by=step.actor, comment=comment)
+            _UPDATE_MANY,
+            {
+                "b_task_ids": ids,
+                "status": status,
+                "finished_at": step.now,
+                "finished_by": step.actor,
+                "comment": comment,
+            },
         )
         for task_id in ids:
             await step.trace(

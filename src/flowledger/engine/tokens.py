@@ -6,14 +6,15 @@ matching join fires when that many tokens with the frame on top are parked.
 
 A token's move is buffered (:mod:`~flowledger.engine.write_buffer`): it is
 written with the token's next state change, before the next token query, or
-just before the commit — whichever comes first (issue 15 item 2)."""
+just before the commit — whichever comes first (issue 15 item 2). The
+statements are built once, with bound parameters."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Integer, bindparam, func, literal_column, select, update
 
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
 from flowledger.engine.step import Step
@@ -34,6 +35,31 @@ def _token(row: Any) -> Token:
 
 _INSERT = workflow_tokens.insert().returning(workflow_tokens.c.id, sort_by_parameter_order=True)
 _GET = select(workflow_tokens).where(workflow_tokens.c.id == bindparam("token_id"))
+_ONE = workflow_tokens.c.id == bindparam("b_token_id")
+_MANY = workflow_tokens.c.id.in_(bindparam("b_token_ids", expanding=True))
+_LIVE = (workflow_tokens.c.instance_id == bindparam("b_instance_id")) & (
+    workflow_tokens.c.state != TokenState.CONSUMED
+)
+# the SET columns are the parameters' keys (one compiled form per key set)
+_UPDATE_ONE = update(workflow_tokens).where(_ONE)
+_UPDATE_MANY = update(workflow_tokens).where(_MANY)
+_LIVE_TOKENS = select(workflow_tokens).where(_LIVE).order_by(workflow_tokens.c.id)
+_COUNT_LIVE = select(func.count()).select_from(workflow_tokens).where(_LIVE)
+_CONSUME_LIVE = update(workflow_tokens).where(_LIVE)
+_PUSH_FORK = workflow_forks.insert().returning(workflow_forks.c.id)
+# consume one token and count the live ones left, in one statement (the
+# subquery leaves the consumed token out, so it does not matter whether it
+# sees the row before or after the update); spelled out because SQLAlchemy
+# renders RETURNING columns unqualified on SQLite
+_CONSUME_COUNTING = _UPDATE_ONE.returning(
+    literal_column(
+        "(SELECT count(*) FROM workflow_tokens AS other "
+        "WHERE other.instance_id = workflow_tokens.instance_id "
+        f"AND other.state != '{TokenState.CONSUMED.value}' "
+        "AND other.id != workflow_tokens.id)",
+        Integer(),
+    ).label("live_left")
+)
 
 
 async def create_token(step: Step, node_key: str, fork_stack: list[int]) -> Token:
@@ -65,25 +91,48 @@ async def move_token(step: Step, token: Token, node_key: str) -> None:
     if buffer is not None:
         buffer.moves[token.id] = node_key
         return
-    await step.conn.execute(
-        update(workflow_tokens).where(workflow_tokens.c.id == token.id).values(node_key=node_key)
-    )
+    await step.conn.execute(_UPDATE_ONE, {"b_token_id": token.id, "node_key": node_key})
 
 
-async def set_token_state(step: Step, token_ids: list[int], state: TokenState) -> None:
+async def set_token_state(
+    step: Step, token_ids: list[int], state: TokenState, *, at_node: str | None = None
+) -> None:
+    """Set the state of ``token_ids``. ``at_node``: every one of them stands
+    at that node once moved, so their buffered moves are written in the same
+    statement (a join firing)."""
     if not token_ids:
         return
     values: dict[str, Any] = {"state": state}
     if state is TokenState.CONSUMED:
         values["consumed_at"] = step.now
     buffer = buffer_of(step.conn, create=False)
-    if buffer is not None and len(token_ids) == 1 and token_ids[0] in buffer.moves:
+    if buffer is not None and at_node is not None:
+        for token_id in token_ids:
+            buffer.moves.pop(token_id, None)
+        values["node_key"] = at_node
+    elif buffer is not None and len(token_ids) == 1 and token_ids[0] in buffer.moves:
         values["node_key"] = buffer.moves.pop(token_ids[0])  # the move, in the same statement
     else:
         await flush_moves(step.conn)
-    await step.conn.execute(
-        update(workflow_tokens).where(workflow_tokens.c.id.in_(token_ids)).values(**values)
-    )
+    if len(token_ids) == 1:
+        await step.conn.execute(_UPDATE_ONE, {"b_token_id": token_ids[0], **values})
+    else:
+        await step.conn.execute(_UPDATE_MANY, {"b_token_ids": token_ids, **values})
+
+
+async def consume_token(step: Step, token_id: int) -> int:
+    """Consume one token (with its buffered move); the number of the
+    instance's live tokens left (E-4: the instance ends when none is)."""
+    values: dict[str, Any] = {
+        "b_token_id": token_id,
+        "state": TokenState.CONSUMED,
+        "consumed_at": step.now,
+    }
+    buffer = buffer_of(step.conn, create=False)
+    if buffer is not None and token_id in buffer.moves:
+        values["node_key"] = buffer.moves.pop(token_id)  # the move, in the same statement
+    row = (await step.conn.execute(_CONSUME_COUNTING, values)).one()
+    return int(row.live_left)
 
 
 async def get_token(step: Step, token_id: int) -> tuple[Token, str] | None:
@@ -94,63 +143,33 @@ async def get_token(step: Step, token_id: int) -> tuple[Token, str] | None:
 
 async def live_tokens(step: Step) -> list[tuple[Token, str]]:
     await flush_moves(step.conn)
-    rows = (
-        await step.conn.execute(
-            select(workflow_tokens)
-            .where(
-                workflow_tokens.c.instance_id == step.instance_id,
-                workflow_tokens.c.state != TokenState.CONSUMED,
-            )
-            .order_by(workflow_tokens.c.id)
-        )
-    ).all()
+    rows = (await step.conn.execute(_LIVE_TOKENS, {"b_instance_id": step.instance_id})).all()
     return [(_token(row), row.state) for row in rows]
 
 
 async def count_live_tokens(step: Step) -> int:
     await flush_moves(step.conn)
-    return int(
-        (
-            await step.conn.execute(
-                select(func.count())
-                .select_from(workflow_tokens)
-                .where(
-                    workflow_tokens.c.instance_id == step.instance_id,
-                    workflow_tokens.c.state != TokenState.CONSUMED,
-                )
-            )
-        ).scalar_one()
-    )
+    found = await step.conn.execute(_COUNT_LIVE, {"b_instance_id": step.instance_id})
+    return int(found.scalar_one())
 
 
 async def consume_all_tokens(step: Step) -> None:
     await flush_moves(step.conn)
     await step.conn.execute(
-        update(workflow_tokens)
-        .where(
-            workflow_tokens.c.instance_id == step.instance_id,
-            workflow_tokens.c.state != TokenState.CONSUMED,
-        )
-        .values(state=TokenState.CONSUMED, consumed_at=step.now)
+        _CONSUME_LIVE,
+        {"b_instance_id": step.instance_id, "state": TokenState.CONSUMED, "consumed_at": step.now},
     )
 
 
 async def push_fork(step: Step, node_key: str, gateway: str, expected: int) -> int:
-    return int(
-        (
-            await step.conn.execute(
-                workflow_forks.insert()
-                .values(
-                    instance_id=step.instance_id,
-                    node_key=node_key,
-                    gateway=gateway,
-                    expected=expected,
-                    created_at=step.now,
-                )
-                .returning(workflow_forks.c.id)
-            )
-        ).scalar_one()
-    )
+    row = {
+        "instance_id": step.instance_id,
+        "node_key": node_key,
+        "gateway": gateway,
+        "expected": expected,
+        "created_at": step.now,
+    }
+    return int((await step.conn.execute(_PUSH_FORK, row)).scalar_one())
 
 
 _FORK_AND_PARKED = (

@@ -1,89 +1,49 @@
 """The engine's per-transaction write buffer (issue 15 item 2): the engine
-trace rows (E-8), outbox events (E-10) and token moves (E-4) of every step
-in one transaction, written just before it commits — each table once (one
-executemany), in the order the steps produced them.
+trace rows (E-8), outbox events (E-10), form-write history (E-7), token moves
+(E-4) and ledger jobs (L-1) of every step in one transaction, written just
+before it commits — each table once, in the order the steps produced them.
 
 The buffer exists only inside a :meth:`~flowledger.db.database.Database.begin`
 transaction (it registers as one of its pre-commit buffers); a step on any
 other connection writes at once, as before. A read in the step that must see
 buffered rows flushes first (:func:`flush`; the token queries do it for the
-moves). Nothing changes in what commits: the rows commit with the step's
-other writes or roll back with them.
+moves, :func:`flush_jobs` comes before anything that reads or changes the
+instance's jobs). Nothing changes in what commits: the rows commit with the
+step's other writes or roll back with them, and the instance row is still
+locked before any job is written (L-13).
 
-On PostgreSQL one statement writes all three (data-modifying CTEs over
-``unnest`` arrays, one fixed shape, so psycopg prepares it once); on SQLite,
-in process, one executemany per table."""
+The jobs go first, in one :func:`~flowledger.ledger.enqueue.enqueue_bulk`
+call, so that their ``job_enqueued`` trace rows carry the job ids; then the
+rest in :func:`~flowledger.db.engine_writes.write_step_rows` (one statement
+on PostgreSQL)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import pre_commit
-from flowledger.db.engine_schema import workflow_event_outbox, workflow_tokens, workflow_trace
+from flowledger.db.engine_writes import (
+    write_form_writes,
+    write_moves,
+    write_outbox,
+    write_step_rows,
+    write_trace,
+)
+from flowledger.ledger.enqueue import enqueue, enqueue_bulk
+from flowledger.ledger.models import JobSpec
 
 _NAME = "engine_writes"
-_TRACE = workflow_trace.insert()
-_OUTBOX = workflow_event_outbox.insert()
-_MOVE = (
-    update(workflow_tokens)
-    .where(workflow_tokens.c.id == bindparam("token_id"))
-    .values(node_key=bindparam("to_node"))
-)
-
-_TRACE_COLUMNS = (
-    ("instance_id", "int"),
-    ("trace_id", "text"),
-    ("event", "text"),
-    ("node_key", "text"),
-    ("token_id", "int"),
-    ("task_id", "int"),
-    ("job_id", "int"),
-    ("detail", "jsonb"),
-    ("created_at", "timestamptz"),
-)
-_OUTBOX_COLUMNS = (
-    ("tenant_id", "text"),
-    ("instance_id", "int"),
-    ("definition_key", "text"),
-    ("event_type", "text"),
-    ("payload", "jsonb"),
-    ("status", "text"),
-    ("trace_id", "text"),
-    ("created_at", "timestamptz"),
-)
 
 
-def _unnest(prefix: str, columns: tuple[tuple[str, str], ...]) -> str:
-    arrays = ", ".join(f"CAST(:{prefix}{name} AS {kind}[])" for name, kind in columns)
-    names = ", ".join(name for name, _ in columns)
-    return (
-        f"({names}) SELECT {names} FROM unnest({arrays}) WITH ORDINALITY "
-        f"AS r({names}, n) ORDER BY n"
-    )
-
-
-_PG_FLUSH = text(
-    "WITH moved AS (UPDATE workflow_tokens AS t SET node_key = m.node_key "
-    "FROM unnest(CAST(:m_id AS bigint[]), CAST(:m_node AS text[])) AS m(id, node_key) "
-    "WHERE t.id = m.id), "
-    f"events AS (INSERT INTO workflow_event_outbox {_unnest('o_', _OUTBOX_COLUMNS)}) "
-    f"INSERT INTO workflow_trace {_unnest('t_', _TRACE_COLUMNS)}"
-)
-
-
-def _arrays(prefix: str, columns: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> Any:
-    params: dict[str, list[Any]] = {}
-    for name, kind in columns:
-        values = [row[name] for row in rows]
-        if kind == "jsonb":  # None is JSON null, as the JSON column type stores it
-            values = [json.dumps(value) for value in values]
-        params[prefix + name] = values
-    return params
+@dataclass
+class _Job:
+    spec: JobSpec
+    now: datetime
+    trace_row: dict[str, Any]  # its job_enqueued row: job_id is set when written
 
 
 @dataclass
@@ -91,38 +51,34 @@ class WriteBuffer:
     conn: AsyncConnection
     trace: list[dict[str, Any]] = field(default_factory=list)
     outbox: list[dict[str, Any]] = field(default_factory=list)
+    form_writes: list[dict[str, Any]] = field(default_factory=list)
     # token id -> the node it moved to, not yet written
     moves: dict[int, str] = field(default_factory=dict)
+    jobs: list[_Job] = field(default_factory=list)
 
     async def flush_moves(self) -> None:
         if self.moves:
-            rows = [{"token_id": t, "to_node": n} for t, n in self.moves.items()]
-            self.moves = {}
-            await self.conn.execute(_MOVE, rows)
+            moves, self.moves = self.moves, {}
+            await write_moves(self.conn, moves)
+
+    async def flush_jobs(self) -> None:
+        """Insert the buffered jobs (one call per clock reading) and fill in
+        the job ids of their trace rows."""
+        while self.jobs:
+            now = self.jobs[0].now
+            same = [job for job in self.jobs if job.now == now]
+            self.jobs = [job for job in self.jobs if job.now != now]
+            results = await enqueue_bulk(self.conn, [job.spec for job in same], now=now)
+            for job, result in zip(same, results, strict=True):
+                job.trace_row["job_id"] = result.job_id
 
     async def flush(self) -> None:
-        if self.conn.dialect.name == "postgresql":
-            await self._flush_postgresql()
-            return
-        await self.flush_moves()
-        if self.outbox:
-            rows, self.outbox = self.outbox, []
-            await self.conn.execute(_OUTBOX, rows)
-        if self.trace:
-            rows, self.trace = self.trace, []
-            await self.conn.execute(_TRACE, rows)
-
-    async def _flush_postgresql(self) -> None:
-        if not (self.moves or self.outbox or self.trace):
-            return
-        params = {
-            "m_id": list(self.moves),
-            "m_node": list(self.moves.values()),
-            **_arrays("o_", _OUTBOX_COLUMNS, self.outbox),
-            **_arrays("t_", _TRACE_COLUMNS, self.trace),
-        }
-        self.moves, self.outbox, self.trace = {}, [], []
-        await self.conn.execute(_PG_FLUSH, params)
+        await self.flush_jobs()
+        moves, outbox, form_writes, trace = self.moves, self.outbox, self.form_writes, self.trace
+        self.moves, self.outbox, self.form_writes, self.trace = {}, [], [], []
+        await write_step_rows(
+            self.conn, moves=moves, outbox=outbox, form_writes=form_writes, trace=trace
+        )
 
 
 def buffer_of(conn: AsyncConnection, *, create: bool = True) -> WriteBuffer | None:
@@ -141,20 +97,45 @@ def buffer_of(conn: AsyncConnection, *, create: bool = True) -> WriteBuffer | No
 
 async def add_trace(conn: AsyncConnection, row: dict[str, Any]) -> None:
     """Record one trace row: buffered when the transaction has a write buffer."""
-    await _add(conn, "trace", row)
+    buffer = buffer_of(conn)
+    if buffer is None:
+        await write_trace(conn, [row])
+    else:
+        buffer.trace.append(row)
 
 
 async def add_outbox(conn: AsyncConnection, row: dict[str, Any]) -> None:
     """Record one outbox event: buffered when the transaction has a write buffer."""
-    await _add(conn, "outbox", row)
-
-
-async def _add(conn: AsyncConnection, table: str, row: dict[str, Any]) -> None:
     buffer = buffer_of(conn)
     if buffer is None:
-        await conn.execute(_TRACE if table == "trace" else _OUTBOX, [row])
+        await write_outbox(conn, [row])
     else:
-        (buffer.trace if table == "trace" else buffer.outbox).append(row)
+        buffer.outbox.append(row)
+
+
+async def add_form_write(conn: AsyncConnection, row: dict[str, Any]) -> None:
+    """Record one form-write history row: buffered when the transaction has
+    a write buffer."""
+    buffer = buffer_of(conn)
+    if buffer is None:
+        await write_form_writes(conn, [row])
+    else:
+        buffer.form_writes.append(row)
+
+
+async def add_job(
+    conn: AsyncConnection, spec: JobSpec, *, now: datetime, trace_row: dict[str, Any]
+) -> None:
+    """Enqueue one job and record its ``job_enqueued`` trace row (``trace_row``,
+    whose ``job_id`` is filled in): both buffered when the transaction has a
+    write buffer, else written at once."""
+    buffer = buffer_of(conn)
+    if buffer is None:
+        result = await enqueue(conn, spec, now=now)
+        await write_trace(conn, [{**trace_row, "job_id": result.job_id}])
+        return
+    buffer.jobs.append(_Job(spec, now, trace_row))
+    buffer.trace.append(trace_row)
 
 
 async def flush(conn: AsyncConnection) -> None:
@@ -169,3 +150,11 @@ async def flush_moves(conn: AsyncConnection) -> None:
     buffer = buffer_of(conn, create=False)
     if buffer is not None:
         await buffer.flush_moves()
+
+
+async def flush_jobs(conn: AsyncConnection) -> None:
+    """Insert the buffered jobs now (before anything reads or changes the
+    instance's jobs: the ledger's control calls, the engine's hooks)."""
+    buffer = buffer_of(conn, create=False)
+    if buffer is not None:
+        await buffer.flush_jobs()

@@ -1,0 +1,150 @@
+"""The statements that write an engine step's buffered rows (issue 15 item 2,
+issue 16: the dialect choice stays in ``db/``): token moves, outbox events
+(E-10), form-write history and engine trace rows (E-8), in the order given.
+
+PostgreSQL: one statement writes all four — data-modifying CTEs, each over
+one JSON document of its rows (``json_to_recordset``, in order), one fixed
+text that psycopg prepares once. A JSON document is one C-encoded parameter
+per table; ``unnest`` arrays cost a pure-Python array dump per column.
+SQLite (in process): one executemany per table that has rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import bindparam, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.dialects import POSTGRESQL, dialect_name
+from flowledger.db.engine_schema import (
+    workflow_event_outbox,
+    workflow_form_writes,
+    workflow_tokens,
+    workflow_trace,
+)
+
+_TRACE = workflow_trace.insert()
+_OUTBOX = workflow_event_outbox.insert()
+_FORM_WRITES = workflow_form_writes.insert()
+_MOVE = (
+    update(workflow_tokens)
+    .where(workflow_tokens.c.id == bindparam("token_id"))
+    .values(node_key=bindparam("to_node"))
+)
+
+TRACE_COLUMNS = (
+    ("instance_id", "int"),
+    ("trace_id", "text"),
+    ("event", "text"),
+    ("node_key", "text"),
+    ("token_id", "int"),
+    ("task_id", "int"),
+    ("job_id", "int"),
+    ("detail", "jsonb"),
+    ("created_at", "timestamptz"),
+)
+OUTBOX_COLUMNS = (
+    ("tenant_id", "text"),
+    ("instance_id", "int"),
+    ("definition_key", "text"),
+    ("event_type", "text"),
+    ("payload", "jsonb"),
+    ("status", "text"),
+    ("trace_id", "text"),
+    ("created_at", "timestamptz"),
+)
+FORM_WRITE_COLUMNS = (
+    ("instance_id", "int"),
+    ("written_by", "text"),
+    ("source", "text"),
+    ("changes", "jsonb"),
+    ("created_at", "timestamptz"),
+)
+Columns = tuple[tuple[str, str], ...]
+
+
+def _rows_of(param: str, columns: Columns) -> str:
+    """``(cols) SELECT …`` of the rows in the JSON array ``:param``, in order;
+    a JSON null stays JSON null in a jsonb column, as the JSON type stores it."""
+    names = ", ".join(name for name, _ in columns)
+    defs = ", ".join(f"{name} {kind}" for name, kind in columns)
+    values = ", ".join(
+        f"COALESCE(r.{name}, 'null'::jsonb)" if kind == "jsonb" else f"r.{name}"
+        for name, kind in columns
+    )
+    return (
+        f"({names}) SELECT {values} FROM ROWS FROM (json_to_recordset(CAST(:{param} AS json)) "
+        f"AS ({defs})) WITH ORDINALITY AS r({names}, n) ORDER BY r.n"
+    )
+
+
+_PG_WRITE = text(
+    "WITH moved AS (UPDATE workflow_tokens AS t SET node_key = m.node_key "
+    "FROM json_to_recordset(CAST(:moves AS json)) AS m(id bigint, node_key text) "
+    "WHERE t.id = m.id), "
+    f"events AS (INSERT INTO workflow_event_outbox {_rows_of('outbox', OUTBOX_COLUMNS)}), "
+    f"forms AS (INSERT INTO workflow_form_writes {_rows_of('forms', FORM_WRITE_COLUMNS)}) "
+    f"INSERT INTO workflow_trace {_rows_of('trace', TRACE_COLUMNS)}"
+)
+
+
+def _utc(value: datetime) -> str:
+    if value.tzinfo is None:
+        raise ValueError("naive datetimes are not accepted; use UTC-aware values")
+    return value.astimezone(UTC).isoformat()
+
+
+def _document(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows as one JSON array (``created_at`` as an ISO UTC timestamp)."""
+    return json.dumps([{**row, "created_at": _utc(row["created_at"])} for row in rows])
+
+
+async def write_moves(conn: AsyncConnection, moves: dict[int, str]) -> None:
+    """Move each token (id → node key): one executemany."""
+    if moves:
+        await conn.execute(_MOVE, [{"token_id": t, "to_node": n} for t, n in moves.items()])
+
+
+async def write_step_rows(
+    conn: AsyncConnection,
+    *,
+    moves: dict[int, str],
+    outbox: Sequence[dict[str, Any]],
+    form_writes: Sequence[dict[str, Any]],
+    trace: Sequence[dict[str, Any]],
+) -> None:
+    """Write token moves, outbox rows, form writes and trace rows (each
+    table's rows in the order given; ids ascend in that order)."""
+    if not (moves or outbox or form_writes or trace):
+        return
+    if dialect_name(conn) == POSTGRESQL:
+        params = {
+            "moves": json.dumps([{"id": t, "node_key": n} for t, n in moves.items()]),
+            "outbox": _document(outbox),
+            "forms": _document(form_writes),
+            "trace": _document(trace),
+        }
+        await conn.execute(_PG_WRITE, params)
+        return
+    await write_moves(conn, moves)
+    for statement, rows in ((_OUTBOX, outbox), (_FORM_WRITES, form_writes), (_TRACE, trace)):
+        if rows:
+            await conn.execute(statement, list(rows))
+
+
+async def write_trace(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Write trace rows at once (a step outside a buffered transaction)."""
+    await conn.execute(_TRACE, list(rows))
+
+
+async def write_outbox(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Write outbox rows at once (a step outside a buffered transaction)."""
+    await conn.execute(_OUTBOX, list(rows))
+
+
+async def write_form_writes(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Write form-write history rows at once (outside a buffered transaction)."""
+    await conn.execute(_FORM_WRITES, list(rows))
