@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import click
 import typer
+from typer._click import Command, Context  # Typer 0.29 types its groups with its vendored click
 from typer.core import TyperGroup
 
 
@@ -26,7 +26,7 @@ class LazyCommand:
     target: str  # "package.module:attribute"
     loader: bool = False  # the attribute is a function returning the Typer app
 
-    def load(self, name: str) -> click.Command:
+    def load(self, name: str) -> Command:
         module_name, _, attribute = self.target.partition(":")
         value: Any = getattr(importlib.import_module(module_name), attribute)
         if self.loader:
@@ -47,13 +47,13 @@ def lazy_group(commands: Mapping[str, LazyCommand]) -> type[TyperGroup]:
     class LazyGroup(TyperGroup):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._loaded: dict[str, click.Command] = {}
+            self._loaded: dict[str, Command] = {}
 
-        def list_commands(self, ctx: click.Context) -> list[str]:
+        def list_commands(self, ctx: Context) -> list[str]:
             eager = super().list_commands(ctx)
             return [*eager, *sorted(name for name in commands if name not in eager)]
 
-        def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
             command = super().get_command(ctx, cmd_name)
             if command is not None or cmd_name not in commands:
                 return command
