@@ -28,7 +28,8 @@ class SystemClock:
 
 class DatabaseClock:
     """The host clock plus an offset to the database clock (see
-    :func:`flowledger.db.dialect.database_now`), refreshed by the worker."""
+    :meth:`flowledger.db.database.Database.now`; on SQLite the host clock
+    itself, offset ~0), calibrated by the worker at start-up."""
 
     def __init__(self) -> None:
         self.offset = timedelta(0)
