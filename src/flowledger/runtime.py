@@ -1,7 +1,9 @@
 """The runtime: everything a flowledger process is wired from, built once
 from the settings and passed down — the database, the clock, the engine
 hooks (failure policies and instance-ended), the engine, the handler
-registry a worker runs, the notification channels and the maintenance
+registry a worker runs, the outbound resources (HTTP client, secret box,
+connector guards: :class:`~flowledger.outbound.resources.Outbound`, closed
+by :meth:`Runtime.aclose`), the notification channels and the maintenance
 services. :class:`~flowledger.engine.Engine`, :class:`~flowledger.worker.
 worker.Worker`, the API (:func:`flowledger.api.app.create_app`) and the CLI
 all take their pieces from one :class:`Runtime`; nothing is installed or
@@ -17,12 +19,20 @@ own database and clock::
 
 ``build_runtime(compensation=False)`` builds an engine without failure
 policies, and says so (``runtime.engine.hooks is NO_HOOKS``).
+
+The settings are read from the environment only when none are given
+(:func:`~flowledger.settings.get_settings`, the process entry points' way);
+below this module every reader takes them (or an object built from them)
+as an argument. A test overrides them with ``build_runtime(settings=
+Settings(...))``, or with the environment and ``get_settings.cache_clear()``
+before it builds its runtime.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from flowledger.access.login_codes import LoginCodes
 from flowledger.clock import Clock, SystemClock
 from flowledger.compensation.policies import compensation_hooks
 from flowledger.db.database import Database
@@ -31,6 +41,7 @@ from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.handlers import builtin_handlers
 from flowledger.handlers.services import engine_services
 from flowledger.notify.sms import SmsGateway, gateway_from_settings
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings, get_settings
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.registry import HandlerRegistry
@@ -57,14 +68,22 @@ class Runtime:
     engine: Engine
     handlers: HandlerRegistry
     channels: Channels
+    outbound: Outbound
     worker_config: WorkerConfig = field(default_factory=WorkerConfig)
     # the clock workers run on: None lets each worker take the database's
     # (PostgreSQL) or the system's (SQLite) — the handlers read ctx.clock
     worker_clock: Clock | None = None
+    # the web console's one-time login codes: the CLI mints, the API redeems
+    login_codes: LoginCodes = field(default_factory=LoginCodes)
 
     def maintenance_services(self, elector: LeaderElector) -> list[PeriodicService]:
         """The engine's maintenance services, gated by ``elector``."""
         return engine_services(self.db, self.clock, elector=elector, settings=self.settings)
+
+    async def aclose(self) -> None:
+        """Close what the runtime opened on the running loop (the outbound
+        client); the database is the caller's to dispose."""
+        await self.outbound.aclose()
 
     def worker(
         self,
@@ -119,7 +138,8 @@ def build_runtime(
         clock = clock or SystemClock()
         hooks = compensation_hooks() if compensation else NO_HOOKS
         engine = Engine(db, clock, hooks=hooks)
-    handlers = builtin_handlers(engine, settings)
+    outbound = Outbound(settings)
+    handlers = builtin_handlers(engine, settings, outbound)
     if handler_modules:
         handlers.import_modules(handler_modules)
     if extra_handlers is not None:
@@ -133,8 +153,9 @@ def build_runtime(
         handlers=handlers,
         channels=Channels(
             settings=settings,
-            sms=gateway_from_settings(settings) if settings.sms_gateway_url else None,
+            sms=gateway_from_settings(settings, outbound) if settings.sms_gateway_url else None,
         ),
+        outbound=outbound,
         worker_config=WorkerConfig.from_settings(settings),
         worker_clock=worker_clock,
     )

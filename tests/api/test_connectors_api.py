@@ -15,9 +15,9 @@ from sqlalchemy import select
 from flowledger.db.connector_schema import connectors
 from flowledger.db.engine_schema import operation_audit
 from flowledger.outbound.connector_store import get_connector, record_call
-from flowledger.outbound.secrets import secret_box
 from tests.api.conftest import Api, People
 from tests.outbound.test_connectors_helpers import secret_key
+from tests.runtime_support import process_secrets
 
 __all__ = ["secret_key"]  # the fixture, imported for pytest
 
@@ -66,7 +66,7 @@ async def test_crud_with_a_write_only_secret_X3(api: Api, people: People) -> Non
     cid = body["id"]
     stored = await _stored_secret(api, cid)
     assert stored is not None and SECRET not in stored
-    assert secret_box().decrypt(stored) == SECRET  # encrypted at rest, readable with the key
+    assert process_secrets().decrypt(stored) == SECRET  # encrypted at rest, readable with the key
 
     one = await api.get(f"/connectors/{cid}", people.mon)
     listed = await api.get("/connectors", people.mon)
@@ -84,7 +84,7 @@ async def test_crud_with_a_write_only_secret_X3(api: Api, people: People) -> Non
     after = patched.json()
     assert (after["name"], after["rateLimit"], after["enabled"]) == ("ERP 2", None, False)
     assert after["hasSecret"] is True and after["circuitBreaker"] == body["circuitBreaker"]
-    assert secret_box().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
+    assert process_secrets().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
 
     deleted = await api.client.delete(f"/api/workflows/connectors/{cid}", headers=people.dev)
     assert deleted.status_code == 204
@@ -210,7 +210,7 @@ async def test_patch_rules_for_auth_changes_X3(api: Api, people: People) -> None
     assert (response.json()["code"], response.json()["field"]) == ("connector_invalid", "secret")
     response = await _patch(api, people, cid, {"authKind": "hmac", "secret": NEW_SECRET})
     assert response.status_code == 200 and response.json()["hasSecret"] is True
-    assert secret_box().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
+    assert process_secrets().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
     response = await _patch(
         api, people, cid, {"authKind": "api_key", "headerName": "X-Key", "secret": SECRET}
     )
@@ -293,4 +293,4 @@ async def test_moving_a_connector_needs_its_secret_again_X3(api: Api, people: Pe
         api, people, cid, {"baseUrl": "https://erp2.example/api", "secret": NEW_SECRET}
     )
     assert response.status_code == 200, response.text
-    assert secret_box().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
+    assert process_secrets().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET

@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from flowledger.outbound import client as client_module
-from flowledger.outbound.client import OutboundClient, close_shared_client, shared_client
+from flowledger.outbound.client import OutboundClient
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
 from tests.outbound.fakes import RecordingBackend
 from tests.outbound.receivers import HANG, Receiver, Redirect
@@ -88,9 +89,13 @@ async def test_the_response_read_is_capped(
     assert (response.body, response.complete) == (b"z" * 10, False)
 
 
-async def test_the_shared_client_follows_the_settings(outbound_env: Settings) -> None:
-    first = shared_client()
-    assert shared_client() is first
+async def test_the_runtime_client_follows_its_settings_and_closes_with_it(
+    outbound_env: Settings,
+) -> None:
+    outbound = Outbound(outbound_env)
+    first = outbound.client
+    assert outbound.client is first
     assert first.allow.endpoints and first.max_body_bytes == outbound_env.outbound_max_body_bytes
-    await close_shared_client()
-    assert first.closed and shared_client() is not first
+    await outbound.aclose()
+    assert first.closed and outbound.client is not first
+    await outbound.aclose()

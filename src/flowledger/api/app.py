@@ -113,7 +113,13 @@ def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> F
         redoc_url=None,
         generate_unique_id_function=operation_id,
     )
-    app.state.api = ApiContext(db=runtime.db, engine=runtime.engine)
+    app.state.api = ApiContext(
+        db=runtime.db,
+        engine=runtime.engine,
+        runtime_settings=runtime.settings,
+        outbound=runtime.outbound,
+        login_codes=runtime.login_codes,
+    )
     app.add_middleware(InputGuardMiddleware, paths=lambda: app.openapi()["paths"])  # issue 17
     install_error_handlers(app)
     app.include_router(api_router())
