@@ -59,5 +59,7 @@ def process_outbound() -> Outbound:
 
 
 def default_engine(db: Database, clock: Clock) -> Engine:
-    """An engine with the failure policies, as the default runtime builds it."""
-    return Engine(db, clock, hooks=compensation_hooks())
+    """An engine with the failure policies and the process settings, as the
+    default runtime builds it."""
+    settings = get_settings()
+    return Engine(db, clock, hooks=compensation_hooks(settings.admin_users), settings=settings)

@@ -136,8 +136,8 @@ def build_runtime(
         clock, hooks = engine.clock, engine.hooks
     else:
         clock = clock or SystemClock()
-        hooks = compensation_hooks() if compensation else NO_HOOKS
-        engine = Engine(db, clock, hooks=hooks)
+        hooks = compensation_hooks(settings.admin_users) if compensation else NO_HOOKS
+        engine = Engine(db, clock, hooks=hooks, settings=settings)
     outbound = Outbound(settings)
     handlers = builtin_handlers(engine, settings, outbound)
     if handler_modules:

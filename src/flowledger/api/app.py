@@ -120,7 +120,11 @@ def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> F
         outbound=runtime.outbound,
         login_codes=runtime.login_codes,
     )
-    app.add_middleware(InputGuardMiddleware, paths=lambda: app.openapi()["paths"])  # issue 17
+    app.add_middleware(  # issue 17: the caps of the app's settings at each request
+        InputGuardMiddleware,
+        paths=lambda: app.openapi()["paths"],
+        settings=lambda: app.state.api.settings,
+    )
     install_error_handlers(app)
     app.include_router(api_router())
     app.include_router(metrics_router)  # GET /metrics at the root (SPEC O-22)
