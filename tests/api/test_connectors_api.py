@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import select
 
+from flowledger.api import create_app
+from flowledger.clock import ManualClock
 from flowledger.db.connector_schema import connectors
+from flowledger.db.database import Database
 from flowledger.db.engine_schema import operation_audit
 from flowledger.outbound.connector_store import get_connector, record_call
+from flowledger.outbound.secrets import SecretBox, SecretUnreadable
+from flowledger.runtime import build_runtime
+from flowledger.settings import Settings
 from tests.api.conftest import Api, People
 from tests.outbound.test_connectors_helpers import secret_key
 from tests.runtime_support import process_secrets
@@ -294,3 +302,22 @@ async def test_moving_a_connector_needs_its_secret_again_X3(api: Api, people: Pe
     )
     assert response.status_code == 200, response.text
     assert process_secrets().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
+
+
+async def test_an_app_encrypts_with_its_runtimes_key_not_the_processs_X3(
+    db: Database, clock: ManualClock
+) -> None:
+    """The secret box is the runtime's (issue 16 item 3): an app built from
+    a runtime with its own key encrypts with that key, whatever the process
+    settings say."""
+    key = Fernet.generate_key().decode()
+    runtime = build_runtime(settings=Settings(secret_key=key), db=db, clock=clock)
+    transport = httpx.ASGITransport(app=create_app(runtime))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        api = Api(client, db, clock)
+        created = await _create(api, await api.admin())
+    stored = await _stored_secret(api, created["id"])
+    assert stored is not None and SecretBox([key]).decrypt(stored) == SECRET
+    with pytest.raises(SecretUnreadable):
+        process_secrets().decrypt(stored)
+    await runtime.aclose()
