@@ -8,13 +8,18 @@ every runtime built here runs it next to flowledger's own handlers."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from flowledger.clock import Clock
 from flowledger.compensation.policies import compensation_hooks
 from flowledger.db.database import Database
 from flowledger.engine import Engine
+from flowledger.outbound.resources import Outbound
+from flowledger.outbound.secrets import SecretBox, box_from_settings
 from flowledger.runtime import Runtime, build_runtime
+from flowledger.settings import get_settings
 from flowledger.worker.registry import Handler, HandlerRegistry
 
 TEST_HANDLERS = HandlerRegistry()
@@ -30,6 +35,31 @@ def handler_for(db: Database, clock: Clock, job_type: str) -> Handler | None:
     return runtime_for(db, clock).handlers.get(job_type)
 
 
+def process_secrets() -> SecretBox:
+    """The secret box of the process settings as they are now: the one a
+    runtime (or an API context) built now encrypts with."""
+    return box_from_settings(get_settings())
+
+
+_OUTBOUND: WeakKeyDictionary[asyncio.AbstractEventLoop, Outbound] = WeakKeyDictionary()
+
+
+def process_outbound() -> Outbound:
+    """What the test modules' own handlers call out through: the outbound
+    resources of the process settings as they are at the call (a test changes
+    them with the environment and ``get_settings.cache_clear()``), one per
+    event loop — each test runs on its own loop, so the connector guards last
+    one test (or until the settings change)."""
+    loop = asyncio.get_running_loop()
+    settings = get_settings()
+    found = _OUTBOUND.get(loop)
+    if found is None or found.settings is not settings:
+        found = _OUTBOUND[loop] = Outbound(settings)
+    return found
+
+
 def default_engine(db: Database, clock: Clock) -> Engine:
-    """An engine with the failure policies, as the default runtime builds it."""
-    return Engine(db, clock, hooks=compensation_hooks())
+    """An engine with the failure policies and the process settings, as the
+    default runtime builds it."""
+    settings = get_settings()
+    return Engine(db, clock, hooks=compensation_hooks(settings.admin_users), settings=settings)

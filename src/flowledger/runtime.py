@@ -1,7 +1,9 @@
 """The runtime: everything a flowledger process is wired from, built once
 from the settings and passed down — the database, the clock, the engine
 hooks (failure policies and instance-ended), the engine, the handler
-registry a worker runs, the notification channels and the maintenance
+registry a worker runs, the outbound resources (HTTP client, secret box,
+connector guards: :class:`~flowledger.outbound.resources.Outbound`, closed
+by :meth:`Runtime.aclose`), the notification channels and the maintenance
 services. :class:`~flowledger.engine.Engine`, :class:`~flowledger.worker.
 worker.Worker`, the API (:func:`flowledger.api.app.create_app`) and the CLI
 all take their pieces from one :class:`Runtime`; nothing is installed or
@@ -23,6 +25,13 @@ pools of the settings (``FLOWLEDGER_POOLS``) and of ``build_runtime(pools=…)``
 (``flowledger worker --pool``) declared on it, before any handler module is
 imported; ``runtime.enqueue`` enqueues in a transaction of its own. See
 ``docs/embedding.md``.
+
+The settings are read from the environment only when none are given
+(:func:`~flowledger.settings.get_settings`, the process entry points' way);
+below this module every reader takes them (or an object built from them)
+as an argument. A test overrides them with ``build_runtime(settings=
+Settings(...))``, or with the environment and ``get_settings.cache_clear()``
+before it builds its runtime.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from flowledger.access.login_codes import LoginCodes
 from flowledger.clock import Clock, SystemClock
 from flowledger.compensation.policies import compensation_hooks
 from flowledger.db.database import Database
@@ -41,6 +51,7 @@ from flowledger.ledger.enqueue import enqueue_bulk
 from flowledger.ledger.models import EnqueueResult, JobSpec
 from flowledger.ledger.types import JobTypeRegistry, default_job_types
 from flowledger.notify.sms import SmsGateway, gateway_from_settings
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings, get_settings
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.registry import HandlerRegistry
@@ -67,12 +78,15 @@ class Runtime:
     engine: Engine
     handlers: HandlerRegistry
     channels: Channels
+    outbound: Outbound
     worker_config: WorkerConfig = field(default_factory=WorkerConfig)
     # the clock workers run on: None lets each worker take the database's
     # (PostgreSQL) or the system's (SQLite) — the handlers read ctx.clock
     worker_clock: Clock | None = None
     # the job types and pools of the process (issue 16 item 3)
     job_types: JobTypeRegistry = field(default_factory=default_job_types)
+    # the web console's one-time login codes: the CLI mints, the API redeems
+    login_codes: LoginCodes = field(default_factory=LoginCodes)
 
     async def enqueue(self, *specs: JobSpec) -> list[EnqueueResult]:
         """Enqueue ``specs`` in one transaction of their own (at the engine's
@@ -84,6 +98,11 @@ class Runtime:
     def maintenance_services(self, elector: LeaderElector) -> list[PeriodicService]:
         """The engine's maintenance services, gated by ``elector``."""
         return engine_services(self.db, self.clock, elector=elector, settings=self.settings)
+
+    async def aclose(self) -> None:
+        """Close what the runtime opened on the running loop (the outbound
+        client); the database is the caller's to dispose."""
+        await self.outbound.aclose()
 
     def worker(
         self,
@@ -146,9 +165,10 @@ def build_runtime(
         clock, hooks = engine.clock, engine.hooks
     else:
         clock = clock or SystemClock()
-        hooks = compensation_hooks() if compensation else NO_HOOKS
-        engine = Engine(db, clock, hooks=hooks)
-    handlers = builtin_handlers(engine, settings)
+        hooks = compensation_hooks(settings.admin_users) if compensation else NO_HOOKS
+        engine = Engine(db, clock, hooks=hooks, settings=settings)
+    outbound = Outbound(settings)
+    handlers = builtin_handlers(engine, settings, outbound)
     handlers.job_types = job_types
     if handler_modules:
         handlers.import_modules(handler_modules)
@@ -163,8 +183,9 @@ def build_runtime(
         handlers=handlers,
         channels=Channels(
             settings=settings,
-            sms=gateway_from_settings(settings) if settings.sms_gateway_url else None,
+            sms=gateway_from_settings(settings, outbound) if settings.sms_gateway_url else None,
         ),
+        outbound=outbound,
         worker_config=worker_config,
         worker_clock=worker_clock,
         job_types=job_types,

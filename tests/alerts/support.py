@@ -18,6 +18,7 @@ from flowledger.ops.alerts.evaluator import ALERT_NOTIFICATION, EvaluationSummar
 from flowledger.ops.alerts.rules import RuleFields, create_rule
 from tests.integration.engine_helpers import run_due_jobs
 from tests.ops.rows import add_job
+from tests.runtime_support import process_secrets
 
 
 async def rule(
@@ -53,6 +54,7 @@ async def rule(
             ),
             actor="test",
             now=clock.now(),
+            box=process_secrets(),
         )
     return int(row["id"])
 

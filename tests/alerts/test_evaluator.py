@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import email
 from email.policy import default
+from types import MappingProxyType
 from typing import Any
-
-import pytest
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ops.alerts import metrics as metrics_module
 from flowledger.ops.alerts.evaluator import evaluate_once
-from flowledger.ops.alerts.metrics import HEALTH_SCORE, Metric
+from flowledger.ops.alerts.metrics import HEALTH_SCORE, METRICS, Metric
 from flowledger.ops.alerts.rules import check_metric, update_rule
 from flowledger.ops.runtime_status import job_figures
 from tests.alerts.support import (
@@ -153,7 +151,7 @@ async def test_disabled_rule_is_not_evaluated_and_disabling_resets_silently_O22(
 
 
 async def test_a_registered_metric_becomes_a_valid_rule_metric_O22(
-    db: Database, clock: ManualClock, smtp: Collector, monkeypatch: pytest.MonkeyPatch
+    db: Database, clock: ManualClock, smtp: Collector
 ) -> None:
     """``engine_health_score`` is a registered metric (the health
     inspection's score, SPEC O-16) and is evaluated like any other. (The
@@ -165,16 +163,16 @@ async def test_a_registered_metric_becomes_a_valid_rule_metric_O22(
         dead = await job_figures(conn, now, tenant_ids)
         return 100.0 - 10 * dead["dead"]
 
-    monkeypatch.setitem(
-        metrics_module._registry, HEALTH_SCORE, Metric(HEALTH_SCORE, "points", "score", score)
+    table = MappingProxyType(
+        {**METRICS, HEALTH_SCORE: Metric(HEALTH_SCORE, "points", "score", score)}
     )
     assert check_metric(HEALTH_SCORE) == HEALTH_SCORE
     rule_id = await rule(
         db, clock, metric=HEALTH_SCORE, comparison="lt", threshold=95, for_seconds=0
     )
-    await evaluate_once(db, clock)
+    await evaluate_once(db, clock, metrics=table)
     assert (await rule_row(db, rule_id))["state"] == "ok"
     await dead_job(db, clock)
-    await evaluate_once(db, clock)
+    await evaluate_once(db, clock, metrics=table)
     row = await rule_row(db, rule_id)
     assert (row["state"], row["last_value"]) == ("firing", 90.0)

@@ -9,15 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import select
 
+from flowledger.api import create_app
+from flowledger.clock import ManualClock
 from flowledger.db.connector_schema import connectors
+from flowledger.db.database import Database
 from flowledger.db.engine_schema import operation_audit
 from flowledger.outbound.connector_store import get_connector, record_call
-from flowledger.outbound.secrets import secret_box
+from flowledger.outbound.secrets import SecretBox, SecretUnreadable
+from flowledger.runtime import build_runtime
+from flowledger.settings import Settings
 from tests.api.conftest import Api, People
 from tests.outbound.test_connectors_helpers import secret_key
+from tests.runtime_support import process_secrets
 
 __all__ = ["secret_key"]  # the fixture, imported for pytest
 
@@ -66,7 +74,7 @@ async def test_crud_with_a_write_only_secret_X3(api: Api, people: People) -> Non
     cid = body["id"]
     stored = await _stored_secret(api, cid)
     assert stored is not None and SECRET not in stored
-    assert secret_box().decrypt(stored) == SECRET  # encrypted at rest, readable with the key
+    assert process_secrets().decrypt(stored) == SECRET  # encrypted at rest, readable with the key
 
     one = await api.get(f"/connectors/{cid}", people.mon)
     listed = await api.get("/connectors", people.mon)
@@ -84,7 +92,7 @@ async def test_crud_with_a_write_only_secret_X3(api: Api, people: People) -> Non
     after = patched.json()
     assert (after["name"], after["rateLimit"], after["enabled"]) == ("ERP 2", None, False)
     assert after["hasSecret"] is True and after["circuitBreaker"] == body["circuitBreaker"]
-    assert secret_box().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
+    assert process_secrets().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
 
     deleted = await api.client.delete(f"/api/workflows/connectors/{cid}", headers=people.dev)
     assert deleted.status_code == 204
@@ -210,7 +218,7 @@ async def test_patch_rules_for_auth_changes_X3(api: Api, people: People) -> None
     assert (response.json()["code"], response.json()["field"]) == ("connector_invalid", "secret")
     response = await _patch(api, people, cid, {"authKind": "hmac", "secret": NEW_SECRET})
     assert response.status_code == 200 and response.json()["hasSecret"] is True
-    assert secret_box().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
+    assert process_secrets().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
     response = await _patch(
         api, people, cid, {"authKind": "api_key", "headerName": "X-Key", "secret": SECRET}
     )
@@ -293,4 +301,23 @@ async def test_moving_a_connector_needs_its_secret_again_X3(api: Api, people: Pe
         api, people, cid, {"baseUrl": "https://erp2.example/api", "secret": NEW_SECRET}
     )
     assert response.status_code == 200, response.text
-    assert secret_box().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
+    assert process_secrets().decrypt(await _stored_secret(api, cid) or "") == NEW_SECRET
+
+
+async def test_an_app_encrypts_with_its_runtimes_key_not_the_processs_X3(
+    db: Database, clock: ManualClock
+) -> None:
+    """The secret box is the runtime's (issue 16 item 3): an app built from
+    a runtime with its own key encrypts with that key, whatever the process
+    settings say."""
+    key = Fernet.generate_key().decode()
+    runtime = build_runtime(settings=Settings(secret_key=key), db=db, clock=clock)
+    transport = httpx.ASGITransport(app=create_app(runtime))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        api = Api(client, db, clock)
+        created = await _create(api, await api.admin())
+    stored = await _stored_secret(api, created["id"])
+    assert stored is not None and SecretBox([key]).decrypt(stored) == SECRET
+    with pytest.raises(SecretUnreadable):
+        process_secrets().decrypt(stored)
+    await runtime.aclose()

@@ -15,9 +15,10 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
+from flowledger.access.login_codes import LoginCodes
 from flowledger.api import create_app
 from flowledger.api.console import IMMUTABLE, ConsoleFallback
-from flowledger.api.console_login import LOGIN_CODES, LoginCodes, login_url
+from flowledger.api.console_login import login_url
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import api_tokens, operation_audit
 from flowledger.engine import Engine
@@ -27,8 +28,10 @@ from tests.ops.rows import add_node
 SESSION = "/api/workflows/console/session"
 
 
-async def test_a_login_code_is_exchanged_once_for_a_working_token(api: Api, people: People) -> None:
-    url = login_url("http://127.0.0.1:8717", "root")
+async def test_a_login_code_is_exchanged_once_for_a_working_token(
+    api: Api, people: People, app: FastAPI
+) -> None:
+    url = login_url("http://127.0.0.1:8717", "root", app.state.api.login_codes)
     assert url.startswith("http://127.0.0.1:8717/login#code=")
     code = url.split("#code=", 1)[1]
     response = await api.client.post(SESSION, json={"code": code})
@@ -69,8 +72,10 @@ def test_codes_expire_and_are_kept_only_as_digests() -> None:
     assert codes.redeem(fresh, now=t0 + timedelta(minutes=9)) is None  # single use
 
 
-async def test_logout_revokes_the_token_of_the_request(api: Api, people: People) -> None:
-    code = LOGIN_CODES.mint("root")
+async def test_logout_revokes_the_token_of_the_request(
+    api: Api, people: People, app: FastAPI
+) -> None:
+    code = app.state.api.login_codes.mint("root")
     token = (await api.client.post(SESSION, json={"code": code})).json()["token"]
     headers = {"Authorization": f"Bearer {token}"}
     out = await api.client.post("/api/workflows/console/logout", headers=headers)

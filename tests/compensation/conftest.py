@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from flowledger.outbound.client import close_shared_client
 from flowledger.settings import Settings, get_settings
 from tests.api.conftest import api, app, client, engine, people  # noqa: F401
 from tests.notify.conftest import gateway, smtp  # noqa: F401
@@ -50,9 +49,7 @@ async def sms_env(
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_TOKEN", gateway.token)
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", gateway.endpoint)
     get_settings.cache_clear()
-    await close_shared_client()
     try:
         yield get_settings()
     finally:
-        await close_shared_client()
         get_settings.cache_clear()

@@ -129,7 +129,15 @@ async def repair_at(
     async with engine.db.begin() as conn, engine.step(conn, instance_id, "system") as step:
         [token] = [t for t, state in await live_tokens(step) if t.node_key == node_key]
         node = step.defn.node(node_key)
-        ticket_id = await open_repair(step, token, node, error=error, kind=kind, action=action)
+        ticket_id = await open_repair(
+            step,
+            token,
+            node,
+            error=error,
+            kind=kind,
+            action=action,
+            admin_users=engine.settings.admin_users,
+        )
         if enqueue and ticket_id is not None and action is not None:
             await enqueue_action(
                 conn,

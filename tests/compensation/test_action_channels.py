@@ -24,6 +24,7 @@ from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.rescue import jobs_rescue
 from flowledger.ledger.settle import jobs_settle_many
 from flowledger.notify.email import COMPENSATION_SUBJECT
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings, get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
@@ -86,7 +87,9 @@ async def test_update_data_after_crash_between_commit_and_settle_writes_once_C6_
 ) -> None:
     iid, ticket_id = await _ticket_with(engine, db, clock, UPDATE)
     first = await _claim(db, clock)
-    assert (await compensation_action(JobContext(first, db, clock), engine, get_settings()))[
+    settings = get_settings()
+    ctx = JobContext(first, db, clock)
+    assert (await compensation_action(ctx, engine, settings, Outbound(settings)))[
         "type"
     ] == "updateData"
     # crash: the attempt never settles; the drain reclaims the job after its lease

@@ -20,9 +20,9 @@ from cryptography.fernet import Fernet
 
 from flowledger.db.automation_schema import workflow_automation_rules
 from flowledger.db.engine_schema import operation_audit
-from flowledger.outbound.secrets import secret_box
 from flowledger.settings import get_settings
 from tests.api.conftest import BASE, Api, Headers, People, api, app, client, engine, people  # noqa: F401 (fixtures)
+from tests.runtime_support import process_secrets
 
 PATH = "/automation-rules"
 HOOK = {"type": "http", "url": "https://hooks.example/{{system.instanceId}}"}
@@ -271,10 +271,8 @@ async def test_bad_condition_shape_and_patch_are_422_X6_A4(api: Api, people: Peo
 def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", Fernet.generate_key().decode())
     get_settings.cache_clear()
-    secret_box.cache_clear()
     yield
     get_settings.cache_clear()
-    secret_box.cache_clear()
 
 
 async def test_secret_headers_are_encrypted_and_never_shown_X6(
@@ -288,13 +286,13 @@ async def test_secret_headers_are_encrypted_and_never_shown_X6(
     assert "s3cret" not in created.text
     (row,) = await api.rows(workflow_automation_rules)
     stored = row["actions"][0]["secretHeaders"]["Authorization"]
-    assert secret_box().decrypt(stored) == "Bearer s3cret"
+    assert process_secrets().decrypt(stored) == "Bearer s3cret"
     rule_id = created.json()["id"]
     # written back as read: the secret is kept
     same = await patch(api, people.dev, rule_id, {"actions": created.json()["actions"]})
     assert same.status_code == 200, same.text
     (row,) = await api.rows(workflow_automation_rules)
-    assert secret_box().decrypt(row["actions"][0]["secretHeaders"]["Authorization"]) == (
+    assert process_secrets().decrypt(row["actions"][0]["secretHeaders"]["Authorization"]) == (
         "Bearer s3cret"
     )
     # a redacted value with nothing stored behind it is refused

@@ -55,8 +55,6 @@ from flowledger.events.automation_rules import RuleSpec
 from flowledger.events.automation_store import Rule, create_rule
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.models import Outcome, OutcomeKind
-from flowledger.outbound.client import close_shared_client
-from flowledger.outbound.secrets import secret_box
 from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
@@ -74,7 +72,7 @@ from tests.integration.ledger_helpers import rescue
 from tests.notify.servers import Collector, SmsGatewayServer
 from tests.outbound.conftest import other_receiver, outbound_env, receiver  # noqa: F401
 from tests.outbound.receivers import Receiver
-from tests.runtime_support import handler_for
+from tests.runtime_support import handler_for, process_secrets
 
 
 @pytest.fixture
@@ -138,10 +136,8 @@ async def purchase(engine: Engine) -> str:
 def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", Fernet.generate_key().decode())
     get_settings.cache_clear()
-    secret_box.cache_clear()
     yield
     get_settings.cache_clear()
-    secret_box.cache_clear()
 
 
 async def add_rule(db: Database, clock: ManualClock, **spec: Any) -> Rule:
@@ -149,7 +145,12 @@ async def add_rule(db: Database, clock: ManualClock, **spec: Any) -> Rule:
     spec.setdefault("eventTypes", ["instance.started"])
     async with db.begin() as conn:
         return await create_rule(
-            conn, RuleSpec.model_validate(spec), tenant="default", actor="dev", now=clock.now()
+            conn,
+            RuleSpec.model_validate(spec),
+            tenant="default",
+            actor="dev",
+            now=clock.now(),
+            box=process_secrets(),
         )
 
 
@@ -548,9 +549,7 @@ async def sms_env(
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_TOKEN", gateway.token)
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", gateway.endpoint)
     get_settings.cache_clear()
-    await close_shared_client()
     yield gateway
-    await close_shared_client()
     get_settings.cache_clear()
 
 

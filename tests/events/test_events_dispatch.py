@@ -25,6 +25,7 @@ from flowledger.events.dispatch import _saga_node_key, dispatch_pending
 from flowledger.events.relay import EventRelay
 from flowledger.handlers.services import engine_services
 from flowledger.ledger.control import job_cancel
+from flowledger.settings import Settings
 from tests.events import webhook_support as support
 from tests.events.webhook_support import (
     add_outbox_row,
@@ -46,7 +47,7 @@ URL = "http://192.0.2.10/in"  # refused by the SSRF guard: deliveries never conn
 async def test_idle_relay_is_one_indexed_query_and_many_relays_enqueue_one_job_E10_L15(
     db: Database, clock: ManualClock, secret_key: str
 ) -> None:
-    assert any(isinstance(s, EventRelay) for s in engine_services(db, clock))
+    assert any(isinstance(s, EventRelay) for s in engine_services(db, clock, settings=Settings()))
     statements: list[str] = []
 
     def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:

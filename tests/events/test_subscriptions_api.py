@@ -16,11 +16,11 @@ from flowledger.api.permissions import DEFINITION_MANAGE
 from flowledger.db.engine_schema import operation_audit
 from flowledger.db.event_schema import workflow_event_subscriptions
 from flowledger.events.dispatch import dispatch_pending
-from flowledger.outbound.secrets import secret_box
 from tests.api import conftest as api_fixtures
 from tests.api.conftest import BASE, Api, Headers, People
 from tests.events import webhook_support as support
 from tests.events.webhook_support import add_outbox_row, hits
+from tests.runtime_support import process_secrets
 
 engine = api_fixtures.engine
 app = api_fixtures.app
@@ -78,7 +78,7 @@ async def test_crud_round_trip_with_a_write_only_secret_X5_A2(api: Api, people: 
     }
     (stored,) = await api.rows(workflow_event_subscriptions)
     assert secret not in repr(stored)
-    assert secret_box().decrypt(stored["secret_encrypted"]) == secret
+    assert process_secrets().decrypt(stored["secret_encrypted"]) == secret
 
     shown = (await api.get(f"{PATH}/{sub_id}", people.mon)).json()
     assert shown == created and "secret" not in shown
@@ -101,7 +101,7 @@ async def test_crud_round_trip_with_a_write_only_secret_X5_A2(api: Api, people: 
         "definitionKey": None,
     }
     stored = next(r for r in await api.rows(workflow_event_subscriptions) if r["id"] == sub_id)
-    assert secret_box().decrypt(stored["secret_encrypted"]) == NEW
+    assert process_secrets().decrypt(stored["secret_encrypted"]) == NEW
 
     assert (await delete(api, people.dev, sub_id)).status_code == 204
     assert (await api.get(f"{PATH}/{sub_id}", people.dev)).status_code == 404

@@ -29,14 +29,13 @@ from flowledger.events.relay import EventRelay
 from flowledger.events.subscriptions import create_subscription
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.settle import jobs_settle_many
-from flowledger.outbound.secrets import secret_box
 from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
 from tests.integration.engine_helpers import END, START, approval, definition, run_due_jobs
 from tests.outbound import conftest as outbound  # noqa: F401  (fixtures for test modules)
-from tests.runtime_support import default_engine, handler_for
+from tests.runtime_support import default_engine, handler_for, process_secrets
 
 LEAVE = definition(
     "leave", [START, approval("manager", "mia"), END], [("start", "manager"), ("manager", "end")]
@@ -52,10 +51,8 @@ def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     key = Fernet.generate_key().decode()
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", key)
     get_settings.cache_clear()
-    secret_box.cache_clear()
     yield key
     get_settings.cache_clear()
-    secret_box.cache_clear()
 
 
 async def deployed_engine(db: Database, clock: ManualClock) -> Engine:
@@ -89,6 +86,7 @@ async def subscribe(
             enabled=enabled,
             actor="test",
             now=clock.now(),
+            box=process_secrets(),
         )
     plain = secret or generated
     assert plain is not None

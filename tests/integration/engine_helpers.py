@@ -52,8 +52,15 @@ END = {"key": "end", "type": "end"}
 
 async def run_due_jobs(db: Database, clock: ManualClock, *, rounds: int = 50) -> int:
     """Run every due job (and the jobs they cause) until none is due."""
+    runtime = runtime_for(db, clock)  # the engine's handlers, policies on
+    try:
+        return await _run_due(db, clock, runtime.handlers, rounds)
+    finally:
+        await runtime.aclose()  # its outbound client
+
+
+async def _run_due(db: Database, clock: ManualClock, handlers: Any, rounds: int) -> int:
     done = 0
-    handlers = runtime_for(db, clock).handlers  # the engine's handlers, policies on
     for _ in range(rounds):
         claimed = []
         for pool in (Pool.LEDGER, Pool.OUTBOUND):

@@ -43,6 +43,7 @@ from tests.integration.engine_helpers import (
 from tests.integration.ledger_helpers import attempt_rows
 from tests.outbound import conftest as outbound_fixtures
 from tests.outbound.receivers import Receiver
+from tests.runtime_support import process_secrets
 
 receiver = outbound_fixtures.receiver
 other_receiver = outbound_fixtures.other_receiver
@@ -256,7 +257,9 @@ async def test_a_connector_trigger_calls_through_the_tenants_connector_X1_X3(
     receiver.body = b'{"id": "C-1"}'
     async with db.begin() as conn:
         draft = ConnectorDraft(key="erp", name="ERP", base_url=f"{receiver.url}/api")
-        await create_connector(conn, draft, tenant="default", actor="admin", now=clock.now())
+        await create_connector(
+            conn, draft, tenant="default", actor="admin", now=clock.now(), box=process_secrets()
+        )
     engine = new_engine(db, clock)
     connector_call = {
         "kind": "connector",
@@ -287,7 +290,9 @@ async def test_a_rate_limited_trigger_is_deferred_not_failed_X1_X3_C1(
             base_url=f"{receiver.url}/api",
             rate_limit=RateLimit(requests_per_second=0.1, burst=1),
         )
-        await create_connector(conn, draft, tenant="default", actor="admin", now=clock.now())
+        await create_connector(
+            conn, draft, tenant="default", actor="admin", now=clock.now(), box=process_secrets()
+        )
     engine = new_engine(db, clock)
     connector_call = {"kind": "connector", "connectorId": "erp", "url": "/orders/{{form.orderId}}"}
     await deploy_trigger(engine, connector_call, onFailure="continue")

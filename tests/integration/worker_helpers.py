@@ -29,6 +29,7 @@ from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
+from flowledger.runtime import Runtime
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.worker import Worker, WorkerConfig
@@ -180,23 +181,29 @@ class Running:
     worker: Worker
     stop: asyncio.Event
     task: asyncio.Task[None]
+    runtime: Runtime | None = None
 
     async def shutdown(self, *, within: float = 15.0) -> None:
         self.stop.set()
-        async with asyncio.timeout(within):
-            await self.task  # re-raises anything the worker died of
+        try:
+            async with asyncio.timeout(within):
+                await self.task  # re-raises anything the worker died of
+        finally:
+            if self.runtime is not None:
+                await self.runtime.aclose()  # its outbound client
 
 
 async def start_worker(
     db: Database, clock: ManualClock, config: WorkerConfig | None = None
 ) -> Running:
-    worker = runtime_for(db, clock).worker(config or worker_config(), maintenance=False)
+    runtime = runtime_for(db, clock)
+    worker = runtime.worker(config or worker_config(), maintenance=False)
     stop = asyncio.Event()
     task = asyncio.ensure_future(worker.run(stop))
     await wait_until(lambda: worker.started.is_set() or task.done(), what="the worker to start")
     if task.done():
         task.result()  # raise what it died of
-    return Running(worker, stop, task)
+    return Running(worker, stop, task, runtime)
 
 
 @asynccontextmanager

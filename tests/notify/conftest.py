@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from aiosmtpd.controller import Controller
 
-from flowledger.outbound.client import close_shared_client
 from flowledger.settings import Settings, get_settings
 from tests.api.conftest import api, app, client, engine  # noqa: F401 (API test fixtures)
 from tests.notify.servers import Collector, SmsGatewayServer
@@ -54,16 +53,14 @@ async def sms_env(
     monkeypatch: pytest.MonkeyPatch, gateway: SmsGatewayServer
 ) -> AsyncIterator[Settings]:
     """The gateway configured and allow-listed, a short read timeout; the
-    shared outbound client is rebuilt from these settings."""
+    runtimes (and their outbound clients) built from now on use these settings."""
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_URL", gateway.url)
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_TOKEN", gateway.token)
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", gateway.endpoint)
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_READ_TIMEOUT_S", "0.3")
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_CONNECT_TIMEOUT_S", "1")
-    get_settings.cache_clear()
-    await close_shared_client()
+    get_settings.cache_clear()  # runtimes built from now on read these
     try:
         yield get_settings()
     finally:
-        await close_shared_client()
         get_settings.cache_clear()

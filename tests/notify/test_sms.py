@@ -24,18 +24,18 @@ from flowledger.errors import ConfigurationError
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.notify.sms import HttpSmsGateway, SmsGateway, gateway_from_settings
-from flowledger.outbound.client import close_shared_client
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings, get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from tests.integration.engine_helpers import run_due_jobs
 from tests.integration.ledger_helpers import attempt_rows, job_row
 from tests.notify.servers import SmsGatewayServer
-from tests.runtime_support import TEST_HANDLERS
+from tests.runtime_support import TEST_HANDLERS, process_outbound
 
 
 async def _send_sms(ctx: JobContext) -> Any:
-    gateway: SmsGateway = gateway_from_settings(get_settings())
+    gateway: SmsGateway = gateway_from_settings(get_settings(), process_outbound())
     p = ctx.payload
     return {"id": await gateway.send(ctx, p["templateId"], p["recipients"], p["fieldValues"])}
 
@@ -149,7 +149,6 @@ async def test_loopback_not_allow_listed_is_refused_without_a_marker_X4(
 ) -> None:
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", "")
     get_settings.cache_clear()
-    await close_shared_client()
     job_id = await send_job(db, clock)
     await run_due_jobs(db, clock)
     row = await job_row(db, job_id)
@@ -160,8 +159,9 @@ async def test_loopback_not_allow_listed_is_refused_without_a_marker_X4(
 
 
 def test_gateway_from_settings() -> None:
+    outbound = Outbound(Settings())
     with pytest.raises(ConfigurationError):
-        gateway_from_settings(Settings())
-    sms = gateway_from_settings(Settings(sms_gateway_url="https://sms.example/send"))
+        gateway_from_settings(Settings(), outbound)
+    sms = gateway_from_settings(Settings(sms_gateway_url="https://sms.example/send"), outbound)
     assert isinstance(sms, HttpSmsGateway)
-    assert "tok" not in repr(HttpSmsGateway("https://sms.example/send", "tok"))
+    assert "tok" not in repr(HttpSmsGateway("https://sms.example/send", "tok", outbound))

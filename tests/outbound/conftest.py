@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from flowledger.outbound.client import close_shared_client
 from flowledger.settings import Settings, get_settings
 from tests.outbound.receivers import Receiver
 
@@ -43,7 +42,7 @@ async def outbound_env(
     monkeypatch: pytest.MonkeyPatch, receiver: Receiver, other_receiver: Receiver
 ) -> AsyncIterator[Settings]:
     """Process settings allow-listing the two receivers' ports only, with a
-    short read timeout; the shared client is rebuilt from them."""
+    short read timeout; clients and runtimes built from now on use them."""
     monkeypatch.setenv(
         "FLOWLEDGER_OUTBOUND_ALLOW", f"{receiver.endpoint}, {other_receiver.endpoint}"
     )
@@ -51,11 +50,9 @@ async def outbound_env(
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_CONNECT_TIMEOUT_S", "2")
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_MAX_BODY_BYTES", str(MAX_BODY_BYTES))
     get_settings.cache_clear()
-    await close_shared_client()
     try:
         yield get_settings()
     finally:
-        await close_shared_client()
         get_settings.cache_clear()
 
 

@@ -9,8 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
+from flowledger.db.database import Database
 from flowledger.outbound import client as client_module
-from flowledger.outbound.client import OutboundClient, close_shared_client, shared_client
+from flowledger.outbound.client import OutboundClient
+from flowledger.outbound.resources import Outbound
+from flowledger.runtime import build_runtime
 from flowledger.settings import Settings
 from tests.outbound.fakes import RecordingBackend
 from tests.outbound.receivers import HANG, Receiver, Redirect
@@ -88,9 +91,31 @@ async def test_the_response_read_is_capped(
     assert (response.body, response.complete) == (b"z" * 10, False)
 
 
-async def test_the_shared_client_follows_the_settings(outbound_env: Settings) -> None:
-    first = shared_client()
-    assert shared_client() is first
+async def test_the_runtime_client_follows_its_settings_and_closes_with_it(
+    outbound_env: Settings,
+) -> None:
+    outbound = Outbound(outbound_env)
+    first = outbound.client
+    assert outbound.client is first
     assert first.allow.endpoints and first.max_body_bytes == outbound_env.outbound_max_body_bytes
-    await close_shared_client()
-    assert first.closed and shared_client() is not first
+    await outbound.aclose()
+    assert first.closed and outbound.client is not first
+    await outbound.aclose()
+
+
+async def test_each_runtime_owns_its_outbound_client_and_closes_it(
+    db: Database, outbound_env: Settings
+) -> None:
+    """No process-wide client (issue 16 item 3): a runtime's client is built
+    from its settings, another runtime has another, and ``aclose`` closes it."""
+    runtime = build_runtime(settings=outbound_env, db=db)
+    client = runtime.outbound.client
+    assert runtime.outbound.client is client
+    assert client.max_body_bytes == outbound_env.outbound_max_body_bytes
+    smaller = outbound_env.model_copy(update={"outbound_max_body_bytes": 1024})
+    other = build_runtime(settings=smaller, db=db)
+    assert other.outbound.client is not client
+    assert other.outbound.client.max_body_bytes == 1024
+    await runtime.aclose()
+    await other.aclose()
+    assert client.closed

@@ -23,11 +23,10 @@ from flowledger.outbound.connector_config import BreakerSettings, ConnectorDraft
 from flowledger.outbound.connector_store import Connector, create_connector
 from flowledger.outbound.connectors import call_connector
 from flowledger.outbound.job_calls import OutboundRequest
-from flowledger.outbound.secrets import secret_box
 from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
-from tests.runtime_support import TEST_HANDLERS
+from tests.runtime_support import TEST_HANDLERS, process_outbound, process_secrets
 
 TENANT = "acme"
 RAISED: dict[int, BaseException] = {}
@@ -35,22 +34,19 @@ RAISED: dict[int, BaseException] = {}
 
 @pytest.fixture
 def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A fresh Fernet key in FLOWLEDGER_SECRET_KEY, with the settings and the
-    secret box rebuilt from it (and again afterwards)."""
+    """A fresh Fernet key in FLOWLEDGER_SECRET_KEY, with the settings
+    rebuilt from it (and again afterwards)."""
     key = Fernet.generate_key().decode()
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", key)
     get_settings.cache_clear()
-    secret_box.cache_clear()
     yield key
     get_settings.cache_clear()
-    secret_box.cache_clear()
 
 
 def use_other_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """Switch the process to a different secret key (stored secrets become unreadable)."""
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", Fernet.generate_key().decode())
     get_settings.cache_clear()
-    secret_box.cache_clear()
 
 
 async def make_connector(
@@ -73,7 +69,9 @@ async def make_connector(
         **fields,
     )
     async with db.begin() as conn:
-        return await create_connector(conn, draft, tenant=tenant, actor="test", now=clock.now())
+        return await create_connector(
+            conn, draft, tenant=tenant, actor="test", now=clock.now(), box=process_secrets()
+        )
 
 
 async def _connector_call(ctx: JobContext) -> Any:
@@ -87,7 +85,11 @@ async def _connector_call(ctx: JobContext) -> Any:
     )
     try:
         result = await call_connector(
-            ctx, tenant_id=p.get("tenant", TENANT), connector_key=p["connector"], request=request
+            ctx,
+            tenant_id=p.get("tenant", TENANT),
+            connector_key=p["connector"],
+            request=request,
+            outbound=process_outbound(),
         )
     except BaseException as exc:
         RAISED[ctx.job.id] = exc

@@ -35,7 +35,6 @@ from flowledger.ledger.control import job_retry
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.rescue import jobs_rescue
-from flowledger.outbound.client import close_shared_client
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.settings import Settings, get_settings
 from flowledger.worker.context import AbortReason, JobContext
@@ -43,7 +42,7 @@ from tests.integration.ledger_helpers import attempt_rows, job_row
 from tests.integration.worker_helpers import OUTBOUND, running_worker, wait_job, wait_until
 from tests.outbound.conftest import MAX_BODY_BYTES
 from tests.outbound.receivers import HANG, RESET, Receiver, Redirect
-from tests.runtime_support import TEST_HANDLERS
+from tests.runtime_support import TEST_HANDLERS, process_outbound
 
 CONTEXTS: dict[int, JobContext] = {}
 RAISED: dict[int, BaseException] = {}
@@ -56,7 +55,7 @@ async def _http_call(ctx: JobContext) -> Any:
         p["method"], p["url"], p.get("headers", {}), p.get("body"), p.get("idempotent", False)
     )
     try:
-        result = await call_from_job(ctx, request)
+        result = await call_from_job(ctx, request, client=process_outbound().client)
     except BaseException as exc:
         RAISED[ctx.job.id] = exc
         raise
@@ -248,11 +247,9 @@ async def counter(
     await server.start()
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", server.url.removeprefix("http://"))
     get_settings.cache_clear()
-    await close_shared_client()
     try:
         yield server
     finally:
-        await close_shared_client()
         await server.close()
 
 

@@ -29,7 +29,9 @@ from flowledger.errors import ConfigurationError, PermanentError
 from flowledger.notify.email import send_email
 from flowledger.notify.sms import gateway_from_settings
 from flowledger.outbound.attempt import CallAttempt
+from flowledger.outbound.client import OutboundClient
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
+from flowledger.outbound.resources import Outbound
 from flowledger.outbound.ssrf import build_url
 from flowledger.settings import Settings
 
@@ -74,18 +76,25 @@ def summary(status: int, text: str) -> dict[str, Any]:
     return {"status": status, "body": text[:BODY_SUMMARY_CHARS]}
 
 
-async def send_http(ctx: CallAttempt, request: OutboundRequest) -> dict[str, Any]:
-    result = await call_from_job(ctx, request)
+async def send_http(
+    ctx: CallAttempt, request: OutboundRequest, *, client: OutboundClient
+) -> dict[str, Any]:
+    result = await call_from_job(ctx, request, client=client)
     return summary(result.status, result.text())
 
 
 async def send_connector(
-    ctx: CallAttempt, *, tenant_id: str, connector_key: str, request: OutboundRequest
+    ctx: CallAttempt,
+    *,
+    tenant_id: str,
+    connector_key: str,
+    request: OutboundRequest,
+    outbound: Outbound,
 ) -> dict[str, Any]:
     from flowledger.outbound.connectors import call_connector
 
     result = await call_connector(
-        ctx, tenant_id=tenant_id, connector_key=connector_key, request=request
+        ctx, tenant_id=tenant_id, connector_key=connector_key, request=request, outbound=outbound
     )
     return summary(result.status, result.text())
 
@@ -109,10 +118,12 @@ async def send_sms_message(
     template_id: str,
     recipients: list[str],
     fields: dict[str, str],
+    client: OutboundClient,
 ) -> str:
-    """Send through the configured gateway; the gateway's message id."""
+    """Send through the configured gateway (over ``client``); the gateway's
+    message id."""
     try:
-        gateway = gateway_from_settings(settings)
+        gateway = gateway_from_settings(settings, client)
     except ConfigurationError as exc:
         raise PermanentError(exc.message) from None
     return await gateway.send(ctx, template_id, recipients, fields)

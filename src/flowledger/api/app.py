@@ -113,8 +113,18 @@ def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> F
         redoc_url=None,
         generate_unique_id_function=operation_id,
     )
-    app.state.api = ApiContext(db=runtime.db, engine=runtime.engine)
-    app.add_middleware(InputGuardMiddleware, paths=lambda: app.openapi()["paths"])  # issue 17
+    app.state.api = ApiContext(
+        db=runtime.db,
+        engine=runtime.engine,
+        runtime_settings=runtime.settings,
+        outbound=runtime.outbound,
+        login_codes=runtime.login_codes,
+    )
+    app.add_middleware(  # issue 17: the caps of the app's settings at each request
+        InputGuardMiddleware,
+        paths=lambda: app.openapi()["paths"],
+        settings=lambda: app.state.api.settings,
+    )
     install_error_handlers(app)
     app.include_router(api_router())
     app.include_router(metrics_router)  # GET /metrics at the root (SPEC O-22)

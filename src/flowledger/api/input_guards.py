@@ -49,7 +49,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from flowledger.settings import get_settings
+from flowledger.settings import Settings
 
 SCOPE_KEY = "flowledger.input_refusal"
 UPLOAD_OVERHEAD = 64 * 1024
@@ -76,8 +76,7 @@ class Limits:
     max_definition_bytes: int
 
     @classmethod
-    def from_settings(cls) -> Limits:
-        s = get_settings()
+    def from_settings(cls, s: Settings) -> Limits:
         return cls(
             max_json_body_bytes=s.max_json_body_bytes,
             max_upload_bytes=s.attachment_max_bytes + UPLOAD_OVERHEAD,
@@ -277,12 +276,14 @@ class InputGuardMiddleware:
     def __init__(
         self,
         app: ASGIApp,
+        settings: Callable[[], Settings],
         paths: Callable[[], Iterable[str]] = lambda: (),
         limits: Limits | None = None,
     ) -> None:
         self.app = app
         self.paths = paths
         self.limits = limits
+        self.settings = settings
         self._patterns: list[re.Pattern[str]] | None = None
 
     def patterns(self) -> list[re.Pattern[str]]:
@@ -294,7 +295,7 @@ class InputGuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limits = self.limits or Limits.from_settings()
+        limits = self.limits or Limits.from_settings(self.settings())
         scope.setdefault("state", {})  # shared by the route's copies of the scope
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         content_type = headers.get("content-type")

@@ -14,16 +14,15 @@ import hmac
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from flowledger.api.deps import Ctx
+from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.errors import Unauthenticated
 from flowledger.ops.prometheus import exposition
-from flowledger.settings import get_settings
 
 router = APIRouter(tags=["metrics"])
 
 
-def _check_token(request: Request) -> None:
-    expected = get_settings().metrics_token
+def _check_token(request: Request, ctx: ApiContext) -> None:
+    expected = ctx.settings.metrics_token
     if not expected:
         return
     given = request.headers.get("authorization", "")
@@ -36,6 +35,6 @@ def _check_token(request: Request) -> None:
 async def metrics(request: Request, ctx: Ctx) -> Response:
     """Prometheus metrics: the alert gauges, ledger counters and histograms,
     live workers and slots (see docs/alerting.md)."""
-    _check_token(request)
+    _check_token(request, ctx)
     body = await exposition(ctx.db, now=await ctx.db.now())
     return Response(content=body, media_type=CONTENT_TYPE_LATEST)

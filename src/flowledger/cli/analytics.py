@@ -24,6 +24,7 @@ from flowledger.ops import retention as retention_ops
 from flowledger.ops.analytics_sql import AnalyticsScope
 from flowledger.ops.analytics_time import resolve_time_zone
 from flowledger.ops.retention_policies import load_policies
+from flowledger.settings import get_settings
 
 PANELS = (
     "totals",
@@ -49,7 +50,12 @@ async def panel_data(
     if panel == "totals":
         return await instance_panels.totals(db, scope, now=now)
     if panel == "daily":
-        return await instance_panels.daily(db, scope, now=now, zone=resolve_time_zone(tz))
+        return await instance_panels.daily(
+            db,
+            scope,
+            now=now,
+            zone=resolve_time_zone(tz, default=get_settings().analytics_time_zone),
+        )
     if panel == "top-definitions":
         return await instance_panels.top_definitions(db, scope, now=now, days=days)
     if panel == "node-bottlenecks":

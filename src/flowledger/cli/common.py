@@ -28,13 +28,14 @@ async def runtime_session(
     *, migrate: bool = True, handler_modules: list[str] | None = None
 ) -> AsyncIterator[Runtime]:
     """The default runtime on the configured database (migrated first),
-    its database disposed after."""
+    closed and its database disposed after."""
     runtime = build_runtime(handler_modules=handler_modules)
     try:
         if migrate:
             await upgrade(runtime.db)
         yield runtime
     finally:
+        await runtime.aclose()
         await runtime.db.dispose()
 
 

@@ -17,13 +17,13 @@ from typing import Annotated
 
 import typer
 
+from flowledger.access.login_codes import LoginCodes
 from flowledger.cli.common import console, open_database, runtime_session
 from flowledger.cli.lazy import LazyCommand, lazy_group
 from flowledger.cli.runtime import configure_logging, run_async, stop_on_signals
 from flowledger.db.migrate import current_revision, upgrade
 from flowledger.errors import FlowledgerError
 from flowledger.ledger.types import parse_pools
-from flowledger.outbound.client import close_shared_client
 from flowledger.runtime import Runtime, build_runtime
 from flowledger.worker.supervisor import supervise
 from flowledger.worker.worker import WorkerConfig
@@ -124,7 +124,7 @@ def worker(
         try:
             await runtime.worker(config).run(stop_on_signals())
         finally:
-            await close_shared_client()
+            await runtime.aclose()
             await runtime.db.dispose()
 
     run_async(main)
@@ -142,7 +142,7 @@ def serve(host: HostOpt = "127.0.0.1", port: PortOpt = 8000) -> None:
         async with runtime_session() as runtime:
             console.print(f"flowledger API on http://{host}:{port}/api/docs")
             if await admin_exists(runtime.db):
-                _print_console_url(host, port)
+                _print_console_url(host, port, runtime.login_codes)
             await serve_api(runtime, host=host, port=port, stop=stop_on_signals())
 
     run_async(main)
@@ -182,7 +182,7 @@ def run(
                     "admin` issues another):"
                 )
                 print(token, flush=True)
-            _print_console_url(host, port)
+            _print_console_url(host, port, runtime.login_codes)
             worker = runtime.worker()
 
             async def api(stop: asyncio.Event) -> None:
@@ -191,17 +191,17 @@ def run(
             try:  # the API and the worker stop together (one dying stops both)
                 await supervise(stop_on_signals(), {"api": api, "worker": worker.run})
             finally:
-                await close_shared_client()
+                await runtime.aclose()
 
     run_async(main)
 
 
-def _print_console_url(host: str, port: int) -> None:
+def _print_console_url(host: str, port: int, codes: LoginCodes) -> None:
     from flowledger.cli.bootstrap import ADMIN
     from flowledger.cli.serve import console_login_url
 
     console.print("web console, signed in as admin (the link works once, for 10 minutes):")
-    print(console_login_url(host, port, ADMIN), flush=True)
+    print(console_login_url(host, port, ADMIN, codes), flush=True)
 
 
 def main() -> None:

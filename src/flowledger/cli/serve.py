@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import uvicorn
 
+from flowledger.access.login_codes import LoginCodes
 from flowledger.api.app import create_app
 from flowledger.api.console_login import login_url
 from flowledger.errors import ConfigurationError
@@ -45,8 +46,8 @@ async def serve_api(runtime: Runtime, *, host: str, port: int, stop: asyncio.Eve
     await serving
 
 
-def console_login_url(host: str, port: int, user_id: str) -> str:
+def console_login_url(host: str, port: int, user_id: str, codes: LoginCodes) -> str:
     """The one-time URL that opens the web console signed in as ``user_id``
-    (served by this process: the code lives in its memory)."""
+    (served by this process: the code lives in ``codes``, the runtime's)."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    return login_url(f"http://{shown}:{port}", user_id)
+    return login_url(f"http://{shown}:{port}", user_id, codes)

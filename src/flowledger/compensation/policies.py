@@ -141,11 +141,17 @@ async def _trace(
 
 
 async def _repair(
-    step: Step, token: Token, node: Node, failure: NodeFailure, kind: str
+    step: Step, token: Token, node: Node, failure: NodeFailure, kind: str, admin_users: str
 ) -> list[Token]:
     action = _document(node.compensation) if kind == "compensate" else None
     ticket_id = await open_repair(
-        step, token, node, error=failure.message, kind=kind, action=action
+        step,
+        token,
+        node,
+        error=failure.message,
+        kind=kind,
+        action=action,
+        admin_users=admin_users,
     )
     if ticket_id is None:
         # nobody to repair it: the instance was rejected. The decision still
@@ -198,7 +204,9 @@ async def _notify_admins(step: Step, token: Token, node: Node, failure: NodeFail
         )
 
 
-async def _fallback(step: Step, token: Token, node: Node, failure: NodeFailure) -> list[Token]:
+async def _fallback(
+    step: Step, token: Token, node: Node, failure: NodeFailure, admin_users: str
+) -> list[Token]:
     policy = node.failure_policy
     assert policy is not None
     target = policy.fallback_node_key
@@ -219,13 +227,15 @@ async def _fallback(step: Step, token: Token, node: Node, failure: NodeFailure) 
         )
         await _enqueue(step, node, failure, ticket_id, action)
         return await leave(step, token, node)
-    return await _repair(step, token, node, failure, "fallback")
+    return await _repair(step, token, node, failure, "fallback", admin_users)
 
 
 async def apply_failure_policy(
-    step: Step, token: Token, node: Node, failure: NodeFailure
+    step: Step, token: Token, node: Node, failure: NodeFailure, *, admin_users: str = ""
 ) -> list[Token] | None:
-    """The node-failure hook: apply C-1 to ``node``; None when no policy applies."""
+    """The node-failure hook: apply C-1 to ``node`` (a repair goes to the
+    administrators of ``admin_users``, the setting); None when no policy
+    applies."""
     policy = node.failure_policy
     if policy is not None and policy.saga_rollback:
         await register_saga(step, node, error=failure.message)
@@ -245,26 +255,30 @@ async def apply_failure_policy(
         )
         return []
     if action == "fallback":
-        return await _fallback(step, token, node, failure)
+        return await _fallback(step, token, node, failure, admin_users)
     # retry (budget spent), compensate, notify: manual repair (C-3)
-    return await _repair(step, token, node, failure, action)
+    return await _repair(step, token, node, failure, action, admin_users)
 
 
-COMPENSATION_HOOKS = EngineHooks(
-    node_failure=apply_failure_policy,
-    repair_handled=resolve_for_repair_task,
-    instance_ended=close_repairs_of_ended_instance,
-    name="compensation",
-)
-
-
-def compensation_hooks() -> EngineHooks:
+def compensation_hooks(admin_users: str = "") -> EngineHooks:
     """The engine hooks of the failure policies: :func:`apply_failure_policy`
     decides node failures,
     :func:`~flowledger.compensation.repair.resolve_for_repair_task` closes a
     repair's pending ticket when one of its catch tasks is handled, and
     :func:`~flowledger.compensation.repair.close_repairs_of_ended_instance`
-    closes the repairs of an instance that ended. An engine built with
-    them has compensation; one built without has none (an immutable value:
-    nothing is installed anywhere)."""
-    return COMPENSATION_HOOKS
+    closes the repairs of an instance that ended. Repairs go to the
+    administrators ``admin_users`` names (the ``admin_users`` setting, SPEC
+    C-3). An engine built with them has compensation; one built without has
+    none (an immutable value: nothing is installed anywhere)."""
+
+    async def node_failure(
+        step: Step, token: Token, node: Node, failure: NodeFailure
+    ) -> list[Token] | None:
+        return await apply_failure_policy(step, token, node, failure, admin_users=admin_users)
+
+    return EngineHooks(
+        node_failure=node_failure,
+        repair_handled=resolve_for_repair_task,
+        instance_ended=close_repairs_of_ended_instance,
+        name="compensation",
+    )

@@ -30,7 +30,6 @@ from flowledger.engine import lifecycle
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import create_task
 from flowledger.engine.tokens import Token, move_token
-from flowledger.settings import get_settings
 from flowledger.states import InstanceStatus, TaskStatus
 
 REPAIR_TASK_KIND = "catch"
@@ -44,12 +43,15 @@ async def open_repair(
     error: str,
     kind: str,
     action: dict[str, Any] | None = None,
+    admin_users: str = "",
 ) -> int | None:
     """Open the repair task and its pending ticket at ``node`` (where
-    ``token`` stays active); return the ticket id, or None when no
+    ``token`` stays active) for the administrators ``admin_users`` names for
+    the tenant (the ``admin_users`` setting; without an entry, the tenant's
+    ``workflow_admin`` users); return the ticket id, or None when no
     administrator could be resolved and the instance was rejected."""
     tenant = str(step.instance["tenant_id"])
-    admins = await resolve_admins(step.conn, tenant, get_settings().admin_users)
+    admins = await resolve_admins(step.conn, tenant, admin_users)
     if not admins:
         reason = f"no administrator could be resolved to repair node {node.key!r}: {error}"
         await step.trace(

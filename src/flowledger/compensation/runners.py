@@ -63,6 +63,7 @@ from flowledger.engine.forms import write_form
 from flowledger.errors import PermanentError
 from flowledger.notify.email import COMPENSATION_SUBJECT
 from flowledger.outbound.job_calls import OutboundRequest
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
 from flowledger.worker.context import JobContext
@@ -126,13 +127,17 @@ def _recipients(templates: list[str], values: Mapping[str, Any]) -> list[str]:
     return recipients
 
 
-async def call_external(ctx: JobContext, run: ActionRun, settings: Settings) -> dict[str, Any]:
+async def call_external(
+    ctx: JobContext, run: ActionRun, settings: Settings, outbound: Outbound
+) -> dict[str, Any]:
     """Run an http / connector / sms / email action (through the shared
-    action runner, :mod:`flowledger.actions.runner`); its result summary."""
+    action runner, :mod:`flowledger.actions.runner`, calling out through
+    ``outbound``); its result summary."""
     action = run.action
     values = await _values(ctx, run)
     if action.type == "http":
-        return {"type": "http", **await send_http(ctx, http_request(action, values))}
+        request = http_request(action, values)
+        return {"type": "http", **await send_http(ctx, request, client=outbound.client)}
     if action.type == "connector":
         assert action.connector_id is not None  # the action model requires it
         result = await send_connector(
@@ -140,6 +145,7 @@ async def call_external(ctx: JobContext, run: ActionRun, settings: Settings) -> 
             tenant_id=run.tenant_id,
             connector_key=action.connector_id,
             request=http_request(action, values),
+            outbound=outbound,
         )
         return {"type": "connector", **result}
     recipients = _recipients(action.recipients, values)
@@ -147,7 +153,12 @@ async def call_external(ctx: JobContext, run: ActionRun, settings: Settings) -> 
         fields = {name: render(t or "", values) for name, t in action.field_values.items()}
         assert action.template_id is not None  # the action model requires it
         message_id = await send_sms_message(
-            ctx, settings, template_id=action.template_id, recipients=recipients, fields=fields
+            ctx,
+            settings,
+            template_id=action.template_id,
+            recipients=recipients,
+            fields=fields,
+            client=outbound.client,
         )
         return {"type": "sms", "recipients": recipients, "messageId": message_id}
     if action.type == "email":

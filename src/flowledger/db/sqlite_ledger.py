@@ -22,9 +22,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
 
 from flowledger.db.schema import workflow_job_executions, workflow_jobs
 
@@ -57,8 +59,7 @@ def _case(n: int) -> str:
 class _Types:
     """Bind and result processors of the ledger's columns for one dialect."""
 
-    def __init__(self, conn: Connection) -> None:
-        dialect = conn.dialect
+    def __init__(self, dialect: Dialect) -> None:
         self.bind: dict[str, Callable[[Any], Any]] = {}
         self.read: dict[str, Callable[[Any], Any]] = {}
         for table in (workflow_jobs, workflow_job_executions):
@@ -83,14 +84,14 @@ class _Types:
         }
 
 
-_TYPES: dict[int, _Types] = {}
+@lru_cache(maxsize=8)
+def _dialect_types(dialect: Dialect) -> _Types:
+    """A pure memo per dialect object (the processors never change)."""
+    return _Types(dialect)
 
 
 def _types(conn: Connection) -> _Types:
-    found = _TYPES.get(id(conn.dialect))
-    if found is None:
-        found = _TYPES[id(conn.dialect)] = _Types(conn)
-    return found
+    return _dialect_types(conn.dialect)
 
 
 def claim(

@@ -14,7 +14,8 @@ Hostile documents (issue 17 item 4): a YAML document may use at most
 as ``yaml_aliases_exceeded`` before it expands), and a mapping — YAML or JSON
 — may not repeat a key (``duplicate_key``; the last one silently won before).
 The expanded document may be at most ``max_definition_bytes`` once serialised
-(``definition_too_large``).
+(``definition_too_large``). Both caps are the caller's :class:`DocumentLimits`
+(the engine's, from its settings; the settings' defaults when none are given).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
@@ -30,9 +32,26 @@ from pydantic_core import ErrorDetails
 
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.problems import DefinitionError, Problem
-from flowledger.settings import get_settings
+from flowledger.settings import Settings
 
 Format = Literal["json", "yaml", "auto"]
+
+_DEFAULTS = Settings.model_fields
+
+
+@dataclass(frozen=True)
+class DocumentLimits:
+    """The caps a definition document is read with (issue 17 item 4):
+    ``max_yaml_aliases`` and ``max_definition_bytes`` of the settings (their
+    defaults unless :meth:`of` some settings)."""
+
+    max_yaml_aliases: int = _DEFAULTS["max_yaml_aliases"].default
+    max_definition_bytes: int = _DEFAULTS["max_definition_bytes"].default
+
+    @classmethod
+    def of(cls, settings: Settings) -> DocumentLimits:
+        return cls(settings.max_yaml_aliases, settings.max_definition_bytes)
+
 
 _CODES = {
     "missing": "missing_field",
@@ -54,9 +73,10 @@ class _Loader(yaml.SafeLoader):  # type: ignore[misc,unused-ignore]
     """SafeLoader with YAML 1.2 booleans and no timestamp conversion, a bound
     on aliases and no duplicate keys."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, max_aliases: int) -> None:
         super().__init__(stream)
-        self.aliases_left = get_settings().max_yaml_aliases
+        self.max_aliases = max_aliases
+        self.aliases_left = max_aliases
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -65,8 +85,7 @@ class _Loader(yaml.SafeLoader):  # type: ignore[misc,unused-ignore]
                 event = self.peek_event()
                 raise _Refused(
                     "yaml_aliases_exceeded",
-                    f"more than {get_settings().max_yaml_aliases} aliases "
-                    f"(line {event.start_mark.line + 1})",
+                    f"more than {self.max_aliases} aliases (line {event.start_mark.line + 1})",
                 )
         return super().compose_node(parent, index)
 
@@ -129,19 +148,23 @@ def _load_json(text: str) -> Any:
         raise _syntax("the document nests too deeply") from None
 
 
-def _load_yaml(text: str) -> Any:
-    try:
-        return yaml.load(text, Loader=_Loader)
+def _load_yaml(text: str, limits: DocumentLimits) -> Any:
+    loader = None
+    try:  # what yaml.load does, with the alias cap given to the loader
+        loader = _Loader(text, limits.max_yaml_aliases)
+        return loader.get_single_data()
     except yaml.YAMLError as exc:
         raise _syntax(f"invalid YAML: {exc}") from exc
     except _Refused as exc:
         raise DefinitionError([Problem(exc.code, exc.message)]) from None
     except RecursionError:
         raise _syntax("the document nests too deeply") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
-def _check_size(data: Any) -> None:
-    cap = get_settings().max_definition_bytes
+def _check_size(data: Any, cap: int) -> None:
     try:
         size = len(json.dumps(data, default=str))
     except (RecursionError, ValueError):
@@ -152,8 +175,15 @@ def _check_size(data: Any) -> None:
         )
 
 
-def read_document(source: str | bytes | Mapping[str, Any], fmt: Format = "auto") -> dict[str, Any]:
-    """The raw document (a dict) behind ``source``; DefinitionError if unreadable."""
+def read_document(
+    source: str | bytes | Mapping[str, Any],
+    fmt: Format = "auto",
+    *,
+    limits: DocumentLimits | None = None,
+) -> dict[str, Any]:
+    """The raw document (a dict) behind ``source``, read within ``limits``;
+    DefinitionError if unreadable."""
+    limits = limits or DocumentLimits()
     if isinstance(source, Mapping):
         return dict(source)
     if isinstance(source, bytes):
@@ -164,7 +194,7 @@ def read_document(source: str | bytes | Mapping[str, Any], fmt: Format = "auto")
     if fmt == "json":
         data = _load_json(source)
     elif fmt == "yaml":
-        data = _load_yaml(source)
+        data = _load_yaml(source, limits)
     elif source.lstrip().startswith(("{", "[")):
         try:
             data = _load_json(source)
@@ -172,14 +202,14 @@ def read_document(source: str | bytes | Mapping[str, Any], fmt: Format = "auto")
             if json_error.problems[0].code != "syntax_error":
                 raise
             try:  # a YAML flow mapping also starts with "{"
-                data = _load_yaml(source)
+                data = _load_yaml(source, limits)
             except DefinitionError as yaml_error:
                 if yaml_error.problems[0].code != "syntax_error":
                     raise
                 raise json_error from None  # report the JSON error
     else:
-        data = _load_yaml(source)
-    _check_size(data)
+        data = _load_yaml(source, limits)
+    _check_size(data, limits.max_definition_bytes)
     if not isinstance(data, dict):
         kind = "nothing" if data is None else type(data).__name__
         raise DefinitionError(
@@ -236,12 +266,16 @@ def _problem(error: ErrorDetails, data: Mapping[str, Any]) -> Problem:
 
 
 def parse_definition(
-    source: str | bytes | Mapping[str, Any], *, fmt: Format = "auto"
+    source: str | bytes | Mapping[str, Any],
+    *,
+    fmt: Format = "auto",
+    limits: DocumentLimits | None = None,
 ) -> ProcessDefinition:
-    """Read and type-check ``source`` (JSON text, YAML text or an already parsed
-    mapping). Raises :class:`DefinitionError` listing every structural problem.
-    Does not run the cross-node checks of ``validate_definition``."""
-    data = read_document(source, fmt)
+    """Read (within ``limits``) and type-check ``source`` (JSON text, YAML
+    text or an already parsed mapping). Raises :class:`DefinitionError`
+    listing every structural problem. Does not run the cross-node checks of
+    ``validate_definition``."""
+    data = read_document(source, fmt, limits=limits)
     try:
         return ProcessDefinition.model_validate(data)
     except ValidationError as exc:

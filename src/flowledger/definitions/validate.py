@@ -47,7 +47,7 @@ from flowledger.definitions.expressions import ExpressionError, compile_conditio
 from flowledger.definitions.graph import structure_problems
 from flowledger.definitions.hazards import hazard_problems
 from flowledger.definitions.model import CONDITIONAL_GATEWAYS, Edge, ProcessDefinition
-from flowledger.definitions.parse import Format, parse_definition
+from flowledger.definitions.parse import DocumentLimits, Format, parse_definition
 from flowledger.definitions.problems import DefinitionError, Problem
 from flowledger.definitions.rules import node_problems
 
@@ -85,12 +85,16 @@ def validate_definition(defn: ProcessDefinition) -> list[Problem]:
 
 
 def load_definition(
-    source: str | bytes | Mapping[str, Any], fmt: Format = "auto"
+    source: str | bytes | Mapping[str, Any],
+    fmt: Format = "auto",
+    *,
+    limits: DocumentLimits | None = None,
 ) -> ProcessDefinition:
-    """Parse and fully validate ``source``; raise :class:`DefinitionError` with
-    every problem found. Structural (parse) problems are reported on their own:
-    the cross-node rules need a typed definition to run on."""
-    defn = parse_definition(source, fmt=fmt)
+    """Parse (within ``limits``) and fully validate ``source``; raise
+    :class:`DefinitionError` with every problem found. Structural (parse)
+    problems are reported on their own: the cross-node rules need a typed
+    definition to run on."""
+    defn = parse_definition(source, fmt=fmt, limits=limits)
     problems = validate_definition(defn)
     if problems:
         raise DefinitionError(problems)

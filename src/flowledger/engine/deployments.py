@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_definitions
 from flowledger.definitions.model import ProcessDefinition
+from flowledger.definitions.parse import DocumentLimits
 from flowledger.definitions.problems import DefinitionError, Problem
 from flowledger.definitions.validate import load_definition
 from flowledger.engine.errors import DefinitionNotFound
@@ -28,8 +29,9 @@ async def deploy(
     tenant: str,
     actor: str,
     now: datetime,
+    limits: DocumentLimits | None = None,
 ) -> dict[str, Any]:
-    defn: ProcessDefinition = load_definition(source)
+    defn: ProcessDefinition = load_definition(source, limits=limits)
     await _subprocesses_exist(conn, defn, tenant)
     latest = (
         await conn.execute(

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import Clock, SystemClock
 from flowledger.db.database import Database
+from flowledger.definitions.parse import DocumentLimits
 from flowledger.engine import actions, deployments, lifecycle, schedules
 from flowledger.engine import force_jump as jumps
 from flowledger.engine.forms import validate_form
@@ -20,6 +21,7 @@ from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.engine.instances import start_instance
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step, lock_task_instance, open_step
+from flowledger.settings import Settings
 from flowledger.states import InstanceStatus
 
 T = TypeVar("T")
@@ -38,12 +40,20 @@ class Engine:
     compensation hooks (SPEC C-1)."""
 
     def __init__(
-        self, db: Database, clock: Clock | None = None, *, hooks: EngineHooks = NO_HOOKS
+        self,
+        db: Database,
+        clock: Clock | None = None,
+        *,
+        hooks: EngineHooks = NO_HOOKS,
+        settings: Settings | None = None,
     ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
         self.snapshots = SnapshotCache()
         self.hooks = hooks
+        # the runtime's settings (document limits, schedule period); an engine
+        # built without any reads them from the environment, once, here
+        self.settings = settings if settings is not None else Settings()
 
     async def open_step(
         self,
@@ -88,7 +98,12 @@ class Engine:
     ) -> dict[str, Any]:
         async with self.db.begin() as conn:
             return await deployments.deploy(
-                conn, source, tenant=tenant, actor=actor, now=self.clock.now()
+                conn,
+                source,
+                tenant=tenant,
+                actor=actor,
+                now=self.clock.now(),
+                limits=DocumentLimits.of(self.settings),
             )
 
     # -------------------------------------------------------------- instances
@@ -309,6 +324,7 @@ class Engine:
                 form=form,
                 initiator=initiator,
                 now=self.clock.now(),
+                min_period_s=self.settings.schedule_min_period_s,
             )
 
     async def launch_schedule(self, schedule_id: int, *, tenants: list[str] | None = None) -> int:

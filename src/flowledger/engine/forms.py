@@ -5,7 +5,9 @@ fields; buffered with the step's other rows, see
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
+from types import MappingProxyType
 from typing import Any
 
 from flowledger.definitions.model import FormField, FormSchema
@@ -13,14 +15,16 @@ from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.step import Step
 from flowledger.engine.write_buffer import add_form_write
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "number": (int, float),
-    "integer": (int,),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-}
+_TYPES: Mapping[str, tuple[type, ...]] = MappingProxyType(
+    {
+        "string": (str,),
+        "number": (int, float),
+        "integer": (int,),
+        "boolean": (bool,),
+        "object": (dict,),
+        "array": (list,),
+    }
+)
 
 
 def _check_field(spec: FormField, value: Any) -> str | None:

@@ -8,7 +8,8 @@ A manual launch enqueues a launch job with a key of its own.
 
 A cron rule has exactly five fields (minute hour day month weekday; a sixth
 would be read as seconds and launch on every planner tick) and its fires are
-at least ``schedule_min_period_s`` apart (default 60 s), checked over the
+at least ``schedule_min_period_s`` apart (default 60 s; the engine's
+settings), checked over the
 next ``PERIOD_SAMPLES`` fires at creation (issue 17 item 9)."""
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from flowledger.db.engine_schema import workflow_schedules
 from flowledger.errors import FlowledgerError, NotFoundError
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
-from flowledger.settings import get_settings
 
 
 class ScheduleInvalid(FlowledgerError):
@@ -36,8 +36,9 @@ class ScheduleInvalid(FlowledgerError):
 PERIOD_SAMPLES = 24
 
 
-def check_cron(cron: str, tz: str, now: datetime) -> None:
-    """ScheduleInvalid (field ``cron``) unless five fields fire at most once a period."""
+def check_cron(cron: str, tz: str, now: datetime, *, min_period_s: int) -> None:
+    """ScheduleInvalid (field ``cron``) unless five fields fire at most once
+    every ``min_period_s`` seconds."""
     fields = cron.split()
     if len(fields) != 5:
         raise ScheduleInvalid(
@@ -45,7 +46,7 @@ def check_cron(cron: str, tz: str, now: datetime) -> None:
             field="cron",
         )
     previous = next_fire(cron, tz, now)
-    minimum = get_settings().schedule_min_period_s
+    minimum = min_period_s
     for _ in range(PERIOD_SAMPLES):
         fire = next_fire(cron, tz, previous)
         if (fire - previous).total_seconds() < minimum:
@@ -80,9 +81,10 @@ async def create_schedule(
     form: dict[str, Any],
     initiator: str,
     now: datetime,
+    min_period_s: int,
     enabled: bool = True,
 ) -> int:
-    check_cron(cron, timezone, now)
+    check_cron(cron, timezone, now, min_period_s=min_period_s)
     first = next_fire(cron, timezone, now)
     return int(
         (

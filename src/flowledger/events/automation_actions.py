@@ -71,6 +71,7 @@ from flowledger.events.automation_templates import render_text, render_value, te
 from flowledger.ledger.receipts import receipt_get
 from flowledger.notify.messages import post_message
 from flowledger.outbound.records import redacting
+from flowledger.outbound.resources import Outbound
 from flowledger.outbound.secrets import SecretUnreadable
 from flowledger.settings import Settings
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
@@ -103,8 +104,11 @@ def _outcome(result: Any) -> Any:
     return result
 
 
-async def run_automation_action(ctx: JobContext, *, engine: Engine, settings: Settings) -> Any:
-    """Run the action of the job of ``ctx``; the handler's result."""
+async def run_automation_action(
+    ctx: JobContext, *, engine: Engine, settings: Settings, outbound: Outbound
+) -> Any:
+    """Run the action of the job of ``ctx`` (calling out through
+    ``outbound``); the handler's result."""
     try:
         job = AutomationJob.model_validate(ctx.payload)
     except ValidationError as exc:
@@ -120,10 +124,10 @@ async def run_automation_action(ctx: JobContext, *, engine: Engine, settings: Se
         return Skip(f"automation rule {job.rule_id} was {state}")
     action = job.action
     if isinstance(action, HttpAction):
-        return await _http(ctx, job, action)
+        return await _http(ctx, job, action, outbound)
     if isinstance(action, UpdateDataAction):
         return await _update_data(ctx, job, action, engine)
-    return await _notify(ctx, job, action, settings)
+    return await _notify(ctx, job, action, settings, outbound)
 
 
 async def _values(ctx: JobContext, job: AutomationJob) -> dict[str, Any]:
@@ -148,10 +152,11 @@ async def _receipt(ctx: JobContext, key: str, result: Any) -> Any:
 # --------------------------------------------------------------------- http
 
 
-async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
+async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction, outbound: Outbound) -> Any:
     values = await _values(ctx, job)
     try:
-        secrets = {n: reveal_secret(v) for n, v in action.secret_headers.items()}
+        box = outbound.secrets
+        secrets = {n: reveal_secret(v, box) for n, v in action.secret_headers.items()}
     except SecretUnreadable as exc:
         raise PermanentError(f"{exc.message} (a secret header of rule {job.rule_id})") from None
     request = render_request(
@@ -165,7 +170,7 @@ async def _http(ctx: JobContext, job: AutomationJob, action: HttpAction) -> Any:
         where=f" (rule {job.rule_id})",
     )
     with redacting(action.secret_headers):
-        summary = await send_http(ctx, request)
+        summary = await send_http(ctx, request, client=outbound.client)
     return await _receipt(ctx, STEP_KEYS["http"], summary)
 
 
@@ -203,7 +208,11 @@ async def _update_data(
 
 
 async def _notify(
-    ctx: JobContext, job: AutomationJob, action: NotifyAction, settings: Settings
+    ctx: JobContext,
+    job: AutomationJob,
+    action: NotifyAction,
+    settings: Settings,
+    outbound: Outbound,
 ) -> Any:
     values = await _values(ctx, job)
     recipients = render_recipients(action.recipients, values)
@@ -225,7 +234,12 @@ async def _notify(
     fields.update({n: render_text(t, values) for n, t in action.field_values.items()})
     assert action.template_id is not None  # checked when the rule was saved
     message_id = await send_sms_message(
-        ctx, settings, template_id=action.template_id, recipients=recipients, fields=fields
+        ctx,
+        settings,
+        template_id=action.template_id,
+        recipients=recipients,
+        fields=fields,
+        client=outbound.client,
     )
     return await _receipt(ctx, key, {"channel": "sms", "messageId": message_id})
 

@@ -10,10 +10,11 @@ Actions, by ``type``:
   are fixed when the rule is saved, so form data cannot send the rule's
   secret headers elsewhere — X-4; checked again when the action runs),
   ``httpMethod``, ``headers`` (template values), ``secretHeaders`` (fixed
-  values stored encrypted with :func:`~flowledger.outbound.secrets.secret_box`
-  and shown as ``********``), ``bodyTemplate``, ``idempotent`` (a write
-  declared idempotent is retried after an unknown outcome instead of going
-  to the L-17 dead letter);
+  values stored encrypted with the runtime's
+  :class:`~flowledger.outbound.secrets.SecretBox` and shown as
+  ``********``), ``bodyTemplate``, ``idempotent`` (a write declared
+  idempotent is retried after an unknown outcome instead of going to the
+  L-17 dead letter);
 - ``updateData`` — ``fieldValues`` ``{field: template}``; a template that is a
   single placeholder writes the value itself (``{{formData.amount}}`` stays a
   number), any other writes its text;
@@ -41,7 +42,7 @@ from pydantic.alias_generators import to_camel
 
 from flowledger.definitions.expressions import ExpressionError, compile_condition
 from flowledger.events.automation_templates import AutomationRuleInvalid, check_template
-from flowledger.outbound.secrets import secret_box
+from flowledger.outbound.secrets import SecretBox, need_box
 from flowledger.outbound.ssrf import OutboundRefused, build_url
 
 REDACTED = "********"
@@ -235,6 +236,7 @@ def check_actions(actions: Sequence[HttpAction | UpdateDataAction | NotifyAction
 def stored_actions(
     actions: Sequence[HttpAction | UpdateDataAction | NotifyAction],
     previous: Sequence[Mapping[str, Any]] = (),
+    box: SecretBox | None = None,
 ) -> list[dict[str, Any]]:
     """The JSON to store: secret header values encrypted. A value sent back
     as ``********`` keeps the stored secret of the same header of the same
@@ -245,16 +247,18 @@ def stored_actions(
         if isinstance(action, HttpAction) and action.secret_headers:
             old = previous[index].get("secretHeaders", {}) if index < len(previous) else {}
             data["secretHeaders"] = {
-                name: _stored_secret(name, value, old, index)
+                name: _stored_secret(name, value, old, index, box)
                 for name, value in action.secret_headers.items()
             }
         out.append(data)
     return out
 
 
-def _stored_secret(name: str, value: str, old: Mapping[str, str], index: int) -> str:
+def _stored_secret(
+    name: str, value: str, old: Mapping[str, str], index: int, box: SecretBox | None
+) -> str:
     if value != REDACTED:
-        return secret_box().encrypt(value)
+        return need_box(box).encrypt(value)
     if name in old:
         return old[name]
     field = f"actions[{index}].secretHeaders.{name}"
@@ -272,8 +276,8 @@ def public_actions(stored: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def reveal_secret(ciphertext: str) -> str:
-    return secret_box().decrypt(ciphertext)
+def reveal_secret(ciphertext: str, box: SecretBox) -> str:
+    return box.decrypt(ciphertext)
 
 
 def matches_type(event_types: Sequence[str], event_type: str) -> bool:

@@ -27,6 +27,7 @@ from flowledger.events.automation_rules import (
     stored_actions,
 )
 from flowledger.events.automation_templates import AutomationRuleInvalid
+from flowledger.outbound.secrets import SecretBox
 
 Tenants = list[str] | None
 
@@ -75,8 +76,15 @@ def _scoped(query: Select[Any], tenants: Tenants) -> Select[Any]:
 
 
 async def create_rule(
-    conn: AsyncConnection, spec: RuleSpec, *, tenant: str, actor: str, now: datetime
+    conn: AsyncConnection,
+    spec: RuleSpec,
+    *,
+    tenant: str,
+    actor: str,
+    now: datetime,
+    box: SecretBox | None = None,
 ) -> Rule:
+    """Insert a rule for ``tenant`` (secret header values encrypted with ``box``)."""
     check_condition(spec.condition)
     check_actions(spec.actions)
     result = await conn.execute(
@@ -87,7 +95,7 @@ async def create_rule(
             event_types=list(dict.fromkeys(spec.event_types)),
             definition_key=spec.definition_key,
             condition=spec.condition,
-            actions=stored_actions(spec.actions),
+            actions=stored_actions(spec.actions, box=box),
             enabled=spec.enabled,
             created_by=actor,
             created_at=now,
@@ -135,7 +143,13 @@ _NOT_NULL = ("name", "event_types", "actions", "enabled")
 
 
 async def update_rule(
-    conn: AsyncConnection, rule_id: int, patch: RulePatch, *, tenants: Tenants, now: datetime
+    conn: AsyncConnection,
+    rule_id: int,
+    patch: RulePatch,
+    *,
+    tenants: Tenants,
+    now: datetime,
+    box: SecretBox | None = None,
 ) -> Rule | None:
     """Apply ``patch`` to the rule (None when it is not visible)."""
     current = await get_rule(conn, rule_id, tenants=tenants, lock=True)
@@ -156,7 +170,7 @@ async def update_rule(
         values["event_types"] = list(dict.fromkeys(patch.event_types))
     if patch.actions is not None:
         check_actions(patch.actions)
-        values["actions"] = stored_actions(patch.actions, current.actions)
+        values["actions"] = stored_actions(patch.actions, current.actions, box=box)
     await conn.execute(update(rules).where(rules.c.id == rule_id).values(**values))
     return await get_rule(conn, rule_id)
 

@@ -5,7 +5,7 @@ for every event; ``"task.*"`` for every event of one family), an optional
 definition key filter, a target URL (http/https; the shape is checked here,
 the address by the SSRF guard at delivery time, X-4), a secret and an
 enabled flag. The secret is write-only: it is stored encrypted with
-:func:`~flowledger.outbound.secrets.secret_box` and never read back through
+the runtime's :class:`~flowledger.outbound.secrets.SecretBox` and never read back through
 the API; when the creator gives none, :func:`create_subscription` generates
 one and returns it once. Deletion is soft (``deleted_at``): the hits stay on
 record, a deleted subscription is "not found" everywhere and its pending
@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.event_schema import workflow_event_subscriptions as subs
 from flowledger.engine.queries import Page
 from flowledger.errors import FlowledgerError, NotFoundError
-from flowledger.outbound.secrets import secret_box
+from flowledger.outbound.secrets import SecretBox, need_box
 from flowledger.outbound.ssrf import OutboundRefused, parse_target
 
 WILDCARD = "*"
@@ -94,10 +94,10 @@ def new_secret() -> str:
     return secrets.token_urlsafe(SECRET_BYTES)
 
 
-def subscription_secret(row: Mapping[str, Any]) -> str:
-    """The plain secret of a subscription row (raises
+def subscription_secret(row: Mapping[str, Any], box: SecretBox) -> str:
+    """The plain secret of a subscription row, decrypted with ``box`` (raises
     :class:`~flowledger.outbound.secrets.SecretUnreadable` with a wrong key)."""
-    return secret_box().decrypt(str(row["secret_encrypted"]))
+    return box.decrypt(str(row["secret_encrypted"]))
 
 
 def matches(subscription: Mapping[str, Any], event_type: str, definition_key: str | None) -> bool:
@@ -132,9 +132,10 @@ async def create_subscription(
     definition_key: str | None = None,
     secret: str | None = None,
     enabled: bool = True,
+    box: SecretBox,
 ) -> tuple[dict[str, Any], str | None]:
-    """Insert a subscription; returns its row and the generated secret (None
-    when the caller gave one)."""
+    """Insert a subscription (its secret encrypted with ``box``); returns its
+    row and the generated secret (None when the caller gave one)."""
     generated = None if secret else new_secret()
     plain = secret or generated
     assert plain is not None
@@ -144,7 +145,7 @@ async def create_subscription(
         "event_types": validate_event_types(event_types),
         "definition_key": definition_key,
         "target_url": validate_target_url(target_url),
-        "secret_encrypted": secret_box().encrypt(plain),
+        "secret_encrypted": box.encrypt(plain),
         "enabled": enabled,
         "created_by": actor,
         "created_at": now,
@@ -213,9 +214,11 @@ async def update_subscription(
     *,
     now: datetime,
     tenants: Tenants = None,
+    box: SecretBox | None = None,
 ) -> dict[str, Any]:
     """Apply ``changes`` (keys: name, event_types, definition_key, target_url,
-    secret, enabled) to a live subscription and return the new row."""
+    secret — encrypted with ``box`` —, enabled) to a live subscription and
+    return the new row."""
     unknown = set(changes) - _EDITABLE
     if unknown:  # pragma: no cover - the API model admits only editable fields
         raise SubscriptionInvalid(f"cannot change {sorted(unknown)}", field=sorted(unknown)[0])
@@ -227,7 +230,7 @@ async def update_subscription(
         elif name == "target_url":
             values[name] = validate_target_url(value)
         elif name == "secret":
-            values["secret_encrypted"] = secret_box().encrypt(value)
+            values["secret_encrypted"] = need_box(box).encrypt(value)
         else:
             values[name] = value
     await conn.execute(update(subs).where(subs.c.id == subscription_id).values(**values))

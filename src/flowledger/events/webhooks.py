@@ -41,6 +41,7 @@ from flowledger.events import hits
 from flowledger.events.subscriptions import get_subscription, subscription_secret
 from flowledger.ledger.receipts import receipt_get
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
+from flowledger.outbound.resources import Outbound
 from flowledger.outbound.secrets import SecretUnreadable
 from flowledger.outbound.signing import sign_headers
 from flowledger.worker.context import JobContext, Skip
@@ -101,8 +102,9 @@ async def _record(ctx: JobContext, hit_id: int, status: str, **values: Any) -> N
         log.warning("hit_status_not_written", hit_id=hit_id, status=status, error=str(exc))
 
 
-async def deliver_webhook(ctx: JobContext) -> Any:
-    """The ``webhook_delivery`` handler (see the module docstring)."""
+async def deliver_webhook(ctx: JobContext, outbound: Outbound) -> Any:
+    """The ``webhook_delivery`` handler (see the module docstring), signing
+    with the secret ``outbound``'s box reveals and sending through its client."""
     try:
         hit_id = int(ctx.payload["hitId"])
         subscription_id = int(ctx.payload["subscriptionId"])
@@ -119,7 +121,7 @@ async def deliver_webhook(ctx: JobContext) -> Any:
         await _record(ctx, hit_id, hits.SKIPPED, error=reason)
         return Skip(reason)
     try:
-        secret = subscription_secret(subscription)
+        secret = subscription_secret(subscription, outbound.secrets)
     except SecretUnreadable as exc:
         await _record(ctx, hit_id, hits.FAILED, error=exc.message)
         raise PermanentError(f"subscription {subscription_id}: {exc.message}") from None
@@ -132,7 +134,7 @@ async def deliver_webhook(ctx: JobContext) -> Any:
     }
     request = OutboundRequest("POST", subscription["target_url"], headers, body)
     try:
-        result = await call_from_job(ctx, request)
+        result = await call_from_job(ctx, request, client=outbound.client)
     except Exception as exc:
         await _record(
             ctx, hit_id, hits.FAILED, response_status=_response_status(exc), error=str(exc)

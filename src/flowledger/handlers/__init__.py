@@ -14,21 +14,23 @@ from flowledger.handlers import (
     event_jobs,
     outbound_jobs,
 )
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
 from flowledger.worker.registry import HandlerRegistry
 
 
-def builtin_handlers(engine: Engine, settings: Settings) -> HandlerRegistry:
+def builtin_handlers(engine: Engine, settings: Settings, outbound: Outbound) -> HandlerRegistry:
     """A registry of every built-in handler, running with ``engine`` (and so
-    with its hooks) and ``settings``."""
+    with its hooks) and ``settings``, calling out through ``outbound`` (its
+    HTTP client and secret box)."""
     return HandlerRegistry(
         [
             *engine_jobs.handlers(engine),
-            *outbound_jobs.handlers(engine, settings),
-            *event_jobs.handlers(),
-            *compensation_jobs.handlers(engine, settings),
-            *automation_jobs.handlers(engine, settings),
-            *alert_jobs.handlers(settings),
+            *outbound_jobs.handlers(engine, settings, outbound),
+            *event_jobs.handlers(outbound),
+            *compensation_jobs.handlers(engine, settings, outbound),
+            *automation_jobs.handlers(engine, settings, outbound),
+            *alert_jobs.handlers(settings, outbound),
         ]
     )
 

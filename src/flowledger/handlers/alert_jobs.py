@@ -38,7 +38,8 @@ from flowledger.ops.alerts import notices
 from flowledger.ops.alerts.evaluator import ALERT_NOTIFICATION
 from flowledger.ops.alerts.rules import get_rule
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
-from flowledger.outbound.secrets import SecretUnreadable, secret_box
+from flowledger.outbound.resources import Outbound
+from flowledger.outbound.secrets import SecretUnreadable
 from flowledger.outbound.signing import sign_headers
 from flowledger.settings import Settings
 from flowledger.worker import JobContext, Skip
@@ -57,13 +58,13 @@ async def _receipt(ctx: JobContext, result: dict[str, Any]) -> Any:
     return await ctx.step(DONE_STEP, store)
 
 
-async def _webhook(ctx: JobContext, event: dict[str, Any], url: str) -> Any:
+async def _webhook(ctx: JobContext, event: dict[str, Any], url: str, outbound: Outbound) -> Any:
     async with ctx.db.read() as conn:
         rule = await get_rule(conn, int(event["rule_id"]))
     if rule is None or not rule["webhook_secret_encrypted"]:
         return Skip("the alert rule or its webhook was deleted")
     try:
-        secret = secret_box().decrypt(str(rule["webhook_secret_encrypted"]))
+        secret = outbound.secrets.decrypt(str(rule["webhook_secret_encrypted"]))
     except SecretUnreadable as exc:
         raise PermanentError(f"alert rule {rule['id']}: {exc.message}") from None
     body = notices.webhook_body(event)
@@ -73,7 +74,8 @@ async def _webhook(ctx: JobContext, event: dict[str, Any], url: str) -> Any:
         EVENT_HEADER: f"alert.{event['kind']}",
         DELIVERY_HEADER: str(event["id"]),
     }
-    result = await call_from_job(ctx, OutboundRequest("POST", url, headers, body, idempotent=True))
+    request = OutboundRequest("POST", url, headers, body, idempotent=True)
+    result = await call_from_job(ctx, request, client=outbound.client)
     return await _receipt(ctx, {"channel": "webhook", "status": result.status})
 
 
@@ -96,7 +98,7 @@ async def _in_app(ctx: JobContext, event: dict[str, Any], recipients: list[str])
     return await ctx.step(DONE_STEP, post)
 
 
-async def alert_notification(ctx: JobContext, settings: Settings) -> Any:
+async def alert_notification(ctx: JobContext, settings: Settings, outbound: Outbound) -> Any:
     payload = ctx.payload
     try:
         event_id = int(payload["eventId"])
@@ -128,16 +130,17 @@ async def alert_notification(ctx: JobContext, settings: Settings) -> Any:
         )
         return await _receipt(ctx, {"channel": "email", "recipients": recipients})
     if channel == "webhook":
-        return await _webhook(ctx, event, str(payload["url"]))
+        return await _webhook(ctx, event, str(payload["url"]), outbound)
     if channel == "inApp":
         return await _in_app(ctx, event, [str(r) for r in payload.get("recipients") or []])
     raise PermanentError(f"alert_notification job {ctx.job.id}: unknown channel {channel!r}")
 
 
-def handlers(settings: Settings) -> list[Handler]:
-    """``alert_notification``, sending e-mail with ``settings``."""
+def handlers(settings: Settings, outbound: Outbound) -> list[Handler]:
+    """``alert_notification``, sending e-mail with ``settings`` and webhooks
+    through ``outbound``."""
 
     async def handler(ctx: JobContext) -> Any:
-        return await alert_notification(ctx, settings)
+        return await alert_notification(ctx, settings, outbound)
 
     return [define_handler(ALERT_NOTIFICATION, handler)]

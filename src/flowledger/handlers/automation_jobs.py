@@ -9,16 +9,17 @@ from typing import Any
 from flowledger.engine.facade import Engine
 from flowledger.events.automation import JOB_TYPE
 from flowledger.events.automation_actions import run_automation_action
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
 from flowledger.states import Pool
 from flowledger.worker import JobContext
 from flowledger.worker.registry import Handler, define_handler
 
 
-def handlers(engine: Engine, settings: Settings) -> list[Handler]:
-    """``automation_action``, bound to ``engine`` and ``settings``."""
+def handlers(engine: Engine, settings: Settings, outbound: Outbound) -> list[Handler]:
+    """``automation_action``, bound to ``engine``, ``settings`` and ``outbound``."""
 
     async def automation_action(ctx: JobContext) -> Any:
-        return await run_automation_action(ctx, engine=engine, settings=settings)
+        return await run_automation_action(ctx, engine=engine, settings=settings, outbound=outbound)
 
     return [define_handler(JOB_TYPE, automation_action, pool=Pool.OUTBOUND)]

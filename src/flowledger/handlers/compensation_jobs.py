@@ -51,6 +51,7 @@ from flowledger.errors import (
 from flowledger.handlers.engine_jobs import bind
 from flowledger.ledger.fencing import job_lock_fenced
 from flowledger.ledger.receipts import receipt_get
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
 from flowledger.worker import JobContext, Skip
 from flowledger.worker.registry import Handler, define_handler
@@ -141,7 +142,9 @@ def _outcome(result: Any) -> Any:
     return result
 
 
-async def compensation_action(ctx: JobContext, engine: Engine, settings: Settings) -> Any:
+async def compensation_action(
+    ctx: JobContext, engine: Engine, settings: Settings, outbound: Outbound
+) -> Any:
     run = _run_of(ctx)
     async with ctx.db.read() as conn:
         found, stored = await receipt_get(conn, ctx.job.operation_key, RESULT_STEP)
@@ -156,7 +159,7 @@ async def compensation_action(ctx: JobContext, engine: Engine, settings: Setting
     try:
         external = None
         if run.action.type != "updateData":
-            external = await runners.call_external(ctx, run, settings)
+            external = await runners.call_external(ctx, run, settings, outbound)
 
         async def finish(conn: AsyncConnection) -> dict[str, Any]:
             if external is not None:
@@ -185,10 +188,10 @@ async def compensation_action(ctx: JobContext, engine: Engine, settings: Setting
     return _outcome(result)
 
 
-def handlers(engine: Engine, settings: Settings) -> list[Handler]:
-    """``compensation_action``, bound to ``engine`` and ``settings``."""
+def handlers(engine: Engine, settings: Settings, outbound: Outbound) -> list[Handler]:
+    """``compensation_action``, bound to ``engine``, ``settings`` and ``outbound``."""
 
     async def action(ctx: JobContext, engine: Engine) -> Any:
-        return await compensation_action(ctx, engine, settings)
+        return await compensation_action(ctx, engine, settings, outbound)
 
     return [define_handler(JOB_TYPE, bind(engine, action))]

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.events.dispatch import dispatch_pending
 from flowledger.events.outbox import EVENT_DISPATCH
 from flowledger.events.webhooks import WEBHOOK_DELIVERY, deliver_webhook
+from flowledger.outbound.resources import Outbound
 from flowledger.worker import JobContext, Skip
 from flowledger.worker.registry import Handler, define_handler
 
@@ -31,8 +32,13 @@ async def event_dispatch(ctx: JobContext) -> Any:
     return result
 
 
-def handlers() -> list[Handler]:
+def handlers(outbound: Outbound) -> list[Handler]:
+    """``event_dispatch`` and ``webhook_delivery`` (through ``outbound``)."""
+
+    async def webhook_delivery(ctx: JobContext) -> Any:
+        return await deliver_webhook(ctx, outbound)
+
     return [
         define_handler(EVENT_DISPATCH, event_dispatch),
-        define_handler(WEBHOOK_DELIVERY, deliver_webhook),
+        define_handler(WEBHOOK_DELIVERY, webhook_delivery),
     ]

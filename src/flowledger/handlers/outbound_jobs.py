@@ -70,6 +70,7 @@ from flowledger.errors import (
 from flowledger.handlers.engine_jobs import bind
 from flowledger.ledger.receipts import receipt_get
 from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
+from flowledger.outbound.resources import Outbound
 from flowledger.outbound.signing import sign_headers
 from flowledger.settings import Settings
 from flowledger.states import InstanceStatus, TaskStatus
@@ -177,9 +178,11 @@ def final_failure(ctx: JobContext, exc: BaseException) -> NodeFailure | None:
     return NodeFailure(code, str(exc), ctx.job.id, retries_exhausted=True)
 
 
-async def _call(ctx: JobContext, spec: dict[str, Any], request: OutboundRequest) -> OutboundResult:
+async def _call(
+    ctx: JobContext, spec: dict[str, Any], request: OutboundRequest, outbound: Outbound
+) -> OutboundResult:
     if spec.get("kind") != "connector":
-        return await call_from_job(ctx, request)
+        return await call_from_job(ctx, request, client=outbound.client)
     try:
         from flowledger.outbound.connectors import call_connector
     except ImportError:
@@ -191,6 +194,7 @@ async def _call(ctx: JobContext, spec: dict[str, Any], request: OutboundRequest)
         tenant_id=ctx.job.tenant_id or DEFAULT_TENANT,
         connector_key=str(spec.get("connectorId")),
         request=request,
+        outbound=outbound,
     )
     return result
 
@@ -219,7 +223,7 @@ def _trigger_result(outcome: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-async def trigger_dispatch(ctx: JobContext, engine: Engine) -> Any:
+async def trigger_dispatch(ctx: JobContext, engine: Engine, outbound: Outbound) -> Any:
     instance_id, task_id = _ids(ctx)
     spec: dict[str, Any] = ctx.payload["request"]
     success_key = TRIGGER_DISPATCHED if spec.get("mode") == "async" else TRIGGER_RESULT
@@ -230,7 +234,7 @@ async def trigger_dispatch(ctx: JobContext, engine: Engine) -> Any:
     if reason:
         return Skip(reason)
     try:
-        result = await _call(ctx, spec, _outbound_request(spec))
+        result = await _call(ctx, spec, _outbound_request(spec), outbound)
     except Exception as exc:
         failure = final_failure(ctx, exc)
         if failure is not None:
@@ -297,7 +301,9 @@ def _dispatch_result(outcome: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-async def external_dispatch(ctx: JobContext, engine: Engine, settings: Settings) -> Any:
+async def external_dispatch(
+    ctx: JobContext, engine: Engine, settings: Settings, outbound: Outbound
+) -> Any:
     instance_id, task_id = _ids(ctx)
     done = await recorded_success(ctx, EXTERNAL_DISPATCHED)
     if done is not None:  # sent and recorded by an earlier attempt whose settlement was lost
@@ -307,7 +313,7 @@ async def external_dispatch(ctx: JobContext, engine: Engine, settings: Settings)
         return Skip(reason)
     spec: dict[str, Any] = ctx.payload["request"]
     try:
-        result = await _call(ctx, spec, _signed(spec, ctx, settings))
+        result = await _call(ctx, spec, _signed(spec, ctx, settings), outbound)
     except Exception as exc:
         failure = final_failure(ctx, exc)
         if failure is not None:
@@ -339,13 +345,17 @@ async def external_dispatch(ctx: JobContext, engine: Engine, settings: Settings)
     return _dispatch_result(outcome)
 
 
-def handlers(engine: Engine, settings: Settings) -> list[Handler]:
-    """``trigger_dispatch`` and ``external_dispatch``, bound to ``engine``."""
+def handlers(engine: Engine, settings: Settings, outbound: Outbound) -> list[Handler]:
+    """``trigger_dispatch`` and ``external_dispatch``, bound to ``engine``
+    and calling out through ``outbound``."""
+
+    async def trigger(ctx: JobContext, engine: Engine) -> Any:
+        return await trigger_dispatch(ctx, engine, outbound)
 
     async def external(ctx: JobContext, engine: Engine) -> Any:
-        return await external_dispatch(ctx, engine, settings)
+        return await external_dispatch(ctx, engine, settings, outbound)
 
     return [
-        define_handler("trigger_dispatch", bind(engine, trigger_dispatch)),
+        define_handler("trigger_dispatch", bind(engine, trigger)),
         define_handler("external_dispatch", bind(engine, external)),
     ]

@@ -25,7 +25,7 @@ from flowledger.db.database import Database
 from flowledger.errors import ConfigurationError
 from flowledger.ops.analytics_time import server_time_zone
 from flowledger.ops.retention import RetentionRunning, last_scheduled_start, run_retention
-from flowledger.settings import Settings, get_settings
+from flowledger.settings import Settings
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.services import LeaderService
 
@@ -83,12 +83,10 @@ def retention_service(
     db: Database,
     clock: Clock,
     *,
-    settings: Settings | None = None,
+    settings: Settings,
     elector: LeaderElector | None = None,
 ) -> DataRetention:
-    """The service as configured by ``settings`` (the process settings when
-    none are given)."""
-    settings = settings or get_settings()
+    """The service as configured by ``settings`` (the runtime's)."""
     hours, minutes = (int(p) for p in settings.retention_time_of_day.split(":"))
     name = settings.retention_time_zone or server_time_zone()
     try:

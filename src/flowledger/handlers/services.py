@@ -25,7 +25,7 @@ from flowledger.handlers.health_service import HealthSnapshots
 from flowledger.handlers.retention_service import retention_service
 from flowledger.ledger.task_runs import task_run_record
 from flowledger.ops.alerts.service import AlertEvaluator
-from flowledger.settings import Settings, get_settings
+from flowledger.settings import Settings
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.services import LeaderService, PeriodicService
 
@@ -73,11 +73,11 @@ def engine_services(
     clock: Clock,
     *,
     elector: LeaderElector | None = None,
-    settings: Settings | None = None,
+    settings: Settings,
 ) -> list[PeriodicService]:
-    """The engine's maintenance services, the leader-gated ones sharing
-    ``elector`` (a new one when none is given)."""
-    settings = settings or get_settings()
+    """The engine's maintenance services as ``settings`` (the runtime's)
+    configure them, the leader-gated ones sharing ``elector`` (a new one
+    when none is given)."""
     elector = elector or LeaderElector(db)
     return [
         SchedulePlanner(db, clock, elector=elector),

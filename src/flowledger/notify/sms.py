@@ -39,6 +39,7 @@ from flowledger.errors import ConfigurationError, PermanentError
 from flowledger.outbound.attempt import CallAttempt
 from flowledger.outbound.client import OutboundClient
 from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
+from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
 
 _DETAIL_CHARS = 200
@@ -72,10 +73,11 @@ def _message_id(result: OutboundResult) -> str:
 
 
 class HttpSmsGateway:
-    """The HTTP gateway; ``client`` defaults to the process's shared
-    outbound client (resolved at send time, on the running loop)."""
+    """The HTTP gateway, sending through ``client``: an outbound client, or
+    a runtime's :class:`~flowledger.outbound.resources.Outbound` (its client
+    of the running loop, resolved at send time)."""
 
-    def __init__(self, url: str, token: str, client: OutboundClient | None = None) -> None:
+    def __init__(self, url: str, token: str, client: OutboundClient | Outbound) -> None:
         if not url:
             raise ConfigurationError("the SMS gateway URL is empty", field="sms_gateway_url")
         self.url = url
@@ -114,11 +116,12 @@ class HttpSmsGateway:
         field_values: Mapping[str, str],
     ) -> str:
         request = self.request(template_id, recipients, field_values)
-        result = await call_from_job(ctx, request, client=self._client)
+        client = self._client.client if isinstance(self._client, Outbound) else self._client
+        result = await call_from_job(ctx, request, client=client)
         return _message_id(result)
 
 
-def gateway_from_settings(settings: Settings, client: OutboundClient | None = None) -> SmsGateway:
+def gateway_from_settings(settings: Settings, client: OutboundClient | Outbound) -> SmsGateway:
     """The configured gateway (``sms_gateway_url`` / ``sms_gateway_token``);
     ConfigurationError when no gateway URL is set."""
     if not settings.sms_gateway_url:

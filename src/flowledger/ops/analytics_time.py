@@ -1,6 +1,7 @@
 """Which time zone the analytics day buckets use (SPEC O-14): the ``tz``
-query parameter, else the ``FLOWLEDGER_ANALYTICS_TIME_ZONE`` setting, else the
-server's zone (``tzlocal``), else UTC. A name must be an IANA zone."""
+query parameter, else the ``FLOWLEDGER_ANALYTICS_TIME_ZONE`` setting (the
+caller passes it as ``default``), else the server's zone (``tzlocal``), else
+UTC. A name must be an IANA zone."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import tzlocal
 
 from flowledger.errors import FlowledgerError
-from flowledger.settings import get_settings
 
 
 class InvalidTimeZone(FlowledgerError):
@@ -24,10 +24,11 @@ def server_time_zone() -> str:
     return name or "UTC"
 
 
-def resolve_time_zone(name: str | None, *, field: str = "tz") -> ZoneInfo:
-    """The zone called ``name`` (or the configured / server default); an
-    unknown name is a 422 ``invalid_time_zone`` naming ``field``."""
-    chosen = name or get_settings().analytics_time_zone or server_time_zone()
+def resolve_time_zone(name: str | None, *, default: str, field: str = "tz") -> ZoneInfo:
+    """The zone called ``name`` (or ``default``, the configured
+    ``analytics_time_zone``, or the server's); an unknown name is a 422
+    ``invalid_time_zone`` naming ``field``."""
+    chosen = name or default or server_time_zone()
     try:
         return ZoneInfo(chosen)
     except (ZoneInfoNotFoundError, ValueError) as exc:

@@ -21,18 +21,20 @@ connections are keyed by origin and were each opened to a checked address.
 
 A response body is read up to :data:`RESPONSE_READ_LIMIT` bytes; a longer one
 comes back cut, with ``complete=False``.
+
+A client is built from the settings it is given; the runtime's
+:class:`~flowledger.outbound.resources.Outbound` owns the one its handlers
+use and closes it at shutdown.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 import time
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import httpcore
 import httpx
@@ -45,7 +47,7 @@ from flowledger.outbound.ssrf import (
     check_target,
     parse_target,
 )
-from flowledger.settings import Settings, get_settings
+from flowledger.settings import Settings
 
 RESPONSE_READ_LIMIT = 8 * 1024 * 1024
 
@@ -151,13 +153,12 @@ class OutboundClient:
 
     def __init__(
         self,
-        settings: Settings | None = None,
+        settings: Settings,
         *,
         resolver: Resolver | None = None,
         network_backend: httpcore.AsyncNetworkBackend | None = None,
         verify: ssl.SSLContext | bool = True,
     ) -> None:
-        settings = settings or get_settings()
         self.allow = AllowList.parse(settings.outbound_allow)
         self.max_body_bytes = settings.outbound_max_body_bytes
         self.connect_timeout_s = settings.outbound_connect_timeout_s
@@ -231,24 +232,3 @@ class OutboundClient:
         """Check ``url`` and send one request to the checked address."""
         checked = await self.check(url)
         return await self.send_checked(checked, method, headers=headers, content=content)
-
-
-_shared: WeakKeyDictionary[asyncio.AbstractEventLoop, OutboundClient] = WeakKeyDictionary()
-
-
-def shared_client() -> OutboundClient:
-    """The process's client for the running event loop (created on first use
-    from :func:`~flowledger.settings.get_settings`)."""
-    loop = asyncio.get_running_loop()
-    client = _shared.get(loop)
-    if client is None or client.closed:
-        client = _shared[loop] = OutboundClient()
-    return client
-
-
-async def close_shared_client() -> None:
-    """Close the running loop's shared client (at shutdown, or in tests after
-    changing the settings)."""
-    client = _shared.pop(asyncio.get_running_loop(), None)
-    if client is not None:
-        await client.aclose()

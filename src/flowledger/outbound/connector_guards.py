@@ -1,6 +1,8 @@
 """The rate limit and the circuit breaker of each connector (SPEC X-3).
 
-State is **per process** (per event loop, and a worker process runs one):
+State is **per process** (kept by the runtime's
+:class:`~flowledger.outbound.resources.Outbound`, one set per event loop,
+and a worker process runs one):
 N worker processes allow up to N times a connector's rate, and each has its own
 breaker, which opens after the failures *it* saw. Nothing is shared through
 the database — a shared limiter would need a round trip (and a lock) per
@@ -39,13 +41,11 @@ breaker (its state key includes the settings).
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
-from weakref import WeakKeyDictionary
 
 from aiolimiter import AsyncLimiter
 from purgatory import AsyncCircuitBreakerFactory
@@ -63,9 +63,7 @@ __all__ = [
     "OpenedState",
     "breaker_call",
     "counts_as_failure",
-    "guards",
     "reopen_delay_ms",
-    "reset_guards",
 ]
 
 
@@ -130,21 +128,3 @@ def reopen_delay_ms(opened: OpenedState, settings: BreakerSettings) -> int:
     """Milliseconds until an open breaker lets a trial call through."""
     remaining = opened.opened_at + settings.reset_timeout_s - time.time()
     return max(1, math.ceil(remaining * 1000) + 1)
-
-
-_by_loop: WeakKeyDictionary[asyncio.AbstractEventLoop, ConnectorGuards] = WeakKeyDictionary()
-
-
-def guards() -> ConnectorGuards:
-    """The guards of the running event loop (created on first use)."""
-    loop = asyncio.get_running_loop()
-    found = _by_loop.get(loop)
-    if found is None:
-        found = _by_loop[loop] = ConnectorGuards()
-    return found
-
-
-def reset_guards() -> None:
-    """Forget every limiter and breaker of the running loop (tests, or an
-    operator resetting a process's view of its connectors)."""
-    _by_loop.pop(asyncio.get_running_loop(), None)

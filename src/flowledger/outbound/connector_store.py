@@ -3,9 +3,10 @@ update and delete connectors; record and list calls. Every function runs in
 the caller's connection and transaction; reads may be limited to some
 tenants (``tenants=None``: all of them).
 
-Secrets are encrypted with :func:`~flowledger.outbound.secrets.secret_box`
-before they reach a statement and are decrypted only by
-:meth:`Connector.secret`, at call time. A :class:`Connector` never shows its
+Secrets are encrypted with the caller's
+:class:`~flowledger.outbound.secrets.SecretBox` (the runtime's) before they
+reach a statement and are decrypted only by :meth:`Connector.secret`, at
+call time. A :class:`Connector` never shows its
 secret (not in ``repr``, not in any public field): ``has_secret`` is all a
 reader learns.
 
@@ -42,7 +43,7 @@ from flowledger.outbound.connector_errors import (
     ConnectorKeyTaken,
     ConnectorSecretUnreadable,
 )
-from flowledger.outbound.secrets import SecretUnreadable, secret_box
+from flowledger.outbound.secrets import SecretBox, SecretUnreadable
 
 UPDATABLE = frozenset(
     {
@@ -86,12 +87,12 @@ class Connector:
     def has_secret(self) -> bool:
         return self.secret_encrypted is not None
 
-    def secret(self) -> str | None:
-        """The plain credential (None for ``authKind: none``)."""
+    def secret(self, box: SecretBox) -> str | None:
+        """The plain credential (None for ``authKind: none``), decrypted with ``box``."""
         if self.secret_encrypted is None:
             return None
         try:
-            return secret_box().decrypt(self.secret_encrypted)
+            return box.decrypt(self.secret_encrypted)
         except SecretUnreadable:
             raise ConnectorSecretUnreadable(
                 f"the secret of connector {self.key!r} cannot be decrypted with the "
@@ -204,14 +205,20 @@ def _taken(tenant: str, key: str) -> ConnectorKeyTaken:
 
 
 async def create_connector(
-    conn: AsyncConnection, draft: ConnectorDraft, *, tenant: str, actor: str, now: datetime
+    conn: AsyncConnection,
+    draft: ConnectorDraft,
+    *,
+    tenant: str,
+    actor: str,
+    now: datetime,
+    box: SecretBox,
 ) -> Connector:
     """Validate ``draft`` and insert it for ``tenant``; the secret is
-    encrypted first. A taken key is :class:`ConnectorKeyTaken` (409)."""
+    encrypted with ``box`` first. A taken key is :class:`ConnectorKeyTaken` (409)."""
     draft = check_draft(draft)
     if await _key_taken(conn, tenant, draft.key):
         raise _taken(tenant, draft.key)
-    secret = None if draft.secret is None else secret_box().encrypt(draft.secret)
+    secret = None if draft.secret is None else box.encrypt(draft.secret)
     values = {
         **_columns(draft),
         "tenant_id": tenant,
@@ -277,9 +284,11 @@ async def update_connector(
     changes: Mapping[str, Any],
     *,
     now: datetime,
+    box: SecretBox,
 ) -> Connector:
     """Apply ``changes`` (names from :data:`UPDATABLE`; ``secret`` is the new
-    plain credential) to ``connector`` as loaded in this transaction."""
+    plain credential, encrypted with ``box``) to ``connector`` as loaded in
+    this transaction."""
     unknown = set(changes) - UPDATABLE
     if unknown:
         raise ValueError(f"not updatable: {', '.join(sorted(unknown))}")
@@ -315,7 +324,7 @@ async def update_connector(
     draft = check_draft(draft, has_stored_secret=keep_secret)
     values: dict[str, Any] = {**_columns(draft), "updated_at": now}
     if draft.secret is not None:
-        values["secret_encrypted"] = secret_box().encrypt(draft.secret)
+        values["secret_encrypted"] = box.encrypt(draft.secret)
     elif not keep_secret:
         values["secret_encrypted"] = None
     row = (

@@ -21,7 +21,9 @@ key and gives a *relative* path; in order:
    so the SSRF guard, ``X-Idempotency-Key``, the side-effect marker and the
    L-17 classification stay in one place; the auth headers are redacted
    from the attempt records (``records.redacting``);
-7. the outcome feeds the breaker (:mod:`.connector_guards`) and one
+7. the outcome feeds the breaker (:mod:`.connector_guards`; the guards,
+   client and secret box are those of the caller's
+   :class:`~flowledger.outbound.resources.Outbound`) and one
    ``connector_calls`` audit row is written in its own short transaction
    (outcome ``ok`` or the error code) — for every ending once the connector
    is found, refusals included (disabled, path, rate limit, open circuit,
@@ -62,7 +64,6 @@ from flowledger.outbound.connector_errors import (
 from flowledger.outbound.connector_guards import (
     OpenedState,
     breaker_call,
-    guards,
     reopen_delay_ms,
 )
 from flowledger.outbound.connector_paths import resolve_path
@@ -74,6 +75,7 @@ from flowledger.outbound.job_calls import (
     encode_body,
 )
 from flowledger.outbound.records import redact_url, redacting
+from flowledger.outbound.resources import Outbound
 
 __all__ = [
     "ConnectorCircuitOpen",
@@ -115,7 +117,11 @@ async def _load(ctx: CallAttempt, tenant_id: str, key: str) -> Connector:
 
 
 async def _send(
-    ctx: CallAttempt, connector: Connector, method: str, request: OutboundRequest
+    ctx: CallAttempt,
+    connector: Connector,
+    method: str,
+    request: OutboundRequest,
+    outbound: Outbound,
 ) -> OutboundResult:
     """Steps 1-6 of the module docstring, for a loaded connector."""
     if not connector.enabled:
@@ -127,7 +133,7 @@ async def _send(
         raise PermanentError(f"cannot encode the connector request: {exc}") from None
     auth = auth_headers(
         connector.auth_kind,
-        secret=connector.secret(),
+        secret=connector.secret(outbound.secrets),
         username=connector.username,
         header_name=connector.header_name,
         body=content or b"",
@@ -135,19 +141,19 @@ async def _send(
     )
     implied = {"Content-Type": content_type} if content_type else {}
     headers = _merge(implied, connector.default_headers, request.headers, auth.headers)
-    delay = await guards().acquire(connector.id, connector.rate_limit)
+    delay = await outbound.guards.acquire(connector.id, connector.rate_limit)
     if delay is not None:
         raise ConnectorRateLimited(
             f"connector {connector.key!r} is rate limited; nothing was sent",
             next_retry_delay_ms=delay,
         )
     settings = connector.circuit_breaker
-    breaker = await guards().breaker(connector.id, settings)
-    outbound = OutboundRequest(method, url, headers, content, request.idempotent)
+    breaker = await outbound.guards.breaker(connector.id, settings)
+    sent = OutboundRequest(method, url, headers, content, request.idempotent)
     try:
         async with breaker_call(breaker):  # an SSRF refusal counts as nothing
             with redacting(auth.secret_names):
-                return await call_from_job(ctx, outbound)
+                return await call_from_job(ctx, sent, client=outbound.client)
     except OpenedState as opened:
         raise ConnectorCircuitOpen(
             f"the circuit breaker of connector {connector.key!r} is open; nothing was sent",
@@ -204,7 +210,12 @@ async def _audit(
 
 
 async def call_connector(
-    ctx: CallAttempt, *, tenant_id: str, connector_key: str, request: OutboundRequest
+    ctx: CallAttempt,
+    *,
+    tenant_id: str,
+    connector_key: str,
+    request: OutboundRequest,
+    outbound: Outbound,
 ) -> OutboundResult:
     """Send ``request`` (``request.url`` is a path relative to the connector's
     base URL) through the connector ``connector_key`` of ``tenant_id`` on
@@ -214,7 +225,7 @@ async def call_connector(
     path = redact_url(request.url)
     started = time.monotonic()
     try:
-        result = await _send(ctx, connector, method, request)
+        result = await _send(ctx, connector, method, request, outbound)
     except Exception as exc:
         outcome = exc.code if isinstance(exc, FlowledgerError) else type(exc).__name__
         await _audit(

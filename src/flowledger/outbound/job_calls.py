@@ -1,7 +1,8 @@
 """Outbound HTTP calls made from a job (SPEC L-16, L-17).
 
-:func:`call_from_job` sends one :class:`OutboundRequest` through the shared
-:class:`~flowledger.outbound.client.OutboundClient`:
+:func:`call_from_job` sends one :class:`OutboundRequest` through the
+caller's :class:`~flowledger.outbound.client.OutboundClient` (the runtime's,
+:class:`~flowledger.outbound.resources.Outbound`):
 
 - every call carries ``X-Idempotency-Key: <operationKey>`` (L-16; a value the
   caller set is replaced). It is stable across retries of the same job and
@@ -74,7 +75,7 @@ import structlog
 
 from flowledger.errors import ExternalOutcomeUnconfirmed, PermanentError, RetryableError
 from flowledger.outbound.attempt import CallAttempt
-from flowledger.outbound.client import OutboundClient, OutboundResponse, shared_client
+from flowledger.outbound.client import OutboundClient, OutboundResponse
 from flowledger.outbound.records import (
     Record,
     Recorded,
@@ -240,10 +241,10 @@ def _fail(error: E, request: Record, response: Record | None) -> E:
 
 
 async def call_from_job(
-    ctx: CallAttempt, request: OutboundRequest, *, client: OutboundClient | None = None
+    ctx: CallAttempt, request: OutboundRequest, *, client: OutboundClient
 ) -> OutboundResult:
-    """Send ``request`` on behalf of the job of ``ctx``; see the module docstring."""
-    client = client or shared_client()
+    """Send ``request`` through ``client`` on behalf of the job of ``ctx``;
+    see the module docstring."""
     method = request.method.upper()
     try:
         headers, content = _prepare(ctx, request)

@@ -11,18 +11,21 @@ cannot be read with another (:class:`SecretUnreadable`).
 
 Several keys may be given comma-separated (newest first) to rotate: new
 values use the first, old values still decrypt with any of them.
+
+There is no process-wide box: :func:`box_from_settings` builds one, and the
+runtime's :class:`~flowledger.outbound.resources.Outbound` owns the one its
+handlers and API use.
 """
 
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from flowledger.errors import ConfigurationError, FlowledgerError
-from flowledger.settings import Settings, get_settings
+from flowledger.settings import Settings
 
 
 class SecretUnreadable(FlowledgerError):
@@ -73,12 +76,15 @@ def _key_from_file(path: Path) -> str:
     return key
 
 
+def need_box(box: SecretBox | None) -> SecretBox:
+    """``box``, or ConfigurationError when a secret must be stored without one."""
+    if box is None:
+        raise ConfigurationError(
+            "storing a secret needs the runtime's secret box", field="secretKey"
+        )
+    return box
+
+
 def box_from_settings(settings: Settings) -> SecretBox:
     text = settings.secret_key or _key_from_file(Path(settings.secret_key_file))
     return SecretBox([k for k in text.split(",") if k.strip()])
-
-
-@lru_cache(maxsize=1)
-def secret_box() -> SecretBox:
-    """The process-wide box built from :func:`~flowledger.settings.get_settings`."""
-    return box_from_settings(get_settings())

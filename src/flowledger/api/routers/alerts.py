@@ -147,7 +147,12 @@ async def create_rule(body: RuleCreate, ctx: Ctx, caller: CurrentCaller) -> Rule
         )
         async with ctx.db.begin() as conn:
             row, generated = await rules.create_rule(
-                conn, tenant=tenant, fields=fields, actor=caller.user_id, now=ctx.now()
+                conn,
+                tenant=tenant,
+                fields=fields,
+                actor=caller.user_id,
+                now=ctx.now(),
+                box=ctx.secrets,
             )
         entry.target_id = str(row["id"])
     public = RulePublic.from_row(row)
@@ -198,7 +203,12 @@ async def update_rule(
         )
         async with ctx.db.begin() as conn:
             row = await rules.update_rule(
-                conn, rule_id, _changes(body), now=ctx.now(), tenants=caller.tenant_scope
+                conn,
+                rule_id,
+                _changes(body),
+                now=ctx.now(),
+                tenants=caller.tenant_scope,
+                box=ctx.secrets,
             )
         entry.tenant_id = row["tenant_id"]
     return RulePublic.from_row(row)

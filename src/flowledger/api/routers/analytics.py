@@ -73,7 +73,7 @@ async def read_daily(
 ) -> AnalyticsDaily:
     """Starts and finishes per local day over the last ``days`` (default 14),
     today included, days without any included as zeros."""
-    zone = resolve_time_zone(tz)
+    zone = resolve_time_zone(tz, default=ctx.settings.analytics_time_zone)
     body = await analytics.daily(ctx.db, scope, now=ctx.now(), zone=zone, days=days)
     return AnalyticsDaily.model_validate(body)
 

@@ -134,7 +134,7 @@ async def create_automation_rule(
         entry.detail.update(name=body.name, eventTypes=body.event_types)
         async with ctx.db.begin() as conn:
             rule = await store.create_rule(
-                conn, body, tenant=tenant, actor=caller.user_id, now=ctx.now()
+                conn, body, tenant=tenant, actor=caller.user_id, now=ctx.now(), box=ctx.secrets
             )
         entry.target_id = str(rule.id)
     return AutomationRulePublic.of(rule)
@@ -163,7 +163,7 @@ async def update_automation_rule(
         entry.detail["fields"] = sorted(body.model_dump(exclude_unset=True, by_alias=True))
         async with ctx.db.begin() as conn:
             rule = await store.update_rule(
-                conn, rule_id, body, tenants=caller.tenant_scope, now=ctx.now()
+                conn, rule_id, body, tenants=caller.tenant_scope, now=ctx.now(), box=ctx.secrets
             )
         if rule is None:
             raise _not_found(rule_id)

@@ -55,7 +55,6 @@ from flowledger.engine import callbacks
 from flowledger.engine.callback_records import CallbackRecord
 from flowledger.errors import FlowledgerError
 from flowledger.outbound.signing import SignatureInvalid, verify
-from flowledger.settings import get_settings
 
 router = APIRouter(prefix="/callbacks", tags=["callbacks"])
 
@@ -158,7 +157,7 @@ def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
 async def _verified(ctx: ApiContext, request: Request) -> bytes | Response:
     """The raw body once its signature holds; a 503 response while no secret
     is configured; raises CallbackSignatureInvalid (401) otherwise."""
-    settings = get_settings()
+    settings = ctx.settings
     if not settings.callback_secret:
         body = error_body(
             "callback_secret_unset",

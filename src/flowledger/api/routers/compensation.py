@@ -49,7 +49,7 @@ from flowledger.compensation.errors import (
 )
 from flowledger.db.compensation_schema import ActionStatus, LogKind, TicketStatus
 from flowledger.errors import NotFoundError
-from flowledger.settings import get_settings
+from flowledger.settings import Settings
 from flowledger.states import InstanceStatus
 
 router = APIRouter(prefix="/compensation", tags=["compensation"])
@@ -282,7 +282,7 @@ async def download_attachment(
     await _visible(ctx, caller, ticket_id)
     async with ctx.db.read() as conn:
         row = await queries.get_log(conn, ticket_id, log_id)
-    settings = get_settings()
+    settings = ctx.settings
     path = None
     if row is not None and row["stored_name"] is not None:
         path = attachments.path_of(settings.attachments_dir, row["stored_name"])
@@ -399,9 +399,8 @@ async def _json_note(request: Request) -> str:
         raise RequestValidationError(errors) from None
 
 
-async def _upload(request: Request) -> tuple[str | None, operations.Attachment]:
+async def _upload(request: Request, settings: Settings) -> tuple[str | None, operations.Attachment]:
     """Check and store the ``file`` part; returns (message, stored attachment)."""
-    settings = get_settings()
     limit = settings.attachment_max_bytes
     if _declared_length(request) > limit + MULTIPART_SLACK_BYTES:
         raise AttachmentTooLarge(
@@ -448,7 +447,7 @@ async def add_note(
         attachment = None
         message = None if multipart else await _json_note(request)
         if multipart:
-            message, attachment = await _upload(request)
+            message, attachment = await _upload(request, ctx.settings)
             entry.detail.update(
                 file=attachment.original_name,
                 contentType=attachment.content_type,
@@ -460,7 +459,7 @@ async def add_note(
             )
         except BaseException:
             if attachment is not None:
-                attachments.remove(get_settings().attachments_dir, attachment.stored_name)
+                attachments.remove(ctx.settings.attachments_dir, attachment.stored_name)
             raise
         entry.detail["logId"] = log_id
     async with ctx.db.read() as conn:

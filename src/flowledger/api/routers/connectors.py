@@ -306,7 +306,12 @@ async def create_connector(
         entry.detail.update(key=body.key, authKind=body.auth_kind)
         async with ctx.db.begin() as conn:
             connector = await store.create_connector(
-                conn, body.draft(), tenant=tenant, actor=caller.user_id, now=ctx.now()
+                conn,
+                body.draft(),
+                tenant=tenant,
+                actor=caller.user_id,
+                now=ctx.now(),
+                box=ctx.secrets,
             )
         entry.target_id = str(connector.id)
         entry.detail["baseUrl"] = connector.base_url  # validated: no credentials in it
@@ -337,7 +342,9 @@ async def update_connector(
                 raise _not_found(connector_id)
             entry.tenant_id = current.tenant_id
             entry.detail["key"] = current.key
-            connector = await store.update_connector(conn, current, body.changes(), now=ctx.now())
+            connector = await store.update_connector(
+                conn, current, body.changes(), now=ctx.now(), box=ctx.secrets
+            )
     return ConnectorPublic.of(connector)
 
 

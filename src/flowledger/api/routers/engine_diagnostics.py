@@ -18,7 +18,6 @@ from flowledger.api.deps import Ctx
 from flowledger.api.permissions import INSTANCE_MONITOR, require
 from flowledger.api.schemas import ApiModel
 from flowledger.ops.engine_diagnostics import engine_diagnostics
-from flowledger.settings import get_settings
 
 router = APIRouter(prefix="/engine", tags=["engine"])
 
@@ -133,6 +132,6 @@ async def read_engine_diagnostics(ctx: Ctx, caller: CurrentCaller) -> EngineDiag
     settings and the queue distribution (tenant-scoped job figures)."""
     require(caller, INSTANCE_MONITOR)
     data = await engine_diagnostics(
-        ctx.db, now=ctx.now(), settings=get_settings(), tenants=caller.tenant_scope
+        ctx.db, now=ctx.now(), settings=ctx.settings, tenants=caller.tenant_scope
     )
     return EngineDiagnosticsPublic.model_validate(data)

@@ -37,7 +37,6 @@ from flowledger.ops.health_messages import describe, recovery_action
 from flowledger.ops.health_rules import RULE_CODES
 from flowledger.ops.health_score import engine_health_score, health_score_of
 from flowledger.ops.runtime_status import runtime_figures
-from flowledger.settings import get_settings
 
 router = APIRouter(prefix="/engine", tags=["health"])
 
@@ -214,7 +213,7 @@ async def health_history(
         raise InvalidQuery("from must not be after to", field="from")
     if end - start > MAX_HISTORY:
         raise InvalidQuery("at most 31 days of history at once", field="from")
-    interval = timedelta(seconds=get_settings().health_snapshot_interval_s)
+    interval = timedelta(seconds=ctx.settings.health_snapshot_interval_s)
     async with ctx.db.read() as conn:
         points = await history(conn, start=start, end=end, interval=interval)
     return HealthHistory.model_validate(

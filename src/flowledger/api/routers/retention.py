@@ -30,7 +30,6 @@ from flowledger.errors import FlowledgerError
 from flowledger.ops import retention as ops
 from flowledger.ops import retention_policies as rp
 from flowledger.ops.analytics_time import server_time_zone
-from flowledger.settings import get_settings
 
 router = APIRouter(prefix="/engine/retention", tags=["retention"])
 
@@ -175,7 +174,7 @@ class RetentionRunList(ApiModel):
 async def _policies(ctx: Ctx) -> RetentionPolicies:
     async with ctx.db.read() as conn:
         items = await rp.load_policies(conn)
-    settings = get_settings()
+    settings = ctx.settings
     return RetentionPolicies(
         items=[RetentionPolicyPublic.model_validate(p.public()) for p in items],
         schedule=RetentionSchedule(

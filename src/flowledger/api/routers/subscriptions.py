@@ -217,6 +217,7 @@ async def create_subscription(
                 enabled=body.enabled,
                 actor=caller.user_id,
                 now=ctx.now(),
+                box=ctx.secrets,
             )
         entry.target_id = str(row["id"])
     public = SubscriptionPublic.from_row(row)
@@ -247,7 +248,12 @@ async def update_subscription(
         entry.detail.update(_audit_detail(body.model_dump(by_alias=True, exclude_unset=True)))
         async with ctx.db.begin() as conn:
             row = await subscriptions.update_subscription(
-                conn, subscription_id, body.changes(), now=ctx.now(), tenants=caller.tenant_scope
+                conn,
+                subscription_id,
+                body.changes(),
+                now=ctx.now(),
+                tenants=caller.tenant_scope,
+                box=ctx.secrets,
             )
         entry.tenant_id = row["tenant_id"]
     return SubscriptionPublic.from_row(row)

@@ -25,7 +25,6 @@ from flowledger.api.monitor_schemas import RemindBody, ReminderPublic
 from flowledger.api.operator_guard import operator
 from flowledger.api.schemas import MAX_ID, ErrorPublic
 from flowledger.ops.task_reminders import RemindTooSoon, remind
-from flowledger.settings import get_settings
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
 
@@ -62,7 +61,7 @@ async def remind_task(
                 task,
                 actor=caller.user_id,
                 now=ctx.now(),
-                settings=get_settings(),
+                settings=ctx.settings,
                 note=body.note,
             )
             entry.detail.update(messageId=reminder.message_id, email=reminder.email)

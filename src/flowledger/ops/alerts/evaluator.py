@@ -32,6 +32,7 @@ when SMTP or the webhook fails, and stays visible in the job ledger.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,7 +48,7 @@ from flowledger.db.dialects import upsert
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType, register_job_type
-from flowledger.ops.alerts.metrics import measure
+from flowledger.ops.alerts.metrics import METRICS, Metric, measure
 from flowledger.ops.alerts.silences import active_silences, matches
 from flowledger.states import Pool
 
@@ -278,15 +279,19 @@ async def _enabled_rules(conn: AsyncConnection) -> list[dict[str, Any]]:
     return [dict(r) for r in rows.mappings()]
 
 
-async def evaluate_once(db: Database, clock: Clock) -> EvaluationSummary:
-    """One evaluator pass at ``clock.now()`` (see the module docstring)."""
+async def evaluate_once(
+    db: Database, clock: Clock, *, metrics: Mapping[str, Metric] = METRICS
+) -> EvaluationSummary:
+    """One evaluator pass at ``clock.now()`` over the metrics of ``metrics``
+    (see the module docstring)."""
     started = time.perf_counter()
     now = clock.now()
     summary = EvaluationSummary()
     async with db.read() as conn:
         found = await _enabled_rules(conn)
         silences = await active_silences(conn, now)
-        values = await measure(conn, [(r["metric"], r["tenant_id"]) for r in found], now=now)
+        wanted = [(r["metric"], r["tenant_id"]) for r in found]
+        values = await measure(conn, wanted, now=now, table=metrics)
     quiet: list[dict[str, Any]] = []
     async with db.begin() as conn:
         for rule in found:

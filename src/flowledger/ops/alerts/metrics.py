@@ -15,9 +15,8 @@ job_failure_rate       %        ``failureRate1h`` x 100: failed attempts /
                                 attempts started in the last hour
 stuck_jobs             items    ``stuck``: running jobs whose lease is
                                 missing or expired or whose deadline passed
-engine_health_score    points   registered by the health inspection module
-                                (see the merge point below); not a valid
-                                rule metric until its provider is
+engine_health_score    points   the health inspection's engine health score
+                                (:mod:`flowledger.ops.health_score`)
 =====================  =======  ===========================================
 
 The four job metrics call the runtime status panel's own queries
@@ -28,10 +27,11 @@ panel and ``/metrics`` always agree.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -56,28 +56,14 @@ class Metric:
     provider: Provider
 
 
-_registry: dict[str, Metric] = {}
-
-
-def register_metric(metric: Metric, *, replace: bool = False) -> Metric:
-    """Make ``metric`` known to rules, the evaluator and ``/metrics``."""
-    if metric.name in _registry and not replace and _registry[metric.name] != metric:
-        raise ValueError(f"metric {metric.name!r} is already registered")
-    _registry[metric.name] = metric
-    return metric
-
-
-def get_metric(name: str) -> Metric | None:
-    return _registry.get(name)
-
-
-def metrics() -> list[Metric]:
-    """Every registered metric, in registration order."""
-    return list(_registry.values())
-
-
-def metric_names() -> list[str]:
-    return list(_registry)
+def metric_table(*found: Metric) -> Mapping[str, Metric]:
+    """An immutable table of ``found`` by name, in order (a name twice is refused)."""
+    table: dict[str, Metric] = {}
+    for metric in found:
+        if metric.name in table:
+            raise ValueError(f"metric {metric.name!r} is named twice")
+        table[metric.name] = metric
+    return MappingProxyType(table)
 
 
 # job_figures results of the current measure() call, so the three job
@@ -108,28 +94,6 @@ async def _failure_rate(
     return None if rate is None else round(float(rate) * 100, 6)
 
 
-register_metric(
-    Metric("queue_backlog", "items", "pending jobs that are due", _from_jobs("backlog"))
-)
-register_metric(Metric("dead_letters", "items", "dead jobs", _from_jobs("dead")))
-register_metric(
-    Metric(
-        "job_failure_rate",
-        "percent",
-        "failed share of the attempts started in the last hour",
-        _failure_rate,
-    )
-)
-register_metric(
-    Metric(
-        "stuck_jobs",
-        "items",
-        "running jobs whose lease is missing or expired or whose deadline passed",
-        _from_jobs("stuck"),
-    )
-)
-
-
 async def _health_score(
     conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
 ) -> float | None:
@@ -137,11 +101,40 @@ async def _health_score(
     return float((await engine_health_score(conn, tenant_ids, now=now)).score)
 
 
-register_metric(
-    Metric("engine_health_score", "points", "engine health score (0-100)", _health_score)
-)
-
 HEALTH_SCORE = "engine_health_score"
+
+METRICS: Mapping[str, Metric] = metric_table(
+    Metric("queue_backlog", "items", "pending jobs that are due", _from_jobs("backlog")),
+    Metric("dead_letters", "items", "dead jobs", _from_jobs("dead")),
+    Metric(
+        "job_failure_rate",
+        "percent",
+        "failed share of the attempts started in the last hour",
+        _failure_rate,
+    ),
+    Metric(
+        "stuck_jobs",
+        "items",
+        "running jobs whose lease is missing or expired or whose deadline passed",
+        _from_jobs("stuck"),
+    ),
+    Metric(HEALTH_SCORE, "points", "engine health score (0-100)", _health_score),
+)
+"""Every metric rules, the evaluator and ``/metrics`` know, by name (an
+immutable table: a caller with other metrics passes its own table)."""
+
+
+def get_metric(name: str, table: Mapping[str, Metric] = METRICS) -> Metric | None:
+    return table.get(name)
+
+
+def metrics(table: Mapping[str, Metric] = METRICS) -> list[Metric]:
+    """Every metric of ``table``, in order."""
+    return list(table.values())
+
+
+def metric_names(table: Mapping[str, Metric] = METRICS) -> list[str]:
+    return list(table)
 
 
 async def measure(
@@ -149,6 +142,7 @@ async def measure(
     wanted: Sequence[tuple[str, str | None]],
     *,
     now: datetime,
+    table: Mapping[str, Metric] = METRICS,
 ) -> dict[tuple[str, str | None], float | None]:
     """The value of each distinct (metric, tenant) pair of ``wanted``
     (tenant None: overall), each computed once, all in ``conn``'s snapshot
@@ -157,7 +151,7 @@ async def measure(
     token = _figures.set({})
     try:
         for name, tenant in dict.fromkeys(wanted):
-            metric = _registry.get(name)
+            metric = table.get(name)
             if metric is None:
                 values[(name, tenant)] = None
                 continue

@@ -35,7 +35,7 @@ from flowledger.db.alert_schema import COMPARISONS, SEVERITIES
 from flowledger.db.alert_schema import workflow_alert_rules as rules
 from flowledger.errors import FlowledgerError, NotFoundError
 from flowledger.ops.alerts.metrics import get_metric, metric_names
-from flowledger.outbound.secrets import secret_box
+from flowledger.outbound.secrets import SecretBox, need_box
 from flowledger.outbound.ssrf import OutboundRefused, parse_target
 
 MAX_FOR_SECONDS = 7 * 86400
@@ -225,16 +225,23 @@ def _tenant_filter(tenants: Tenants) -> Any:
 
 
 async def create_rule(
-    conn: AsyncConnection, *, tenant: str | None, fields: RuleFields, actor: str, now: datetime
+    conn: AsyncConnection,
+    *,
+    tenant: str | None,
+    fields: RuleFields,
+    actor: str,
+    now: datetime,
+    box: SecretBox | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """Insert a rule; returns its row and the webhook secret when one was
-    generated (shown once)."""
+    generated (shown once; stored encrypted with ``box``, which a rule with a
+    webhook needs)."""
     values = _checked({k: v for k, v in fields.__dict__.items()})
     generated = None
     secret = fields.webhook_secret
     if values["webhook_url"] is not None and secret is None:
         secret = generated = secrets.token_urlsafe(32)
-    encrypted = None if secret is None else secret_box().encrypt(secret)
+    encrypted = None if secret is None else need_box(box).encrypt(secret)
     row = (
         (
             await conn.execute(
@@ -310,8 +317,10 @@ async def update_rule(
     *,
     now: datetime,
     tenants: Tenants,
+    box: SecretBox | None = None,
 ) -> dict[str, Any]:
-    """Apply ``changes`` (keys of :data:`EDITABLE`); returns the new row."""
+    """Apply ``changes`` (keys of :data:`EDITABLE`; a new webhook secret is
+    encrypted with ``box``); returns the new row."""
     unknown = set(changes) - EDITABLE
     if unknown:
         raise AlertRuleInvalid(f"cannot change {sorted(unknown)}", field=sorted(unknown)[0])
@@ -319,7 +328,7 @@ async def update_rule(
     values = _checked(changes)
     url = values.get("webhook_url", current["webhook_url"])
     if "webhook_secret" in changes and changes["webhook_secret"] is not None:
-        values["webhook_secret_encrypted"] = secret_box().encrypt(changes["webhook_secret"])
+        values["webhook_secret_encrypted"] = need_box(box).encrypt(changes["webhook_secret"])
     elif url is not None and current["webhook_secret_encrypted"] is None:
         raise AlertRuleInvalid(
             "a webhook needs a secret: give channels.webhook.secret",

@@ -6,15 +6,19 @@ the holder runs :func:`~flowledger.ops.alerts.evaluator.evaluate_once`. A
 leader that dies is replaced once its lease lapses; one that stops resigns
 (releases it) so another takes over at its next tick. Even overlapping
 leaders write each transition once (see the evaluator's conditional
-updates and UNIQUE events)."""
+updates and UNIQUE events). The metrics it reads are the table it is
+built with (:data:`~flowledger.ops.alerts.metrics.METRICS` by default)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import structlog
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.ops.alerts.evaluator import EvaluationSummary, evaluate_once
+from flowledger.ops.alerts.metrics import METRICS, Metric
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.services import LeaderService
 
@@ -34,9 +38,11 @@ class AlertEvaluator(LeaderService):
         interval_s: float,
         holder: str | None = None,
         elector: LeaderElector | None = None,
+        metrics: Mapping[str, Metric] = METRICS,
     ) -> None:
         super().__init__(db, interval_s, elector=elector, holder=holder)
         self.db, self.clock = db, clock
+        self.metrics = metrics
         self.last_summary: EvaluationSummary | None = None
 
     async def run_once(self) -> None:
@@ -45,7 +51,7 @@ class AlertEvaluator(LeaderService):
         if not leader:
             self.last_summary = None
             return
-        summary = await evaluate_once(self.db, self.clock)
+        summary = await evaluate_once(self.db, self.clock, metrics=self.metrics)
         self.last_summary = summary
         if summary.fired or summary.resolved:
             log.info(
