@@ -12,7 +12,8 @@ runs its job again, and a step's receipt is in the same WAL as its business
 write, SPEC L-14); the one exposure is an unsafe external call whose
 side-effect marker (L-17) was among the lost commits, which may be sent
 again — deployments that cannot accept that run PostgreSQL.
-PostgreSQL: psycopg 3 async with a connection pool, plus an
+PostgreSQL: psycopg 3 async with a connection pool (a connection idle in
+it is pinged before use: :mod:`flowledger.db.idle_ping`), plus an
 autocommit view of the same pool for single-statement hot paths (claim and
 batch settlement) that are atomic on their own.
 
@@ -36,6 +37,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.util.concurrency import in_greenlet
 
 from flowledger.db import wake
+from flowledger.db.idle_ping import ping_when_idle
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.sqlite_hotpath import SqliteHotPath
 from flowledger.db.urls import async_url, is_sqlite, libpq_conninfo
@@ -90,9 +92,8 @@ def _sqlite_session(engine: Engine, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_M
 
 
 def _postgres_engine(url: URL, pool_size: int) -> AsyncEngine:
-    engine = create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
-    )
+    engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    ping_when_idle(engine.sync_engine)  # not at every checkout: see db/idle_ping.py
     _close_without_greenlet(engine)
     return engine
 
