@@ -181,6 +181,19 @@ class LedgerDriver(Protocol):
     ) -> tuple[bool, Any]:
         """(found, result) of the committed receipt of a step."""
 
+    async def job_lock_fenced_receipt(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+    ) -> tuple[bool, Any]:
+        """:meth:`job_lock_fenced` and :meth:`receipt_get` in one round trip:
+        lock the job row if ``fence`` still owns it, else raise
+        LeaseLostError; (found, result) of the step's committed receipt."""
+
     async def receipt_put(
         self,
         conn: AsyncConnection,
