@@ -132,6 +132,47 @@ async def test_claim_leases_orders_and_records_attempts(
     assert await driver.jobs_claim(db, pool=LEDGER, limit=0, node_id="n1", now=clock.now()) == []
 
 
+CLAIM_TELLS_NEXT_DUE = {"sqlite-fast", "postgresql", "postgresql-fast"}
+
+
+async def test_claim_batch_reports_the_next_due_time(
+    driver: LedgerDriver, driver_kind: str, db: Database, clock: ManualClock
+) -> None:
+    """``jobs_claim_batch`` claims as ``jobs_claim`` does and, on the drivers
+    whose claim statement reads it, reports the earliest run_at of the pool's
+    pending jobs it did not claim (what ``jobs_next_due`` would answer after
+    the claim): another pool's jobs never count; None once nothing is pending."""
+    first = await _insert(driver, db, clock, priority=10)
+    second = await _insert(driver, db, clock, priority=20)
+    await _insert(driver, db, clock, type=CF_OUT.name)  # another pool, due now
+    later = await _insert(driver, db, clock, delay_ms=60_000)
+
+    async def claim(**kw: object):  # type: ignore[no-untyped-def]
+        args: dict[str, object] = {"pool": LEDGER, "limit": 10, "node_id": "n1"}
+        args.update(kw, now=clock.now())
+        batch = await checked(db, T.CLAIM, driver.jobs_claim_batch(db, **args))  # type: ignore[arg-type]
+        assert batch.next_due_known == (driver_kind in CLAIM_TELLS_NEXT_DUE)
+        if batch.next_due_known:
+            assert batch.next_due == await driver.jobs_next_due(db, pool=LEDGER)
+        return [c.id for c in batch.jobs], batch.next_due
+
+    ids, due = await claim(limit=1)  # saturated: the other due job is next
+    assert ids == [first]
+    if driver_kind in CLAIM_TELLS_NEXT_DUE:
+        assert due == (await job(db, second))["run_at"]
+    ids, due = await claim()
+    assert ids == [second]
+    if driver_kind in CLAIM_TELLS_NEXT_DUE:
+        assert due == clock.now() + timedelta(seconds=60)
+        assert due.utcoffset() == timedelta(0)
+    assert await claim() == ([], clock.now() + timedelta(seconds=60) if due else None)
+    _tick(clock, timedelta(seconds=61))
+    assert await claim(order="due") == ([later], None)
+    assert await claim() == ([], None)
+    empty = await driver.jobs_claim_batch(db, pool=LEDGER, limit=0, node_id="n1", now=clock.now())
+    assert empty.jobs == []
+
+
 async def test_concurrent_claims_never_share_a_job(
     driver: LedgerDriver, db: Database, clock: ManualClock
 ) -> None:
