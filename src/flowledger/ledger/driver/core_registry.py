@@ -55,6 +55,12 @@ _LOCK_FENCED_RECEIPT = (
     )
     .with_for_update(of=jobs)
 )
+# receipt_put's statements, built once (building ``insert().values(…)`` per
+# call cost ~0.1 ms of Python, twice per engine step through a delay)
+_PUT_RECEIPT = effects.insert()
+_CONFIRM_SIDE_EFFECT = (
+    update(jobs).where(jobs.c.id == bindparam("b_job_id")).values(side_effect_at=None)
+)
 
 
 class RegistryCore:
@@ -116,19 +122,18 @@ class RegistryCore:
     ) -> None:
         """The caller has locked the job row fenced (``job_lock_fenced``)."""
         await conn.execute(
-            effects.insert().values(
-                operation_key=operation_key,
-                step_key=step_key,
-                job_id=fence.job_id,
-                generation=fence.generation,
-                result=result,
-                created_at=now,
-            )
+            _PUT_RECEIPT,
+            {
+                "operation_key": operation_key,
+                "step_key": step_key,
+                "job_id": fence.job_id,
+                "generation": fence.generation,
+                "result": result,
+                "created_at": now,
+            },
         )
         if confirm_side_effect:
-            await conn.execute(
-                update(jobs).where(jobs.c.id == fence.job_id).values(side_effect_at=None)
-            )
+            await conn.execute(_CONFIRM_SIDE_EFFECT, {"b_job_id": fence.job_id})
 
     async def node_register(self, conn: AsyncConnection, node: NodeInfo, *, now: datetime) -> None:
         await conn.execute(
