@@ -208,3 +208,52 @@ async def test_a_job_due_later_starts_on_time_not_at_the_next_poll_L6(db: Databa
     (attempt,) = await attempt_rows(db, job_id)
     assert attempt.started_at >= enqueued_at + timedelta(milliseconds=400)
     assert attempt.started_at <= enqueued_at + timedelta(milliseconds=1500)
+
+
+async def test_a_job_due_later_starts_on_time_while_the_pool_runs_others_L6(
+    db: Database,
+) -> None:
+    """With a 30 s poll and no further hint, a job due in 0.4 s that arrives
+    together with a long-running job — one claim takes the long job, leaves
+    a slot free and must still know the delayed job's due time — starts when
+    it falls due, never early, while the long job still runs."""
+    from datetime import timedelta
+
+    from flowledger.clock import SystemClock
+    from tests.integration.ledger_helpers import attempt_rows
+
+    clock = SystemClock()
+    release = asyncio.Event()
+
+    async def long_running(ctx: JobContext) -> Any:
+        await release.wait()
+        return {"long": True}
+
+    async with running_worker(
+        db, clock, poll_interval_s=30.0, run_drain=False, listen=False
+    ) as run:
+        await wait_until(
+            lambda: all(p.claims >= 1 for p in run.worker.pools), what="the first claims"
+        )
+        enqueued_at = clock.now()
+        async with db.begin() as conn:  # one commit, one hint: one claim sees both
+            long_id = (
+                await enqueue(
+                    conn, JobSpec(type=SCRIPTED, payload=behave(long_running)), now=enqueued_at
+                )
+            ).job_id
+            delayed_id = (
+                await enqueue(
+                    conn,
+                    JobSpec(type=SCRIPTED, payload=behave(done), delay_ms=400),
+                    now=enqueued_at,
+                )
+            ).job_id
+        await wait_job(db, delayed_id, "succeeded", within=3.0)
+        (long_job,) = await attempt_rows(db, long_id)
+        assert long_job.finished_at is None  # the pool was busy with it throughout
+        release.set()
+        await wait_job(db, long_id, "succeeded", within=3.0)
+    (attempt,) = await attempt_rows(db, delayed_id)
+    assert attempt.started_at >= enqueued_at + timedelta(milliseconds=400)
+    assert attempt.started_at <= enqueued_at + timedelta(milliseconds=1500)

@@ -10,10 +10,12 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
+from flowledger.db.schema import workflow_jobs as jobs_table
 from flowledger.errors import InvalidStateError, LeaseLostError, NotFoundError
 from flowledger.ledger.driver import LedgerDriver
 from flowledger.ledger.models import Fence, JobSpec, NodeInfo, Outcome
@@ -128,6 +130,47 @@ async def test_claim_leases_orders_and_records_attempts(
     _tick(clock, timedelta(seconds=61))
     assert [c.id for c in await _claim(driver, db, clock, order="due", limit=1)] == [later]
     assert await driver.jobs_claim(db, pool=LEDGER, limit=0, node_id="n1", now=clock.now()) == []
+
+
+CLAIM_TELLS_NEXT_DUE = {"sqlite-fast", "postgresql", "postgresql-fast"}
+
+
+async def test_claim_batch_reports_the_next_due_time(
+    driver: LedgerDriver, driver_kind: str, db: Database, clock: ManualClock
+) -> None:
+    """``jobs_claim_batch`` claims as ``jobs_claim`` does and, on the drivers
+    whose claim statement reads it, reports the earliest run_at of the pool's
+    pending jobs it did not claim (what ``jobs_next_due`` would answer after
+    the claim): another pool's jobs never count; None once nothing is pending."""
+    first = await _insert(driver, db, clock, priority=10)
+    second = await _insert(driver, db, clock, priority=20)
+    await _insert(driver, db, clock, type=CF_OUT.name)  # another pool, due now
+    later = await _insert(driver, db, clock, delay_ms=60_000)
+
+    async def claim(**kw: object):  # type: ignore[no-untyped-def]
+        args: dict[str, object] = {"pool": LEDGER, "limit": 10, "node_id": "n1"}
+        args.update(kw, now=clock.now())
+        batch = await checked(db, T.CLAIM, driver.jobs_claim_batch(db, **args))  # type: ignore[arg-type]
+        assert batch.next_due_known == (driver_kind in CLAIM_TELLS_NEXT_DUE)
+        if batch.next_due_known:
+            assert batch.next_due == await driver.jobs_next_due(db, pool=LEDGER)
+        return [c.id for c in batch.jobs], batch.next_due
+
+    ids, due = await claim(limit=1)  # saturated: the other due job is next
+    assert ids == [first]
+    if driver_kind in CLAIM_TELLS_NEXT_DUE:
+        assert due == (await job(db, second))["run_at"]
+    ids, due = await claim()
+    assert ids == [second]
+    if driver_kind in CLAIM_TELLS_NEXT_DUE:
+        assert due == clock.now() + timedelta(seconds=60)
+        assert due.utcoffset() == timedelta(0)
+    assert await claim() == ([], clock.now() + timedelta(seconds=60) if due else None)
+    _tick(clock, timedelta(seconds=61))
+    assert await claim(order="due") == ([later], None)
+    assert await claim() == ([], None)
+    empty = await driver.jobs_claim_batch(db, pool=LEDGER, limit=0, node_id="n1", now=clock.now())
+    assert empty.jobs == []
 
 
 async def test_concurrent_claims_never_share_a_job(
@@ -448,6 +491,56 @@ async def test_receipts(driver: LedgerDriver, db: Database, clock: ManualClock) 
         {"r": 1},
     )
     assert (await job(db, claimed.id))["side_effect_at"] is None
+
+
+async def test_lock_fenced_receipt(driver: LedgerDriver, db: Database, clock: ManualClock) -> None:
+    """The fenced job lock and the receipt read in one call: (False, None)
+    before the receipt commits, its result after (a JSON null result is still
+    found), LeaseLostError for a stale fence or a passed deadline even when a
+    receipt exists."""
+    await _insert(driver, db, clock)
+    (claimed,) = await _claim(driver, db, clock)
+    key = claimed.operation_key
+
+    def lock(fence: Fence, step: str):  # type: ignore[no-untyped-def]
+        return in_tx(
+            db, lambda c: driver.job_lock_fenced_receipt(c, fence, key, step, now=clock.now())
+        )
+
+    assert await lock(claimed.fence, "s1") == (False, None)
+
+    async def put(conn: AsyncConnection) -> None:
+        found = await driver.job_lock_fenced_receipt(
+            conn, claimed.fence, key, "s1", now=clock.now()
+        )
+        assert found == (False, None)
+        await driver.receipt_put(conn, claimed.fence, key, "s1", {"r": 1}, now=clock.now())
+        await driver.receipt_put(conn, claimed.fence, key, "nothing", None, now=clock.now())
+
+    await in_tx(db, put)
+    if db.dialect == "postgresql":  # the job row is locked until the caller commits
+
+        async def held(conn: AsyncConnection) -> None:
+            await driver.job_lock_fenced_receipt(conn, claimed.fence, key, "s1", now=clock.now())
+            async with db.read() as other:
+                probe = select(jobs_table.c.id).where(jobs_table.c.id == claimed.id)
+                free = await other.execute(probe.with_for_update(skip_locked=True))
+                assert free.first() is None
+
+        await in_tx(db, held)
+    assert await lock(claimed.fence, "s1") == (True, {"r": 1})
+    assert await lock(claimed.fence, "nothing") == (True, None)
+    assert await lock(claimed.fence, "s2") == (False, None)
+    for bad in (
+        Fence(claimed.id, claimed.generation, "other-token", claimed.execution_id),
+        Fence(claimed.id, claimed.generation + 1, claimed.lease_token, claimed.execution_id),
+    ):
+        with pytest.raises(LeaseLostError):
+            await lock(bad, "s1")
+    _tick(clock, timedelta(milliseconds=CF_TYPE.execution_timeout_ms))  # deadline passed
+    with pytest.raises(LeaseLostError):
+        await lock(claimed.fence, "s1")
+    await driver.jobs_settle(db, [(claimed, Outcome.success())], now=clock.now())
 
 
 async def test_purge_settled_jobs(driver: LedgerDriver, db: Database, clock: ManualClock) -> None:

@@ -8,11 +8,16 @@ connection, :class:`PostgresFastLedger
 text per statement, two transports.
 
 Claim: ``WITH locked AS (SELECT … FOR UPDATE SKIP LOCKED LIMIT n), claimed AS
-(UPDATE … RETURNING …), attempts AS (INSERT INTO workflow_job_executions …)
-SELECT …`` — the claim, its lease and its attempt rows commit together and
-concurrent claimers skip each other's rows. Ordered by ``priority, run_at,
-id`` or, for the every-fourth "earliest due" claim, by ``run_at, id``; both
-served by partial indexes on pending rows.
+(UPDATE … RETURNING …), attempts AS (INSERT INTO workflow_job_executions …),
+next_due AS (earliest run_at … pending, not locked here) SELECT …`` — the
+claim, its lease and its attempt rows commit together and concurrent
+claimers skip each other's rows. Every row also carries the earliest
+``run_at`` of the pool's pending jobs this claim did not take (one row of
+NULL job columns when it took none), so the pool knows when to claim next
+without another round trip (issue 15 item 2); all CTEs read the statement's
+one snapshot, in which the locked rows are still pending, hence ``NOT IN``.
+Ordered by ``priority, run_at, id`` or, for the every-fourth "earliest due"
+claim, by ``run_at, id``; both served by partial indexes on pending rows.
 
 Settlement: the jobs still fenced by (id, generation, lease token, running)
 are locked in id order — the one order of every multi-row writer of
@@ -75,9 +80,13 @@ WITH locked AS (
         (job_id, generation, attempt, status, node_id, scheduled_at, started_at)
     SELECT id, generation, attempts, 'running', %(node)s, run_at, %(now)s FROM claimed
     RETURNING id AS execution_id, job_id
+), next_due AS (
+    SELECT (SELECT run_at FROM workflow_jobs
+            WHERE pool = %(pool)s AND status = 'pending' AND id NOT IN (SELECT id FROM locked)
+            ORDER BY run_at LIMIT 1) AS next_due
 )
-SELECT claimed.*, attempts.execution_id
-FROM claimed JOIN attempts ON attempts.job_id = claimed.id
+SELECT claimed.*, attempts.execution_id, next_due.next_due
+FROM next_due LEFT JOIN (claimed JOIN attempts ON attempts.job_id = claimed.id) ON true
 ORDER BY {outer_order}
 """
 

@@ -8,7 +8,9 @@ conformance suite runs both (``sqlite`` and ``sqlite-fast``).
 function here inside one ``BEGIN IMMEDIATE`` transaction on its
 :class:`~flowledger.db.sqlite_hotpath.SqliteHotPath` thread. SQLite has one
 writer at a time, so the claim needs no row locks: select the due
-candidates in claim order (the index that has the order, ``LIMIT``), lease
+candidates in claim order (the index that has the order, ``LIMIT``) and,
+in that statement, the earliest ``run_at`` of the pool's other pending jobs
+(when the pool is to claim next), lease
 them in one ``UPDATE … RETURNING`` (a fresh token and deadline each), add
 their attempt rows in one ``INSERT … SELECT … RETURNING``. Settlement: the
 jobs still fenced by (id, generation, lease token, running) → succeeded,
@@ -39,11 +41,18 @@ SKIPPED, SUCCEEDED = "skipped", "succeeded"  # attempt statuses
 _ORDERS = {"priority": "priority, run_at, id", "due": "run_at, id"}
 # ``coalesce`` keeps ``run_at`` out of the planner's index search: SQLite,
 # which keeps no statistics, then walks the index that has the claim's order
-# and stops after LIMIT rows instead of sorting every due row
+# and stops after LIMIT rows instead of sorting every due row. The last row
+# (id NULL) is the earliest run_at of the pool's pending jobs not among the
+# candidates: when the claim must look again, in the same statement (an
+# index walk in run_at order, not min(), which would read every pending row).
 _CANDIDATES = {
-    order: "SELECT id, execution_timeout_ms FROM workflow_jobs "
+    order: "WITH c AS MATERIALIZED (SELECT id, execution_timeout_ms FROM workflow_jobs "
     "WHERE pool = ? AND status = 'pending' AND coalesce(run_at, run_at) <= ? "
-    f"ORDER BY {columns} LIMIT ?"
+    f"ORDER BY {columns} LIMIT ?) "
+    "SELECT id, execution_timeout_ms, NULL FROM c UNION ALL "
+    "SELECT NULL, NULL, (SELECT run_at FROM workflow_jobs "
+    "WHERE pool = ? AND status = 'pending' AND id NOT IN (SELECT id FROM c) "
+    "ORDER BY run_at LIMIT 1)"
     for order, columns in _ORDERS.items()
 }
 
@@ -103,15 +112,19 @@ def claim(
     now: datetime,
     lease_ms: int,
     order: str,
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], datetime | None]:
     """pending → running for up to ``limit`` due jobs of ``pool``, one attempt
     row each: the claimed rows (``CLAIMED`` plus ``execution_id`` and
-    ``started_at``) in claim order."""
+    ``started_at``) in claim order, and the earliest ``run_at`` of the
+    pool's pending jobs not claimed (None: there is none)."""
     t = _types(conn)
     now_bound = t.job("run_at", now)
-    candidates = conn.exec_driver_sql(_CANDIDATES[order], (pool, now_bound, limit)).all()
+    found = conn.exec_driver_sql(_CANDIDATES[order], (pool, now_bound, limit, pool)).all()
+    candidates = [(job_id, timeout_ms) for job_id, timeout_ms, _ in found if job_id is not None]
+    due_raw = next((due for job_id, _, due in found if job_id is None), None)
+    next_due = None if due_raw is None else t.read["workflow_jobs.run_at"](due_raw)
     if not candidates:
-        return []
+        return [], next_due
     lease_until = now + timedelta(milliseconds=lease_ms)
     tokens: list[Any] = []
     deadlines: list[Any] = []
@@ -144,7 +157,7 @@ def claim(
     for row in rows:
         row["execution_id"] = execution_of[int(row["id"])]
         row["started_at"] = now
-    return rows
+    return rows, next_due
 
 
 def settle_successes(

@@ -82,6 +82,17 @@ class ClaimedJob:
 
 
 @dataclass(frozen=True)
+class ClaimBatch:
+    """What one claim answered: the jobs claimed and, when the claim's own
+    statement learned it (``next_due_known``), when the earliest pending job
+    of the pool beyond them falls due (None: no pending job)."""
+
+    jobs: list[ClaimedJob]
+    next_due: datetime | None = None
+    next_due_known: bool = False
+
+
+@dataclass(frozen=True)
 class SuccessRow:
     """One fenced success (or skip) of a batch settlement."""
 

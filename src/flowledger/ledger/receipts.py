@@ -2,7 +2,8 @@
 receipt in ``workflow_job_effects`` commit in one fenced transaction; a retry
 of the same operation finds the committed receipt and reuses its result
 instead of writing again. The receipts themselves are the ledger driver's
-(``receipt_get`` / ``receipt_put``); this module runs a step around them.
+(``job_lock_fenced_receipt`` — the fenced job lock and the receipt read in
+one statement — and ``receipt_put``); this module runs a step around them.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ async def run_step(
     async with db.begin() as conn:
         if lock_first is not None:
             await lock_first(conn)
-        await driver.job_lock_fenced(conn, fence, now=now())
-        found, result = await driver.receipt_get(conn, operation_key, step_key)
+        found, result = await driver.job_lock_fenced_receipt(
+            conn, fence, operation_key, step_key, now=now()
+        )
         if found:
             return result
         result = await fn(conn)

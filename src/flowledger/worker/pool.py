@@ -2,7 +2,9 @@
 it claims only when a slot is free, as many jobs as there are free slots,
 refills as soon as a slot frees, and otherwise sleeps until a wake hint, the
 earliest pending job's due time, or the poll interval (2 s), whichever is
-first. Every fourth claim orders by earliest due."""
+first. Every fourth claim orders by earliest due. Where the claim's own
+statement reports the pool's next due time (the fast paths), the pool sleeps
+on that instead of asking in another round trip (issue 15 item 2)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.ledger.claim import claim_order
 from flowledger.ledger.driver import ledger_driver
-from flowledger.ledger.models import ClaimedJob
+from flowledger.ledger.models import ClaimBatch, ClaimedJob
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
 from flowledger.worker.registry import HandlerRegistry
@@ -63,12 +65,12 @@ class PoolRunner:
                 free = self.config.slots - self.busy
                 wait_s = self.config.poll_interval_s
                 if free > 0 and self.settler.backlog < self.config.slots * 4:
-                    claimed = await self._claim(free)
-                    for job in claimed:
+                    batch = await self._claim(free)
+                    for job in batch.jobs:
                         self._spawn(job)
-                    if claimed and len(claimed) == free:
+                    if batch.jobs and len(batch.jobs) == free:
                         continue  # saturated: take the next batch as soon as slots free
-                    wait_s = await self._until_next_due(wait_s)
+                    wait_s = await self._until_next_due(wait_s, batch)
                 try:
                     async with asyncio.timeout(wait_s):
                         await self.poke.wait()
@@ -78,15 +80,17 @@ class PoolRunner:
             self.db.hub.unsubscribe(self.config.name, self.poke)
             await self.ledger.close()
 
-    async def _until_next_due(self, cap_s: float) -> float:
+    async def _until_next_due(self, cap_s: float, batch: ClaimBatch) -> float:
         """Seconds until the pool's earliest pending job falls due (at most
         ``cap_s``): a delay or a staggered replay starts on time, not at the
-        next poll."""
-        try:
-            due = await self.ledger.jobs_next_due(self.db, pool=self.config.name)
-        except Exception as exc:
-            log.warning("next_due_failed", pool=self.config.name, error=str(exc))
-            return cap_s
+        next poll. The claim's answer when it carried the time, else asked."""
+        due = batch.next_due
+        if not batch.next_due_known:
+            try:
+                due = await self.ledger.jobs_next_due(self.db, pool=self.config.name)
+            except Exception as exc:
+                log.warning("next_due_failed", pool=self.config.name, error=str(exc))
+                return cap_s
         if due is None:
             return cap_s
         return min(cap_s, max(MIN_WAIT_S, (due - self.clock.now()).total_seconds()))
@@ -94,10 +98,10 @@ class PoolRunner:
     def wake(self) -> None:
         self.poke.set()
 
-    async def _claim(self, free: int) -> list[ClaimedJob]:
+    async def _claim(self, free: int) -> ClaimBatch:
         order = claim_order(self.claims + 1)
         try:
-            claimed = await self.ledger.jobs_claim(
+            batch = await self.ledger.jobs_claim_batch(
                 self.db,
                 pool=self.config.name,
                 limit=free,
@@ -109,9 +113,9 @@ class PoolRunner:
         except Exception as exc:
             log.warning("claim_failed", pool=self.config.name, error=str(exc))
             await asyncio.sleep(min(self.config.poll_interval_s, 1.0))
-            return []
+            return ClaimBatch([])
         self.claims += 1
-        return claimed
+        return batch
 
     def _spawn(self, job: ClaimedJob) -> None:
         self.busy += 1

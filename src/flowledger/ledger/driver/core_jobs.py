@@ -41,6 +41,7 @@ from flowledger.ledger.driver.plans import (
 )
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import (
+    ClaimBatch,
     ClaimedJob,
     EnqueueResult,
     Fence,
@@ -267,6 +268,45 @@ class JobsCore:
             db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
         )
         return [to_claimed(row) for row in rows]
+
+    async def jobs_claim_batch(
+        self,
+        db: Database,
+        *,
+        pool: str,
+        limit: int,
+        node_id: str,
+        now: datetime,
+        order: str = "priority",
+        lease_ms: int = DEFAULT_LEASE_MS,
+    ) -> ClaimBatch:
+        """:meth:`jobs_claim` with the pool's next due time where
+        :meth:`_claim_rows_due` learns it in the claim's statement."""
+        if limit <= 0:
+            return ClaimBatch([])
+        rows, known, due = await self._claim_rows_due(
+            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
+        )
+        return ClaimBatch([to_claimed(row) for row in rows], next_due=due, next_due_known=known)
+
+    async def _claim_rows_due(
+        self,
+        db: Database,
+        *,
+        pool: str,
+        limit: int,
+        node_id: str,
+        now: datetime,
+        lease_ms: int,
+        order: str,
+    ) -> tuple[list[dict[str, Any]], bool, datetime | None]:
+        """(claimed rows, known, the earliest ``run_at`` of the pool's pending
+        rows not claimed): known only where an implementation reads it in the
+        claim's own statement — the portable claim does not."""
+        rows = await self._claim_rows(
+            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
+        )
+        return rows, False, None
 
     async def _claim_rows(
         self,

@@ -14,7 +14,7 @@ prepared statements. One statement per operation, two transports.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -79,11 +79,34 @@ class PostgresLedger(CoreLedger):
         lease_ms: int,
         order: str,
     ) -> list[dict[str, Any]]:
+        rows, _, _ = await self._claim_rows_due(
+            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
+        )
+        return rows
+
+    async def _claim_rows_due(
+        self,
+        db: Database,
+        *,
+        pool: str,
+        limit: int,
+        node_id: str,
+        now: datetime,
+        lease_ms: int,
+        order: str,
+    ) -> tuple[list[dict[str, Any]], bool, datetime | None]:
+        """The claim statement's rows (one with NULL job columns when none
+        was claimed) carry the pool's next due time."""
         params = claim_params(pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms)
-        rows = await self._run(db, CLAIM_SQL[order], params)
+        found = await self._run(db, CLAIM_SQL[order], params)
+        due: datetime | None = found[0]["next_due"] if found else None
+        if due is not None:
+            due = due.astimezone(UTC)
+        rows = [row for row in found if row["id"] is not None]
         for row in rows:
             row["started_at"] = now
-        return rows
+            del row["next_due"]
+        return rows, True, due
 
     async def _settle_successes(
         self, db: Database, rows: Sequence[SuccessRow], *, now: datetime

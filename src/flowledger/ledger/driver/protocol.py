@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.ledger.models import (
+    ClaimBatch,
     ClaimedJob,
     EnqueueResult,
     Fence,
@@ -64,6 +65,22 @@ class LedgerDriver(Protocol):
         lease_ms: int = ...,
     ) -> list[ClaimedJob]:
         """pending → running for up to ``limit`` due jobs of ``pool``, one attempt row each."""
+
+    async def jobs_claim_batch(
+        self,
+        db: Database,
+        *,
+        pool: str,
+        limit: int,
+        node_id: str,
+        now: datetime,
+        order: str = "priority",
+        lease_ms: int = ...,
+    ) -> ClaimBatch:
+        """:meth:`jobs_claim`, and — where the claim's own statement can tell
+        it (the PostgreSQL and SQLite fast paths) — when the earliest pending
+        job of ``pool`` not claimed by it falls due, so a pool need not ask
+        :meth:`jobs_next_due` in another round trip."""
 
     async def jobs_next_due(self, db: Database, *, pool: str) -> datetime | None:
         """When the earliest pending job of ``pool`` falls due."""
@@ -180,6 +197,19 @@ class LedgerDriver(Protocol):
         self, conn: AsyncConnection, operation_key: str, step_key: str
     ) -> tuple[bool, Any]:
         """(found, result) of the committed receipt of a step."""
+
+    async def job_lock_fenced_receipt(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+    ) -> tuple[bool, Any]:
+        """:meth:`job_lock_fenced` and :meth:`receipt_get` in one round trip:
+        lock the job row if ``fence`` still owns it, else raise
+        LeaseLostError; (found, result) of the step's committed receipt."""
 
     async def receipt_put(
         self,

@@ -49,7 +49,23 @@ class SqliteFastLedger(SqliteLedger):
         lease_ms: int,
         order: str,
     ) -> list[dict[str, Any]]:
-        return await self.hot.run(
+        rows, _, _ = await self._claim_rows_due(
+            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
+        )
+        return rows
+
+    async def _claim_rows_due(
+        self,
+        db: Database,
+        *,
+        pool: str,
+        limit: int,
+        node_id: str,
+        now: datetime,
+        lease_ms: int,
+        order: str,
+    ) -> tuple[list[dict[str, Any]], bool, datetime | None]:
+        rows, due = await self.hot.run(
             lambda conn: sqlite_ledger.claim(
                 conn,
                 pool=pool,
@@ -60,6 +76,7 @@ class SqliteFastLedger(SqliteLedger):
                 order=order,
             )
         )
+        return rows, True, due
 
     async def _settle_successes(
         self, db: Database, rows: Sequence[SuccessRow], *, now: datetime
