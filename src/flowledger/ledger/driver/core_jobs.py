@@ -262,12 +262,10 @@ class JobsCore:
         order: str = "priority",
         lease_ms: int = DEFAULT_LEASE_MS,
     ) -> list[ClaimedJob]:
-        if limit <= 0:
-            return []
-        rows = await self._claim_rows(
-            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
+        batch = await self.jobs_claim_batch(
+            db, pool=pool, limit=limit, node_id=node_id, now=now, order=order, lease_ms=lease_ms
         )
-        return [to_claimed(row) for row in rows]
+        return batch.jobs
 
     async def jobs_claim_batch(
         self,
@@ -301,32 +299,17 @@ class JobsCore:
         order: str,
     ) -> tuple[list[dict[str, Any]], bool, datetime | None]:
         """(claimed rows, known, the earliest ``run_at`` of the pool's pending
-        rows not claimed): known only where an implementation reads it in the
-        claim's own statement — the portable claim does not."""
-        rows = await self._claim_rows(
-            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
-        )
-        return rows, False, None
-
-    async def _claim_rows(
-        self,
-        db: Database,
-        *,
-        pool: str,
-        limit: int,
-        node_id: str,
-        now: datetime,
-        lease_ms: int,
-        order: str,
-    ) -> list[dict[str, Any]]:
-        """Select the candidates (row-locked, skipping locked rows where the
-        database has row locks), lease them, add one attempt row each — in one
-        transaction (:func:`.plans.claim_plan`)."""
+        rows not claimed). The portable claim selects the candidates
+        (row-locked, skipping locked rows where the database has row locks),
+        leases them and adds one attempt row each in one transaction
+        (:func:`.plans.claim_plan`); it does not read the next due time
+        (known False). Implementations that read it in the claim's own
+        statement override this."""
         plan = claim_plan(
             pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
         )
         async with db.begin() as conn:
-            return await run_async(conn, plan)
+            return await run_async(conn, plan), False, None
 
     async def jobs_next_due(self, db: Database, *, pool: str) -> datetime | None:
         """Served by the partial index ``ix_workflow_jobs_claim_due``."""

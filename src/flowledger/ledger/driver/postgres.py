@@ -68,22 +68,6 @@ class PostgresLedger(CoreLedger):
             result = await conn.exec_driver_sql(sql, params)
             return [dict(row._mapping) for row in result]
 
-    async def _claim_rows(
-        self,
-        db: Database,
-        *,
-        pool: str,
-        limit: int,
-        node_id: str,
-        now: datetime,
-        lease_ms: int,
-        order: str,
-    ) -> list[dict[str, Any]]:
-        rows, _, _ = await self._claim_rows_due(
-            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
-        )
-        return rows
-
     async def _claim_rows_due(
         self,
         db: Database,

@@ -38,22 +38,6 @@ class SqliteFastLedger(SqliteLedger):
     def __init__(self, hot: SqliteHotPath) -> None:
         self.hot = hot
 
-    async def _claim_rows(
-        self,
-        db: Database,
-        *,
-        pool: str,
-        limit: int,
-        node_id: str,
-        now: datetime,
-        lease_ms: int,
-        order: str,
-    ) -> list[dict[str, Any]]:
-        rows, _, _ = await self._claim_rows_due(
-            db, pool=pool, limit=limit, node_id=node_id, now=now, lease_ms=lease_ms, order=order
-        )
-        return rows
-
     async def _claim_rows_due(
         self,
         db: Database,
