@@ -153,11 +153,32 @@ def test_health_inspection_filters_links_and_saved_view(
     _pick(page, "health-view-select", "two hours, warnings")
     expect(page).to_have_url(re.compile(r"threshold=120&level=warning"))
     _expect_rows(page, api, thresholdMinutes=120, level="warning")
-    page.get_by_test_id("health-view-delete").click()
-    page.locator(".ant-popconfirm .ant-btn-primary").click()
+    _delete_view(page)
     expect(page).not_to_have_url(re.compile(r"view="))
     views = api.get("/views", params={"scope": "health"}).json()["items"]
     assert all(v["id"] != view["id"] for v in views)
+
+
+def _delete_view(page: Page) -> None:
+    """Delete the picked view through its confirmation. Once in a loaded CI
+    run the confirmation closed and no DELETE was sent (the view stayed in the
+    list for 20 s): the click never reached the OK button. The user would
+    open the confirmation again; the button is loading while its request runs,
+    so a second press cannot delete twice."""
+    for _ in range(2):
+        page.get_by_test_id("health-view-delete").click()
+        ok = page.get_by_test_id("health-view-delete-ok")
+        ok.wait_for()
+        try:
+            with page.expect_request(
+                lambda r: r.method == "DELETE" and "/api/workflows/views/" in r.url,
+                timeout=5000,
+            ):
+                ok.click()
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    raise AssertionError("the view's DELETE was never sent")
 
 
 def test_engine_tab_cards_charts_and_a_recovery_run(

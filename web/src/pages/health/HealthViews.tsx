@@ -61,7 +61,12 @@ export function HealthViews({ query, viewId, onPick }: { query: HealthQuery; vie
         }}
       />
       <Button onClick={() => setSaving(true)} data-testid="health-view-save">{t("views.saveAs")}</Button>
-      <Popconfirm title={t("views.confirmDelete")} disabled={viewId === null} onConfirm={() => viewId !== null && remove.mutate(viewId)}>
+      <Popconfirm
+        title={t("views.confirmDelete")}
+        disabled={viewId === null}
+        okButtonProps={{ "data-testid": "health-view-delete-ok" } as ButtonProps}
+        onConfirm={() => viewId !== null && remove.mutate(viewId)}
+      >
         <Button danger disabled={viewId === null} loading={remove.isPending} data-testid="health-view-delete">{t("common:delete")}</Button>
       </Popconfirm>
       <Modal
