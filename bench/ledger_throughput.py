@@ -58,7 +58,7 @@ from sqlalchemy import func, select, text
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import bench_handlers  # noqa: E402,F401  (registers the bench job types)
+import bench_handlers  # noqa: E402  (the bench job types)
 import sql_counts  # noqa: E402
 from flowledger.clock import SystemClock  # noqa: E402
 from flowledger.db import wake  # noqa: E402
@@ -94,7 +94,7 @@ async def bulk_enqueue(
     clock = SystemClock()
     specs = [
         JobSpec(
-            "bench_noop_ledger" if one_pool or i % 2 == 0 else "bench_noop_outbound",
+            bench_handlers.NOOP_LEDGER if one_pool or i % 2 == 0 else bench_handlers.NOOP_OUTBOUND,
             idempotency_key=f"bench-{i}" if keyed else None,
         )
         for i in range(n)
@@ -179,13 +179,13 @@ async def wake_latencies(db: Database, samples: int, *, same_process: bool) -> l
     for _ in range(samples):
         if same_process:
             async with db.begin() as conn:
-                job = await enqueue(conn, JobSpec("bench_wake"), now=clock.now())
+                job = await enqueue(conn, JobSpec(bench_handlers.WAKE), now=clock.now())
             t0 = time.time()  # committed; the pools run only once this coroutine waits
         else:
             async with db.engine.connect() as conn:
                 trans = await conn.begin()
                 wake.begin_tracking(conn)
-                job = await enqueue(conn, JobSpec("bench_wake"), now=clock.now())
+                job = await enqueue(conn, JobSpec(bench_handlers.WAKE), now=clock.now())
                 t0 = time.time()
                 await trans.commit()
         while True:

@@ -16,6 +16,8 @@ from flowledger.clock import Clock
 from flowledger.compensation.policies import compensation_hooks
 from flowledger.db.database import Database
 from flowledger.engine import Engine
+from flowledger.handlers import BUILTIN_JOB_TYPES
+from flowledger.ledger.types import JobTypeRegistry
 from flowledger.outbound.resources import Outbound
 from flowledger.outbound.secrets import SecretBox, box_from_settings
 from flowledger.runtime import Runtime, build_runtime
@@ -23,6 +25,15 @@ from flowledger.settings import get_settings
 from flowledger.worker.registry import Handler, HandlerRegistry
 
 TEST_HANDLERS = HandlerRegistry()
+
+
+def test_job_types() -> JobTypeRegistry:
+    """flowledger's own job types and those of the test modules' handlers —
+    what a test that enqueues a type by name resolves the name with."""
+    registry = JobTypeRegistry(BUILTIN_JOB_TYPES, pools=TEST_HANDLERS.job_types.pools)
+    for job_type in TEST_HANDLERS.job_types:
+        registry.register(job_type)
+    return registry
 
 
 def runtime_for(db: Database, clock: Clock | None = None, **options: Any) -> Runtime:

@@ -20,11 +20,13 @@ own database and clock::
 ``build_runtime(compensation=False)`` builds an engine without failure
 policies, and says so (``runtime.engine.hooks is NO_HOOKS``).
 
-The runtime holds the job-type registry (``runtime.job_types``) with the
+The runtime holds its own job-type registry (``runtime.job_types``): the
 pools of the settings (``FLOWLEDGER_POOLS``) and of ``build_runtime(pools=…)``
-(``flowledger worker --pool``) declared on it, before any handler module is
-imported; ``runtime.enqueue`` enqueues in a transaction of its own. See
-``docs/embedding.md``.
+(``flowledger worker --pool``) are declared on it before any handler module
+is imported, and every handler's type (flowledger's own, SPEC L-2, and the
+user's) is registered there as its handler is added. ``runtime.enqueue``
+enqueues in a transaction of its own and resolves job types given by name
+with that registry. See ``docs/embedding.md``.
 
 The settings are read from the environment only when none are given
 (:func:`~flowledger.settings.get_settings`, the process entry points' way);
@@ -49,7 +51,7 @@ from flowledger.handlers import builtin_handlers
 from flowledger.handlers.services import engine_services
 from flowledger.ledger.enqueue import enqueue_bulk
 from flowledger.ledger.models import EnqueueResult, JobSpec
-from flowledger.ledger.types import JobTypeRegistry, default_job_types
+from flowledger.ledger.types import JobTypeRegistry
 from flowledger.notify.sms import SmsGateway, gateway_from_settings
 from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings, get_settings
@@ -83,17 +85,21 @@ class Runtime:
     # the clock workers run on: None lets each worker take the database's
     # (PostgreSQL) or the system's (SQLite) — the handlers read ctx.clock
     worker_clock: Clock | None = None
-    # the job types and pools of the process (issue 16 item 3)
-    job_types: JobTypeRegistry = field(default_factory=default_job_types)
+    # the job types and pools this runtime knows: its handlers' (issue 16 item 3)
+    job_types: JobTypeRegistry = field(default_factory=JobTypeRegistry)
     # the web console's one-time login codes: the CLI mints, the API redeems
     login_codes: LoginCodes = field(default_factory=LoginCodes)
 
     async def enqueue(self, *specs: JobSpec) -> list[EnqueueResult]:
         """Enqueue ``specs`` in one transaction of their own (at the engine's
-        clock); to enqueue inside a transaction of yours, call
-        :func:`flowledger.ledger.enqueue.enqueue_bulk` with its connection."""
+        clock); a spec may name its type, which :attr:`job_types` resolves.
+        To enqueue inside a transaction of yours, call
+        :func:`flowledger.ledger.enqueue.enqueue_bulk` with its connection
+        (and ``job_types=runtime.job_types`` for types given by name)."""
         async with self.db.begin() as conn:
-            return await enqueue_bulk(conn, list(specs), now=self.clock.now())
+            return await enqueue_bulk(
+                conn, list(specs), now=self.clock.now(), job_types=self.job_types
+            )
 
     def maintenance_services(self, elector: LeaderElector) -> list[PeriodicService]:
         """The engine's maintenance services, gated by ``elector``."""
@@ -153,7 +159,7 @@ def build_runtime(
     the built-in slots); every pool of either is declared on the job-type
     registry before ``handler_modules`` are imported."""
     settings = settings or get_settings()
-    job_types = default_job_types()
+    job_types = JobTypeRegistry()
     worker_config = WorkerConfig.from_settings(settings)
     job_types.declare_pools(settings_pools(settings))
     if pools is not None:
@@ -168,8 +174,7 @@ def build_runtime(
         hooks = compensation_hooks(settings.admin_users) if compensation else NO_HOOKS
         engine = Engine(db, clock, hooks=hooks, settings=settings)
     outbound = Outbound(settings)
-    handlers = builtin_handlers(engine, settings, outbound)
-    handlers.job_types = job_types
+    handlers = builtin_handlers(engine, settings, outbound, job_types=job_types)
     if handler_modules:
         handlers.import_modules(handler_modules)
     if extra_handlers is not None:

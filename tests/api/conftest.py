@@ -30,6 +30,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import users
 from flowledger.engine import Engine
+from flowledger.ledger.types import JobTypeRegistry
 from tests.runtime_support import default_engine
 
 BASE = "/api/workflows"
@@ -178,6 +179,7 @@ def engine(db: Database, clock: ManualClock) -> Engine:
 
 
 _apps: list[FastAPI] = []
+_job_types: list[JobTypeRegistry] = []  # the first app's: its runtime's handlers' types
 
 
 @pytest.fixture
@@ -189,8 +191,9 @@ def app(db: Database, engine: Engine) -> FastAPI:
     installs. A test that changes the app itself builds its own."""
     if not _apps:
         _apps.append(create_app(db, engine=engine))
+        _job_types.append(_apps[0].state.api.job_types)
     app = _apps[0]
-    app.state.api = ApiContext(db=db, engine=engine)
+    app.state.api = ApiContext(db=db, engine=engine, job_types=_job_types[0])
     return app
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import insert
 
 from flowledger.db.engine_schema import workflow_trace
 from flowledger.db.schema import workflow_job_executions, workflow_jobs
+from flowledger.engine.job_types import TRIGGER_DISPATCH
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from tests.api.conftest import Api, People
@@ -188,7 +189,7 @@ async def _trigger_job(api: Api, iid: int) -> int:
         job = await enqueue(
             conn,
             JobSpec(
-                type="trigger_dispatch",
+                type=TRIGGER_DISPATCH,
                 payload={
                     "request": {
                         "url": "https://erp.example/api?token=abc123&x=1",

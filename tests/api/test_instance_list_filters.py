@@ -18,6 +18,7 @@ from sqlalchemy import update
 
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.db.schema import workflow_jobs
+from flowledger.engine.job_types import TRIGGER_DISPATCH
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from tests.api.conftest import Api, People, approval
@@ -136,7 +137,7 @@ async def test_has_error_from_the_instance_or_a_dead_job_O1(
         )
         job = await enqueue(
             conn,
-            JobSpec(type="trigger_dispatch", tenant_id="default", instance_id=w.c),
+            JobSpec(type=TRIGGER_DISPATCH, tenant_id="default", instance_id=w.c),
             now=api.clock.now(),
         )
         await conn.execute(

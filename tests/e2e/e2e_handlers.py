@@ -19,12 +19,15 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.ledger.types import JobType
+from flowledger.states import Pool
 from flowledger.worker import JobContext, job_handler
 
 JOB_TYPE = "e2e_write_row"
+WRITE_ROW = JobType(JOB_TYPE, Pool.LEDGER, max_attempts=5)  # as the test process enqueues it
 
 
-@job_handler(JOB_TYPE, max_attempts=5)
+@job_handler(WRITE_ROW)
 async def write_row(ctx: JobContext) -> Any:
     await asyncio.sleep(0.01)
 

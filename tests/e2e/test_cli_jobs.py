@@ -28,10 +28,11 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import JobSpec
-from flowledger.ledger.types import JobType, register_job_type
+from flowledger.ledger.types import JobType
 from flowledger.states import Pool
 
-NOOP = register_job_type(JobType("cli_jobs_noop", Pool.LEDGER.value)).name
+NOOP_TYPE = JobType("cli_jobs_noop", Pool.LEDGER.value)
+NOOP = NOOP_TYPE.name
 HANDLERS = f"""
 from flowledger.worker import job_handler
 
@@ -77,7 +78,7 @@ def seed(
         try:
             async with db.begin() as conn:
                 created = datetime.now(UTC) - timedelta(hours=1)
-                specs = [JobSpec(type=NOOP, tenant_id="default", trace_id="t-1")] * n
+                specs = [JobSpec(type=NOOP_TYPE, tenant_id="default", trace_id="t-1")] * n
                 ids = await enqueue_many(conn, specs, now=created)
                 await conn.execute(
                     update(jobs)

@@ -33,7 +33,7 @@ from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.enqueue import enqueue_bulk
 from flowledger.ledger.models import JobSpec
-from flowledger.ledger.types import JobType, default_job_types
+from flowledger.ledger.types import JobType
 from flowledger.ops.engine_diagnostics import engine_diagnostics
 from flowledger.ops.runtime_status import runtime_status
 from flowledger.settings import Settings
@@ -45,13 +45,9 @@ REPORTS, TICKS = 6, 40
 WORKER = [sys.executable, "-m", "flowledger", "worker", "--import", "pool_handlers"]
 
 
-def _register_types() -> None:
-    """The test process enqueues these types without importing the handlers."""
-    registry = default_job_types()
-    registry.declare_pools(["reports", "emails"])
-    registry.register(JobType(REPORT, "reports"))
-    registry.register(JobType(TICK, Pool.LEDGER))
-    registry.register(JobType(EMAIL, "emails"))
+# the test process enqueues these types without importing the handlers
+REPORT_TYPE, TICK_TYPE = JobType(REPORT, "reports"), JobType(TICK, Pool.LEDGER)
+EMAIL_TYPE = JobType(EMAIL, "emails")
 
 
 def _env(database_url: str, **extra: str) -> dict[str, str]:
@@ -111,14 +107,13 @@ def _max_overlap(intervals: list[tuple[float, float]]) -> int:
 async def test_a_user_pool_with_one_slot_runs_one_job_at_a_time(
     db: Database, db_url: str, tmp_path: Path
 ) -> None:
-    _register_types()
     log = tmp_path / "worker.log"
     proc = _start_worker(db_url, tmp_path, log)
     try:
         await _wait(db, proc, log, select(func.count()).select_from(nodes), 1)
         await asyncio.sleep(0.5)  # the pools have made their first claim and wait
-        specs = [JobSpec(REPORT) for _ in range(REPORTS)] + [JobSpec(EMAIL)]
-        specs += [JobSpec(TICK) for _ in range(TICKS)]
+        specs = [JobSpec(REPORT_TYPE) for _ in range(REPORTS)] + [JobSpec(EMAIL_TYPE)]
+        specs += [JobSpec(TICK_TYPE) for _ in range(TICKS)]
         async with db.begin() as conn:
             await enqueue_bulk(conn, specs, now=SystemClock().now())
         done = select(func.count()).where(jobs.c.status == "succeeded")

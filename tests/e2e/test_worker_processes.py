@@ -170,7 +170,7 @@ async def test_killed_worker_loses_no_job_and_writes_nothing_twice(
                 )
             )
             now = await db.now()
-            specs = [JobSpec(type=e2e_handlers.JOB_TYPE, payload={"n": n}) for n in range(JOBS)]
+            specs = [JobSpec(type=e2e_handlers.WRITE_ROW, payload={"n": n}) for n in range(JOBS)]
             assert len(await enqueue_many(conn, specs, now=now)) == JOBS
         for _ in range(3):
             workers.start()

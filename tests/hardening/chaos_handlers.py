@@ -21,13 +21,18 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.ledger.receipts import receipt_get
+from flowledger.ledger.types import JobType
+from flowledger.states import Pool
 from flowledger.worker import JobContext, job_handler
 
 INTERNAL = "chaos_internal"
 UNSAFE = "chaos_unsafe"
+# the types as the test process enqueues them (it imports this module, not its worker)
+INTERNAL_TYPE = JobType(INTERNAL, Pool.LEDGER, max_attempts=8)
+UNSAFE_TYPE = JobType(UNSAFE, Pool.LEDGER, max_attempts=8)
 
 
-@job_handler(INTERNAL, max_attempts=8)
+@job_handler(INTERNAL_TYPE)
 async def internal(ctx: JobContext) -> Any:
     await asyncio.sleep(0.1)  # long enough that the kills land mid-work
 
@@ -43,7 +48,7 @@ async def internal(ctx: JobContext) -> Any:
     return written
 
 
-@job_handler(UNSAFE, max_attempts=8)
+@job_handler(UNSAFE_TYPE)
 async def unsafe(ctx: JobContext) -> Any:
     # as the real outbound handlers do: a send already recorded (the job was
     # killed, or the database went away, between the record and the

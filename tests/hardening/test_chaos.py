@@ -151,7 +151,7 @@ async def test_chaos_kills_and_a_database_restart_lose_nothing_and_send_nothing_
         now = await db.now()
         specs = [  # interleaved: unsafe calls run throughout, kills included
             JobSpec(
-                type=chaos_handlers.UNSAFE if n % 7 == 6 else chaos_handlers.INTERNAL,
+                type=chaos_handlers.UNSAFE_TYPE if n % 7 == 6 else chaos_handlers.INTERNAL_TYPE,
                 payload={"n": n},
             )
             for n in range(INTERNAL_JOBS + UNSAFE_JOBS)

@@ -48,7 +48,7 @@ async def _prepare(cluster: Cluster) -> None:
 
 async def _enqueue(db: Database, n: int) -> None:
     async with db.begin() as conn:
-        specs = [JobSpec(type=e2e_handlers.JOB_TYPE, payload={"n": i}) for i in range(n)]
+        specs = [JobSpec(type=e2e_handlers.WRITE_ROW, payload={"n": i}) for i in range(n)]
         await enqueue_many(conn, specs, now=await db.now())
 
 

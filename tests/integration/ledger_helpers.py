@@ -17,35 +17,38 @@ from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_effects as effects
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.handlers import BUILTIN_JOB_TYPES
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import ClaimedJob, EnqueueResult, JobSpec, Outcome
 from flowledger.ledger.rescue import RescueReport, jobs_rescue
 from flowledger.ledger.settle import job_settle, jobs_settle_many
-from flowledger.ledger.types import JobType, register_job_type
+from flowledger.ledger.types import JobType, JobTypeRegistry
 from flowledger.states import Pool
 
 LEDGER = Pool.LEDGER.value
 OUTBOUND = Pool.OUTBOUND.value
 
 # A test type in the advancement pool with a small, known budget.
-TEST_TYPE = register_job_type(JobType("it_ledger_job", LEDGER, max_attempts=3))
+TEST_TYPE = JobType("it_ledger_job", LEDGER, max_attempts=3)
 # A test type whose budget is large enough to walk the whole backoff ladder.
-LONG_TYPE = register_job_type(JobType("it_ledger_long", LEDGER, max_attempts=10))
+LONG_TYPE = JobType("it_ledger_long", LEDGER, max_attempts=10)
 # A test type in the outbound pool.
-OUT_TYPE = register_job_type(JobType("it_ledger_out", OUTBOUND, max_attempts=3))
+OUT_TYPE = JobType("it_ledger_out", OUTBOUND, max_attempts=3)
+# what the helpers resolve a type given by name with: the test types and flowledger's own
+TEST_JOB_TYPES = JobTypeRegistry([*BUILTIN_JOB_TYPES, TEST_TYPE, LONG_TYPE, OUT_TYPE])
 
 
-async def add_job(db: Database, now: datetime, type: str = TEST_TYPE.name, **spec: Any) -> int:
+async def add_job(db: Database, now: datetime, type: str | JobType = TEST_TYPE, **spec: Any) -> int:
     """Enqueue one job in its own committed transaction; return its id."""
     return (await add_job_result(db, now, type, **spec)).job_id
 
 
 async def add_job_result(
-    db: Database, now: datetime, type: str = TEST_TYPE.name, **spec: Any
+    db: Database, now: datetime, type: str | JobType = TEST_TYPE, **spec: Any
 ) -> EnqueueResult:
     async with db.begin() as conn:
-        return await enqueue(conn, JobSpec(type=type, **spec), now=now)
+        return await enqueue(conn, JobSpec(type=type, **spec), now=now, job_types=TEST_JOB_TYPES)
 
 
 async def claim(

@@ -167,9 +167,7 @@ async def test_each_claim_gets_its_own_attempt_row_L1(db: Database, clock: Manua
 
 async def test_claim_limit_is_respected_L6(db: Database, clock: ManualClock) -> None:
     async with db.begin() as conn:
-        ids = await enqueue_many(
-            conn, [JobSpec(type=TEST_TYPE.name) for _ in range(7)], now=clock.now()
-        )
+        ids = await enqueue_many(conn, [JobSpec(type=TEST_TYPE) for _ in range(7)], now=clock.now())
     first = await claim(db, clock.now(), limit=3)
     assert [j.id for j in first] == ids[:3]
     assert await claim(db, clock.now(), limit=0) == []
@@ -200,7 +198,7 @@ async def test_concurrent_claimers_never_claim_twice_L7(
     total, claimers = 2_000, 8
     now = clock.now()
     async with db.begin() as conn:
-        await enqueue_many(conn, [JobSpec(type=TEST_TYPE.name) for _ in range(total)], now=now)
+        await enqueue_many(conn, [JobSpec(type=TEST_TYPE) for _ in range(total)], now=now)
     # one Database (engine and pool) per claimer: 8 distinct server connections
     databases = [Database(db_url, pool_size=1) for _ in range(claimers)]
     barrier = asyncio.Barrier(claimers)

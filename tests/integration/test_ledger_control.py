@@ -21,7 +21,9 @@ from sqlalchemy import func, select, text
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.errors import InvalidStateError
+from flowledger.handlers import BUILTIN_JOB_TYPES
 from flowledger.ledger.control import (
     job_cancel,
     job_retry,
@@ -32,7 +34,6 @@ from flowledger.ledger.control import (
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.fencing import job_mark_side_effect, jobs_renew_leases
 from flowledger.ledger.models import JobSpec, Outcome
-from flowledger.ledger.types import registered_job_types
 from tests.integration.ledger_helpers import (
     LEDGER,
     OUTBOUND,
@@ -61,7 +62,7 @@ BUILTIN = CLEANED | {
 
 
 def test_builtin_type_table_is_complete_L2() -> None:
-    assert {t.name for t in registered_job_types()} >= BUILTIN
+    assert {t.name for t in BUILTIN_JOB_TYPES} >= BUILTIN
     assert len(BUILTIN) == 11
 
 
@@ -98,7 +99,7 @@ async def _wait_for_lock_waiter(db: Database) -> None:
 async def test_concurrent_duplicate_enqueue_creates_one_row_L15(
     first_commits: bool, backend: str, db: Database, clock: ManualClock
 ) -> None:
-    spec = JobSpec(type=TEST_TYPE.name, idempotency_key="evt-1")
+    spec = JobSpec(type=TEST_TYPE, idempotency_key="evt-1")
     inserted, release = asyncio.Event(), asyncio.Event()
 
     async def first() -> int:
@@ -139,12 +140,12 @@ async def test_concurrent_duplicate_enqueue_creates_one_row_L15(
 
 async def _pause(db: Database, clock: ManualClock, instance: int = INSTANCE) -> list[int]:
     async with db.begin() as conn:
-        return await jobs_pause_for_instance(conn, instance, now=clock.now())
+        return await jobs_pause_for_instance(conn, instance, types=PAUSABLE_TYPES, now=clock.now())
 
 
 async def _resume(db: Database, clock: ManualClock, instance: int = INSTANCE) -> list[int]:
     async with db.begin() as conn:
-        return await jobs_resume_for_instance(conn, instance, now=clock.now())
+        return await jobs_resume_for_instance(conn, instance, types=PAUSABLE_TYPES, now=clock.now())
 
 
 async def test_pause_resume_keeps_remaining_time_L18(db: Database, clock: ManualClock) -> None:
@@ -239,7 +240,9 @@ async def test_cleanup_cancels_exactly_advancement_types_L22(
     ids = [running, pending, paused, dead, elsewhere]
     before = {i: await job_row(db, i) for i in ids}
     async with db.begin() as conn:
-        canceled = await jobs_cleanup_for_instance(conn, INSTANCE, now=clock.now())
+        canceled = await jobs_cleanup_for_instance(
+            conn, INSTANCE, types=CLEANUP_TYPES, now=clock.now()
+        )
     after = {i: await job_row(db, i) for i in ids}
     if job_type in CLEANED:
         assert canceled == [running, pending, paused]

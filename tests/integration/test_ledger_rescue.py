@@ -144,7 +144,7 @@ async def test_drain_hint_reaches_subscribers_L20_L8(db: Database, clock: Manual
 async def _enqueue(db: Database, clock: ManualClock, *, commit: bool) -> None:
     with pytest.raises(RuntimeError) if not commit else nullcontext():
         async with db.begin() as conn:
-            await enqueue(conn, JobSpec(type=TEST_TYPE.name), now=clock.now())
+            await enqueue(conn, JobSpec(type=TEST_TYPE), now=clock.now())
             if not commit:
                 raise RuntimeError("business check failed")
 
@@ -182,7 +182,7 @@ async def test_postgres_notify_is_coalesced_per_transaction_L8(
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
         await listener.execute(f"LISTEN {WAKE_CHANNEL}")
         async with db.begin() as conn:
-            for spec_type in (TEST_TYPE.name, TEST_TYPE.name, OUT_TYPE.name):
+            for spec_type in (TEST_TYPE, TEST_TYPE, OUT_TYPE):
                 await enqueue(conn, JobSpec(type=spec_type), now=clock.now())
         received = [n async for n in listener.notifies(timeout=5.0, stop_after=2)]
         assert sorted(n.payload for n in received) == [LEDGER, OUTBOUND]

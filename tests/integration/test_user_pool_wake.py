@@ -17,7 +17,6 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
-from flowledger.ledger.types import default_job_types
 from flowledger.worker.context import JobContext
 from tests.integration.ledger_helpers import job_row
 from tests.integration.worker_helpers import (
@@ -36,8 +35,8 @@ async def _woken(ctx: JobContext) -> Any:
     return {"pool": ctx.job.pool}
 
 
-default_job_types().declare_pools([POOL])  # as FLOWLEDGER_POOLS would, before registering
-USER_JOB = TEST_HANDLERS.register("it_user_pool_job", _woken, pool=POOL).job_type.name
+TEST_HANDLERS.job_types.declare_pools([POOL])  # as FLOWLEDGER_POOLS would, before registering
+USER_JOB = TEST_HANDLERS.register("it_user_pool_job", _woken, pool=POOL).job_type
 
 
 async def _enqueue(db: Database, clock: ManualClock, spec: JobSpec) -> int:

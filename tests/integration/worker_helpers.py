@@ -47,7 +47,7 @@ async def _scripted(ctx: JobContext) -> Any:
     return await BEHAVIOURS[ctx.payload["key"]](ctx)
 
 
-SCRIPTED = TEST_HANDLERS.register("wt_scripted", _scripted, max_attempts=3).job_type.name
+SCRIPTED = TEST_HANDLERS.register("wt_scripted", _scripted, max_attempts=3).job_type
 
 # Long intervals: the test drives the time-dependent services itself.
 QUIET: dict[str, Any] = {

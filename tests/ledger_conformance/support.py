@@ -13,13 +13,13 @@ from sqlalchemy import select
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.ledger.types import JobType, register_job_type
+from flowledger.ledger.types import JobType
 from flowledger.states import JobTransition, Pool, transition_allowed
 
 T = TypeVar("T")
 
-CF_TYPE = register_job_type(JobType("cf_ledger_job", Pool.LEDGER.value, max_attempts=3))
-CF_OUT = register_job_type(JobType("cf_ledger_out", Pool.OUTBOUND.value, max_attempts=3))
+CF_TYPE = JobType("cf_ledger_job", Pool.LEDGER.value, max_attempts=3)
+CF_OUT = JobType("cf_ledger_out", Pool.OUTBOUND.value, max_attempts=3)
 
 
 async def job_rows(db: Database) -> dict[int, dict[str, Any]]:

@@ -33,12 +33,12 @@ def _variety(suffix: str) -> list[JobSpec]:
     """Specs exercising every column a caller may set (and leave unset)."""
     due = datetime(2030, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
     return [
-        JobSpec(CF_TYPE.name),
-        JobSpec(CF_OUT.name, payload={"nested": {"list": [1, "two", None]}, "n": 1.5}),
-        JobSpec(CF_TYPE.name, run_at=due, priority=7, max_attempts=9),
-        JobSpec(CF_TYPE.name, delay_ms=1500, execution_timeout_ms=1234),
+        JobSpec(CF_TYPE),
+        JobSpec(CF_OUT, payload={"nested": {"list": [1, "two", None]}, "n": 1.5}),
+        JobSpec(CF_TYPE, run_at=due, priority=7, max_attempts=9),
+        JobSpec(CF_TYPE, delay_ms=1500, execution_timeout_ms=1234),
         JobSpec(
-            CF_OUT.name,
+            CF_OUT,
             idempotency_key=f"key-{suffix}",
             operation_key=f"op-{suffix}",
             trace_id=f"trace-{suffix}",
@@ -47,7 +47,7 @@ def _variety(suffix: str) -> list[JobSpec]:
             task_id=42,
             node_key="approve",
         ),
-        JobSpec(CF_TYPE.name, payload={"ü": 'ñ ✓ "quoted" {braces}', "back\\slash": ""}),
+        JobSpec(CF_TYPE, payload={"ü": 'ñ ✓ "quoted" {braces}', "back\\slash": ""}),
     ]
 
 
@@ -85,10 +85,10 @@ async def test_bulk_idempotency_keys_answer_as_one_by_one(
 ) -> None:
     now = clock.now()
     old = await in_tx(
-        db, lambda c: driver.job_insert(c, JobSpec(CF_TYPE.name, idempotency_key="k1"), now=now)
+        db, lambda c: driver.job_insert(c, JobSpec(CF_TYPE, idempotency_key="k1"), now=now)
     )
     keys = ["k1", "k2", None, "k2", "k3", None, "k1", "k3"]
-    specs = [JobSpec(CF_TYPE.name, idempotency_key=k, payload={"i": i}) for i, k in enumerate(keys)]
+    specs = [JobSpec(CF_TYPE, idempotency_key=k, payload={"i": i}) for i, k in enumerate(keys)]
     with statements(db) as seen:
         made = await in_tx(db, lambda c: driver.jobs_insert(c, specs, now=now))
     assert [r.created for r in made] == [False, True, True, False, True, True, False, False]
@@ -123,7 +123,7 @@ async def test_bulk_insert_statement_count_is_bounded(
     driver: LedgerDriver, db: Database, clock: ManualClock, driver_kind: str
 ) -> None:
     n = 2500
-    specs = [JobSpec(CF_TYPE.name if i % 2 else CF_OUT.name) for i in range(n)]
+    specs = [JobSpec(CF_TYPE if i % 2 else CF_OUT) for i in range(n)]
     with statements(db) as seen:
         made = await in_tx(db, lambda c: driver.jobs_insert(c, specs, now=clock.now()))
     assert len({r.job_id for r in made}) == n and all(r.created for r in made)
@@ -156,9 +156,9 @@ async def test_concurrent_bulk_inserts_keep_one_row_per_key(
     driver: LedgerDriver, db: Database, clock: ManualClock
 ) -> None:
     now = clock.now()
-    first = [JobSpec(CF_TYPE.name, idempotency_key=f"c{i:03}") for i in range(60)]
-    second = [JobSpec(CF_TYPE.name, idempotency_key=f"c{i:03}") for i in reversed(range(30, 90))]
-    second += [JobSpec(CF_TYPE.name) for _ in range(5)]
+    first = [JobSpec(CF_TYPE, idempotency_key=f"c{i:03}") for i in range(60)]
+    second = [JobSpec(CF_TYPE, idempotency_key=f"c{i:03}") for i in reversed(range(30, 90))]
+    second += [JobSpec(CF_TYPE) for _ in range(5)]
     inserted = asyncio.Event()
     release = asyncio.Event()
 
@@ -210,7 +210,7 @@ async def test_crossed_batches_do_not_deadlock(
     holding, release = asyncio.Event(), asyncio.Event()
 
     def spec(key: str) -> JobSpec:
-        return JobSpec(CF_TYPE.name, idempotency_key=key)
+        return JobSpec(CF_TYPE, idempotency_key=key)
 
     async def a() -> list[EnqueueResult]:
         async with db.begin() as conn:
@@ -239,7 +239,7 @@ async def test_bulk_wake_hints_only_after_commit(
 ) -> None:
     now = clock.now()
     ledger, outbound = db.hub.subscribe(LEDGER), db.hub.subscribe(OUTBOUND)
-    specs = [JobSpec(CF_TYPE.name), JobSpec(CF_OUT.name), JobSpec(CF_TYPE.name)]
+    specs = [JobSpec(CF_TYPE), JobSpec(CF_OUT), JobSpec(CF_TYPE)]
     with pytest.raises(RuntimeError):
         async with db.begin() as conn:
             await driver.jobs_insert(conn, specs, now=now)
@@ -272,13 +272,11 @@ async def test_bulk_wake_hints_only_after_commit(
 async def test_bulk_refuses_what_a_single_insert_refuses(
     driver: LedgerDriver, db: Database, clock: ManualClock
 ) -> None:
-    naive = JobSpec(CF_TYPE.name, run_at=datetime(2030, 1, 1))
+    naive = JobSpec(CF_TYPE, run_at=datetime(2030, 1, 1))
     with pytest.raises(Exception, match="naive datetimes"):
-        await in_tx(
-            db, lambda c: driver.jobs_insert(c, [JobSpec(CF_TYPE.name), naive], now=clock.now())
-        )
+        await in_tx(db, lambda c: driver.jobs_insert(c, [JobSpec(CF_TYPE), naive], now=clock.now()))
     if not db.is_sqlite:  # SQLite does not enforce VARCHAR lengths
-        too_long = JobSpec(CF_TYPE.name, idempotency_key="k" * 256)
+        too_long = JobSpec(CF_TYPE, idempotency_key="k" * 256)
         with pytest.raises(DBAPIError, match="too long"):
             await in_tx(db, lambda c: driver.jobs_insert(c, [too_long], now=clock.now()))
     assert await job_rows(db) == {}
@@ -292,10 +290,10 @@ async def test_public_enqueue_bulk_and_enqueue_many(
     now = clock.now()
     async with db.begin() as conn:
         made = await enqueue_bulk(
-            conn, [JobSpec(CF_TYPE.name, idempotency_key="p1"), JobSpec(CF_OUT.name)], now=now
+            conn, [JobSpec(CF_TYPE, idempotency_key="p1"), JobSpec(CF_OUT)], now=now
         )
         ids = await enqueue_many(
-            conn, [JobSpec(CF_TYPE.name, idempotency_key="p1"), JobSpec(CF_TYPE.name)], now=now
+            conn, [JobSpec(CF_TYPE, idempotency_key="p1"), JobSpec(CF_TYPE)], now=now
         )
     assert [r.created for r in made] == [True, True]
     assert ids[0] == made[0].job_id and ids[1] not in {r.job_id for r in made}

@@ -16,9 +16,18 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs_table
-from flowledger.errors import InvalidStateError, LeaseLostError, NotFoundError
+from flowledger.engine.job_types import (
+    ADVANCEMENT_TYPES,
+    CLEANUP_TYPES,
+    DELAY_WAKE,
+    EXTERNAL_DISPATCH,
+    PAUSABLE_TYPES,
+    TASK_TIMEOUT,
+)
+from flowledger.errors import InvalidStateError, LeaseLostError, NotFoundError, UnknownJobTypeError
 from flowledger.ledger.driver import LedgerDriver
 from flowledger.ledger.models import Fence, JobSpec, NodeInfo, Outcome
+from flowledger.ledger.types import JobTypeRegistry
 from flowledger.states import JobTransition, Pool
 from tests.ledger_conformance.support import (
     CF_OUT,
@@ -39,7 +48,7 @@ def _tick(clock: ManualClock, delta: timedelta) -> None:
 
 
 async def _insert(driver: LedgerDriver, db: Database, clock: ManualClock, **spec: object) -> int:
-    spec.setdefault("type", CF_TYPE.name)
+    spec.setdefault("type", CF_TYPE)
     result = await in_tx(db, lambda c: driver.job_insert(c, JobSpec(**spec), now=clock.now()))  # type: ignore[arg-type]
     return result.job_id
 
@@ -50,26 +59,57 @@ async def _claim(driver: LedgerDriver, db: Database, clock: ManualClock, **kw: o
     return await checked(db, T.CLAIM, driver.jobs_claim(db, **args))  # type: ignore[arg-type]
 
 
+async def test_a_type_given_by_name_is_resolved_by_the_callers_registry_only(
+    driver: LedgerDriver, db: Database, clock: ManualClock
+) -> None:
+    # the ledger knows no job type by name (issue 16 item 3): a name without
+    # a registry is refused and writes nothing, with one it is that type
+    for insert in (
+        lambda c: driver.job_insert(c, JobSpec(CF_TYPE.name), now=clock.now()),
+        lambda c: driver.jobs_insert(c, [JobSpec(CF_TYPE), JobSpec(CF_OUT.name)], now=clock.now()),
+    ):
+        with pytest.raises(UnknownJobTypeError) as caught:
+            await in_tx(db, insert)
+        assert caught.value.field == "type"
+    assert await job_rows(db) == {}
+    registry = JobTypeRegistry([CF_OUT])
+    made = await in_tx(
+        db,
+        lambda c: driver.jobs_insert(
+            c, [JobSpec(CF_OUT.name), JobSpec(CF_TYPE)], now=clock.now(), job_types=registry
+        ),
+    )
+    rows = await job_rows(db)
+    assert [(rows[r.job_id]["type"], rows[r.job_id]["pool"]) for r in made] == [
+        (CF_OUT.name, CF_OUT.pool),
+        (CF_TYPE.name, CF_TYPE.pool),
+    ]
+    assert rows[made[0].job_id]["max_attempts"] == CF_OUT.max_attempts
+    with pytest.raises(UnknownJobTypeError):  # a name the registry does not know
+        await in_tx(
+            db,
+            lambda c: driver.job_insert(
+                c, JobSpec(CF_TYPE.name), now=clock.now(), job_types=registry
+            ),
+        )
+
+
 async def test_insert_and_idempotency(
     driver: LedgerDriver, db: Database, clock: ManualClock
 ) -> None:
     first = await in_tx(
         db,
-        lambda c: driver.job_insert(
-            c, JobSpec(CF_TYPE.name, idempotency_key="k1"), now=clock.now()
-        ),
+        lambda c: driver.job_insert(c, JobSpec(CF_TYPE, idempotency_key="k1"), now=clock.now()),
     )
     again = await in_tx(
         db,
-        lambda c: driver.job_insert(
-            c, JobSpec(CF_TYPE.name, idempotency_key="k1"), now=clock.now()
-        ),
+        lambda c: driver.job_insert(c, JobSpec(CF_TYPE, idempotency_key="k1"), now=clock.now()),
     )
     assert first.created and not again.created and again.job_id == first.job_id
     made = await in_tx(
         db,
         lambda c: driver.jobs_insert(
-            c, [JobSpec(CF_TYPE.name, payload={"i": i}) for i in range(3)], now=clock.now()
+            c, [JobSpec(CF_TYPE, payload={"i": i}) for i in range(3)], now=clock.now()
         ),
     )
     ids = [r.job_id for r in made]
@@ -89,8 +129,8 @@ async def test_insert_and_idempotency(
         lambda c: driver.jobs_insert(
             c,
             [
-                JobSpec(CF_TYPE.name, idempotency_key="k1"),
-                JobSpec(CF_TYPE.name, idempotency_key="k2"),
+                JobSpec(CF_TYPE, idempotency_key="k1"),
+                JobSpec(CF_TYPE, idempotency_key="k2"),
             ],
             now=clock.now(),
         ),
@@ -105,7 +145,7 @@ async def test_claim_leases_orders_and_records_attempts(
     low = await _insert(driver, db, clock, priority=200)
     high = await _insert(driver, db, clock, priority=10, delay_ms=0)
     later = await _insert(driver, db, clock, delay_ms=60_000)
-    await _insert(driver, db, clock, type=CF_OUT.name)  # another pool
+    await _insert(driver, db, clock, type=CF_OUT)  # another pool
     claimed = await _claim(driver, db, clock, lease_ms=30_000)
     assert [c.id for c in claimed] == [high, low]  # priority order; not-due and other pool left
     first = claimed[0]
@@ -144,7 +184,7 @@ async def test_claim_batch_reports_the_next_due_time(
     the claim): another pool's jobs never count; None once nothing is pending."""
     first = await _insert(driver, db, clock, priority=10)
     second = await _insert(driver, db, clock, priority=20)
-    await _insert(driver, db, clock, type=CF_OUT.name)  # another pool, due now
+    await _insert(driver, db, clock, type=CF_OUT)  # another pool, due now
     later = await _insert(driver, db, clock, delay_ms=60_000)
 
     async def claim(**kw: object):  # type: ignore[no-untyped-def]
@@ -178,9 +218,7 @@ async def test_concurrent_claims_never_share_a_job(
 ) -> None:
     await in_tx(
         db,
-        lambda c: driver.jobs_insert(
-            c, [JobSpec(CF_TYPE.name) for _ in range(20)], now=clock.now()
-        ),
+        lambda c: driver.jobs_insert(c, [JobSpec(CF_TYPE) for _ in range(20)], now=clock.now()),
     )
     batches = await asyncio.gather(
         *(
@@ -374,16 +412,18 @@ async def test_manual_retry_and_cancel(
 async def test_pause_resume_and_cancel_for_instance(
     driver: LedgerDriver, db: Database, clock: ManualClock
 ) -> None:
-    waiting = await _insert(driver, db, clock, type="delay_wake", instance_id=7, delay_ms=60_000)
-    running = await _insert(driver, db, clock, type="delay_wake", instance_id=7)
-    unsafe = await _insert(driver, db, clock, type="external_dispatch", instance_id=7)
-    other = await _insert(driver, db, clock, type="delay_wake", instance_id=8)
+    waiting = await _insert(driver, db, clock, type=DELAY_WAKE, instance_id=7, delay_ms=60_000)
+    running = await _insert(driver, db, clock, type=DELAY_WAKE, instance_id=7)
+    unsafe = await _insert(driver, db, clock, type=EXTERNAL_DISPATCH, instance_id=7)
+    other = await _insert(driver, db, clock, type=DELAY_WAKE, instance_id=8)
     (run_claim,) = await _claim(driver, db, clock, limit=1)
     (unsafe_claim,) = await _claim(driver, db, clock, pool=Pool.OUTBOUND.value)
     await driver.job_mark_side_effect(db, unsafe_claim.fence, now=clock.now())
     _tick(clock, timedelta(seconds=10))
     paused = await checked(
-        db, T.PAUSE, in_tx(db, lambda c: driver.jobs_pause(c, 7, now=clock.now()))
+        db,
+        T.PAUSE,
+        in_tx(db, lambda c: driver.jobs_pause(c, 7, types=PAUSABLE_TYPES, now=clock.now())),
     )
     assert sorted(paused) == sorted([waiting, run_claim.id])
     rows = await job_rows(db)
@@ -395,16 +435,21 @@ async def test_pause_resume_and_cancel_for_instance(
     assert rows[other]["status"] == "pending"
     _tick(clock, timedelta(minutes=5))
     resumed = await checked(
-        db, T.RESUME, in_tx(db, lambda c: driver.jobs_resume(c, 7, now=clock.now()))
+        db,
+        T.RESUME,
+        in_tx(db, lambda c: driver.jobs_resume(c, 7, types=PAUSABLE_TYPES, now=clock.now())),
     )
     assert sorted(resumed) == sorted([waiting, running])
     assert (await job(db, waiting))["run_at"] == clock.now() + timedelta(seconds=50)
-    keep = await _insert(driver, db, clock, type="task_timeout", instance_id=7)
+    keep = await _insert(driver, db, clock, type=TASK_TIMEOUT, instance_id=7)
     canceled = await checked(
         db,
         T.CANCEL_FOR_INSTANCE,
         in_tx(
-            db, lambda c: driver.jobs_cancel_for_instance(c, 7, now=clock.now(), keep_job_id=keep)
+            db,
+            lambda c: driver.jobs_cancel_for_instance(
+                c, 7, types=CLEANUP_TYPES, now=clock.now(), keep_job_id=keep
+            ),
         ),
     )
     assert sorted(canceled) == sorted([waiting, running])
@@ -412,7 +457,7 @@ async def test_pause_resume_and_cancel_for_instance(
     listed = await in_tx(
         db,
         lambda c: driver.jobs_cancel_advancement(
-            c, 8, now=clock.now(), reason="jump", dry_run=True
+            c, 8, types=ADVANCEMENT_TYPES, now=clock.now(), reason="jump", dry_run=True
         ),
     )
     assert [item["jobId"] for item in listed] == [other] and (await job(db, other))[
@@ -421,7 +466,12 @@ async def test_pause_resume_and_cancel_for_instance(
     done = await checked(
         db,
         T.CANCEL_FOR_INSTANCE,
-        in_tx(db, lambda c: driver.jobs_cancel_advancement(c, 8, now=clock.now(), reason="jump")),
+        in_tx(
+            db,
+            lambda c: driver.jobs_cancel_advancement(
+                c, 8, types=ADVANCEMENT_TYPES, now=clock.now(), reason="jump"
+            ),
+        ),
     )
     assert [item["status"] for item in done] == ["pending"]
     assert (await job(db, other))["cancel_reason"] == "jump"

@@ -18,6 +18,7 @@ from sqlalchemy import delete
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_effects, workflow_job_executions, workflow_jobs
+from flowledger.engine.job_types import CLEANUP_TYPES, DELAY_WAKE, PAUSABLE_TYPES
 from flowledger.errors import InvalidStateError
 from flowledger.ledger.driver import LedgerDriver
 from flowledger.ledger.models import ClaimedJob, JobSpec, Outcome
@@ -135,7 +136,7 @@ class Run:
     async def _apply(self, op: tuple[Any, ...]) -> bool:
         name, now, driver, db = op[0], self.clock.now(), self.driver, self.db
         if name == "insert":
-            job_type = "delay_wake" if op[2] else CF_TYPE.name
+            job_type = DELAY_WAKE if op[2] else CF_TYPE
             specs = [JobSpec(job_type, instance_id=INSTANCE) for _ in range(op[1])]
             made = await in_tx(db, lambda c: driver.jobs_insert(c, specs, now=now))
             self.job_ids += [r.job_id for r in made]
@@ -171,11 +172,18 @@ class Run:
             except InvalidStateError:
                 return False
         elif name == "pause":
-            await in_tx(db, lambda c: driver.jobs_pause(c, INSTANCE, now=now))
+            await in_tx(db, lambda c: driver.jobs_pause(c, INSTANCE, types=PAUSABLE_TYPES, now=now))
         elif name == "resume":
-            await in_tx(db, lambda c: driver.jobs_resume(c, INSTANCE, now=now))
+            await in_tx(
+                db, lambda c: driver.jobs_resume(c, INSTANCE, types=PAUSABLE_TYPES, now=now)
+            )
         elif name == "cleanup":
-            await in_tx(db, lambda c: driver.jobs_cancel_for_instance(c, INSTANCE, now=now))
+            await in_tx(
+                db,
+                lambda c: driver.jobs_cancel_for_instance(
+                    c, INSTANCE, types=CLEANUP_TYPES, now=now
+                ),
+            )
         elif name == "rescue":
             await in_tx(db, lambda c: driver.jobs_rescue(c, now=now))
         return True

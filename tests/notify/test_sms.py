@@ -46,7 +46,7 @@ PAYLOAD = {"templateId": "TPL_1", "recipients": ["+8613800000000"], "fieldValues
 
 async def send_job(db: Database, clock: ManualClock) -> int:
     async with db.begin() as conn:
-        spec = JobSpec(type=SMS_SEND.job_type.name, payload=PAYLOAD)
+        spec = JobSpec(type=SMS_SEND.job_type, payload=PAYLOAD)
         return (await enqueue(conn, spec, now=clock.now())).job_id
 
 

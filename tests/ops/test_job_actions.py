@@ -21,6 +21,7 @@ from sqlalchemy import select
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.engine.job_types import PAUSABLE_TYPES
 from flowledger.errors import InvalidStateError, NotFoundError
 from flowledger.ledger.control import job_cancel, jobs_pause_for_instance, jobs_resume_for_instance
 from flowledger.ledger.models import Outcome
@@ -65,7 +66,9 @@ async def make_job(db: Database, clock: ManualClock, state: str, **spec: Any) ->
     if state == "paused":
         job_id = await add_job(db, clock.now(), "delay_wake", instance_id=INSTANCE, **spec)
         async with db.begin() as conn:
-            assert await jobs_pause_for_instance(conn, INSTANCE, now=clock.now()) == [job_id]
+            assert await jobs_pause_for_instance(
+                conn, INSTANCE, types=PAUSABLE_TYPES, now=clock.now()
+            ) == [job_id]
         return job_id
     job_id = await add_job(db, clock.now(), **spec)
     if state == "pending":
@@ -150,7 +153,7 @@ async def test_a_paused_job_refuses_retry_until_its_instance_resumes(
         await retry_job(db, job_id, now=clock.now())
     assert (await job_row(db, job_id)).status == "paused"
     async with db.begin() as conn:
-        await jobs_resume_for_instance(conn, INSTANCE, now=clock.now())
+        await jobs_resume_for_instance(conn, INSTANCE, types=PAUSABLE_TYPES, now=clock.now())
     assert (await job_row(db, job_id)).status == "pending"
 
 

@@ -37,7 +37,7 @@ from flowledger.ops.job_replay import batch_progress, replay, replay_preview
 from flowledger.worker import JobContext
 from flowledger.worker.worker import Worker
 from tests.dbutil import pg_database
-from tests.runtime_support import TEST_HANDLERS
+from tests.runtime_support import TEST_HANDLERS, test_job_types
 
 
 async def _noop(ctx: JobContext) -> dict[str, Any]:
@@ -61,7 +61,8 @@ async def dead_jobs(
     (a callable gets the index and returns the job's error)."""
     spec.setdefault("tenant_id", "default")
     async with db.begin() as conn:
-        ids = await enqueue_many(conn, [JobSpec(type=type, **spec) for _ in range(n)], now=now)
+        specs = [JobSpec(type=type, **spec) for _ in range(n)]
+        ids = await enqueue_many(conn, specs, now=now, job_types=test_job_types())
         for i, job_id in enumerate(ids):
             text = error(i) if callable(error) else error
             await conn.execute(

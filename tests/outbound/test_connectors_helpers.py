@@ -108,7 +108,7 @@ async def add_call(
     payload.setdefault("connector", "erp")
     async with db.begin() as conn:
         spec = JobSpec(
-            type=CALL.job_type.name, payload=payload, tenant_id=TENANT, instance_id=instance_id
+            type=CALL.job_type, payload=payload, tenant_id=TENANT, instance_id=instance_id
         )
         return (await enqueue(conn, spec, now=clock.now())).job_id
 

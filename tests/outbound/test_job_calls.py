@@ -67,7 +67,7 @@ HTTP_CALL = TEST_HANDLERS.register("ot_http_call", _http_call, pool=OUTBOUND, ma
 
 async def add_call(db: Database, clock: ManualClock, **payload: Any) -> int:
     async with db.begin() as conn:
-        spec = JobSpec(type=HTTP_CALL.job_type.name, payload=payload)
+        spec = JobSpec(type=HTTP_CALL.job_type, payload=payload)
         return (await enqueue(conn, spec, now=clock.now())).job_id
 
 

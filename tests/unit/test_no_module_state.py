@@ -76,12 +76,6 @@ IMMUTABLE_BASES = frozenset({"NamedTuple", "Enum", "StrEnum", "IntEnum", "Flag",
 ENVIRONMENT_READS = ("os.environ", "os.getenv", "Settings(", "get_settings")
 
 ALLOWED: dict[str, str] = {
-    # the process's job-type registry: the runtime holds it (runtime.job_types)
-    # and declares its pools on it, but it is still one object per process,
-    # because the driver's job insert looks a spec's type up from the
-    # connection alone (passing the registry into every enqueue is open work
-    # of issue 16 item 3)
-    "ledger/types.py: _PROCESS_REGISTRY": "the process's job-type registry",
     # the process entry point's settings, read once: the CLI and create_app's
     # default runtime build their Runtime from it, and tests override it with
     # the environment and get_settings.cache_clear(); nothing below the entry

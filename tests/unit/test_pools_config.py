@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from flowledger.errors import ConfigurationError
+from flowledger.handlers import BUILTIN_JOB_TYPES
 from flowledger.ledger.types import (
     BUILTIN_POOLS,
     JobType,
     JobTypeRegistry,
-    default_job_types,
     parse_pools,
 )
 from flowledger.runtime import build_runtime
@@ -93,7 +93,7 @@ def test_worker_config_checks_its_pools(pools: dict[str, int], message: str) -> 
 
 
 def test_a_type_naming_an_undeclared_pool_is_refused() -> None:
-    registry = JobTypeRegistry.builtin()
+    registry = JobTypeRegistry(BUILTIN_JOB_TYPES)
     assert registry.pools == frozenset(BUILTIN_POOLS)
     with pytest.raises(ConfigurationError) as caught:
         registry.register(JobType("unit_pool_report", "unit-reports"))
@@ -102,11 +102,11 @@ def test_a_type_naming_an_undeclared_pool_is_refused() -> None:
     assert "FLOWLEDGER_POOLS" in caught.value.message
     registry.declare_pools({"unit-reports": 1})
     assert registry.register(JobType("unit_pool_report", "unit-reports")).pool == "unit-reports"
-    assert "unit_pool_report" in registry and "unit_pool_report" not in default_job_types()
+    assert "unit_pool_report" in registry and "unit_pool_report" not in JobTypeRegistry()
 
 
 def test_define_handler_registers_with_the_given_registry() -> None:
-    registry = JobTypeRegistry.builtin(pools=["unit-mail"])
+    registry = JobTypeRegistry(BUILTIN_JOB_TYPES, pools=["unit-mail"])
     handlers = HandlerRegistry(job_types=registry)
     handler = handlers.register("unit_pool_mail", _noop, pool="unit-mail", max_attempts=2)
     assert (
@@ -126,11 +126,13 @@ def test_define_handler_registers_with_the_given_registry() -> None:
 def test_the_runtime_declares_the_settings_and_option_pools(tmp_path: Path) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'unused.db'}", pools="unit-emails=2")
     runtime = build_runtime(settings=settings, pools={"unit-only": 1, Pool.LEDGER.value: 2})
-    assert runtime.job_types is default_job_types()
     assert runtime.handlers.job_types is runtime.job_types
+    # the runtime's own registry: flowledger's types, its pools, nothing of another runtime's
+    assert {t.name for t in runtime.job_types} == {t.name for t in BUILTIN_JOB_TYPES}
     assert {"unit-emails", "unit-only"} <= runtime.job_types.pools
     assert runtime.worker_config.pools == {"unit-only": 1, Pool.LEDGER.value: 2}
     plain = build_runtime(settings=settings)
     assert plain.worker_config.pools["unit-emails"] == 2
     registered = runtime.handlers.register("unit_rt_emails", _noop, pool="unit-emails")
     assert runtime.job_types.get("unit_rt_emails") == registered.job_type
+    assert "unit_rt_emails" not in plain.job_types and "unit-only" not in plain.job_types.pools

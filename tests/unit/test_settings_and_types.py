@@ -6,16 +6,12 @@ from __future__ import annotations
 import pytest
 
 from flowledger.db.urls import async_url, libpq_conninfo
+from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.errors import ConfigurationError, UnknownJobTypeError
+from flowledger.handlers import BUILTIN_JOB_TYPES
 from flowledger.ledger.backoff import backoff_ms
 from flowledger.ledger.claim import claim_order
-from flowledger.ledger.types import (
-    CLEANUP_TYPES,
-    PAUSABLE_TYPES,
-    JobType,
-    get_job_type,
-    register_job_type,
-)
+from flowledger.ledger.types import JobType, JobTypeRegistry
 from flowledger.settings import DEFAULT_DATABASE_URL, Settings
 from flowledger.states import Pool
 
@@ -62,6 +58,7 @@ def test_settings_default_to_sqlite_and_read_the_environment(
 
 
 def test_builtin_types_sit_in_their_pools_L2() -> None:
+    get_job_type = JobTypeRegistry(BUILTIN_JOB_TYPES).get
     ledger = {
         "delay_wake",
         "task_timeout",
@@ -80,6 +77,7 @@ def test_builtin_types_sit_in_their_pools_L2() -> None:
     assert {name for name in ledger if get_job_type(name).pool == Pool.LEDGER} == ledger
     assert {name for name in outbound if get_job_type(name).pool == Pool.OUTBOUND} == outbound
     assert get_job_type("compensation_action").max_attempts == 4
+    assert {t.name for t in BUILTIN_JOB_TYPES} == ledger | outbound | {"alert_notification"}
 
 
 def test_cleanup_and_pause_scopes_L18_L22() -> None:
@@ -94,12 +92,13 @@ def test_cleanup_and_pause_scopes_L18_L22() -> None:
 
 
 def test_job_type_registry_refuses_conflicts_and_unknown_names() -> None:
-    register_job_type(JobType("unit_type_a", Pool.LEDGER, max_attempts=2))
-    register_job_type(JobType("unit_type_a", Pool.LEDGER, max_attempts=2))  # same: no-op
+    registry = JobTypeRegistry()
+    registry.register(JobType("unit_type_a", Pool.LEDGER, max_attempts=2))
+    registry.register(JobType("unit_type_a", Pool.LEDGER, max_attempts=2))  # same: no-op
     with pytest.raises(ConfigurationError):
-        register_job_type(JobType("unit_type_a", Pool.OUTBOUND, max_attempts=2))
+        registry.register(JobType("unit_type_a", Pool.OUTBOUND, max_attempts=2))
     with pytest.raises(UnknownJobTypeError):
-        get_job_type("unit_type_never_registered")
+        registry.get("unit_type_never_registered")
     with pytest.raises(ConfigurationError):
         JobType("unit_bad", Pool.LEDGER, max_attempts=0)
 

@@ -119,6 +119,7 @@ def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> F
         runtime_settings=runtime.settings,
         outbound=runtime.outbound,
         login_codes=runtime.login_codes,
+        job_types=runtime.job_types,
     )
     app.add_middleware(  # issue 17: the caps of the app's settings at each request
         InputGuardMiddleware,

@@ -1,6 +1,6 @@
 """The request-scoped dependencies shared by every router (STYLE:
 ``Annotated`` dependencies): the API context (database, engine, clock, the
-runtime's settings, outbound resources and console login codes) and the caller (see
+runtime's settings, outbound resources, console login codes and job types) and the caller (see
 :mod:`flowledger.api.auth`).
 
 :func:`~flowledger.api.app.create_app` builds the context from its runtime.
@@ -20,6 +20,7 @@ from fastapi import Depends, Request
 from flowledger.access.login_codes import LoginCodes
 from flowledger.db.database import Database
 from flowledger.engine import Engine
+from flowledger.ledger.types import JobTypeRegistry
 from flowledger.outbound.resources import Outbound
 from flowledger.outbound.secrets import SecretBox, box_from_settings
 from flowledger.settings import Settings, get_settings
@@ -32,6 +33,8 @@ class ApiContext:
     runtime_settings: Settings | None = None
     outbound: Outbound | None = None
     login_codes: LoginCodes = field(default_factory=LoginCodes)
+    # the runtime's job types (engine diagnostics lists them); none by hand
+    job_types: JobTypeRegistry = field(default_factory=JobTypeRegistry)
 
     @property
     def settings(self) -> Settings:

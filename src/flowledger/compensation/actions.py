@@ -27,8 +27,11 @@ from flowledger.definitions.model import CompensationAction
 from flowledger.engine.write_buffer import add_trace
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
+from flowledger.ledger.types import JobType
+from flowledger.states import Pool
 
 JOB_TYPE = "compensation_action"
+COMPENSATION_ACTION_TYPE = JobType(JOB_TYPE, Pool.OUTBOUND, max_attempts=4)
 DEFAULT_MAX_ATTEMPTS = 4  # C-5: maxRetries unset -> 3 retries after the first attempt
 SYSTEM = "system"
 
@@ -80,7 +83,7 @@ async def enqueue_action(
     result = await enqueue(
         conn,
         JobSpec(
-            type=JOB_TYPE,
+            type=COMPENSATION_ACTION_TYPE,
             payload={
                 "ticketId": ticket_id,
                 "instanceId": instance_id,

@@ -35,6 +35,7 @@ from sqlalchemy import func, select, update
 from flowledger.db.engine_schema import workflow_tasks, workflow_tokens, workflow_trace
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine import lifecycle, runner, write_buffer
+from flowledger.engine.job_types import ADVANCEMENT_TYPES
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import Token, create_token
 from flowledger.errors import ConflictError, FlowledgerError
@@ -296,6 +297,7 @@ async def force_jump(
     outcome.canceled_jobs = await jobs_cancel_advancement(
         step.conn,
         step.instance_id,
+        types=ADVANCEMENT_TYPES,
         now=step.now,
         reason=comment,
         task_ids=None if from_node is None else [int(t["id"]) for t in tasks],
@@ -361,6 +363,7 @@ async def skip_and_advance(step: Step, *, node_key: str, reason: str) -> Recover
     canceled = await jobs_cancel_advancement(
         step.conn,
         step.instance_id,
+        types=ADVANCEMENT_TYPES,
         now=step.now,
         reason=comment,
         task_ids=[int(t["id"]) for t in tasks],

@@ -6,6 +6,7 @@ transaction, and a parent's ``subprocess_join`` job when a child ends."""
 from __future__ import annotations
 
 from flowledger.engine.errors import InstanceStateError
+from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import close_open_tasks, create_task
 from flowledger.engine.tokens import consume_all_tokens, count_live_tokens, create_token
@@ -56,6 +57,7 @@ async def finish(
     canceled = await jobs_cleanup_for_instance(
         step.conn,
         step.instance_id,
+        types=CLEANUP_TYPES,
         now=step.now,
         reason=f"instance {status.value}",
         keep_job_id=step.job_id,
@@ -93,7 +95,11 @@ async def return_to_initiator(step: Step, reason: str | None) -> int:
     await consume_all_tokens(step)
     await flush_jobs(step.conn)
     await jobs_cleanup_for_instance(
-        step.conn, step.instance_id, now=step.now, reason="returned to initiator"
+        step.conn,
+        step.instance_id,
+        types=CLEANUP_TYPES,
+        now=step.now,
+        reason="returned to initiator",
     )
     start = step.defn.start_node()
     token = await create_token(step, start.key, [])
@@ -113,7 +119,9 @@ async def return_to_initiator(step: Step, reason: str | None) -> int:
 async def suspend(step: Step, reason: str | None) -> list[int]:
     require_status(step, InstanceStatus.RUNNING)
     await flush_jobs(step.conn)
-    paused = await jobs_pause_for_instance(step.conn, step.instance_id, now=step.now)
+    paused = await jobs_pause_for_instance(
+        step.conn, step.instance_id, types=PAUSABLE_TYPES, now=step.now
+    )
     await step.set_instance(status=InstanceStatus.SUSPENDED)
     await step.trace("instance_suspended", detail={"reason": reason, "pausedJobs": paused})
     await step.emit("instance.suspended", {"reason": reason})
@@ -123,7 +131,9 @@ async def suspend(step: Step, reason: str | None) -> list[int]:
 async def resume(step: Step) -> list[int]:
     require_status(step, InstanceStatus.SUSPENDED)
     await flush_jobs(step.conn)
-    resumed = await jobs_resume_for_instance(step.conn, step.instance_id, now=step.now)
+    resumed = await jobs_resume_for_instance(
+        step.conn, step.instance_id, types=PAUSABLE_TYPES, now=step.now
+    )
     await step.set_instance(status=InstanceStatus.RUNNING)
     await step.trace("instance_resumed", detail={"resumedJobs": resumed})
     await step.emit("instance.resumed", {})

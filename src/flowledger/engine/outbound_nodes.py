@@ -54,6 +54,7 @@ from flowledger.definitions.model import Node
 from flowledger.engine import callback_records, lifecycle, runner
 from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.forms import write_form
+from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.node_failures import NodeFailure, node_failed
 from flowledger.engine.outbound_requests import (
     HeaderInvalid,
@@ -89,7 +90,7 @@ async def _enqueue(
     result = await enqueue(
         step.conn,
         JobSpec(
-            type=job_type,
+            type=engine_job_type(job_type),
             payload=payload,
             max_attempts=max_attempts,
             idempotency_key=idempotency_key,

@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from flowledger.engine.async_steps import held_task
+from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.outbound_requests import (
     HeaderInvalid,
     render_call,
@@ -67,7 +68,7 @@ async def _enqueue(
     result = await enqueue(
         step.conn,
         JobSpec(
-            type=job_type,
+            type=engine_job_type(job_type),
             payload=payload,
             run_at=run_at,
             max_attempts=max_attempts,

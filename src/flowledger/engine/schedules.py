@@ -24,6 +24,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_schedules
+from flowledger.engine.job_types import SCHEDULE_LAUNCH
 from flowledger.errors import FlowledgerError, NotFoundError
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
@@ -124,7 +125,7 @@ async def launch_manually(conn: AsyncConnection, schedule: dict[str, Any], *, no
     result = await enqueue(
         conn,
         JobSpec(
-            type="schedule_launch",
+            type=SCHEDULE_LAUNCH,
             payload={"scheduleId": schedule["id"], "fireAt": now.isoformat(), "manual": True},
             tenant_id=schedule["tenant_id"],
             idempotency_key=f"schedule:{schedule['id']}:manual:{uuid.uuid4().hex}",
@@ -157,7 +158,7 @@ async def plan_due(conn: AsyncConnection, *, now: datetime, limit: int = 100) ->
         job = await enqueue(
             conn,
             JobSpec(
-                type="schedule_launch",
+                type=SCHEDULE_LAUNCH,
                 payload={"scheduleId": row["id"], "fireAt": fire_at.isoformat(), "manual": False},
                 tenant_id=row["tenant_id"],
                 run_at=fire_at,

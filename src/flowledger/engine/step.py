@@ -25,6 +25,7 @@ from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
 from flowledger.engine.hooks import EngineHooks
+from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.write_buffer import add_job, add_outbox, add_trace
 from flowledger.ledger.models import JobSpec
@@ -139,7 +140,7 @@ class Step:
         in the same step flushes first (:func:`~flowledger.engine.
         write_buffer.flush_jobs`)."""
         spec = JobSpec(
-            type=job_type,
+            type=engine_job_type(job_type),
             payload=payload or {},
             run_at=run_at,
             idempotency_key=idempotency_key,

@@ -39,8 +39,11 @@ from flowledger.events.automation_store import Rule, enabled_rules
 from flowledger.events.automation_templates import event_snapshot, system_values
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
+from flowledger.ledger.types import JobType
+from flowledger.states import Pool
 
 JOB_TYPE = "automation_action"
+AUTOMATION_ACTION_TYPE = JobType(JOB_TYPE, Pool.OUTBOUND)
 log = structlog.get_logger("flowledger.automation")
 
 
@@ -109,7 +112,7 @@ async def _enqueue_action(
     result = await enqueue(
         conn,
         JobSpec(
-            type=JOB_TYPE,
+            type=AUTOMATION_ACTION_TYPE,
             payload={
                 "ruleId": rule.id,
                 "ruleName": rule.name,

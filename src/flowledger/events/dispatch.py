@@ -39,7 +39,7 @@ from flowledger.events import hits, outbox
 from flowledger.events.automation import enqueue_automation
 from flowledger.events.automation_store import tenants_with_rules
 from flowledger.events.subscriptions import enabled_subscriptions, matches
-from flowledger.events.webhooks import WEBHOOK_DELIVERY, delivery_payload
+from flowledger.events.webhooks import WEBHOOK_DELIVERY, WEBHOOK_DELIVERY_TYPE, delivery_payload
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 
@@ -110,7 +110,7 @@ async def _fan_out(
         job = await enqueue(
             conn,
             JobSpec(
-                type=WEBHOOK_DELIVERY,
+                type=WEBHOOK_DELIVERY_TYPE,
                 payload=delivery_payload(event, subscription_id=subscription["id"], hit_id=hit_id),
                 idempotency_key=f"{WEBHOOK_DELIVERY}:{hit_id}",
                 trace_id=event["trace_id"],

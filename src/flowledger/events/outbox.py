@@ -28,11 +28,13 @@ from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
-from flowledger.states import JobStatus
+from flowledger.ledger.types import JobType
+from flowledger.states import JobStatus, Pool
 
 log = structlog.get_logger("flowledger.events")
 
 EVENT_DISPATCH = "event_dispatch"
+EVENT_DISPATCH_TYPE = JobType(EVENT_DISPATCH, Pool.OUTBOUND, max_attempts=10)
 MAX_CHAIN = 10
 _ACTIVE = frozenset({JobStatus.PENDING, JobStatus.RUNNING, JobStatus.PAUSED})
 _ORDER = (outbox.c.created_at, outbox.c.id)
@@ -76,7 +78,7 @@ async def ensure_dispatch_job(conn: AsyncConnection, *, now: datetime) -> int | 
         return None
     result = await enqueue(
         conn,
-        JobSpec(type=EVENT_DISPATCH, payload={"fromEventId": oldest}, idempotency_key=key),
+        JobSpec(type=EVENT_DISPATCH_TYPE, payload={"fromEventId": oldest}, idempotency_key=key),
         now=now,
     )
     return result.job_id if result.created else None
@@ -154,7 +156,10 @@ async def ensure_recovery_dispatch(
     result = await enqueue(
         conn,
         JobSpec(
-            type=EVENT_DISPATCH, payload={"fromEventId": oldest}, idempotency_key=key, run_at=run_at
+            type=EVENT_DISPATCH_TYPE,
+            payload={"fromEventId": oldest},
+            idempotency_key=key,
+            run_at=run_at,
         ),
         now=now,
     )

@@ -40,15 +40,18 @@ from flowledger.errors import PermanentError
 from flowledger.events import hits
 from flowledger.events.subscriptions import get_subscription, subscription_secret
 from flowledger.ledger.receipts import receipt_get
+from flowledger.ledger.types import JobType
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.outbound.resources import Outbound
 from flowledger.outbound.secrets import SecretUnreadable
 from flowledger.outbound.signing import sign_headers
+from flowledger.states import Pool
 from flowledger.worker.context import JobContext, Skip
 
 log = structlog.get_logger("flowledger.events")
 
 WEBHOOK_DELIVERY = "webhook_delivery"
+WEBHOOK_DELIVERY_TYPE = JobType(WEBHOOK_DELIVERY, Pool.OUTBOUND, max_attempts=8)
 EVENT_HEADER = "X-Flowledger-Event"
 DELIVERY_HEADER = "X-Flowledger-Delivery"
 DELIVERED_STEP = "webhook_delivered"

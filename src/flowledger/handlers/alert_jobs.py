@@ -35,7 +35,7 @@ from flowledger.ledger.receipts import receipt_get
 from flowledger.notify.email import send_email
 from flowledger.notify.messages import post_message
 from flowledger.ops.alerts import notices
-from flowledger.ops.alerts.evaluator import ALERT_NOTIFICATION
+from flowledger.ops.alerts.evaluator import ALERT_NOTIFICATION_TYPE
 from flowledger.ops.alerts.rules import get_rule
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.outbound.resources import Outbound
@@ -143,4 +143,4 @@ def handlers(settings: Settings, outbound: Outbound) -> list[Handler]:
     async def handler(ctx: JobContext) -> Any:
         return await alert_notification(ctx, settings, outbound)
 
-    return [define_handler(ALERT_NOTIFICATION, handler)]
+    return [define_handler(ALERT_NOTIFICATION_TYPE, handler)]

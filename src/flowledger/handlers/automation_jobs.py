@@ -7,11 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from flowledger.engine.facade import Engine
-from flowledger.events.automation import JOB_TYPE
+from flowledger.events.automation import AUTOMATION_ACTION_TYPE
 from flowledger.events.automation_actions import run_automation_action
 from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
-from flowledger.states import Pool
 from flowledger.worker import JobContext
 from flowledger.worker.registry import Handler, define_handler
 
@@ -22,4 +21,4 @@ def handlers(engine: Engine, settings: Settings, outbound: Outbound) -> list[Han
     async def automation_action(ctx: JobContext) -> Any:
         return await run_automation_action(ctx, engine=engine, settings=settings, outbound=outbound)
 
-    return [define_handler(JOB_TYPE, automation_action, pool=Pool.OUTBOUND)]
+    return [define_handler(AUTOMATION_ACTION_TYPE, automation_action)]

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.compensation import runners
-from flowledger.compensation.actions import JOB_TYPE
+from flowledger.compensation.actions import COMPENSATION_ACTION_TYPE
 from flowledger.compensation.tickets import add_log, get_ticket, set_action_status
 from flowledger.db.compensation_schema import ActionStatus, LogKind
 from flowledger.definitions.model import CompensationAction
@@ -194,4 +194,4 @@ def handlers(engine: Engine, settings: Settings, outbound: Outbound) -> list[Han
     async def action(ctx: JobContext, engine: Engine) -> Any:
         return await compensation_action(ctx, engine, settings, outbound)
 
-    return [define_handler(JOB_TYPE, bind(engine, action))]
+    return [define_handler(COMPENSATION_ACTION_TYPE, bind(engine, action))]

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.engine import async_steps, schedules
 from flowledger.engine.facade import Engine
 from flowledger.engine.instances import start_instance
+from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.step import FirstLock, Step
 from flowledger.errors import PermanentError
 from flowledger.worker import JobContext, Skip
@@ -132,7 +133,7 @@ def bind(engine: Engine, fn: EngineJobFn) -> HandlerFn:
 def handlers(engine: Engine) -> list[Handler]:
     """The engine's advancement handlers, bound to ``engine``."""
     return [
-        define_handler(name, bind(engine, fn))
+        define_handler(engine_job_type(name), bind(engine, fn))
         for name, fn in {
             "delay_wake": delay_wake,
             "task_timeout": task_timeout,

@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.events.dispatch import dispatch_pending
-from flowledger.events.outbox import EVENT_DISPATCH
-from flowledger.events.webhooks import WEBHOOK_DELIVERY, deliver_webhook
+from flowledger.events.outbox import EVENT_DISPATCH, EVENT_DISPATCH_TYPE
+from flowledger.events.webhooks import WEBHOOK_DELIVERY_TYPE, deliver_webhook
 from flowledger.outbound.resources import Outbound
 from flowledger.worker import JobContext, Skip
 from flowledger.worker.registry import Handler, define_handler
@@ -39,6 +39,6 @@ def handlers(outbound: Outbound) -> list[Handler]:
         return await deliver_webhook(ctx, outbound)
 
     return [
-        define_handler(EVENT_DISPATCH, event_dispatch),
-        define_handler(WEBHOOK_DELIVERY, webhook_delivery),
+        define_handler(EVENT_DISPATCH_TYPE, event_dispatch),
+        define_handler(WEBHOOK_DELIVERY_TYPE, webhook_delivery),
     ]

@@ -56,6 +56,7 @@ from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.engine import outbound_nodes, trigger_results
 from flowledger.engine.async_steps import held_task
 from flowledger.engine.facade import DEFAULT_TENANT, Engine
+from flowledger.engine.job_types import EXTERNAL_DISPATCH, TRIGGER_DISPATCH
 from flowledger.engine.node_failures import NodeFailure
 from flowledger.engine.step import FirstLock, Step
 from flowledger.engine.tasks import SYSTEM
@@ -356,6 +357,6 @@ def handlers(engine: Engine, settings: Settings, outbound: Outbound) -> list[Han
         return await external_dispatch(ctx, engine, settings, outbound)
 
     return [
-        define_handler("trigger_dispatch", bind(engine, trigger)),
-        define_handler("external_dispatch", bind(engine, external)),
+        define_handler(TRIGGER_DISPATCH, bind(engine, trigger)),
+        define_handler(EXTERNAL_DISPATCH, bind(engine, external)),
     ]

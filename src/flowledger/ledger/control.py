@@ -6,6 +6,7 @@ advancement cancel of a force jump, manual retry and cancel (L-5, L-9, L-24)
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -15,30 +16,31 @@ from flowledger.ledger.driver import ledger_for
 
 
 async def jobs_pause_for_instance(
-    conn: AsyncConnection, instance_id: int, *, now: datetime
+    conn: AsyncConnection, instance_id: int, *, types: Collection[str], now: datetime
 ) -> list[int]:
-    """Pause the instance's pausable jobs; returns the paused ids."""
-    return await ledger_for(conn).jobs_pause(conn, instance_id, now=now)
+    """Pause the instance's jobs of ``types``; returns the paused ids."""
+    return await ledger_for(conn).jobs_pause(conn, instance_id, types=types, now=now)
 
 
 async def jobs_resume_for_instance(
-    conn: AsyncConnection, instance_id: int, *, now: datetime
+    conn: AsyncConnection, instance_id: int, *, types: Collection[str], now: datetime
 ) -> list[int]:
-    """Reschedule the instance's paused jobs with their saved remainder."""
-    return await ledger_for(conn).jobs_resume(conn, instance_id, now=now)
+    """Reschedule the instance's paused jobs of ``types`` with their saved remainder."""
+    return await ledger_for(conn).jobs_resume(conn, instance_id, types=types, now=now)
 
 
 async def jobs_cleanup_for_instance(
     conn: AsyncConnection,
     instance_id: int,
     *,
+    types: Collection[str],
     now: datetime,
     reason: str = "instance ended",
     keep_job_id: int | None = None,
 ) -> list[int]:
-    """SPEC L-22: cancel the advancement jobs that could still wake."""
+    """SPEC L-22: cancel the instance's jobs of ``types`` that could still wake."""
     return await ledger_for(conn).jobs_cancel_for_instance(
-        conn, instance_id, now=now, reason=reason, keep_job_id=keep_job_id
+        conn, instance_id, types=types, now=now, reason=reason, keep_job_id=keep_job_id
     )
 
 
@@ -65,12 +67,19 @@ async def jobs_cancel_advancement(
     conn: AsyncConnection,
     instance_id: int,
     *,
+    types: Collection[str],
     now: datetime,
     reason: str,
     task_ids: list[int] | None = None,
     dry_run: bool = False,
 ) -> list[dict[str, Any]]:
-    """Cancel the instance's advancement jobs (all, or of ``task_ids``)."""
+    """Cancel the instance's jobs of ``types`` (all, or of ``task_ids``)."""
     return await ledger_for(conn).jobs_cancel_advancement(
-        conn, instance_id, now=now, reason=reason, task_ids=task_ids, dry_run=dry_run
+        conn,
+        instance_id,
+        types=types,
+        now=now,
+        reason=reason,
+        task_ids=task_ids,
+        dry_run=dry_run,
     )

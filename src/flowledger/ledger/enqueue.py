@@ -15,22 +15,36 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.ledger.driver import ledger_for
 from flowledger.ledger.models import EnqueueResult, JobSpec, new_key
+from flowledger.ledger.types import JobTypeRegistry
 
 __all__ = ["EnqueueResult", "JobSpec", "enqueue", "enqueue_bulk", "enqueue_many", "new_key"]
 
 
-async def enqueue(conn: AsyncConnection, spec: JobSpec, *, now: datetime) -> EnqueueResult:
+async def enqueue(
+    conn: AsyncConnection,
+    spec: JobSpec,
+    *,
+    now: datetime,
+    job_types: JobTypeRegistry | None = None,
+) -> EnqueueResult:
     """Enqueue one job in the caller's transaction; an idempotencyKey that
-    already names a job returns that job with ``created=False``."""
-    return await ledger_for(conn).job_insert(conn, spec, now=now)
+    already names a job returns that job with ``created=False``. A spec whose
+    type is a name is resolved with ``job_types`` (refused without one)."""
+    return await ledger_for(conn).job_insert(conn, spec, now=now, job_types=job_types)
 
 
 async def enqueue_bulk(
-    conn: AsyncConnection, specs: Sequence[JobSpec], *, now: datetime
+    conn: AsyncConnection,
+    specs: Sequence[JobSpec],
+    *,
+    now: datetime,
+    job_types: JobTypeRegistry | None = None,
 ) -> list[EnqueueResult]:
     """Enqueue many jobs in the caller's transaction, in a few statements.
 
-    Each row is exactly what :func:`enqueue` would write for its spec, and
+    A spec's type is its :class:`~flowledger.ledger.types.JobType`, or a
+    name that ``job_types`` knows. Each row is exactly what :func:`enqueue`
+    would write for its spec, and
     the answer is one :class:`EnqueueResult` per spec, in order, exactly as
     calling :func:`enqueue` for each spec in turn would give: an
     idempotencyKey that already names a job — in the table, committed by a
@@ -46,11 +60,16 @@ async def enqueue_bulk(
     a few thousand specs; a transaction holding many more keeps its locks
     (on SQLite: the database's write lock) for as long as it runs.
     """
-    return await ledger_for(conn).jobs_insert(conn, specs, now=now)
+    return await ledger_for(conn).jobs_insert(conn, specs, now=now, job_types=job_types)
 
 
 async def enqueue_many(
-    conn: AsyncConnection, specs: Sequence[JobSpec], *, now: datetime
+    conn: AsyncConnection,
+    specs: Sequence[JobSpec],
+    *,
+    now: datetime,
+    job_types: JobTypeRegistry | None = None,
 ) -> list[int]:
     """:func:`enqueue_bulk` answering only the job ids (kept for existing callers)."""
-    return [result.job_id for result in await enqueue_bulk(conn, specs, now=now)]
+    results = await enqueue_bulk(conn, specs, now=now, job_types=job_types)
+    return [result.job_id for result in results]

@@ -12,6 +12,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from flowledger.ledger.types import JobType
+
 
 def new_key() -> str:
     """A fresh operationKey / traceId."""
@@ -20,9 +22,11 @@ def new_key() -> str:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A job to enqueue. Budget fields left as None take the job type's."""
+    """A job to enqueue. ``type`` is the job's :class:`~flowledger.ledger.
+    types.JobType` (or its name, when the enqueuer passes a registry that
+    knows it). Budget fields left as None take the job type's."""
 
-    type: str
+    type: JobType | str
     payload: dict[str, Any] = field(default_factory=dict)
     run_at: datetime | None = None
     delay_ms: int = 0

@@ -8,18 +8,21 @@ settings (``FLOWLEDGER_POOLS="emails=2,reports=1"``) or on ``flowledger
 worker --pool NAME=SLOTS`` — before job types name them. :func:`parse_pools`
 reads both spellings and says which field is wrong.
 
-A :class:`JobTypeRegistry` holds the job types one process knows (the
-built-ins of SPEC L-2 plus the user's) and the pools they may name; a type
-naming an undeclared pool is refused at registration. The ledger reads the
-pool and budget of a type at enqueue time and stores them on the row, so a
-worker never needs the enqueuer's registry, and a job whose pool no worker
-runs simply waits.
+A :class:`JobType` is a plain immutable value: the package that owns a job
+type declares it as a constant (the engine's in ``engine/job_types.py``,
+the event relay's in ``events/``, …) and enqueues with it — the ledger
+knows no job type by name. The ledger reads the pool and budget of the
+spec's type at enqueue time and stores them on the row, so a worker never
+needs the enqueuer's types, and a job whose pool no worker runs simply
+waits.
 
-The process has one registry, :func:`default_job_types`, which the
-:class:`~flowledger.runtime.Runtime` owns and declares its pools on (see
-``runtime.job_types``); :func:`register_job_type`, :func:`get_job_type` and
-:func:`registered_job_types` are that registry's methods as functions, kept
-because the ledger driver resolves a spec's type from a connection alone.
+A :class:`JobTypeRegistry` holds the job types one worker or runtime knows
+(its handlers' types) and the pools they may name; a type naming an
+undeclared pool is refused at registration. It is a plain object — the
+:class:`~flowledger.runtime.Runtime` builds one (``runtime.job_types``);
+there is no process-wide registry. A spec may name its type by a string
+only when its enqueuer passes a registry to resolve it with
+(``runtime.enqueue`` does).
 """
 
 from __future__ import annotations
@@ -111,37 +114,6 @@ class JobType:
             )
 
 
-# SPEC L-22: the advancement types that cleanup cancels.
-CLEANUP_TYPES = frozenset(
-    {"delay_wake", "task_timeout", "external_dispatch", "subprocess_spawn", "subprocess_join"}
-)
-# SPEC L-18: the types that an instance suspension pauses.
-PAUSABLE_TYPES = frozenset(
-    {
-        "delay_wake",
-        "task_timeout",
-        "trigger_dispatch",
-        "external_dispatch",
-        "subprocess_spawn",
-        "subprocess_join",
-    }
-)
-
-BUILTIN_TYPES = (
-    JobType("delay_wake", Pool.LEDGER),
-    JobType("task_timeout", Pool.LEDGER),
-    JobType("subprocess_spawn", Pool.LEDGER),
-    JobType("subprocess_join", Pool.LEDGER),
-    JobType("schedule_launch", Pool.LEDGER),
-    JobType("trigger_dispatch", Pool.OUTBOUND),
-    JobType("external_dispatch", Pool.OUTBOUND),
-    JobType("event_dispatch", Pool.OUTBOUND, max_attempts=10),
-    JobType("webhook_delivery", Pool.OUTBOUND, max_attempts=8),
-    JobType("compensation_action", Pool.OUTBOUND, max_attempts=4),
-    JobType("automation_action", Pool.OUTBOUND),
-)
-
-
 class JobTypeRegistry:
     """The job types of one process by name, and the pools they may name
     (the built-in pools plus those declared with :meth:`declare_pools`)."""
@@ -152,11 +124,6 @@ class JobTypeRegistry:
         self.declare_pools(pools)
         for job_type in types:
             self.register(job_type)
-
-    @classmethod
-    def builtin(cls, *, pools: Iterable[str] = ()) -> JobTypeRegistry:
-        """A registry with the built-in types of SPEC L-2 and ``pools`` declared."""
-        return cls(BUILTIN_TYPES, pools=pools)
 
     @property
     def pools(self) -> frozenset[str]:
@@ -194,6 +161,10 @@ class JobTypeRegistry:
         except KeyError:
             raise UnknownJobTypeError(f"unknown job type {name!r}", field="type") from None
 
+    def resolve(self, ref: str | JobType) -> JobType:
+        """``ref`` itself when it is a :class:`JobType`, else the registered type of that name."""
+        return ref if isinstance(ref, JobType) else self.get(ref)
+
     def __contains__(self, name: object) -> bool:
         return name in self._types
 
@@ -202,25 +173,3 @@ class JobTypeRegistry:
 
     def types(self) -> list[JobType]:
         return sorted(self._types.values(), key=lambda t: t.name)
-
-
-_PROCESS_REGISTRY = JobTypeRegistry.builtin()
-
-
-def default_job_types() -> JobTypeRegistry:
-    """The process's job-type registry (the one the ledger driver resolves
-    enqueued specs with; the runtime owns it as ``runtime.job_types``)."""
-    return _PROCESS_REGISTRY
-
-
-def register_job_type(job_type: JobType, *, replace: bool = False) -> JobType:
-    """Register ``job_type`` with the process registry (see :meth:`JobTypeRegistry.register`)."""
-    return _PROCESS_REGISTRY.register(job_type, replace=replace)
-
-
-def get_job_type(name: str) -> JobType:
-    return _PROCESS_REGISTRY.get(name)
-
-
-def registered_job_types() -> list[JobType]:
-    return _PROCESS_REGISTRY.types()

@@ -17,8 +17,8 @@ database time, for ``GET /api/workflows/engine/diagnostics``.
 - **outbox**: pending and failed rows and the oldest pending one
   (``ix_workflow_event_outbox_status``).
 - **settings**: what governs the ledger in this process (slots, poll, lease,
-  renew, heartbeat, drain intervals, shutdown grace) and every registered
-  job type with its pool and budget.
+  renew, heartbeat, drain intervals, shutdown grace) and every job type the
+  caller's runtime knows, with its pool and budget.
 - **queue**: job counts by type x status (``ix_workflow_jobs_status_type``),
   the oldest *due* pending job per type, and per pool the pending, due and
   running counts with the oldest due ``runAt`` (``ix_workflow_jobs_claim_due``
@@ -32,7 +32,7 @@ no tenant. Nine queries in all, none per row. Never writes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -45,7 +45,7 @@ from flowledger.db.schema import system_leader_leases as leases
 from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.task_runs import task_runs_list
-from flowledger.ledger.types import registered_job_types
+from flowledger.ledger.types import JobType
 from flowledger.ops.runtime_status import ACTIVE_WINDOW, LIVE_WINDOW
 from flowledger.settings import Settings
 from flowledger.worker.services import DRAIN_TASK
@@ -248,7 +248,7 @@ def _run(runs: dict[str, dict[str, Any]], name: str, now: datetime) -> dict[str,
     return None if run is None else {**run, "age_s": _age_s(now, run["finished_at"])}
 
 
-def _settings(settings: Settings) -> dict[str, Any]:
+def _settings(settings: Settings, job_types: Iterable[JobType]) -> dict[str, Any]:
     return {
         **{name: getattr(settings, name) for name in LEDGER_SETTINGS},
         "job_types": [
@@ -259,7 +259,7 @@ def _settings(settings: Settings) -> dict[str, Any]:
                 "execution_timeout_ms": t.execution_timeout_ms,
                 "priority": t.priority,
             }
-            for t in registered_job_types()
+            for t in job_types
         ],
     }
 
@@ -269,9 +269,11 @@ async def engine_diagnostics(
     *,
     now: datetime,
     settings: Settings,
+    job_types: Iterable[JobType] = (),
     tenants: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The diagnostics at ``now`` (snake_case keys; the API renders camelCase)."""
+    """The diagnostics at ``now`` (snake_case keys; the API renders camelCase);
+    ``job_types`` are the types the caller's runtime knows (``runtime.job_types``)."""
     async with db.read() as conn:
         runs = await task_runs_list(conn)
         return {
@@ -281,6 +283,6 @@ async def engine_diagnostics(
             "drain": _run(runs, DRAIN_TASK, now),
             "schedule_planner": _run(runs, PLANNER_TASK, now),
             "outbox": await _outbox(conn, now, tenants),
-            "settings": _settings(settings),
+            "settings": _settings(settings, job_types),
             "queue": await _queue(conn, now, tenants),
         }

@@ -31,10 +31,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.engine.job_types import PAUSABLE_TYPES
 from flowledger.errors import FlowledgerError, InvalidStateError
 from flowledger.ledger.control import job_retry
 from flowledger.ledger.driver import ledger_for
-from flowledger.ledger.types import PAUSABLE_TYPES
 from flowledger.ops.job_filters import JobFilter
 
 MAX_BATCH_IDS = 500

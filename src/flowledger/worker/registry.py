@@ -2,8 +2,8 @@
 to a handler function, a pool and a budget. A :class:`HandlerRegistry` is a
 plain object — the runtime builds one (flowledger's own handlers plus the
 modules named by ``--import``) and gives it to the worker; there is no
-process-wide registry. Defining a handler also registers its job type with
-the ledger so jobs of that type can be enqueued.
+process-wide registry. Adding a handler to a registry registers its job type
+with the registry's :class:`~flowledger.ledger.types.JobTypeRegistry`.
 
     from flowledger.worker import job_handler, JobContext
 
@@ -13,9 +13,9 @@ the ledger so jobs of that type can be enqueued.
 
 The pool is a built-in pool or a user pool declared before the type names it
 (``FLOWLEDGER_POOLS="emails=2"`` or ``flowledger worker --pool emails=2``);
-an undeclared pool is a ConfigurationError naming ``pool``. Job types are
-registered with a :class:`~flowledger.ledger.types.JobTypeRegistry` — the
-process's, which the runtime owns as ``runtime.job_types``.
+an undeclared pool is a ConfigurationError naming ``pool`` when the handler
+is added to a registry whose job types do not declare it (the runtime's,
+``runtime.job_types``, declares the settings' and ``--pool``'s pools).
 
 ``flowledger worker --import myapp.jobs`` imports such modules at start-up
 and adds every decorated function (and every module-level :class:`Handler`,
@@ -39,7 +39,6 @@ from flowledger.ledger.types import (
     DEFAULT_PRIORITY,
     JobType,
     JobTypeRegistry,
-    default_job_types,
 )
 from flowledger.states import Pool
 
@@ -57,7 +56,7 @@ class Handler:
 
 
 def define_handler(
-    name: str,
+    job_type: str | JobType,
     fn: HandlerFn,
     *,
     pool: str = Pool.LEDGER,
@@ -66,21 +65,21 @@ def define_handler(
     priority: int = DEFAULT_PRIORITY,
     job_types: JobTypeRegistry | None = None,
 ) -> Handler:
-    """Bind ``fn`` to job type ``name``, registering the type with
-    ``job_types`` (the process registry, :func:`~flowledger.ledger.types.
-    default_job_types`, by default). ``pool`` is a built-in pool or a
-    declared user pool (``FLOWLEDGER_POOLS``, ``--pool``); an undeclared one
-    is a ConfigurationError naming ``pool``. A type already registered keeps
-    its own pool and budget; the handler only supplies the code. The result
-    belongs in a :class:`HandlerRegistry`."""
-    registry = job_types or default_job_types()
-    if name in registry:
-        job_type = registry.get(name)
+    """Bind ``fn`` to ``job_type``: a :class:`JobType`, or a name with the
+    pool and budget given here. With ``job_types``, a name it already knows
+    keeps its registered pool and budget (the handler only supplies the
+    code), and the type is registered there — an undeclared pool is a
+    ConfigurationError naming ``pool``. Without, nothing is registered until
+    the handler is added to a :class:`HandlerRegistry`."""
+    if isinstance(job_type, JobType):
+        resolved = job_type
+    elif job_types is not None and job_type in job_types:
+        resolved = job_types.get(job_type)
     else:
-        job_type = registry.register(
-            JobType(name, pool, max_attempts, execution_timeout_ms, priority)
-        )
-    return Handler(job_type, fn)
+        resolved = JobType(job_type, pool, max_attempts, execution_timeout_ms, priority)
+    if job_types is not None:
+        job_types.register(resolved)
+    return Handler(resolved, fn)
 
 
 def job_handler(name: str, **options: Any) -> Callable[[HandlerFn], HandlerFn]:
@@ -95,19 +94,23 @@ def job_handler(name: str, **options: Any) -> Callable[[HandlerFn], HandlerFn]:
 
 
 class HandlerRegistry:
-    """The handlers one worker runs, by job type name. :meth:`register`
-    registers job types with ``job_types`` (the process registry by default;
-    the runtime passes its own)."""
+    """The handlers one worker runs, by job type name, and their job types
+    in ``job_types`` (a registry of its own unless one is given: the runtime
+    passes ``runtime.job_types``). Adding a handler registers its type."""
 
     def __init__(
         self, handlers: Iterable[Handler] = (), *, job_types: JobTypeRegistry | None = None
     ) -> None:
-        self.job_types = job_types or default_job_types()
+        self.job_types = JobTypeRegistry() if job_types is None else job_types
         self._handlers: dict[str, Handler] = {}
         for handler in handlers:
             self.add(handler)
 
     def add(self, handler: Handler) -> Handler:
+        """Run ``handler`` for its type, registering the type with
+        :attr:`job_types` (a type of that name with another pool or budget,
+        or naming an undeclared pool, is a ConfigurationError)."""
+        self.job_types.register(handler.job_type)
         self._handlers[handler.job_type.name] = handler
         return handler
 
@@ -117,6 +120,8 @@ class HandlerRegistry:
         return self.add(define_handler(name, fn, **options))
 
     def include(self, other: HandlerRegistry) -> HandlerRegistry:
+        """Add ``other``'s handlers, and declare the pools its job types may name."""
+        self.job_types.declare_pools(other.job_types.pools)
         for handler in other:
             self.add(handler)
         return self

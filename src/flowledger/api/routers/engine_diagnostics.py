@@ -132,6 +132,10 @@ async def read_engine_diagnostics(ctx: Ctx, caller: CurrentCaller) -> EngineDiag
     settings and the queue distribution (tenant-scoped job figures)."""
     require(caller, INSTANCE_MONITOR)
     data = await engine_diagnostics(
-        ctx.db, now=ctx.now(), settings=ctx.settings, tenants=caller.tenant_scope
+        ctx.db,
+        now=ctx.now(),
+        settings=ctx.settings,
+        job_types=ctx.job_types.types(),
+        tenants=caller.tenant_scope,
     )
     return EngineDiagnosticsPublic.model_validate(data)

@@ -10,6 +10,7 @@ a writer of several job rows locks them in id order first
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,7 +24,6 @@ from flowledger.errors import InvalidStateError, NotFoundError
 from flowledger.ledger.driver.plans import CLEAR_LEASE, locked_in_id_order
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import new_key
-from flowledger.ledger.types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.states import (
     EXTERNAL_OUTCOME_UNCONFIRMED,
     AttemptStatus,
@@ -64,7 +64,7 @@ async def finish_running_attempts(
 
 
 async def _lock_instance_jobs(
-    conn: AsyncConnection, instance_id: int, types: frozenset[str], statuses: list[str]
+    conn: AsyncConnection, instance_id: int, types: Collection[str], statuses: list[str]
 ) -> list[Any]:
     return list(
         (
@@ -122,14 +122,13 @@ class ControlCore:
     """Retry, cancel, pause, resume and instance cleanup in portable Core."""
 
     async def jobs_pause(
-        self, conn: AsyncConnection, instance_id: int, *, now: datetime
+        self, conn: AsyncConnection, instance_id: int, *, types: Collection[str], now: datetime
     ) -> list[int]:
-        """Keep each paused job's remaining wait; a running job that already
-        started an unsafe external call goes to the pending-confirmation dead
-        letter instead. Returns the paused ids."""
-        rows = await _lock_instance_jobs(
-            conn, instance_id, PAUSABLE_TYPES, _sources(JobTransition.PAUSE)
-        )
+        """Pause the instance's jobs of ``types`` (the caller's policy: the
+        engine's pausable types, SPEC L-18). Keep each paused job's remaining
+        wait; a running job that already started an unsafe external call goes
+        to the pending-confirmation dead letter instead. Returns the paused ids."""
+        rows = await _lock_instance_jobs(conn, instance_id, types, _sources(JobTransition.PAUSE))
         paused: list[int] = []
         for row in rows:
             if row.status == "running" and row.side_effect_at is not None:
@@ -176,12 +175,10 @@ class ControlCore:
         return paused
 
     async def jobs_resume(
-        self, conn: AsyncConnection, instance_id: int, *, now: datetime
+        self, conn: AsyncConnection, instance_id: int, *, types: Collection[str], now: datetime
     ) -> list[int]:
-        """Reschedule the instance's paused jobs with their saved remainder."""
-        rows = await _lock_instance_jobs(
-            conn, instance_id, PAUSABLE_TYPES, _sources(JobTransition.RESUME)
-        )
+        """Reschedule the instance's paused jobs of ``types`` with their saved remainder."""
+        rows = await _lock_instance_jobs(conn, instance_id, types, _sources(JobTransition.RESUME))
         for row in rows:
             remaining = row.paused_remaining_ms or 0
             await conn.execute(
@@ -204,16 +201,17 @@ class ControlCore:
         conn: AsyncConnection,
         instance_id: int,
         *,
+        types: Collection[str],
         now: datetime,
         reason: str = "instance ended",
         keep_job_id: int | None = None,
     ) -> list[int]:
-        """Exactly the advancement types (delay_wake, task_timeout,
-        external_dispatch, subprocess_spawn, subprocess_join) that could still
-        wake. ``keep_job_id`` is the job whose own step ends the instance: it
+        """Cancel the instance's live jobs of ``types`` (the caller's policy:
+        the engine's advancement types that could still wake, SPEC L-22).
+        ``keep_job_id`` is the job whose own step ends the instance: it
         is left running so that it settles with its real outcome."""
         rows = await _lock_instance_jobs(
-            conn, instance_id, CLEANUP_TYPES, _sources(JobTransition.CANCEL_FOR_INSTANCE)
+            conn, instance_id, types, _sources(JobTransition.CANCEL_FOR_INSTANCE)
         )
         ids = [row.id for row in rows if row.id != keep_job_id]
         if ids:
@@ -225,19 +223,17 @@ class ControlCore:
         conn: AsyncConnection,
         instance_id: int,
         *,
+        types: Collection[str],
         now: datetime,
         reason: str,
         task_ids: list[int] | None = None,
         dry_run: bool = False,
     ) -> list[dict[str, Any]]:
-        """SPEC L-22's types plus ``trigger_dispatch``; returns what was
-        canceled (id, type, node, task, status before). ``dry_run`` only
-        lists them."""
+        """Cancel the instance's live jobs of ``types`` (the caller's policy:
+        a force jump's advancement types); returns what was canceled (id,
+        type, node, task, status before). ``dry_run`` only lists them."""
         rows = await _lock_instance_jobs(
-            conn,
-            instance_id,
-            PAUSABLE_TYPES | CLEANUP_TYPES,
-            _sources(JobTransition.CANCEL_FOR_INSTANCE),
+            conn, instance_id, types, _sources(JobTransition.CANCEL_FOR_INSTANCE)
         )
         if task_ids is not None:
             wanted = set(task_ids)

@@ -28,7 +28,7 @@ from flowledger.db.database import Database
 from flowledger.db.dialects import upsert
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.errors import FlowledgerError, LeaseLostError
+from flowledger.errors import FlowledgerError, LeaseLostError, UnknownJobTypeError
 from flowledger.ledger.backoff import backoff_ms
 from flowledger.ledger.driver import bulk
 from flowledger.ledger.driver.plans import (
@@ -51,7 +51,7 @@ from flowledger.ledger.models import (
     SuccessRow,
     new_key,
 )
-from flowledger.ledger.types import get_job_type
+from flowledger.ledger.types import JobType, JobTypeRegistry
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, AttemptStatus, JobStatus
 
 DEFAULT_LEASE_MS = 60_000
@@ -101,9 +101,25 @@ def batch_values(now: datetime) -> dict[str, Any]:
 BATCH_COLUMNS = tuple(batch_values(datetime.now(UTC)))
 
 
-def job_row(spec: JobSpec, now: datetime) -> dict[str, Any]:
+def spec_type(spec: JobSpec, job_types: JobTypeRegistry | None) -> JobType:
+    """The job type of ``spec``: its own :class:`JobType`, or the type of that
+    name in ``job_types`` (a name without a registry is refused)."""
+    if isinstance(spec.type, JobType):
+        return spec.type
+    if job_types is None:
+        raise UnknownJobTypeError(
+            f"job type {spec.type!r} is given by name: enqueue a JobType, or pass the "
+            "registry that knows the name (runtime.enqueue does)",
+            field="type",
+        )
+    return job_types.get(spec.type)
+
+
+def job_row(
+    spec: JobSpec, now: datetime, job_types: JobTypeRegistry | None = None
+) -> dict[str, Any]:
     """The ``workflow_jobs`` row of ``spec``: its type's pool and budget filled in."""
-    job_type = get_job_type(spec.type)
+    job_type = spec_type(spec, job_types)
     if spec.delay_ms < 0:
         raise FlowledgerError("delay must not be negative", field="delayMs")
     run_at = spec.run_at or now + timedelta(milliseconds=spec.delay_ms)
@@ -200,9 +216,14 @@ class JobsCore:
 
     # --- insert -----------------------------------------------------------------
     async def job_insert(
-        self, conn: AsyncConnection, spec: JobSpec, *, now: datetime
+        self,
+        conn: AsyncConnection,
+        spec: JobSpec,
+        *,
+        now: datetime,
+        job_types: JobTypeRegistry | None = None,
     ) -> EnqueueResult:
-        row = job_row(spec, now)
+        row = job_row(spec, now, job_types)
         stmt = (
             upsert(conn, jobs)
             .values(**row)
@@ -219,12 +240,17 @@ class JobsCore:
         return EnqueueResult(int(job_id), created=True)
 
     async def jobs_insert(
-        self, conn: AsyncConnection, specs: Sequence[JobSpec], *, now: datetime
+        self,
+        conn: AsyncConnection,
+        specs: Sequence[JobSpec],
+        *,
+        now: datetime,
+        job_types: JobTypeRegistry | None = None,
     ) -> list[EnqueueResult]:
         """Every row :meth:`job_insert` would write, in a few statements
         (:meth:`_insert_rows`); the answer per spec as :mod:`.bulk` gives it;
         one wake hint per pool that got a new job."""
-        rows = [job_row(spec, now) for spec in specs]
+        rows = [job_row(spec, now, job_types) for spec in specs]
         if not rows:
             return []
         inserted = await self._insert_rows(conn, rows)

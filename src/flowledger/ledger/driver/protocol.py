@@ -13,7 +13,7 @@ matters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -31,6 +31,7 @@ from flowledger.ledger.models import (
     Outcome,
     RescueReport,
 )
+from flowledger.ledger.types import JobTypeRegistry
 
 
 class LedgerDriver(Protocol):
@@ -40,12 +41,23 @@ class LedgerDriver(Protocol):
 
     # --- jobs: insert, claim, settle (the hot path) --------------------------------
     async def job_insert(
-        self, conn: AsyncConnection, spec: JobSpec, *, now: datetime
+        self,
+        conn: AsyncConnection,
+        spec: JobSpec,
+        *,
+        now: datetime,
+        job_types: JobTypeRegistry | None = None,
     ) -> EnqueueResult:
-        """Enqueue one job; an idempotencyKey that already names a job returns it."""
+        """Enqueue one job; an idempotencyKey that already names a job returns
+        it. A spec naming its type by a string needs ``job_types`` to resolve it."""
 
     async def jobs_insert(
-        self, conn: AsyncConnection, specs: Sequence[JobSpec], *, now: datetime
+        self,
+        conn: AsyncConnection,
+        specs: Sequence[JobSpec],
+        *,
+        now: datetime,
+        job_types: JobTypeRegistry | None = None,
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in a few statements, whether or not they carry
         idempotencyKeys; per spec, in order, what :meth:`job_insert` would
@@ -131,37 +143,40 @@ class LedgerDriver(Protocol):
         """Any non-terminal status → canceled, a new generation."""
 
     async def jobs_pause(
-        self, conn: AsyncConnection, instance_id: int, *, now: datetime
+        self, conn: AsyncConnection, instance_id: int, *, types: Collection[str], now: datetime
     ) -> list[int]:
-        """The instance's pausable jobs → paused (or dead after an unsafe call)."""
+        """The instance's jobs of ``types`` → paused (or dead after an unsafe call)."""
 
     async def jobs_resume(
-        self, conn: AsyncConnection, instance_id: int, *, now: datetime
+        self, conn: AsyncConnection, instance_id: int, *, types: Collection[str], now: datetime
     ) -> list[int]:
-        """The instance's paused jobs → pending with their remaining wait."""
+        """The instance's paused jobs of ``types`` → pending with their remaining wait."""
 
     async def jobs_cancel_for_instance(
         self,
         conn: AsyncConnection,
         instance_id: int,
         *,
+        types: Collection[str],
         now: datetime,
         reason: str = ...,
         keep_job_id: int | None = None,
     ) -> list[int]:
-        """SPEC L-22: cancel the instance's advancement jobs that could still wake."""
+        """SPEC L-22: cancel the instance's live jobs of ``types`` (the
+        advancement types that could still wake)."""
 
     async def jobs_cancel_advancement(
         self,
         conn: AsyncConnection,
         instance_id: int,
         *,
+        types: Collection[str],
         now: datetime,
         reason: str,
         task_ids: list[int] | None = None,
         dry_run: bool = False,
     ) -> list[dict[str, Any]]:
-        """Cancel the advancement jobs (all, or of ``task_ids``) for a force jump."""
+        """Cancel the jobs of ``types`` (all, or of ``task_ids``) for a force jump."""
 
     async def jobs_mark_replay_batch(
         self, conn: AsyncConnection, job_ids: list[int], batch_id: str | None

@@ -47,13 +47,13 @@ from flowledger.db.database import Database
 from flowledger.db.dialects import upsert
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
-from flowledger.ledger.types import JobType, register_job_type
+from flowledger.ledger.types import JobType
 from flowledger.ops.alerts.metrics import METRICS, Metric, measure
 from flowledger.ops.alerts.silences import active_silences, matches
 from flowledger.states import Pool
 
 ALERT_NOTIFICATION = "alert_notification"
-register_job_type(JobType(ALERT_NOTIFICATION, Pool.OUTBOUND, max_attempts=8))
+ALERT_NOTIFICATION_TYPE = JobType(ALERT_NOTIFICATION, Pool.OUTBOUND, max_attempts=8)
 
 FIRING, RESOLVED, PENDING, OK = "firing", "resolved", "pending", "ok"
 _COMPARE = {
@@ -173,7 +173,7 @@ async def _notify(
     job_ids = []
     for channel, part in channels(rule):
         spec = JobSpec(
-            type=ALERT_NOTIFICATION,
+            type=ALERT_NOTIFICATION_TYPE,
             payload={
                 "eventId": event_id,
                 "ruleId": rule["id"],
