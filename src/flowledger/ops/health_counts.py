@@ -7,12 +7,16 @@ alert evaluator's ``engine_health_score``, every minute) costs what the
 database's counting costs, not building and sorting tens of thousands of
 problems. Read-only.
 
-The statement runs every rule's own builder of
-:mod:`flowledger.ops.health_rules` (``RuleParams.counting``: the
-running-instance check as a join) as one ``UNION ALL`` of (rule priority,
-de-duplication key, instance), streamed into one ``GROUP BY`` of the key,
-which de-duplicates exactly as
-:func:`~flowledger.ops.health_inspection.one_per_task` does:
+The statement runs the rules of :mod:`flowledger.ops.health_rules`
+(``RuleParams.counting``: the running-instance check as a join) as one
+``UNION ALL`` of (rule priority, de-duplication key, instance), streamed
+into one ``GROUP BY`` of the key, which de-duplicates exactly as
+:func:`~flowledger.ops.health_inspection.one_per_task` does. The rules that
+report open tasks (those with a ``when``) are one part of it,
+:func:`~flowledger.ops.health_rules.open_task_priorities`: one pass over the
+open tasks giving each task the first of those rules that reports it (what
+the de-duplication would keep of their rows anyway); every other rule is its
+own builder. The de-duplication:
 
 - a problem with a task: one per task, the rule of lowest priority wins;
 - a job problem without a task: one per job (lowest priority);
@@ -20,7 +24,16 @@ which de-duplicates exactly as
   and ``instance_stalled`` is dropped for an instance that has any task or
   job problem;
 
-and counts what is left by rule.
+and counts what is left by rule. The stalled instances are found first (a
+CTE, materialized on PostgreSQL: a few rows), so that the one pass counting
+the de-duplicated problems by rule can also name, as a group of its own, a
+stalled instance that has a task or job problem (``hidden``): those are
+subtracted from ``instance_stalled`` — no second pass over the problems.
+
+The statement is built once per shape (which of tenants / definition key
+are given, :meth:`~flowledger.ops.health_rules.RuleParams.shape`) with bind
+parameters, and executed with the values of each call: building it costs
+tens of milliseconds of Python, more than some of its rules cost to run.
 """
 
 from __future__ import annotations
@@ -28,14 +41,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, case, cast, func, literal, or_, select, union_all
+from sqlalchemy import BigInteger, Integer, and_, case, cast, func, literal, null, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.health_sql import without_jit
+from flowledger.db.health_sql import materialized_cte, without_jit
 from flowledger.ops.health_inspection import DEFAULT_THRESHOLD_MINUTES
-from flowledger.ops.health_rules import LEVELS, RULES, RULES_BY_CODE, Rule, RuleParams
+from flowledger.ops.health_rules import (
+    LEVELS,
+    RULES,
+    RULES_BY_CODE,
+    Rule,
+    RuleParams,
+    open_task_priorities,
+)
 
 _BY_PRIORITY = {rule.priority: rule for rule in RULES}
 _STALLED = RULES_BY_CODE["instance_stalled"].priority
@@ -55,13 +76,33 @@ def _key(rule: Rule, rows: Any) -> tuple[Any, Any]:
 
 
 def counting_statement(params: RuleParams) -> Any:
-    """``SELECT priority, count`` of the de-duplicated problems per rule:
-    the rows of every rule (streamed, never stored), grouped by their key
-    (the lowest priority wins), then counted by priority."""
+    """``SELECT prio, hidden, n``: the de-duplicated problems counted by
+    rule priority — the rows of every rule (streamed, never stored), grouped
+    by their key (the lowest priority wins), then counted by priority; and
+    apart, one group per (priority, stalled instance) for the task and job
+    problems of a stalled instance (``hidden``: its id, else NULL), which
+    hide its ``instance_stalled``."""
     counting = replace(params, counting=True)
-    parts = []
+    stalled = materialized_cte(
+        RULES_BY_CODE["instance_stalled"].build(counting), "stalled_instances"
+    )
+    open_tasks = open_task_priorities(counting).subquery("open_tasks")
+    parts = [
+        select(
+            open_tasks.c.prio,
+            literal(0, Integer).label("kind"),
+            cast(open_tasks.c.task_id, BigInteger).label("key"),
+            cast(open_tasks.c.instance_id, BigInteger).label("instance_id"),
+        ).where(open_tasks.c.prio.isnot(None))
+    ]
     for rule in RULES:
-        rows = rule.build(counting).subquery(f"r{rule.priority}")
+        if rule.when is not None:  # in open_tasks
+            continue
+        rows = (
+            stalled
+            if rule.priority == _STALLED
+            else rule.build(counting).subquery(f"r{rule.priority}")
+        )
         kind, key = _key(rule, rows)
         parts.append(
             select(
@@ -79,17 +120,20 @@ def counting_statement(params: RuleParams) -> Any:
             func.min(found.c.instance_id).label("instance_id"),
         )
         .group_by(found.c.kind, found.c.key)
-        .cte("best")
+        .subquery("best")
     )
-    other = best.alias("other")
-    with_task_problem = best.c.instance_id.in_(
-        select(other.c.instance_id).where(other.c.kind < 2, other.c.instance_id.isnot(None))
+    hiding = and_(
+        best.c.kind < 2, best.c.instance_id.in_(select(cast(stalled.c.instance_id, BigInteger)))
     )
-    return (
-        select(best.c.prio, func.count().label("n"))
-        .where(or_(best.c.prio != _STALLED, ~with_task_problem))
-        .group_by(best.c.prio)
-    )
+    hidden = case((hiding, best.c.instance_id), else_=null()).label("hidden")
+    return select(best.c.prio, hidden, func.count().label("n")).group_by(best.c.prio, hidden)
+
+
+@lru_cache(maxsize=16)
+def _built(shape: RuleParams) -> Any:
+    """The counting statement of ``shape`` (bound parameters), built once: a
+    pure memo of an immutable statement per shape (at most 2 x 2 x 2)."""
+    return counting_statement(shape)
 
 
 async def problem_counts(
@@ -108,8 +152,14 @@ async def problem_counts(
     await without_jit(conn)
     by_rule = {rule.code: 0 for rule in RULES}
     by_level = dict.fromkeys(LEVELS, 0)
-    for prio, count in await conn.execute(counting_statement(params)):
+    hidden: set[int] = set()
+    for prio, hides, count in await conn.execute(_built(params.shape()), params.bind_values()):
         rule = _BY_PRIORITY[int(prio)]
         by_rule[rule.code] += int(count)
         by_level[rule.level] += int(count)
+        if hides is not None:
+            hidden.add(int(hides))
+    stalled = RULES_BY_CODE["instance_stalled"]
+    by_rule[stalled.code] -= len(hidden)
+    by_level[stalled.level] -= len(hidden)
     return {"byRule": by_rule, "byLevel": by_level}
