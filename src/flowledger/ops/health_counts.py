@@ -98,7 +98,8 @@ def counting_statement(params: RuleParams) -> Any:
     the bulk of the rows) are only counted by priority. The rows of the
     other rules (job and instance problems: few) are grouped by their key
     (the lowest priority wins), and a group whose key is a task also looks
-    that task up in the open tasks' priorities (by primary key): when the
+    that task up in the open tasks' priorities (one scalar subquery by
+    primary key, only for such groups): when the
     task is counted there too, its count moves to the lower priority of the
     two (``-1`` there, ``+1`` here) — the same result as grouping all rows,
     without grouping tens of thousands of open tasks. An open task's own
@@ -140,27 +141,32 @@ def counting_statement(params: RuleParams) -> Any:
     )
     as_open = open_task_priorities(counting).where(tasks.c.id == best.c.key)
     open_prio = as_open.with_only_columns(as_open.selected_columns.prio).scalar_subquery()
-    task_instance = select(tasks.c.instance_id).where(tasks.c.id == best.c.key).scalar_subquery()
     groups = select(
         best.c.prio,
         best.c.kind,
+        best.c.key,
         best.c.instance_id,
         case((best.c.kind == 0, open_prio), else_=null()).label("open_prio"),
-        case((best.c.kind == 0, cast(task_instance, BigInteger)), else_=null()).label(
-            "open_instance"
-        ),
     ).cte("other_problems")
     first = or_(groups.c.open_prio.is_(None), groups.c.prio < groups.c.open_prio)
     prio = case((first, groups.c.prio), else_=groups.c.open_prio)
-    lowest = or_(groups.c.open_prio.is_(None), groups.c.instance_id < groups.c.open_instance)
-    instance = case((lowest, groups.c.instance_id), else_=groups.c.open_instance)
-    hides = and_(groups.c.kind < 2, instance.in_(select(cast(stalled.c.instance_id, BigInteger))))
+    # the group's instance is the lower of its own and, when the task is
+    # counted among the open tasks too, the task's; the latter is never
+    # stalled (it has an open task), so a stalled instance of the group is
+    # hidden unless the task's instance is lower (looked up only then)
+    task_instance = select(tasks.c.instance_id).where(tasks.c.id == groups.c.key).scalar_subquery()
+    lowest = or_(groups.c.open_prio.is_(None), groups.c.instance_id < task_instance)
+    stalled_here = and_(
+        groups.c.kind < 2,
+        groups.c.instance_id.in_(select(cast(stalled.c.instance_id, BigInteger))),
+    )
+    hidden = case((and_(stalled_here, lowest), groups.c.instance_id), else_=null())
     no_instance = cast(null(), BigInteger)
     counted = union_all(
         select(open_tasks.c.prio, no_instance.label("hidden"), func.count().label("n"))
         .where(open_tasks.c.prio.isnot(None))
         .group_by(open_tasks.c.prio),
-        select(prio, case((hides, instance), else_=no_instance), literal(1, BigInteger)),
+        select(prio, cast(hidden, BigInteger), literal(1, BigInteger)),
         select(groups.c.open_prio, no_instance, literal(-1, BigInteger)).where(
             groups.c.open_prio.isnot(None)
         ),
