@@ -15,17 +15,25 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox, workflow_tokens
 from flowledger.events.relay import EventRelay
 from flowledger.ops.consistency import InstanceFindings, instance_findings
-from flowledger.ops.health_inspection import Problem, inspect
+from flowledger.ops.health_counts import problem_counts
+from flowledger.ops.health_inspection import Problem, inspect, summarize
 from tests.integration.engine_helpers import END, START, approval, definition, run_due_jobs
 
 
 async def inspection(
     db: Database, clock: ManualClock, *, threshold_min: int = 30, **kw: Any
 ) -> list[Problem]:
+    """The inspection's problems; for an engine-wide scope (no instance id)
+    the counting statement's counts must equal their summary too (SPEC
+    O-16, O-22: the health score counts what the inspection lists)."""
+    threshold = timedelta(minutes=threshold_min)
     async with db.read() as conn:
-        return await inspect(
-            conn, now=clock.now(), threshold=timedelta(minutes=threshold_min), **kw
-        )
+        problems = await inspect(conn, now=clock.now(), threshold=threshold, **kw)
+        if kw.get("instance_id") is None:
+            scope = {k: v for k, v in kw.items() if k != "instance_id"}
+            counts = await problem_counts(conn, now=clock.now(), threshold=threshold, **scope)
+            assert counts == summarize(problems), (counts, summarize(problems))
+        return problems
 
 
 def summary(problems: list[Problem]) -> list[tuple[Any, ...]]:

@@ -7,12 +7,16 @@ alert evaluator's ``engine_health_score``, every minute) costs what the
 database's counting costs, not building and sorting tens of thousands of
 problems. Read-only.
 
-The statement runs every rule's own builder of
-:mod:`flowledger.ops.health_rules` (``RuleParams.counting``: the
-running-instance check as a join) as one ``UNION ALL`` of (rule priority,
-de-duplication key, instance), streamed into one ``GROUP BY`` of the key,
-which de-duplicates exactly as
-:func:`~flowledger.ops.health_inspection.one_per_task` does:
+The statement runs the rules of :mod:`flowledger.ops.health_rules`
+(``RuleParams.counting``: the running-instance check as a join) as one
+``UNION ALL`` of (rule priority, de-duplication key, instance), streamed
+into one ``GROUP BY`` of the key, which de-duplicates exactly as
+:func:`~flowledger.ops.health_inspection.one_per_task` does. The rules that
+report open tasks (those with a ``when``) are one part of it,
+:func:`~flowledger.ops.health_rules.open_task_priorities`: one pass over the
+open tasks giving each task the first of those rules that reports it (what
+the de-duplication would keep of their rows anyway); every other rule is its
+own builder. The de-duplication:
 
 - a problem with a task: one per task, the rule of lowest priority wins;
 - a job problem without a task: one per job (lowest priority);
@@ -20,7 +24,16 @@ which de-duplicates exactly as
   and ``instance_stalled`` is dropped for an instance that has any task or
   job problem;
 
-and counts what is left by rule.
+and counts what is left by rule. The stalled instances are found first (a
+CTE, materialized on PostgreSQL: a few rows), so that the one pass counting
+the de-duplicated problems by rule can also name, as a group of its own, a
+stalled instance that has a task or job problem (``hidden``): those are
+subtracted from ``instance_stalled`` — no second pass over the problems.
+
+The statement is built once per shape (which of tenants / definition key
+are given, :meth:`~flowledger.ops.health_rules.RuleParams.shape`) with bind
+parameters, and executed with the values of each call: building it costs
+tens of milliseconds of Python, more than some of its rules cost to run.
 """
 
 from __future__ import annotations
@@ -28,14 +41,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, case, cast, func, literal, or_, select, union_all
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    and_,
+    case,
+    cast,
+    func,
+    literal,
+    null,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.health_sql import without_jit
+from flowledger.db.engine_schema import workflow_tasks as tasks
+from flowledger.db.health_sql import materialized_cte, without_jit
 from flowledger.ops.health_inspection import DEFAULT_THRESHOLD_MINUTES
-from flowledger.ops.health_rules import LEVELS, RULES, RULES_BY_CODE, Rule, RuleParams
+from flowledger.ops.health_rules import (
+    LEVELS,
+    RULES,
+    RULES_BY_CODE,
+    Rule,
+    RuleParams,
+    open_task_priorities,
+)
 
 _BY_PRIORITY = {rule.priority: rule for rule in RULES}
 _STALLED = RULES_BY_CODE["instance_stalled"].priority
@@ -55,13 +89,36 @@ def _key(rule: Rule, rows: Any) -> tuple[Any, Any]:
 
 
 def counting_statement(params: RuleParams) -> Any:
-    """``SELECT priority, count`` of the de-duplicated problems per rule:
-    the rows of every rule (streamed, never stored), grouped by their key
-    (the lowest priority wins), then counted by priority."""
+    """``SELECT prio, hidden, n``: the de-duplicated problems counted by
+    rule priority (sum ``n`` by ``prio``), and the stalled instances whose
+    ``instance_stalled`` a task or job problem hides (the distinct non-NULL
+    ``hidden``).
+
+    The open tasks' rows (:func:`open_task_priorities`, each task once:
+    the bulk of the rows) are only counted by priority. The rows of the
+    other rules (job and instance problems: few) are grouped by their key
+    (the lowest priority wins), and a group whose key is a task also looks
+    that task up in the open tasks' priorities (one scalar subquery by
+    primary key, only for such groups): when the
+    task is counted there too, its count moves to the lower priority of the
+    two (``-1`` there, ``+1`` here) — the same result as grouping all rows,
+    without grouping tens of thousands of open tasks. An open task's own
+    instance is never stalled (stalled means no open task), so only the
+    groups of the other rules can hide a stalled instance."""
     counting = replace(params, counting=True)
+    stalled = materialized_cte(
+        RULES_BY_CODE["instance_stalled"].build(counting), "stalled_instances"
+    )
+    open_tasks = open_task_priorities(counting).subquery("open_tasks")
     parts = []
     for rule in RULES:
-        rows = rule.build(counting).subquery(f"r{rule.priority}")
+        if rule.when is not None:  # in open_tasks
+            continue
+        rows = (
+            stalled
+            if rule.priority == _STALLED
+            else rule.build(counting).subquery(f"r{rule.priority}")
+        )
         kind, key = _key(rule, rows)
         parts.append(
             select(
@@ -76,20 +133,54 @@ def counting_statement(params: RuleParams) -> Any:
         select(
             func.min(found.c.prio).label("prio"),
             found.c.kind,
+            found.c.key,
             func.min(found.c.instance_id).label("instance_id"),
         )
         .group_by(found.c.kind, found.c.key)
-        .cte("best")
+        .subquery("best")
     )
-    other = best.alias("other")
-    with_task_problem = best.c.instance_id.in_(
-        select(other.c.instance_id).where(other.c.kind < 2, other.c.instance_id.isnot(None))
+    as_open = open_task_priorities(counting).where(tasks.c.id == best.c.key)
+    open_prio = as_open.with_only_columns(as_open.selected_columns.prio).scalar_subquery()
+    groups = select(
+        best.c.prio,
+        best.c.kind,
+        best.c.key,
+        best.c.instance_id,
+        case((best.c.kind == 0, open_prio), else_=null()).label("open_prio"),
+    ).cte("other_problems")
+    first = or_(groups.c.open_prio.is_(None), groups.c.prio < groups.c.open_prio)
+    prio = case((first, groups.c.prio), else_=groups.c.open_prio)
+    # the group's instance is the lower of its own and, when the task is
+    # counted among the open tasks too, the task's; the latter is never
+    # stalled (it has an open task), so a stalled instance of the group is
+    # hidden unless the task's instance is lower (looked up only then)
+    task_instance = select(tasks.c.instance_id).where(tasks.c.id == groups.c.key).scalar_subquery()
+    lowest = or_(groups.c.open_prio.is_(None), groups.c.instance_id < task_instance)
+    stalled_here = and_(
+        groups.c.kind < 2,
+        groups.c.instance_id.in_(select(cast(stalled.c.instance_id, BigInteger))),
     )
-    return (
-        select(best.c.prio, func.count().label("n"))
-        .where(or_(best.c.prio != _STALLED, ~with_task_problem))
-        .group_by(best.c.prio)
+    hidden = case((and_(stalled_here, lowest), groups.c.instance_id), else_=null())
+    no_instance = cast(null(), BigInteger)
+    counted = union_all(
+        select(open_tasks.c.prio, no_instance.label("hidden"), func.count().label("n"))
+        .where(open_tasks.c.prio.isnot(None))
+        .group_by(open_tasks.c.prio),
+        select(prio, cast(hidden, BigInteger), literal(1, BigInteger)),
+        select(groups.c.open_prio, no_instance, literal(-1, BigInteger)).where(
+            groups.c.open_prio.isnot(None)
+        ),
+    ).subquery("counted")
+    return select(counted.c.prio, counted.c.hidden, func.sum(counted.c.n).label("n")).group_by(
+        counted.c.prio, counted.c.hidden
     )
+
+
+@lru_cache(maxsize=16)
+def _built(shape: RuleParams) -> Any:
+    """The counting statement of ``shape`` (bound parameters), built once: a
+    pure memo of an immutable statement per shape (at most 2 x 2 x 2)."""
+    return counting_statement(shape)
 
 
 async def problem_counts(
@@ -108,8 +199,14 @@ async def problem_counts(
     await without_jit(conn)
     by_rule = {rule.code: 0 for rule in RULES}
     by_level = dict.fromkeys(LEVELS, 0)
-    for prio, count in await conn.execute(counting_statement(params)):
+    hidden: set[int] = set()
+    for prio, hides, count in await conn.execute(_built(params.shape()), params.bind_values()):
         rule = _BY_PRIORITY[int(prio)]
         by_rule[rule.code] += int(count)
         by_level[rule.level] += int(count)
+        if hides is not None:
+            hidden.add(int(hides))
+    stalled = RULES_BY_CODE["instance_stalled"]
+    by_rule[stalled.code] -= len(hidden)
+    by_level[stalled.level] -= len(hidden)
     return {"byRule": by_rule, "byLevel": by_level}

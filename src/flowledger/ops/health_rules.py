@@ -26,13 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    Integer,
     Select,
     String,
     and_,
+    bindparam,
+    case,
     cast,
     exists,
     func,
@@ -50,6 +53,7 @@ from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.health_sql import materialized_cte
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.db.types import UTCDateTime
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
 
 CRITICAL = "critical"
@@ -79,14 +83,73 @@ class RuleParams:
     #: the running-instance check is a join the planner may run as one
     #: merge or hash join over every candidate, instead of one probe each
     counting: bool = False
+    #: the builders write bind parameters (``cutoff``, ``due_before``,
+    #: ``tenants``, ``instance_id``, ``definition_key``) instead of these
+    #: values, so that one built statement serves every ``now`` and scope of
+    #: its shape; :meth:`bind_values` gives the values to execute it with
+    bound: bool = False
 
     @property
-    def cutoff(self) -> datetime:
+    def cutoff(self) -> Any:
         """Conditions that began at or before this are past the threshold."""
+        if self.bound:
+            return bindparam("cutoff", type_=UTCDateTime())
         return self.now - self.threshold
+
+    @property
+    def due_before(self) -> Any:
+        """A due job whose run_at is at or before this is overdue (:data:`DUE_GRACE`)."""
+        if self.bound:
+            return bindparam("due_before", type_=UTCDateTime())
+        return self.now - DUE_GRACE
+
+    def tenant_values(self) -> Any:
+        """The caller's tenants for an ``IN`` (only when ``tenants`` is not None)."""
+        if self.bound:
+            return bindparam("tenants", expanding=True)
+        return list(self.tenants or ())
+
+    def instance_value(self) -> Any:
+        return bindparam("instance_id") if self.bound else self.instance_id
+
+    def definition_value(self) -> Any:
+        return bindparam("definition_key") if self.bound else self.definition_key
+
+    def bind_values(self) -> dict[str, Any]:
+        """The values of the bind parameters a ``bound`` build uses."""
+        values: dict[str, Any] = {"cutoff": self.now - self.threshold}
+        values["due_before"] = self.now - DUE_GRACE
+        if self.tenants is not None:
+            values["tenants"] = list(self.tenants)
+        if self.instance_id is not None:
+            values["instance_id"] = self.instance_id
+        if self.definition_key is not None:
+            values["definition_key"] = self.definition_key
+        return values
+
+    def shape(self) -> RuleParams:
+        """The ``bound`` params of this one's shape: which filters it has, not
+        their values (the key of a built statement)."""
+        return RuleParams(
+            now=_EPOCH,
+            threshold=timedelta(0),
+            tenants=None if self.tenants is None else (),
+            instance_id=None if self.instance_id is None else 0,
+            definition_key=None if self.definition_key is None else "",
+            counting=self.counting,
+            bound=True,
+        )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 Builder = Callable[[RuleParams], Select[Any]]
+#: The conditions under which a rule driven by open tasks reports one: on the
+#: columns of ``tasks`` (an open task in the caller's scope whose instance is
+#: running and in scope) and ``no_holder``, the condition "no active token
+#: at the task's node holds it" (written by the caller: a probe or a join).
+TaskWhen = Callable[[RuleParams, ColumnElement[bool]], list[ColumnElement[bool]]]
 
 
 @dataclass(frozen=True)
@@ -101,6 +164,10 @@ class Rule:
     build: Builder
     #: whether the rule measures its condition against the threshold
     uses_threshold: bool
+    #: for a rule that reports open tasks (one row per task): its conditions,
+    #: which :func:`open_task_priorities` evaluates for all such rules in one
+    #: pass over the open tasks (``build`` applies the same conditions)
+    when: TaskWhen | None = None
 
 
 # ------------------------------------------------------------------ helpers
@@ -113,11 +180,11 @@ def _scope(p: RuleParams, *, running: bool = True) -> list[ColumnElement[bool]]:
     if running:
         where.append(instances.c.status == InstanceStatus.RUNNING.value)
     if p.tenants is not None:
-        where.append(instances.c.tenant_id.in_(list(p.tenants)))
+        where.append(instances.c.tenant_id.in_(p.tenant_values()))
     if p.instance_id is not None:
-        where.append(instances.c.id == p.instance_id)
+        where.append(instances.c.id == p.instance_value())
     if p.definition_key is not None:
-        where.append(instances.c.definition_key == p.definition_key)
+        where.append(instances.c.definition_key == p.definition_value())
     return where
 
 
@@ -125,9 +192,9 @@ def _task_scope(p: RuleParams) -> list[ColumnElement[bool]]:
     """The filters a task row carries itself (tenant, instance)."""
     where: list[ColumnElement[bool]] = []
     if p.tenants is not None:
-        where.append(tasks.c.tenant_id.in_(list(p.tenants)))
+        where.append(tasks.c.tenant_id.in_(p.tenant_values()))
     if p.instance_id is not None:
-        where.append(tasks.c.instance_id == p.instance_id)
+        where.append(tasks.c.instance_id == p.instance_value())
     return where
 
 
@@ -135,9 +202,9 @@ def _job_scope(p: RuleParams) -> list[ColumnElement[bool]]:
     """The filters a job row carries itself (tenant, instance)."""
     where: list[ColumnElement[bool]] = []
     if p.tenants is not None:
-        where.append(jobs.c.tenant_id.in_(list(p.tenants)))
+        where.append(jobs.c.tenant_id.in_(p.tenant_values()))
     if p.instance_id is not None:
-        where.append(jobs.c.instance_id == p.instance_id)
+        where.append(jobs.c.instance_id == p.instance_value())
     return where
 
 
@@ -207,26 +274,42 @@ def _task_row(p: RuleParams, job_id: Any, since: Any, detail: Any) -> list[Any]:
     return _columns(tasks.c.instance_id, tasks.c.id, tasks.c.node_key, job_id, since, detail)
 
 
+def _holds(holder: Any) -> ColumnElement[bool]:
+    """``holder`` (``tokens`` or an alias) is the outer task's token, active
+    at the task's node."""
+    return and_(
+        holder.c.id == tasks.c.token_id,
+        holder.c.state == TokenState.ACTIVE.value,
+        holder.c.node_key == tasks.c.node_key,
+    )
+
+
+def _no_holder_probe() -> ColumnElement[bool]:
+    """No token holds the outer task: one primary-key probe (a scalar subquery)."""
+    return select(tokens.c.id).where(_holds(tokens)).scalar_subquery().is_(None)
+
+
+def _task_rule(p: RuleParams, when: TaskWhen, job_id: Any, since: Any, detail: Any) -> Select[Any]:
+    """The open tasks in scope, of a running instance in scope, for which
+    ``when`` holds, as rows."""
+    query = _open_tasks(p, *when(p, _no_holder_probe())).add_columns(
+        *_task_row(p, job_id, since, detail)
+    )
+    return _running(p, query)
+
+
 # -------------------------------------------------------------------- rules
+
+
+def _token_task_mismatch_when(p: RuleParams, no_holder: ColumnElement[bool]) -> list[Any]:
+    return [tasks.c.created_at <= p.cutoff, no_holder]
 
 
 def token_task_mismatch(p: RuleParams) -> Select[Any]:
     """An open task whose token is missing, not active, or at another node,
     created at or before the cutoff. The token is one primary-key probe per
     candidate (a scalar subquery)."""
-    holder_ok = (
-        select(tokens.c.id)
-        .where(
-            tokens.c.id == tasks.c.token_id,
-            tokens.c.state == TokenState.ACTIVE.value,
-            tokens.c.node_key == tasks.c.node_key,
-        )
-        .scalar_subquery()
-    )
-    query = _open_tasks(p, tasks.c.created_at <= p.cutoff, holder_ok.is_(None)).add_columns(
-        *_task_row(p, null(), tasks.c.created_at, tasks.c.assignee)
-    )
-    return _running(p, query)
+    return _task_rule(p, _token_task_mismatch_when, null(), tasks.c.created_at, tasks.c.assignee)
 
 
 def _active_token_at_job_node() -> Any:
@@ -288,15 +371,8 @@ def trigger_execution_failed(p: RuleParams) -> Select[Any]:
     return _broken_dispatch("trigger_dispatch", p)
 
 
-def external_dispatch_pending(p: RuleParams) -> Select[Any]:
-    """A pending external approval task created at or before the cutoff
-    whose external_dispatch job has not succeeded (none, or still
-    pending/running/paused)."""
-    live = select(func.max(jobs.c.id)).where(
-        _task_jobs("external_dispatch", jobs.c.status.in_(LIVE_JOB))
-    )
-    query = _open_tasks(
-        p,
+def _external_dispatch_pending_when(p: RuleParams, no_holder: ColumnElement[bool]) -> list[Any]:
+    return [
         tasks.c.kind == "external_approval",
         tasks.c.status == TaskStatus.PENDING.value,
         tasks.c.created_at <= p.cutoff,
@@ -306,26 +382,53 @@ def external_dispatch_pending(p: RuleParams) -> Select[Any]:
                 jobs.c.status.in_([JobStatus.SUCCEEDED.value, *BROKEN_JOB]),
             )
         ),
-    ).add_columns(*_task_row(p, live.scalar_subquery(), tasks.c.created_at, literal("")))
-    return _running(p, query)
+    ]
 
 
-def trigger_waiting_no_execution(p: RuleParams) -> Select[Any]:
-    """A waiting trigger task created at or before the cutoff none of whose
-    trigger_dispatch jobs has an attempt row (no job, or never started)."""
+def external_dispatch_pending(p: RuleParams) -> Select[Any]:
+    """A pending external approval task created at or before the cutoff
+    whose external_dispatch job has not succeeded (none, or still
+    pending/running/paused)."""
+    live = select(func.max(jobs.c.id)).where(
+        _task_jobs("external_dispatch", jobs.c.status.in_(LIVE_JOB))
+    )
+    return _task_rule(
+        p, _external_dispatch_pending_when, live.scalar_subquery(), tasks.c.created_at, literal("")
+    )
+
+
+def _trigger_waiting_no_execution_when(p: RuleParams, no_holder: ColumnElement[bool]) -> list[Any]:
     attempted = (
         select(executions.c.id)
         .select_from(executions.join(jobs, jobs.c.id == executions.c.job_id))
         .where(_task_jobs("trigger_dispatch"))
     )
-    query = _open_tasks(
-        p,
+    return [
         tasks.c.kind == "trigger",
         tasks.c.status == TaskStatus.WAITING.value,
         tasks.c.created_at <= p.cutoff,
         ~attempted.exists(),
-    ).add_columns(*_task_row(p, _latest_job("trigger_dispatch"), tasks.c.created_at, literal("")))
-    return _running(p, query)
+    ]
+
+
+def trigger_waiting_no_execution(p: RuleParams) -> Select[Any]:
+    """A waiting trigger task created at or before the cutoff none of whose
+    trigger_dispatch jobs has an attempt row (no job, or never started)."""
+    return _task_rule(
+        p,
+        _trigger_waiting_no_execution_when,
+        _latest_job("trigger_dispatch"),
+        tasks.c.created_at,
+        literal(""),
+    )
+
+
+def _subprocess_waiting_when(p: RuleParams, no_holder: ColumnElement[bool]) -> list[Any]:
+    return [
+        tasks.c.kind == "subprocess",
+        tasks.c.status == TaskStatus.WAITING.value,
+        tasks.c.created_at <= p.cutoff,
+    ]
 
 
 def subprocess_waiting(p: RuleParams) -> Select[Any]:
@@ -348,25 +451,21 @@ def subprocess_waiting(p: RuleParams) -> Select[Any]:
         )
         .scalar_subquery()
     )
-    query = _open_tasks(
-        p,
-        tasks.c.kind == "subprocess",
+    return _task_rule(p, _subprocess_waiting_when, newest, tasks.c.created_at, child_id)
+
+
+def _delay_missing_wake_job_when(p: RuleParams, no_holder: ColumnElement[bool]) -> list[Any]:
+    return [
+        tasks.c.kind == "delay",
         tasks.c.status == TaskStatus.WAITING.value,
-        tasks.c.created_at <= p.cutoff,
-    ).add_columns(*_task_row(p, newest, tasks.c.created_at, child_id))
-    return _running(p, query)
+        ~exists().where(_task_jobs("delay_wake", jobs.c.status.in_([*LIVE_JOB, *BROKEN_JOB]))),
+    ]
 
 
 def delay_missing_wake_job(p: RuleParams) -> Select[Any]:
     """A waiting delay task with no delay_wake job that could still wake it
     (none pending, running, paused, failed or dead). Any age."""
-    query = _open_tasks(
-        p,
-        tasks.c.kind == "delay",
-        tasks.c.status == TaskStatus.WAITING.value,
-        ~exists().where(_task_jobs("delay_wake", jobs.c.status.in_([*LIVE_JOB, *BROKEN_JOB]))),
-    ).add_columns(*_task_row(p, null(), tasks.c.created_at, tasks.c.due_at))
-    return _running(p, query)
+    return _task_rule(p, _delay_missing_wake_job_when, null(), tasks.c.created_at, tasks.c.due_at)
 
 
 def _overdue(
@@ -381,7 +480,7 @@ def _overdue(
             jobs.c.type == job_type,
             jobs.c.task_id.isnot(None),
             jobs.c.status.in_(DUE_JOB),
-            jobs.c.run_at <= p.now - DUE_GRACE,
+            jobs.c.run_at <= p.due_before,
             jobs.c.instance_id == tasks.c.instance_id,
             kind_filter,
             tasks.c.status == status,
@@ -403,16 +502,18 @@ def task_timeout_overdue(p: RuleParams) -> Select[Any]:
     return _overdue(p, tasks.c.id.isnot(None), TaskStatus.PENDING.value, "task_timeout")
 
 
-def waiting_task_stuck(p: RuleParams) -> Select[Any]:
-    """A pending human task (approval, handle, catch, resubmit) created at
-    or before the cutoff; ``detail`` is its assignee."""
-    query = _open_tasks(
-        p,
+def _waiting_task_stuck_when(p: RuleParams, no_holder: ColumnElement[bool]) -> list[Any]:
+    return [
         tasks.c.kind.in_(HUMAN_KINDS),
         tasks.c.status == TaskStatus.PENDING.value,
         tasks.c.created_at <= p.cutoff,
-    ).add_columns(*_task_row(p, null(), tasks.c.created_at, tasks.c.assignee))
-    return _running(p, query)
+    ]
+
+
+def waiting_task_stuck(p: RuleParams) -> Select[Any]:
+    """A pending human task (approval, handle, catch, resubmit) created at
+    or before the cutoff; ``detail`` is its assignee."""
+    return _task_rule(p, _waiting_task_stuck_when, null(), tasks.c.created_at, tasks.c.assignee)
 
 
 def _outbox(p: RuleParams, status: str, *where: ColumnElement[bool]) -> Select[Any]:
@@ -420,11 +521,11 @@ def _outbox(p: RuleParams, status: str, *where: ColumnElement[bool]) -> Select[A
     events), any instance status."""
     scope: list[ColumnElement[bool]] = []
     if p.tenants is not None:
-        scope.append(outbox.c.tenant_id.in_(list(p.tenants)))
+        scope.append(outbox.c.tenant_id.in_(p.tenant_values()))
     if p.instance_id is not None:
-        scope.append(outbox.c.instance_id == p.instance_id)
+        scope.append(outbox.c.instance_id == p.instance_value())
     if p.definition_key is not None:
-        scope.append(outbox.c.definition_key == p.definition_key)
+        scope.append(outbox.c.definition_key == p.definition_value())
     return (
         select(
             *_columns(
@@ -468,16 +569,64 @@ def instance_stalled(p: RuleParams) -> Select[Any]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("token_task_mismatch", CRITICAL, 0, "token", token_task_mismatch, True),
+    Rule(
+        "token_task_mismatch",
+        CRITICAL,
+        0,
+        "token",
+        token_task_mismatch,
+        True,
+        when=_token_task_mismatch_when,
+    ),
     Rule("external_dispatch_failed", CRITICAL, 1, "job", external_dispatch_failed, False),
     Rule("trigger_execution_failed", CRITICAL, 2, "job", trigger_execution_failed, False),
-    Rule("delay_missing_wake_job", CRITICAL, 3, "job", delay_missing_wake_job, False),
+    Rule(
+        "delay_missing_wake_job",
+        CRITICAL,
+        3,
+        "job",
+        delay_missing_wake_job,
+        False,
+        when=_delay_missing_wake_job_when,
+    ),
     Rule("delay_overdue", CRITICAL, 4, "job", delay_overdue, False),
-    Rule("trigger_waiting_no_execution", CRITICAL, 5, "job", trigger_waiting_no_execution, True),
+    Rule(
+        "trigger_waiting_no_execution",
+        CRITICAL,
+        5,
+        "job",
+        trigger_waiting_no_execution,
+        True,
+        when=_trigger_waiting_no_execution_when,
+    ),
     Rule("task_timeout_overdue", WARNING, 6, "job", task_timeout_overdue, False),
-    Rule("external_dispatch_pending", WARNING, 7, "job", external_dispatch_pending, True),
-    Rule("subprocess_waiting", WARNING, 8, "stuck", subprocess_waiting, True),
-    Rule("waiting_task_stuck", WARNING, 9, "stuck", waiting_task_stuck, True),
+    Rule(
+        "external_dispatch_pending",
+        WARNING,
+        7,
+        "job",
+        external_dispatch_pending,
+        True,
+        when=_external_dispatch_pending_when,
+    ),
+    Rule(
+        "subprocess_waiting",
+        WARNING,
+        8,
+        "stuck",
+        subprocess_waiting,
+        True,
+        when=_subprocess_waiting_when,
+    ),
+    Rule(
+        "waiting_task_stuck",
+        WARNING,
+        9,
+        "stuck",
+        waiting_task_stuck,
+        True,
+        when=_waiting_task_stuck_when,
+    ),
     Rule("instance_stalled", CRITICAL, 10, "instance", instance_stalled, False),
     Rule(
         "workflow_event_outbox_failed",
@@ -499,6 +648,39 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_CODE = {r.code: r for r in RULES}
 RULE_CODES = tuple(r.code for r in RULES)
 LEVELS = (CRITICAL, WARNING)
+
+
+def open_task_priorities(p: RuleParams, rules: Sequence[Rule] = RULES) -> Select[Any]:
+    """``prio, task_id, instance_id`` of every open task in scope whose
+    instance is running and in scope, ``prio`` being the priority of the
+    first rule of ``rules`` with a ``when`` (in priority order) that reports
+    it, NULL when none does — the rows of all those rules in one pass over
+    the open tasks, each task once with the rule that wins it (what the
+    de-duplication would keep of the rules' rows). The task's token is one
+    outer join (the planner may hash or merge it) instead of one probe per
+    task. ``OFFSET 0`` keeps the statement a subquery for the caller, which
+    filters on ``prio``: inlined, every condition would be evaluated twice."""
+    holder = tokens.alias("holder")
+    no_holder = holder.c.id.is_(None)
+    branches = [
+        (and_(*rule.when(p, no_holder)), literal(rule.priority, Integer))
+        for rule in sorted(rules, key=lambda r: r.priority)
+        if rule.when is not None
+    ]
+    return (
+        select(
+            case(*branches, else_=null()).label("prio"),
+            tasks.c.id.label("task_id"),
+            tasks.c.instance_id.label("instance_id"),
+        )
+        .select_from(
+            tasks.outerjoin(holder, _holds(holder)).join(
+                instances, instances.c.id == tasks.c.instance_id
+            )
+        )
+        .where(tasks.c.status.in_(OPEN_TASK), *_task_scope(p), *_scope(p))
+        .offset(0)
+    )
 
 
 # ------------------------------------------- O-12 checks of one instance

@@ -115,16 +115,24 @@ def health_score_of(problems: list[Problem], runtime: dict[str, Any]) -> HealthS
 
 
 async def engine_health_score(
-    conn: AsyncConnection, tenant_ids: Sequence[str] | list[str] | None, *, now: datetime
+    conn: AsyncConnection,
+    tenant_ids: Sequence[str] | list[str] | None,
+    *,
+    now: datetime,
+    runtime: dict[str, Any] | None = None,
 ) -> HealthScore:
     """The score at ``now`` with its points and inputs, from the inspection's
     counts (:func:`~flowledger.ops.health_counts.problem_counts`: one
     statement, no problem rows) — equal to :func:`health_score_of` of
-    :func:`~flowledger.ops.health_inspection.inspect`'s problems."""
+    :func:`~flowledger.ops.health_inspection.inspect`'s problems.
+    ``runtime``: the global :func:`~flowledger.ops.runtime_status.runtime_figures`
+    at ``now`` in ``conn``'s snapshot, when the caller has them already."""
     summary = await problem_counts(
         conn,
         now=now,
         threshold=timedelta(minutes=DEFAULT_THRESHOLD_MINUTES),
         tenants=tenant_ids,
     )
-    return health_score_from_counts(summary, await runtime_figures(conn, now))
+    if runtime is None:
+        runtime = await runtime_figures(conn, now)
+    return health_score_from_counts(summary, runtime)

@@ -27,7 +27,7 @@ panel and ``/metrics`` always agree.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -66,23 +66,33 @@ def metric_table(*found: Metric) -> Mapping[str, Metric]:
     return MappingProxyType(table)
 
 
-# job_figures results of the current measure() call, so the three job
-# metrics of one scope share their two queries
+# job_figures / attempt_figures results of the current measure() call, so
+# the metrics of one scope share their queries (and the health score takes
+# the global ones: its runtime figures)
 _figures: ContextVar[dict[Any, dict[str, Any]] | None] = ContextVar("alert_figures", default=None)
+
+_Figures = Callable[[AsyncConnection, datetime, list[str] | None], Awaitable[dict[str, Any]]]
+
+
+async def _shared(
+    conn: AsyncConnection, figures: _Figures, now: datetime, tenant_ids: list[str] | None
+) -> dict[str, Any]:
+    """``figures(conn, now, tenant_ids)``, once per scope in a measure() call."""
+    memo = _figures.get()
+    scope = (figures, now, None if tenant_ids is None else tuple(tenant_ids))
+    found = None if memo is None else memo.get(scope)
+    if found is None:
+        found = await figures(conn, now, tenant_ids)
+        if memo is not None:
+            memo[scope] = found
+    return found
 
 
 def _from_jobs(key: str) -> Provider:
     async def provider(
         conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
     ) -> float | None:
-        memo = _figures.get()
-        scope = (now, None if tenant_ids is None else tuple(tenant_ids))
-        figures = None if memo is None else memo.get(scope)
-        if figures is None:
-            figures = await job_figures(conn, now, tenant_ids)
-            if memo is not None:
-                memo[scope] = figures
-        return float(figures[key])
+        return float((await _shared(conn, job_figures, now, tenant_ids))[key])
 
     return provider
 
@@ -90,15 +100,20 @@ def _from_jobs(key: str) -> Provider:
 async def _failure_rate(
     conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
 ) -> float | None:
-    rate = (await attempt_figures(conn, now, tenant_ids))["failureRate1h"]
+    rate = (await _shared(conn, attempt_figures, now, tenant_ids))["failureRate1h"]
     return None if rate is None else round(float(rate) * 100, 6)
 
 
 async def _health_score(
     conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
 ) -> float | None:
-    """The health inspection's engine health score (SPEC O-16, O-22)."""
-    return float((await engine_health_score(conn, tenant_ids, now=now)).score)
+    """The health inspection's engine health score (SPEC O-16, O-22), with
+    the global job and attempt figures the job metrics use (what
+    :func:`~flowledger.ops.runtime_status.runtime_figures` gives)."""
+    runtime = dict(await _shared(conn, job_figures, now, None))
+    runtime.update(await _shared(conn, attempt_figures, now, None))
+    score = await engine_health_score(conn, tenant_ids, now=now, runtime=runtime)
+    return float(score.score)
 
 
 HEALTH_SCORE = "engine_health_score"
