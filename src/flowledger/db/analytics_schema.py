@@ -14,8 +14,12 @@ PostgreSQL ``INCLUDE`` columns make each panel an index-only scan:
   times of node bottlenecks and approver workload.
 - ``ix_workflow_tasks_pending`` (definition_key, node_key; pending human
   tasks only): backlogs (read in group order) and pending-now counts.
+- ``ix_workflow_tasks_node_finished`` (definition_key, node_key,
+  finished_at; completed human tasks only, migration 0014): node
+  bottlenecks — the distinct (definition, node) keys by a loose index scan,
+  then each node's handling times over its own range of the period.
 
-The three task indexes include the task's own ``definition_key`` (copied
+The task indexes include the task's own ``definition_key`` (copied
 from its instance, migration 0013), so a group or filter by definition never
 joins ``workflow_instances``.
 """
@@ -35,6 +39,9 @@ _COMPLETED = text("status = 'completed'")
 # by them, and with the filter in the predicate the planner reads the index
 # alone instead of the heap over ix_workflow_tasks_open_instance
 _PENDING_HUMAN = text("status = 'pending' AND kind IN ('approval', 'handle', 'catch', 'resubmit')")
+_COMPLETED_HUMAN = text(
+    "status = 'completed' AND kind IN ('approval', 'handle', 'catch', 'resubmit')"
+)
 
 ix_instances_created = Index(
     "ix_workflow_instances_created",
@@ -77,4 +84,13 @@ ix_tasks_pending = Index(
     postgresql_include=["tenant_id", "assignee", "kind"],
     postgresql_where=_PENDING_HUMAN,
     sqlite_where=_PENDING_HUMAN,
+)
+ix_tasks_node_finished = Index(
+    "ix_workflow_tasks_node_finished",
+    _tasks.c.definition_key,
+    _tasks.c.node_key,
+    _tasks.c.finished_at,
+    postgresql_include=["tenant_id", "created_at"],
+    postgresql_where=_COMPLETED_HUMAN,
+    sqlite_where=_COMPLETED_HUMAN,
 )
