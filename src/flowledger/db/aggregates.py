@@ -78,13 +78,16 @@ async def grouped_stats(
     the count, mean and ``fraction`` percentile (continuous) of ``value``.
     One pass on PostgreSQL; an aggregate and a window query on SQLite.
 
-    ``groups_where``: the rows of an index whose leading columns are
-    ``keys`` (NOT NULL columns of the one table ``froms``) — its partial
-    predicate and any equality filter — met by every row matching
-    ``where``. Given, PostgreSQL takes the groups from that index (a loose
-    index scan) and aggregates each over its own range of it, best when the
-    index's next column is the one ``where`` bounds (a period). The numbers
-    are the same either way; SQLite ignores it."""
+    ``groups_where``: the partial predicate of an index whose leading
+    columns are ``keys`` (NOT NULL columns of the one table ``froms``),
+    met by every row matching ``where``. Given, PostgreSQL walks that
+    index's distinct keys (one descent each) and aggregates each group over
+    its own range of it, best when the index's next column is the one
+    ``where`` bounds (a period). A filter on the keys belongs in ``where``
+    only: the walk still visits every key (an equality on the first key
+    beside the walk's row comparison would make each step scan the group it
+    leaves), and a group it excludes costs one empty index probe. The
+    numbers are the same either way; SQLite ignores it."""
     if dialect_name(conn) == POSTGRESQL:
         if groups_where is not None:
             return await _grouped_stats_pg_by_index(

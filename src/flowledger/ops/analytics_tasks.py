@@ -52,13 +52,9 @@ from flowledger.states import TaskStatus
 DUE_SOON = timedelta(hours=24)
 
 
-def _completed(scope: AnalyticsScope) -> list[Any]:
-    """Completed human tasks (of the scope's definition): the rows of
-    ``ix_workflow_tasks_node_finished``."""
-    where = [tasks.c.status == TaskStatus.COMPLETED, tasks.c.kind.in_(HUMAN_TASK_KINDS)]
-    if scope.definition_key is not None:
-        where.append(tasks.c.definition_key == scope.definition_key)
-    return where
+# completed human tasks: the predicate of ix_workflow_tasks_node_finished,
+# whose (definition, node) keys the node-bottleneck panel walks
+_COMPLETED_HUMAN = (tasks.c.status == TaskStatus.COMPLETED, tasks.c.kind.in_(HUMAN_TASK_KINDS))
 
 
 def _handled(scope: AnalyticsScope, now: datetime, days: int) -> list[Any]:
@@ -103,7 +99,7 @@ async def node_bottlenecks(
             milliseconds_between(tasks.c.created_at, tasks.c.finished_at),
             handled_where,
             froms,
-            groups_where=_completed(scope),
+            groups_where=_COMPLETED_HUMAN,
         )
         backlog_rows = await conn.execute(
             select(*keys, func.count()).select_from(froms).where(*_pending(scope)).group_by(*keys)
