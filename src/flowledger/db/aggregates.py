@@ -87,7 +87,9 @@ async def grouped_stats(
     only: the walk still visits every key (an equality on the first key
     beside the walk's row comparison would make each step scan the group it
     leaves), and a group it excludes costs one empty index probe. The
-    numbers are the same either way; SQLite ignores it."""
+    planner must see the values (custom plans, as in the analytics read
+    transaction) to prove a partial predicate. The numbers are the same
+    either way; SQLite ignores it."""
     if dialect_name(conn) == POSTGRESQL:
         if groups_where is not None:
             return await _grouped_stats_pg_by_index(
