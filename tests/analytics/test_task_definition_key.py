@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import event, insert, select
 
 from flowledger.clock import ManualClock
-from flowledger.db.analytics_schema import ix_tasks_pending
+from flowledger.db.analytics_schema import ix_tasks_node_finished, ix_tasks_pending
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import (
     workflow_definitions,
@@ -108,6 +108,14 @@ async def test_node_bottlenecks_never_join_the_instances_O14(db: Database) -> No
 
 def test_pending_index_predicate_names_the_human_task_kinds_O14() -> None:
     where = str(ix_tasks_pending.dialect_options["postgresql"]["where"])
+    listed = re.search(r"kind IN \(([^)]*)\)", where)
+    assert listed is not None
+    assert tuple(k.strip(" '") for k in listed.group(1).split(",")) == HUMAN_TASK_KINDS
+
+
+def test_node_finished_index_predicate_names_the_human_task_kinds_O14() -> None:
+    where = str(ix_tasks_node_finished.dialect_options["postgresql"]["where"])
+    assert "status = 'completed'" in where
     listed = re.search(r"kind IN \(([^)]*)\)", where)
     assert listed is not None
     assert tuple(k.strip(" '") for k in listed.group(1).split(",")) == HUMAN_TASK_KINDS

@@ -140,6 +140,31 @@ async def test_grouped_stats_and_interval_percentiles(probe_db: Database) -> Non
     assert none == [None]
 
 
+async def test_grouped_stats_over_the_groups_of_an_index(probe_db: Database) -> None:
+    """With ``groups_where`` (on PostgreSQL the groups are then walked and
+    each aggregated on its own) the numbers are those of the plain
+    grouping, and a group none of whose rows meets ``where`` is left out."""
+    rows = [_row(n, "x", T0, T0 + timedelta(seconds=n)) for n in range(1, 11)]
+    rows += [_row(20 + n, "y", T0, T0 + timedelta(seconds=10 * n)) for n in range(1, 3)]
+    rows += [_row(30, "w", T0, T0 + timedelta(seconds=7)), _row(31, "z", T0, T0)]
+    await _insert(probe_db, rows)
+    p = probe.c
+    value = seconds_between(p.a, p.b)
+    where = [p.id > 1, p.id != 31, p.grp != "w"]
+    async with probe_db.read() as conn:
+        plain = await grouped_stats(conn, [p.grp], value, where, probe)
+        walked = await grouped_stats(
+            conn, [p.grp], value, where, probe, groups_where=[p.grp != "w"]
+        )
+        everything = await grouped_stats(conn, [p.grp], value, [], probe, groups_where=[])
+    assert walked == plain
+    assert sorted(walked) == [("x",), ("y",)]
+    n, mean, p90 = walked[("x",)]
+    assert (n, round(mean or 0, 3), round(p90 or 0, 3)) == (9, 6.0, 9.2)
+    assert sorted(everything) == [("w",), ("x",), ("y",), ("z",)]
+    assert everything[("z",)] == (1, 0.0, 0.0)
+
+
 async def test_count_by_local_day_across_a_dst_change(probe_db: Database) -> None:
     zone = ZoneInfo("Europe/Paris")  # clocks go forward on 2026-03-29 at 02:00
     start = datetime(2026, 3, 28, tzinfo=zone).astimezone(UTC)

@@ -14,8 +14,13 @@ PostgreSQL ``INCLUDE`` columns make each panel an index-only scan:
   times of node bottlenecks and approver workload.
 - ``ix_workflow_tasks_pending`` (definition_key, node_key; pending human
   tasks only): backlogs (read in group order) and pending-now counts.
+- ``ix_workflow_tasks_node_finished`` (definition_key, node_key,
+  finished_at, handling time in ms; completed human tasks only, PostgreSQL
+  only, migration 0014): node bottlenecks — the distinct (definition, node)
+  keys by a loose index scan, then each node's handling times over its own
+  range of the period.
 
-The three task indexes include the task's own ``definition_key`` (copied
+The task indexes include the task's own ``definition_key`` (copied
 from its instance, migration 0013), so a group or filter by definition never
 joins ``workflow_instances``.
 """
@@ -26,6 +31,7 @@ from sqlalchemy import Index, text
 
 from flowledger.db.engine_schema import workflow_instances as _instances
 from flowledger.db.engine_schema import workflow_tasks as _tasks
+from flowledger.db.portable import milliseconds_between
 
 _FINISHED = text("finished_at IS NOT NULL")
 _PENDING_DUE = text("status = 'pending' AND due_at IS NOT NULL")
@@ -35,6 +41,9 @@ _COMPLETED = text("status = 'completed'")
 # by them, and with the filter in the predicate the planner reads the index
 # alone instead of the heap over ix_workflow_tasks_open_instance
 _PENDING_HUMAN = text("status = 'pending' AND kind IN ('approval', 'handle', 'catch', 'resubmit')")
+_COMPLETED_HUMAN = text(
+    "status = 'completed' AND kind IN ('approval', 'handle', 'catch', 'resubmit')"
+)
 
 ix_instances_created = Index(
     "ix_workflow_instances_created",
@@ -78,3 +87,16 @@ ix_tasks_pending = Index(
     postgresql_where=_PENDING_HUMAN,
     sqlite_where=_PENDING_HUMAN,
 )
+# PostgreSQL only (SQLite's node bottlenecks never read it): the last key is
+# the handling time exactly as the panel computes it
+# (milliseconds_between(created_at, finished_at)), so the index-only scan
+# returns it instead of computing it again for every task
+ix_tasks_node_finished = Index(
+    "ix_workflow_tasks_node_finished",
+    _tasks.c.definition_key,
+    _tasks.c.node_key,
+    _tasks.c.finished_at,
+    milliseconds_between(_tasks.c.created_at, _tasks.c.finished_at),
+    postgresql_include=["tenant_id", "created_at"],
+    postgresql_where=_COMPLETED_HUMAN,
+).ddl_if(dialect="postgresql")

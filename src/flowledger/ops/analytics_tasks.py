@@ -17,10 +17,13 @@ timeouts            ``overdue`` (pending with ``due_at < now``), ``dueWithin24h`
                     overdue tasks, most overdue first, at most ``limit``
 ==================  =========================================================
 
-Indexes (PostgreSQL): completed tasks of the period over the partial
-``ix_workflow_tasks_finished`` (finished_at, including definition key, node,
-assignee, kind and created_at), pending ones over the partial
-``ix_workflow_tasks_pending``, due times over the partial
+Indexes (PostgreSQL): node bottlenecks walk the (definition, node) keys of
+the partial ``ix_workflow_tasks_node_finished`` (completed human tasks by
+definition key, node and finished_at) and read each node's tasks of the
+period from its own range of it; approver workload reads the completed tasks
+of the period over the partial ``ix_workflow_tasks_finished`` (finished_at,
+including definition key, node, assignee, kind and created_at); pending ones
+over the partial ``ix_workflow_tasks_pending``, due times over the partial
 ``ix_workflow_tasks_due`` — each an index-only scan. The definition key is
 the task's own copy of its instance's (``workflow_tasks.definition_key``,
 migration 0013): no panel here joins ``workflow_instances``.
@@ -47,6 +50,11 @@ from flowledger.ops.analytics_sql import (
 from flowledger.states import TaskStatus
 
 DUE_SOON = timedelta(hours=24)
+
+
+# completed human tasks: the predicate of ix_workflow_tasks_node_finished,
+# whose (definition, node) keys the node-bottleneck panel walks
+_COMPLETED_HUMAN = (tasks.c.status == TaskStatus.COMPLETED, tasks.c.kind.in_(HUMAN_TASK_KINDS))
 
 
 def _handled(scope: AnalyticsScope, now: datetime, days: int) -> list[Any]:
@@ -91,6 +99,7 @@ async def node_bottlenecks(
             milliseconds_between(tasks.c.created_at, tasks.c.finished_at),
             handled_where,
             froms,
+            groups_where=_COMPLETED_HUMAN,
         )
         backlog_rows = await conn.execute(
             select(*keys, func.count()).select_from(froms).where(*_pending(scope)).group_by(*keys)
