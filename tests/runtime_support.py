@@ -58,13 +58,13 @@ _OUTBOUND: WeakKeyDictionary[asyncio.AbstractEventLoop, Outbound] = WeakKeyDicti
 def process_outbound() -> Outbound:
     """What the test modules' own handlers call out through: the outbound
     resources of the process settings as they are at the call (a test changes
-    them with the environment and ``get_settings.cache_clear()``), one per
-    event loop — each test runs on its own loop, so the connector guards last
-    one test (or until the settings change)."""
+    them with the environment), one per event loop — each test runs on its
+    own loop, so the connector guards last one test (or until the settings
+    change)."""
     loop = asyncio.get_running_loop()
     settings = get_settings()
     found = _OUTBOUND.get(loop)
-    if found is None or found.settings is not settings:
+    if found is None or found.settings != settings:
         found = _OUTBOUND[loop] = Outbound(settings)
     return found
 

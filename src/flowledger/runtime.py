@@ -31,9 +31,9 @@ with that registry. See ``docs/embedding.md``.
 The settings are read from the environment only when none are given
 (:func:`~flowledger.settings.get_settings`, the process entry points' way);
 below this module every reader takes them (or an object built from them)
-as an argument. A test overrides them with ``build_runtime(settings=
-Settings(...))``, or with the environment and ``get_settings.cache_clear()``
-before it builds its runtime.
+as an argument; nothing caches them. A test overrides them with
+``build_runtime(settings=Settings(...))``, or with the environment before it
+builds its runtime.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ open a connection.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -105,7 +103,8 @@ class Settings(BaseSettings):
     schedule_min_period_s: int = Field(default=60, ge=1)
 
 
-@lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The settings of this process, read once."""
+    """The settings as the environment gives them now. Only the process entry
+    points call it — the CLI and ``build_runtime`` without settings — and
+    pass the result down; nothing caches it."""
     return Settings()

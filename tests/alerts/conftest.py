@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 from aiosmtpd.controller import Controller
 
-from flowledger.settings import get_settings
 from tests.api.conftest import api, app, client, engine  # noqa: F401 (API test fixtures)
 from tests.notify.conftest import free_port
 from tests.notify.servers import Collector
@@ -25,9 +24,7 @@ def smtp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
     monkeypatch.setenv("FLOWLEDGER_SMTP_HOST", "127.0.0.1")
     monkeypatch.setenv("FLOWLEDGER_SMTP_PORT", str(controller.port))
     monkeypatch.setenv("FLOWLEDGER_SMTP_TIMEOUT_S", "5")
-    get_settings.cache_clear()
     try:
         yield handler
     finally:
         controller.stop()
-        get_settings.cache_clear()

@@ -17,7 +17,6 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.ops.health_score import engine_health_score
 from flowledger.ops.runtime_status import runtime_status
-from flowledger.settings import get_settings
 from tests.alerts.support import rule
 from tests.api.conftest import Api
 from tests.ops.rows import add_execution, add_job, add_node
@@ -206,9 +205,7 @@ async def test_metrics_of_an_empty_ledger_have_zeros_and_no_failure_rate_O22(
 @pytest.fixture
 def metrics_token(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("FLOWLEDGER_METRICS_TOKEN", "scrape-me")
-    get_settings.cache_clear()
     yield "scrape-me"
-    get_settings.cache_clear()
 
 
 async def test_metrics_bearer_token_when_set_O22(

@@ -21,7 +21,7 @@ from flowledger.ops.alerts.evaluator import evaluate_once
 from flowledger.ops.alerts.service import AlertEvaluator
 from flowledger.ops.alerts.silences import create_silence, expire_silence
 from flowledger.outbound.signing import verify
-from flowledger.settings import Settings, get_settings
+from flowledger.settings import Settings
 from tests.alerts.support import (
     alert_events,
     dead_job,
@@ -127,7 +127,6 @@ async def test_failing_smtp_leaves_a_retrying_job_not_a_lost_alert_O22_L5(
 ) -> None:
     live_port = smtp.port
     monkeypatch.setenv("FLOWLEDGER_SMTP_PORT", str(free_port()))  # nothing listens
-    get_settings.cache_clear()
     await rule(db, clock, for_seconds=0, email=["ops@example.com"])
     await dead_job(db, clock)
     await tick(db, clock, minutes=0)
@@ -142,7 +141,6 @@ async def test_failing_smtp_leaves_a_retrying_job_not_a_lost_alert_O22_L5(
     assert len(await notification_jobs(db)) == 1
 
     monkeypatch.setenv("FLOWLEDGER_SMTP_PORT", str(live_port))  # the server is back
-    get_settings.cache_clear()
     await tick(db, clock, minutes=30)
     (job,) = await notification_jobs(db)
     assert job["status"] == "succeeded"

@@ -398,17 +398,12 @@ def test_bad_retention_time_zone_is_a_configuration_error_O20(
 
     monkeypatch.setenv("FLOWLEDGER_RETENTION_TIME_ZONE", "Mars/Olympus")
     monkeypatch.setenv("FLOWLEDGER_RETENTION_TIME_OF_DAY", "04:30")
-    get_settings.cache_clear()
-    try:
-        with pytest.raises(ConfigurationError) as caught:
-            retention_service(db, clock, settings=get_settings())
-        assert caught.value.field == "FLOWLEDGER_RETENTION_TIME_ZONE"
-        monkeypatch.setenv("FLOWLEDGER_RETENTION_TIME_ZONE", "Europe/Berlin")
-        get_settings.cache_clear()
-        service = retention_service(db, clock, settings=get_settings())
-        assert (service.zone.key, service.at.hour, service.at.minute) == ("Europe/Berlin", 4, 30)
-    finally:
-        get_settings.cache_clear()
+    with pytest.raises(ConfigurationError) as caught:
+        retention_service(db, clock, settings=get_settings())
+    assert caught.value.field == "FLOWLEDGER_RETENTION_TIME_ZONE"
+    monkeypatch.setenv("FLOWLEDGER_RETENTION_TIME_ZONE", "Europe/Berlin")
+    service = retention_service(db, clock, settings=get_settings())
+    assert (service.zone.key, service.at.hour, service.at.minute) == ("Europe/Berlin", 4, 30)
 
 
 async def test_a_failing_policy_is_on_record_with_what_it_removed_O20(

@@ -56,9 +56,7 @@ async def secret(
     outbound_env: Settings,
 ) -> AsyncIterator[Settings]:
     monkeypatch.setenv("FLOWLEDGER_CALLBACK_SECRET", SECRET)
-    get_settings.cache_clear()
     yield get_settings()
-    get_settings.cache_clear()
 
 
 async def call_back(
@@ -264,7 +262,6 @@ async def test_unknown_subjects_and_bad_bodies_X2_A4(
 async def test_callbacks_are_refused_while_no_secret_is_set_X2(
     api: Api, engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    get_settings.cache_clear()
     response = await call_back(api, "/external/1", {"decision": "approve"})
     assert (response.status_code, response.json()["code"]) == (503, "callback_secret_unset")
 

@@ -25,7 +25,6 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import metadata
 from flowledger.engine import Engine
-from flowledger.settings import get_settings
 from tests.api.conftest import approval
 from tests.api.fuzzing import check_operation
 from tests.runtime_support import default_engine
@@ -58,9 +57,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, s
         # with a callback secret the signed callback routes check signatures
         # (401) instead of answering 503 for every generated request
         patch.setenv("FLOWLEDGER_CALLBACK_SECRET", "schemathesis-callback-secret")
-        get_settings.cache_clear()
         yield create_app(db, engine=engine), token
-    get_settings.cache_clear()
     asyncio.run(db.dispose())
 
 

@@ -17,7 +17,6 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from flowledger.db.engine_schema import operation_audit, workflow_messages
-from flowledger.settings import get_settings
 from tests.api.conftest import Api, People, approval
 from tests.notify.servers import Collector
 
@@ -142,12 +141,10 @@ def smtp_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
     controller.start()
     monkeypatch.setenv("FLOWLEDGER_SMTP_HOST", "127.0.0.1")
     monkeypatch.setenv("FLOWLEDGER_SMTP_PORT", str(controller.port))
-    get_settings.cache_clear()
     try:
         yield handler
     finally:
         controller.stop()
-        get_settings.cache_clear()
 
 
 async def test_remind_emails_the_assignee_when_smtp_is_configured_O5_X7(

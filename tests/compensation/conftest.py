@@ -25,9 +25,7 @@ def compensation_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
     monkeypatch.setenv("FLOWLEDGER_ADMIN_USERS", ADMINS)
     monkeypatch.setenv("FLOWLEDGER_ATTACHMENTS_DIR", str(tmp_path / "attachments"))
     monkeypatch.setenv("FLOWLEDGER_ATTACHMENT_MAX_BYTES", "2048")
-    get_settings.cache_clear()
     yield get_settings()
-    get_settings.cache_clear()
 
 
 @pytest.fixture
@@ -35,7 +33,6 @@ def smtp_env(monkeypatch: pytest.MonkeyPatch, smtp: Collector) -> Settings:  # n
     monkeypatch.setenv("FLOWLEDGER_SMTP_HOST", "127.0.0.1")
     monkeypatch.setenv("FLOWLEDGER_SMTP_PORT", str(smtp.port))
     monkeypatch.setenv("FLOWLEDGER_SMTP_TIMEOUT_S", "5")
-    get_settings.cache_clear()
     return get_settings()
 
 
@@ -48,8 +45,4 @@ async def sms_env(
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_URL", gateway.url)
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_TOKEN", gateway.token)
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", gateway.endpoint)
-    get_settings.cache_clear()
-    try:
-        yield get_settings()
-    finally:
-        get_settings.cache_clear()
+    yield get_settings()

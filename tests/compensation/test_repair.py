@@ -13,7 +13,6 @@ from flowledger.compensation.tickets import open_ticket
 from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.errors import ConfigurationError
-from flowledger.settings import get_settings
 from tests.compensation.flows import deploy, failed_instance, history, repair_at, ticket
 from tests.integration.engine_helpers import (
     instance,
@@ -91,7 +90,6 @@ async def test_no_administrator_rejects_instance_with_reason_C3(
     db: Database, engine: Engine, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FLOWLEDGER_ADMIN_USERS", "")
-    get_settings.cache_clear()
     await deploy(engine, tenant="lonely")
     iid = await failed_instance(engine, db, clock, tenant="lonely")
     assert await repair_at(engine, iid) is None

@@ -20,7 +20,6 @@ from cryptography.fernet import Fernet
 
 from flowledger.db.automation_schema import workflow_automation_rules
 from flowledger.db.engine_schema import operation_audit
-from flowledger.settings import get_settings
 from tests.api.conftest import BASE, Api, Headers, People, api, app, client, engine, people  # noqa: F401 (fixtures)
 from tests.runtime_support import process_secrets
 
@@ -270,9 +269,7 @@ async def test_bad_condition_shape_and_patch_are_422_X6_A4(api: Api, people: Peo
 @pytest.fixture
 def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", Fernet.generate_key().decode())
-    get_settings.cache_clear()
     yield
-    get_settings.cache_clear()
 
 
 async def test_secret_headers_are_encrypted_and_never_shown_X6(

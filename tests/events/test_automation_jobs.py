@@ -55,7 +55,6 @@ from flowledger.events.automation_rules import RuleSpec
 from flowledger.events.automation_store import Rule, create_rule
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.models import Outcome, OutcomeKind
-from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
@@ -135,9 +134,7 @@ async def purchase(engine: Engine) -> str:
 @pytest.fixture
 def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", Fernet.generate_key().decode())
-    get_settings.cache_clear()
     yield
-    get_settings.cache_clear()
 
 
 async def add_rule(db: Database, clock: ManualClock, **spec: Any) -> Rule:
@@ -492,9 +489,7 @@ async def test_notify_in_app_posts_messages_once_X6(
 def smtp_env(monkeypatch: pytest.MonkeyPatch, smtp: Collector) -> Iterator[Collector]:
     monkeypatch.setenv("FLOWLEDGER_SMTP_HOST", "127.0.0.1")
     monkeypatch.setenv("FLOWLEDGER_SMTP_PORT", str(smtp.port))
-    get_settings.cache_clear()
     yield smtp
-    get_settings.cache_clear()
 
 
 async def test_notify_email_reaches_a_real_smtp_server_X6_X7(
@@ -548,9 +543,7 @@ async def sms_env(
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_URL", gateway.url)
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_TOKEN", gateway.token)
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", gateway.endpoint)
-    get_settings.cache_clear()
     yield gateway
-    get_settings.cache_clear()
 
 
 async def test_notify_sms_reaches_the_gateway_X6_X7(

@@ -29,7 +29,6 @@ from flowledger.events.relay import EventRelay
 from flowledger.events.subscriptions import create_subscription
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.settle import jobs_settle_many
-from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
@@ -50,9 +49,7 @@ def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A fresh Fernet key in FLOWLEDGER_SECRET_KEY for the secret box."""
     key = Fernet.generate_key().decode()
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", key)
-    get_settings.cache_clear()
     yield key
-    get_settings.cache_clear()
 
 
 async def deployed_engine(db: Database, clock: ManualClock) -> Engine:

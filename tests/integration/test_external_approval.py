@@ -57,9 +57,7 @@ async def signed_env(
     outbound_env: Settings,
 ) -> AsyncIterator[Settings]:
     monkeypatch.setenv("FLOWLEDGER_CALLBACK_SECRET", SECRET)
-    get_settings.cache_clear()
     yield get_settings()
-    get_settings.cache_clear()
 
 
 async def deploy_external(engine: Engine, url: str, *, repair: bool = False, **node: Any) -> None:

@@ -26,7 +26,7 @@ from flowledger.engine import Engine
 from flowledger.ledger.control import job_retry
 from flowledger.outbound.connector_config import ConnectorDraft, RateLimit
 from flowledger.outbound.connector_store import create_connector
-from flowledger.settings import Settings, get_settings
+from flowledger.settings import Settings
 from tests.integration.engine_helpers import (
     END,
     START,
@@ -156,7 +156,6 @@ async def test_a_4xx_under_onfailure_retry_uses_the_budget_then_fails_X1_C1(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("FLOWLEDGER_ADMIN_USERS", "*:ops")
-    get_settings.cache_clear()
     receiver.reply = 422
     engine = new_engine(db, clock)
     await deploy_trigger(engine, call(receiver.url), onFailure="retry", maxRetries=1, repair=True)

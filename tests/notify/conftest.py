@@ -59,8 +59,4 @@ async def sms_env(
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", gateway.endpoint)
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_READ_TIMEOUT_S", "0.3")
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_CONNECT_TIMEOUT_S", "1")
-    get_settings.cache_clear()  # runtimes built from now on read these
-    try:
-        yield get_settings()
-    finally:
-        get_settings.cache_clear()
+    yield get_settings()

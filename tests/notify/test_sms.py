@@ -111,14 +111,12 @@ async def test_a_clear_refusal_is_an_ordinary_failure_retried_L17(
 ) -> None:
     gateway.status = 400
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_TOKEN", token)
-    get_settings.cache_clear()
     job_id = await send_job(db, clock)
     await run_due_jobs(db, clock)
     row = await job_row(db, job_id)
     assert (row.status, row.last_error_code) == ("pending", "http_client_error")
     gateway.status = 200
     monkeypatch.setenv("FLOWLEDGER_SMS_GATEWAY_TOKEN", "s3cret")
-    get_settings.cache_clear()
     clock.advance(seconds=30)
     assert await run_due_jobs(db, clock) == 1
     assert (await job_row(db, job_id)).status == "succeeded"
@@ -148,7 +146,6 @@ async def test_loopback_not_allow_listed_is_refused_without_a_marker_X4(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", "")
-    get_settings.cache_clear()
     job_id = await send_job(db, clock)
     await run_due_jobs(db, clock)
     row = await job_row(db, job_id)

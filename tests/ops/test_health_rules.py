@@ -16,7 +16,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
 from flowledger.db.schema import workflow_jobs
-from flowledger.settings import Settings, get_settings
+from flowledger.settings import Settings
 from tests.integration.engine_helpers import jobs, new_engine, run_due_jobs, tasks, tokens
 from tests.ops.health_support import (
     approval_flow,
@@ -298,7 +298,6 @@ async def test_a_failed_trigger_awaiting_manual_repair_is_still_reported_O16_C3(
     """onFailure retry, budget spent: a repair (catch) task for the
     administrator at the failed node; the failed job is still the problem."""
     monkeypatch.setenv("FLOWLEDGER_ADMIN_USERS", "*:ops")
-    get_settings.cache_clear()
     receiver.reply = 422
     engine = new_engine(db, clock)
     await engine.deploy(trigger_flow(receiver.url, onFailure="retry", maxRetries=0), actor="a")

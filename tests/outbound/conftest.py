@@ -49,11 +49,7 @@ async def outbound_env(
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_READ_TIMEOUT_S", str(READ_TIMEOUT_S))
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_CONNECT_TIMEOUT_S", "2")
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_MAX_BODY_BYTES", str(MAX_BODY_BYTES))
-    get_settings.cache_clear()
-    try:
-        yield get_settings()
-    finally:
-        get_settings.cache_clear()
+    yield get_settings()
 
 
 @pytest.fixture

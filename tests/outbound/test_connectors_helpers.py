@@ -23,7 +23,6 @@ from flowledger.outbound.connector_config import BreakerSettings, ConnectorDraft
 from flowledger.outbound.connector_store import Connector, create_connector
 from flowledger.outbound.connectors import call_connector
 from flowledger.outbound.job_calls import OutboundRequest
-from flowledger.settings import get_settings
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from tests.runtime_support import TEST_HANDLERS, process_outbound, process_secrets
@@ -38,15 +37,12 @@ def secret_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     rebuilt from it (and again afterwards)."""
     key = Fernet.generate_key().decode()
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", key)
-    get_settings.cache_clear()
     yield key
-    get_settings.cache_clear()
 
 
 def use_other_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """Switch the process to a different secret key (stored secrets become unreadable)."""
     monkeypatch.setenv("FLOWLEDGER_SECRET_KEY", Fernet.generate_key().decode())
-    get_settings.cache_clear()
 
 
 async def make_connector(

@@ -36,7 +36,7 @@ from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.rescue import jobs_rescue
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
-from flowledger.settings import Settings, get_settings
+from flowledger.settings import Settings
 from flowledger.worker.context import AbortReason, JobContext
 from tests.integration.ledger_helpers import attempt_rows, job_row
 from tests.integration.worker_helpers import OUTBOUND, running_worker, wait_job, wait_until
@@ -246,7 +246,6 @@ async def counter(
     server = ByteCounter()
     await server.start()
     monkeypatch.setenv("FLOWLEDGER_OUTBOUND_ALLOW", server.url.removeprefix("http://"))
-    get_settings.cache_clear()
     try:
         yield server
     finally:

@@ -75,13 +75,8 @@ MUTATORS = frozenset(
 IMMUTABLE_BASES = frozenset({"NamedTuple", "Enum", "StrEnum", "IntEnum", "Flag", "IntFlag"})
 ENVIRONMENT_READS = ("os.environ", "os.getenv", "Settings(", "get_settings")
 
-ALLOWED: dict[str, str] = {
-    # the process entry point's settings, read once: the CLI and create_app's
-    # default runtime build their Runtime from it, and tests override it with
-    # the environment and get_settings.cache_clear(); nothing below the entry
-    # points calls it (see REMAINING in the report of issue 16 item 3)
-    "settings.py: cache get_settings": "the entry points' settings",
-}
+# nothing is exempt: no registry, hook or cache lives at module level
+ALLOWED: dict[str, str] = {}
 
 
 @cache
