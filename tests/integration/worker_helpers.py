@@ -200,7 +200,11 @@ async def start_worker(
     worker = runtime.worker(config or worker_config(), maintenance=False)
     stop = asyncio.Event()
     task = asyncio.ensure_future(worker.run(stop))
-    await wait_until(lambda: worker.started.is_set() or task.done(), what="the worker to start")
+    # start-up registers the node and opens the pools' connections: 5 s ran out
+    # once in a CI run on a loaded machine (two cores, load 6)
+    await wait_until(
+        lambda: worker.started.is_set() or task.done(), within=20.0, what="the worker to start"
+    )
     if task.done():
         task.result()  # raise what it died of
     return Running(worker, stop, task, runtime)
