@@ -4,7 +4,8 @@ Covers: claim order priority → runAt → id and the every-fourth "earliest due
 rule (L-7); pending jobs are not claimed before runAt (L-3); one attempt row
 per claim with scheduled_at = runAt and a 60 s lease capped by the execution
 deadline (L-1, L-10, L-11); the claim limit (L-6); pool isolation (L-2); and on
-PostgreSQL, 8 concurrent claimers never claim a job twice (L-7, SKIP LOCKED).
+PostgreSQL, 8 concurrent claimers never claim a job twice (L-7, SKIP LOCKED), and
+the claim alone commits without waiting for its WAL flush (L-6, issue 15).
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
+from flowledger.db.pg_ledger import CLAIM_SQL, claim_params
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError
 from flowledger.ledger.claim import claim_order, jobs_claim
+from flowledger.ledger.driver import PostgresFastLedger, ledger_driver
 from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
 from tests.integration.ledger_helpers import (
@@ -239,3 +242,43 @@ async def test_concurrent_claimers_never_claim_twice_L7(
     assert statuses == {"running": total}
     assert tuple(per_job) == (total, total)
     assert sum(1 for got in results if got) >= 2  # the claimers really interleaved
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # PostgreSQL-only property
+async def test_claim_alone_commits_without_waiting_for_wal_flush_L6(
+    backend: str, db: Database, db_url: str, clock: ManualClock
+) -> None:
+    """The claim turns ``synchronous_commit`` off for its own transaction
+    only (issue 15: a woken pool need not wait for an fsync before its
+    handler starts): inside the claim's transaction it reads ``off``; the
+    connection it ran on — pooled, or a fast path's — commits every later
+    statement synchronously again."""
+    first, second = [await add_job(db, clock.now()) for _ in range(2)]
+    setting = text("SELECT current_setting('synchronous_commit')")
+    params = claim_params(pool=LEDGER, limit=1, node_id="node-a", now=clock.now(), lease_ms=60_000)
+    async with db.engine.connect() as conn:
+        trans = await conn.begin()
+        claimed = (await conn.exec_driver_sql(CLAIM_SQL["priority"], params)).mappings().all()
+        assert [row["id"] for row in claimed] == [first]
+        assert (await conn.execute(setting)).scalar_one() == "off"
+        await trans.rollback()  # the job is pending again
+        assert (await conn.execute(setting)).scalar_one() == "on"
+    one = Database(db_url, pool_size=1)  # the claim's pooled connection is the next one's
+    fast = ledger_driver(one, fast=True)
+    try:
+        async with one.single_statement() as conn:
+            pid = (await conn.execute(select(func.pg_backend_pid()))).scalar_one()
+        assert [j.id for j in await claim(one, clock.now(), limit=1)] == [first]
+        async with one.single_statement() as conn:
+            assert (await conn.execute(select(func.pg_backend_pid()))).scalar_one() == pid
+            assert (await conn.execute(setting)).scalar_one() == "on"
+        batch = await fast.jobs_claim_batch(
+            one, pool=LEDGER, limit=1, node_id="node-a", now=clock.now()
+        )
+        assert [j.id for j in batch.jobs] == [second]
+        assert isinstance(fast, PostgresFastLedger)
+        after = await fast.hot.run("SELECT current_setting('synchronous_commit') AS v", {})
+        assert after == [{"v": "on"}]
+    finally:
+        await fast.close()
+        await one.dispose()

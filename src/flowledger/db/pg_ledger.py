@@ -19,6 +19,19 @@ one snapshot, in which the locked rows are still pending, hence ``NOT IN``.
 Ordered by ``priority, run_at, id`` or, for the every-fourth "earliest due"
 claim, by ``run_at, id``; both served by partial indexes on pending rows.
 
+The claim commits without waiting for its WAL flush (``commit_mode``:
+``set_config('synchronous_commit', 'off', true)``, local to the statement's
+own transaction; the setting in force at commit decides), which was most of
+a woken pool's latency (issue 15: an fsync of 1-4 ms on the bench host
+before the handler could start). It is visible at once like any commit;
+what a server crash in the next few hundred milliseconds can lose is only a
+claim nothing durable depends on yet — every later write of that attempt
+(side-effect marker, step receipt, settlement, lease renewal) commits
+synchronously, and flushing it flushes the earlier claim with it. A claim so
+lost leaves the job pending as before it, to be claimed and run again, as
+the ledger's at-least-once execution allows (L-5, L-10, L-17). Enqueues and
+settlements keep synchronous commits.
+
 Settlement: the jobs still fenced by (id, generation, lease token, running)
 are locked in id order — the one order of every multi-row writer of
 ``workflow_jobs``, so a settlement and a lease renewal over the same jobs
@@ -84,9 +97,12 @@ WITH locked AS (
     SELECT (SELECT run_at FROM workflow_jobs
             WHERE pool = %(pool)s AND status = 'pending' AND id NOT IN (SELECT id FROM locked)
             ORDER BY run_at LIMIT 1) AS next_due
+), commit_mode AS (
+    SELECT set_config('synchronous_commit', 'off', true) AS synchronous_commit
 )
 SELECT claimed.*, attempts.execution_id, next_due.next_due
-FROM next_due LEFT JOIN (claimed JOIN attempts ON attempts.job_id = claimed.id) ON true
+FROM next_due CROSS JOIN commit_mode
+    LEFT JOIN (claimed JOIN attempts ON attempts.job_id = claimed.id) ON true
 ORDER BY {outer_order}
 """
 
