@@ -11,6 +11,7 @@ import time
 import pytest
 
 from flowledger.db.engine_schema import workflow_tasks
+from flowledger.engine import Engine
 from tests.api.conftest import Api, People, approval
 from tests.hardening.edge import assert_no_traceback, assert_refused, counts
 
@@ -121,14 +122,14 @@ async def test_cron_has_exactly_five_fields_item9(
 
 
 async def test_cron_minimum_period_is_configurable_item9(
-    api: Api, people: People, monkeypatch: pytest.MonkeyPatch
+    api: Api, people: People, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
 
     await api.deploy(people.root, approval())
     rule = {"definitionKey": "leave", "form": {"days": 1}}
     every_minute = await api.post("/schedules", people.root, {**rule, "cron": "* * * * *"})
     assert every_minute.status_code == 201, every_minute.text
-    monkeypatch.setenv("FLOWLEDGER_SCHEDULE_MIN_PERIOD_S", "300")
+    monkeypatch.setattr(engine.settings, "schedule_min_period_s", 300)  # the API's engine
     before = await counts(api.db)
     for cron in ("*/2 * * * *", "0,1 9 * * *"):
         response = await api.post("/schedules", people.root, {**rule, "cron": cron})
