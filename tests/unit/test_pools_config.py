@@ -123,6 +123,22 @@ def test_define_handler_registers_with_the_given_registry() -> None:
     )
 
 
+def test_a_pool_or_budget_beside_a_job_type_is_refused_not_ignored() -> None:
+    """A JobType carries its pool and budget; an option given beside it would
+    be ignored, so it is a ConfigurationError naming that option."""
+    mail = JobType("unit_pool_typed", "unit-mail")
+    for option, value in (
+        ("pool", "unit-other"),
+        ("max_attempts", 3),
+        ("execution_timeout_ms", 1000),
+        ("priority", 1),
+    ):
+        with pytest.raises(ConfigurationError) as caught:
+            define_handler(mail, _noop, **{option: value})  # type: ignore[arg-type]
+        assert caught.value.field == option
+    assert define_handler(mail, _noop).job_type is mail
+
+
 def test_the_runtime_declares_the_settings_and_option_pools(tmp_path: Path) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'unused.db'}", pools="unit-emails=2")
     runtime = build_runtime(settings=settings, pools={"unit-only": 1, Pool.LEDGER.value: 2})

@@ -59,30 +59,54 @@ def define_handler(
     job_type: str | JobType,
     fn: HandlerFn,
     *,
-    pool: str = Pool.LEDGER,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-    execution_timeout_ms: int = DEFAULT_EXECUTION_TIMEOUT_MS,
-    priority: int = DEFAULT_PRIORITY,
+    pool: str | None = None,
+    max_attempts: int | None = None,
+    execution_timeout_ms: int | None = None,
+    priority: int | None = None,
     job_types: JobTypeRegistry | None = None,
 ) -> Handler:
-    """Bind ``fn`` to ``job_type``: a :class:`JobType`, or a name with the
-    pool and budget given here. With ``job_types``, a name it already knows
-    keeps its registered pool and budget (the handler only supplies the
-    code), and the type is registered there — an undeclared pool is a
-    ConfigurationError naming ``pool``. Without, nothing is registered until
-    the handler is added to a :class:`HandlerRegistry`."""
+    """Bind ``fn`` to ``job_type``: a :class:`JobType` (which carries its
+    pool and budget), or a name with the pool and budget given here (the
+    ledger pool and the default budget where not given). With
+    ``job_types``, a name it already knows keeps its registered pool and
+    budget (the handler only supplies the code), and the type is registered
+    there — an undeclared pool is a ConfigurationError naming ``pool``.
+    Without, nothing is registered until the handler is added to a
+    :class:`HandlerRegistry`. A pool or budget given beside a JobType is a
+    ConfigurationError naming the option: it would be ignored."""
+    options = {
+        "pool": pool,
+        "max_attempts": max_attempts,
+        "execution_timeout_ms": execution_timeout_ms,
+        "priority": priority,
+    }
     if isinstance(job_type, JobType):
+        given = [name for name, value in options.items() if value is not None]
+        if given:
+            raise ConfigurationError(
+                f"job type {job_type.name!r} is a JobType: its {given[0]} is set on the "
+                "JobType, not on the handler",
+                field=given[0],
+            )
         resolved = job_type
     elif job_types is not None and job_type in job_types:
         resolved = job_types.get(job_type)
     else:
-        resolved = JobType(job_type, pool, max_attempts, execution_timeout_ms, priority)
+        resolved = JobType(
+            job_type,
+            pool if pool is not None else Pool.LEDGER,
+            max_attempts if max_attempts is not None else DEFAULT_MAX_ATTEMPTS,
+            execution_timeout_ms
+            if execution_timeout_ms is not None
+            else DEFAULT_EXECUTION_TIMEOUT_MS,
+            priority if priority is not None else DEFAULT_PRIORITY,
+        )
     if job_types is not None:
         job_types.register(resolved)
     return Handler(resolved, fn)
 
 
-def job_handler(name: str, **options: Any) -> Callable[[HandlerFn], HandlerFn]:
+def job_handler(name: str | JobType, **options: Any) -> Callable[[HandlerFn], HandlerFn]:
     """Decorator form of :func:`define_handler`: marks ``fn`` so that
     :meth:`HandlerRegistry.load_module` finds it."""
 
