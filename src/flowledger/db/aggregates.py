@@ -107,6 +107,16 @@ async def grouped_stats(
     return {k: (n, mean, percentiles.get(k)) for k, (n, mean) in means.items()}
 
 
+def _labelled(keys: Sequence[ColumnElement[Any]]) -> list[Any]:
+    """The group keys labelled ``k0``, ``k1`` … (a subquery's columns)."""
+    return [k.label(f"k{i}") for i, k in enumerate(keys)]
+
+
+async def _stats(conn: AsyncConnection, stmt: Any, n_keys: int) -> Stats:
+    """Rows of (keys…, count, mean, percentile) as :data:`Stats`."""
+    return {tuple(r[:n_keys]): (int(r[-3]), r[-2], r[-1]) for r in await conn.execute(stmt)}
+
+
 async def _grouped_stats_pg(
     conn: AsyncConnection,
     keys: Sequence[ColumnElement[Any]],
@@ -118,7 +128,7 @@ async def _grouped_stats_pg(
     # a hash aggregate collects each group's values; the percentile then
     # sorts each group's array (floats) instead of a sort of every row
     # by the (text) group keys that percentile_cont's group-by needs
-    labelled = [k.label(f"k{i}") for i, k in enumerate(keys)]
+    labelled = _labelled(keys)
     groups = (
         select(
             *labelled,
@@ -136,7 +146,7 @@ async def _grouped_stats_pg(
     stmt = select(
         *(groups.c[f"k{i}"] for i in range(len(keys))), groups.c.n, groups.c.mean, percentile
     )
-    return {tuple(r[: len(keys)]): (int(r[-3]), r[-2], r[-1]) for r in await conn.execute(stmt)}
+    return await _stats(conn, stmt, len(keys))
 
 
 async def _grouped_stats_pg_by_index(
@@ -153,7 +163,7 @@ async def _grouped_stats_pg_by_index(
     # condition); then, per group, count, mean and percentile over the
     # group's own range of the index (key equalities plus ``where``), the
     # value computed once per row (the OFFSET 0 subquery is not flattened)
-    first = select(*(k.label(f"k{i}") for i, k in enumerate(keys)))
+    first = select(*_labelled(keys))
     first = first.select_from(froms).where(*groups_where).order_by(*keys).limit(1)
     groups = first.cte("g", recursive=True)
     bound = [groups.c[f"k{i}"] for i in range(len(keys))]
@@ -190,7 +200,7 @@ async def _grouped_stats_pg_by_index(
         .select_from(groups.join(stats, true()))
         .where(stats.c.n > 0)
     )
-    return {tuple(r[: len(keys)]): (int(r[-3]), r[-2], r[-1]) for r in await conn.execute(stmt)}
+    return await _stats(conn, stmt, len(keys))
 
 
 async def _grouped_percentile_sqlite(
@@ -201,7 +211,7 @@ async def _grouped_percentile_sqlite(
     froms: Any,
     fraction: float,
 ) -> dict[tuple[Any, ...], float]:
-    labelled = [k.label(f"k{i}") for i, k in enumerate(keys)]
+    labelled = _labelled(keys)
     ranked = (
         select(
             *labelled,
