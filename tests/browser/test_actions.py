@@ -169,6 +169,8 @@ def test_job_retry_skip_and_batches(
     _press_ok(page, "batch-confirm")
     results = page.locator("[data-testid=batch-results] tbody tr.ant-table-row")
     _expect_rows(page, results, 2)
+    # the status column is the one each job had when checked: "dead" beside "submitted"
+    expect(page.locator("[data-testid=batch-results] thead")).to_contain_text("操作前状态")
     shot(page, "action-batch-retry-zh-CN")
     page.get_by_test_id("batch-result-close").click()
     for job, job_id in zip(dead[2:4], pair, strict=True):

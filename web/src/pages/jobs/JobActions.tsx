@@ -144,7 +144,8 @@ export function BatchActions({ ids, onDone }: { ids: number[]; onDone: () => voi
           columns={[
             { title: t("col.id"), dataIndex: "id" },
             { title: t("batch.outcome"), dataIndex: "outcome", render: (o: string) => t(`batch.outcome_${o}`) },
-            { title: t("col.status"), dataIndex: "status", render: (s: string | null) => <StatusTag status={s} /> },
+            // the status the job had when the batch checked it (a submitted job is queued now)
+            { title: t("batch.statusBefore"), dataIndex: "status", render: (s: string | null) => <StatusTag status={s} /> },
             { title: t("batch.code"), dataIndex: "code", render: (c: string | null) => c ?? "—" },
             { title: t("batch.reason"), dataIndex: "reason", render: (r: string | null) => r ?? "—" },
           ]}
