@@ -39,6 +39,7 @@ from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.planner import set_local
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.ops import consistency_checks as checks
 from flowledger.ops import health_rules as rules
 from flowledger.ops.health_messages import age
 from flowledger.states import (
@@ -174,7 +175,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
     last_node = (active or all_tokens or [None])[0]
     last_node_key = None if last_node is None else last_node.node_key
 
-    if await _rows(conn, rules.running_without_active_task(now_params)):
+    if await _rows(conn, checks.running_without_active_task(now_params)):
         out.append(
             Conclusion(
                 "running_without_active_task",
@@ -184,7 +185,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
                 await _move_on_from(conn, instance_id, last_node_key),
             )
         )
-    if await _rows(conn, rules.running_without_active_token(now_params)):
+    if await _rows(conn, checks.running_without_active_token(now_params)):
         parked = [t.id for t in all_tokens if t.state == TokenState.PARKED.value]
         out.append(
             Conclusion(
@@ -206,7 +207,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
                 _force_jump(row.node_key),
             )
         )
-    for row in await _rows(conn, rules.tokens_without_task(now_params)):
+    for row in await _rows(conn, checks.tokens_without_task(now_params)):
         out.append(
             Conclusion(
                 "token_without_task",
@@ -216,7 +217,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
                 await _move_on_from(conn, instance_id, row.node_key),
             )
         )
-    unwakeable = await _rows(conn, rules.unwakeable_waiting_tasks(now_params))
+    unwakeable = await _rows(conn, checks.unwakeable_waiting_tasks(now_params))
     if unwakeable:
         first = unwakeable[0]
         recovery = _RECOVERY_BY_KIND.get(first.detail or "")

@@ -4,7 +4,10 @@ optional instance id and definition key, and the time ``now`` (the database
 time of the caller). Both the engine-wide health inspection
 (:mod:`flowledger.ops.health_inspection`) and one instance's consistency
 conclusions (:mod:`flowledger.ops.consistency`) run these same builders;
-where O-12 names a check that O-16 does not, its builder lives here too.
+the checks O-12 names and O-16 does not are
+:mod:`flowledger.ops.consistency_checks`, and the parts every builder is
+made of (parameters, scopes, the running-instance check, the row shape)
+:mod:`flowledger.ops.health_query`.
 
 Every builder returns one set-based ``SELECT`` with the columns
 ``instance_id, task_id, node_key, job_id, since, detail`` (``detail``: a short
@@ -26,22 +29,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
     Integer,
     Select,
-    String,
     and_,
-    bindparam,
     case,
-    cast,
     exists,
     func,
     literal,
     null,
-    or_,
     select,
 )
 from sqlalchemy.sql.elements import ColumnElement
@@ -50,99 +48,54 @@ from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.engine_schema import workflow_tokens as tokens
-from flowledger.db.health_sql import materialized_cte
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.db.types import UTCDateTime
-from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
+from flowledger.ops.health_query import (
+    BROKEN_JOB,
+    COLUMNS,
+    DUE_GRACE,
+    DUE_JOB,
+    HUMAN_KINDS,
+    LIVE_JOB,
+    OPEN_TASK,
+    RuleParams,
+    columns,
+    holds,
+    job_scope,
+    latest_job,
+    no_holder_probe,
+    no_live_job,
+    no_open_task,
+    open_tasks,
+    running,
+    scope,
+    task_jobs,
+    task_row,
+    task_scope,
+)
+from flowledger.states import JobStatus, TaskStatus, TokenState
+
+__all__ = [
+    "BROKEN_JOB",
+    "COLUMNS",
+    "CRITICAL",
+    "DUE_GRACE",
+    "DUE_JOB",
+    "HUMAN_KINDS",
+    "LEVELS",
+    "LIVE_JOB",
+    "OPEN_TASK",
+    "RULES",
+    "RULES_BY_CODE",
+    "RULE_CODES",
+    "WARNING",
+    "Rule",
+    "RuleParams",
+    "open_task_priorities",
+]
 
 CRITICAL = "critical"
 WARNING = "warning"
-
-#: A due job claimed within this long of its run_at is normal work, not an
-#: overdue one (delay_overdue, task_timeout_overdue).
-DUE_GRACE = timedelta(minutes=1)
-
-HUMAN_KINDS = ("approval", "handle", "catch", "resubmit")
-OPEN_TASK = (TaskStatus.PENDING.value, TaskStatus.WAITING.value)
-LIVE_JOB = (JobStatus.PENDING.value, JobStatus.RUNNING.value, JobStatus.PAUSED.value)
-BROKEN_JOB = (JobStatus.FAILED.value, JobStatus.DEAD.value)
-DUE_JOB = (JobStatus.PENDING.value, JobStatus.RUNNING.value, *BROKEN_JOB)
-
-
-@dataclass(frozen=True)
-class RuleParams:
-    """What every builder is parametrised by."""
-
-    now: datetime
-    threshold: timedelta = timedelta(minutes=30)
-    tenants: Sequence[str] | None = None
-    instance_id: int | None = None
-    definition_key: str | None = None
-    #: the caller only counts the rows (:mod:`flowledger.ops.health_counts`):
-    #: the running-instance check is a join the planner may run as one
-    #: merge or hash join over every candidate, instead of one probe each
-    counting: bool = False
-    #: the builders write bind parameters (``cutoff``, ``due_before``,
-    #: ``tenants``, ``instance_id``, ``definition_key``) instead of these
-    #: values, so that one built statement serves every ``now`` and scope of
-    #: its shape; :meth:`bind_values` gives the values to execute it with
-    bound: bool = False
-
-    @property
-    def cutoff(self) -> Any:
-        """Conditions that began at or before this are past the threshold."""
-        if self.bound:
-            return bindparam("cutoff", type_=UTCDateTime())
-        return self.now - self.threshold
-
-    @property
-    def due_before(self) -> Any:
-        """A due job whose run_at is at or before this is overdue (:data:`DUE_GRACE`)."""
-        if self.bound:
-            return bindparam("due_before", type_=UTCDateTime())
-        return self.now - DUE_GRACE
-
-    def tenant_values(self) -> Any:
-        """The caller's tenants for an ``IN`` (only when ``tenants`` is not None)."""
-        if self.bound:
-            return bindparam("tenants", expanding=True)
-        return list(self.tenants or ())
-
-    def instance_value(self) -> Any:
-        return bindparam("instance_id") if self.bound else self.instance_id
-
-    def definition_value(self) -> Any:
-        return bindparam("definition_key") if self.bound else self.definition_key
-
-    def bind_values(self) -> dict[str, Any]:
-        """The values of the bind parameters a ``bound`` build uses."""
-        values: dict[str, Any] = {"cutoff": self.now - self.threshold}
-        values["due_before"] = self.now - DUE_GRACE
-        if self.tenants is not None:
-            values["tenants"] = list(self.tenants)
-        if self.instance_id is not None:
-            values["instance_id"] = self.instance_id
-        if self.definition_key is not None:
-            values["definition_key"] = self.definition_key
-        return values
-
-    def shape(self) -> RuleParams:
-        """The ``bound`` params of this one's shape: which filters it has, not
-        their values (the key of a built statement)."""
-        return RuleParams(
-            now=_EPOCH,
-            threshold=timedelta(0),
-            tenants=None if self.tenants is None else (),
-            instance_id=None if self.instance_id is None else 0,
-            definition_key=None if self.definition_key is None else "",
-            counting=self.counting,
-            bound=True,
-        )
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
 
 Builder = Callable[[RuleParams], Select[Any]]
 #: The conditions under which a rule driven by open tasks reports one: on the
@@ -170,132 +123,13 @@ class Rule:
     when: TaskWhen | None = None
 
 
-# ------------------------------------------------------------------ helpers
-
-
-def _scope(p: RuleParams, *, running: bool = True) -> list[ColumnElement[bool]]:
-    """The instance filters: running, the caller's tenants, one instance, one
-    definition key."""
-    where: list[ColumnElement[bool]] = []
-    if running:
-        where.append(instances.c.status == InstanceStatus.RUNNING.value)
-    if p.tenants is not None:
-        where.append(instances.c.tenant_id.in_(p.tenant_values()))
-    if p.instance_id is not None:
-        where.append(instances.c.id == p.instance_value())
-    if p.definition_key is not None:
-        where.append(instances.c.definition_key == p.definition_value())
-    return where
-
-
-def _task_scope(p: RuleParams) -> list[ColumnElement[bool]]:
-    """The filters a task row carries itself (tenant, instance)."""
-    where: list[ColumnElement[bool]] = []
-    if p.tenants is not None:
-        where.append(tasks.c.tenant_id.in_(p.tenant_values()))
-    if p.instance_id is not None:
-        where.append(tasks.c.instance_id == p.instance_value())
-    return where
-
-
-def _job_scope(p: RuleParams) -> list[ColumnElement[bool]]:
-    """The filters a job row carries itself (tenant, instance)."""
-    where: list[ColumnElement[bool]] = []
-    if p.tenants is not None:
-        where.append(jobs.c.tenant_id.in_(p.tenant_values()))
-    if p.instance_id is not None:
-        where.append(jobs.c.instance_id == p.instance_value())
-    return where
-
-
-def _running(p: RuleParams, candidates: Select[Any]) -> Select[Any]:
-    """The candidate rows whose instance is running and in scope. The
-    candidates are found first (a materialized CTE on PostgreSQL) and each is
-    then checked by one probe of ``ix_workflow_instances_running`` — a scalar
-    subquery, which PostgreSQL never turns into a hash join over every
-    running instance, whatever it estimates the candidates to be. When
-    ``p.counting``, the same condition is a plain join instead: a count
-    visits every candidate anyway (tens of thousands at 100,000 instances),
-    and one merge join over ``ix_workflow_instances_running`` beats as many
-    probes."""
-    if p.counting:
-        within = candidates.subquery("candidates")
-        return (
-            select(*(within.c[name] for name in COLUMNS))
-            .select_from(within.join(instances, instances.c.id == within.c.instance_id))
-            .where(*_scope(p))
-        )
-    found = materialized_cte(candidates, "candidates")
-    probe = (
-        select(instances.c.id)
-        .where(instances.c.id == found.c.instance_id, *_scope(p))
-        .scalar_subquery()
-    )
-    return select(*(found.c[name] for name in COLUMNS)).where(probe.isnot(None))
-
-
-def _task_jobs(job_type: str, *where: ColumnElement[bool]) -> Any:
-    """Jobs of ``job_type`` attached to the outer task (ix_workflow_jobs_task)."""
-    return and_(
-        jobs.c.instance_id == tasks.c.instance_id,
-        jobs.c.task_id == tasks.c.id,
-        jobs.c.type == job_type,
-        *where,
-    )
-
-
-def _latest_job(job_type: str) -> Any:
-    return select(func.max(jobs.c.id)).where(_task_jobs(job_type)).scalar_subquery()
-
-
-def _open_tasks(p: RuleParams, *where: ColumnElement[bool]) -> Select[Any]:
-    """Open tasks in the caller's scope (their instance is checked by
-    :func:`_running`)."""
-    return select().select_from(tasks).where(tasks.c.status.in_(OPEN_TASK), *where, *_task_scope(p))
-
-
-def _columns(
-    instance_id: Any, task_id: Any, node_key: Any, job_id: Any, since: Any, detail: Any
-) -> list[Any]:
-    return [
-        instance_id.label("instance_id"),
-        task_id.label("task_id"),
-        node_key.label("node_key"),
-        job_id.label("job_id"),
-        since.label("since"),
-        cast(detail, String).label("detail"),
-    ]
-
-
-COLUMNS = ("instance_id", "task_id", "node_key", "job_id", "since", "detail")
-
-
-def _task_row(p: RuleParams, job_id: Any, since: Any, detail: Any) -> list[Any]:
-    return _columns(tasks.c.instance_id, tasks.c.id, tasks.c.node_key, job_id, since, detail)
-
-
-def _holds(holder: Any) -> ColumnElement[bool]:
-    """``holder`` (``tokens`` or an alias) is the outer task's token, active
-    at the task's node."""
-    return and_(
-        holder.c.id == tasks.c.token_id,
-        holder.c.state == TokenState.ACTIVE.value,
-        holder.c.node_key == tasks.c.node_key,
-    )
-
-
-def _no_holder_probe() -> ColumnElement[bool]:
-    """No token holds the outer task: one primary-key probe (a scalar subquery)."""
-    return select(tokens.c.id).where(_holds(tokens)).scalar_subquery().is_(None)
-
-
 def _task_rule(p: RuleParams, when: TaskWhen, job_id: Any, since: Any, detail: Any) -> Select[Any]:
     """The open tasks in scope, of a running instance in scope, for which
     ``when`` holds, as rows."""
-    query = _open_tasks(p, *when(p, _no_holder_probe())).add_columns(
-        *_task_row(p, job_id, since, detail)
+    query = open_tasks(p, *when(p, no_holder_probe())).add_columns(
+        *task_row(p, job_id, since, detail)
     )
-    return _running(p, query)
+    return running(p, query)
 
 
 # -------------------------------------------------------------------- rules
@@ -331,7 +165,7 @@ def _broken_dispatch(job_type: str, p: RuleParams) -> Select[Any]:
     other_task = tasks.alias("other_task")
     return (
         select(
-            *_columns(
+            *columns(
                 instances.c.id,
                 jobs.c.task_id,
                 jobs.c.node_key,
@@ -357,8 +191,8 @@ def _broken_dispatch(job_type: str, p: RuleParams) -> Select[Any]:
                 other_task.c.status.in_(OPEN_TASK),
                 other_task.c.kind.notin_(["external_approval", "trigger", "catch"]),
             ),
-            *_job_scope(p),
-            *_scope(p),
+            *job_scope(p),
+            *scope(p),
         )
     )
 
@@ -377,7 +211,7 @@ def _external_dispatch_pending_when(p: RuleParams, no_holder: ColumnElement[bool
         tasks.c.status == TaskStatus.PENDING.value,
         tasks.c.created_at <= p.cutoff,
         ~exists().where(
-            _task_jobs(
+            task_jobs(
                 "external_dispatch",
                 jobs.c.status.in_([JobStatus.SUCCEEDED.value, *BROKEN_JOB]),
             )
@@ -390,7 +224,7 @@ def external_dispatch_pending(p: RuleParams) -> Select[Any]:
     whose external_dispatch job has not succeeded (none, or still
     pending/running/paused)."""
     live = select(func.max(jobs.c.id)).where(
-        _task_jobs("external_dispatch", jobs.c.status.in_(LIVE_JOB))
+        task_jobs("external_dispatch", jobs.c.status.in_(LIVE_JOB))
     )
     return _task_rule(
         p, _external_dispatch_pending_when, live.scalar_subquery(), tasks.c.created_at, literal("")
@@ -401,7 +235,7 @@ def _trigger_waiting_no_execution_when(p: RuleParams, no_holder: ColumnElement[b
     attempted = (
         select(executions.c.id)
         .select_from(executions.join(jobs, jobs.c.id == executions.c.job_id))
-        .where(_task_jobs("trigger_dispatch"))
+        .where(task_jobs("trigger_dispatch"))
     )
     return [
         tasks.c.kind == "trigger",
@@ -417,7 +251,7 @@ def trigger_waiting_no_execution(p: RuleParams) -> Select[Any]:
     return _task_rule(
         p,
         _trigger_waiting_no_execution_when,
-        _latest_job("trigger_dispatch"),
+        latest_job("trigger_dispatch"),
         tasks.c.created_at,
         literal(""),
     )
@@ -458,7 +292,7 @@ def _delay_missing_wake_job_when(p: RuleParams, no_holder: ColumnElement[bool]) 
     return [
         tasks.c.kind == "delay",
         tasks.c.status == TaskStatus.WAITING.value,
-        ~exists().where(_task_jobs("delay_wake", jobs.c.status.in_([*LIVE_JOB, *BROKEN_JOB]))),
+        ~exists().where(task_jobs("delay_wake", jobs.c.status.in_([*LIVE_JOB, *BROKEN_JOB]))),
     ]
 
 
@@ -474,7 +308,7 @@ def _overdue(
     """Driven from the jobs of ``job_type`` that are due (a range of
     ``ix_workflow_jobs_task``), then their task by primary key."""
     query = (
-        select(*_task_row(p, jobs.c.id, jobs.c.run_at, jobs.c.status))
+        select(*task_row(p, jobs.c.id, jobs.c.run_at, jobs.c.status))
         .select_from(jobs.join(tasks, tasks.c.id == jobs.c.task_id))
         .where(
             jobs.c.type == job_type,
@@ -484,10 +318,10 @@ def _overdue(
             jobs.c.instance_id == tasks.c.instance_id,
             kind_filter,
             tasks.c.status == status,
-            *_task_scope(p),
+            *task_scope(p),
         )
     )
-    return _running(p, query)
+    return running(p, query)
 
 
 def delay_overdue(p: RuleParams) -> Select[Any]:
@@ -528,7 +362,7 @@ def _outbox(p: RuleParams, status: str, *where: ColumnElement[bool]) -> Select[A
         scope.append(outbox.c.definition_key == p.definition_value())
     return (
         select(
-            *_columns(
+            *columns(
                 outbox.c.instance_id,
                 null(),
                 null(),
@@ -552,20 +386,12 @@ def workflow_event_outbox_pending(p: RuleParams) -> Select[Any]:
     return _outbox(p, "pending", outbox.c.created_at <= p.cutoff)
 
 
-def _no_open_task() -> Any:
-    return ~exists().where(tasks.c.instance_id == instances.c.id, tasks.c.status.in_(OPEN_TASK))
-
-
-def _no_live_job() -> Any:
-    return ~exists().where(jobs.c.instance_id == instances.c.id, jobs.c.status.in_(LIVE_JOB))
-
-
 def instance_stalled(p: RuleParams) -> Select[Any]:
     """A running instance with no pending/waiting task and no job pending,
     running or paused; since its last update. Any age."""
     return select(
-        *_columns(instances.c.id, null(), null(), null(), instances.c.updated_at, literal(""))
-    ).where(_no_open_task(), _no_live_job(), *_scope(p))
+        *columns(instances.c.id, null(), null(), null(), instances.c.updated_at, literal(""))
+    ).where(no_open_task(), no_live_job(), *scope(p))
 
 
 RULES: tuple[Rule, ...] = (
@@ -674,96 +500,10 @@ def open_task_priorities(p: RuleParams, rules: Sequence[Rule] = RULES) -> Select
             tasks.c.instance_id.label("instance_id"),
         )
         .select_from(
-            tasks.outerjoin(holder, _holds(holder)).join(
+            tasks.outerjoin(holder, holds(holder)).join(
                 instances, instances.c.id == tasks.c.instance_id
             )
         )
-        .where(tasks.c.status.in_(OPEN_TASK), *_task_scope(p), *_scope(p))
+        .where(tasks.c.status.in_(OPEN_TASK), *task_scope(p), *scope(p))
         .offset(0)
     )
-
-
-# ------------------------------------------- O-12 checks of one instance
-
-
-def tokens_without_task(p: RuleParams) -> Select[Any]:
-    """Active tokens that no open task holds (parked join tokens are not
-    active, so never counted): ``task_id`` is the token id here."""
-    return (
-        select(
-            *_columns(
-                instances.c.id,
-                tokens.c.id,
-                tokens.c.node_key,
-                null(),
-                tokens.c.created_at,
-                literal(""),
-            )
-        )
-        .select_from(tokens.join(instances, instances.c.id == tokens.c.instance_id))
-        .where(
-            tokens.c.state == TokenState.ACTIVE.value,
-            ~exists().where(
-                tasks.c.instance_id == tokens.c.instance_id,
-                tasks.c.token_id == tokens.c.id,
-                tasks.c.status.in_(OPEN_TASK),
-            ),
-            *_scope(p),
-        )
-    )
-
-
-def running_without_active_task(p: RuleParams) -> Select[Any]:
-    return select(
-        *_columns(instances.c.id, null(), null(), null(), instances.c.updated_at, literal(""))
-    ).where(_no_open_task(), *_scope(p))
-
-
-def running_without_active_token(p: RuleParams) -> Select[Any]:
-    return select(
-        *_columns(instances.c.id, null(), null(), null(), instances.c.updated_at, literal(""))
-    ).where(
-        ~exists().where(
-            tokens.c.instance_id == instances.c.id, tokens.c.state == TokenState.ACTIVE.value
-        ),
-        *_scope(p),
-    )
-
-
-def unwakeable_waiting_tasks(p: RuleParams) -> Select[Any]:
-    """Waiting tasks of instances with no pending task, that nothing can
-    wake: no live job of the task (pending/running/paused), no running or
-    suspended child instance started by it, no trigger call accepted and
-    awaiting its callback (a succeeded trigger_dispatch job of the task), and
-    no pending task at the same node. Reported only when every waiting task
-    of the instance is such (a suspected deadlock)."""
-    child = instances.alias("child")
-    pending = tasks.alias("pending_task")
-    awaiting_callback = exists().where(
-        _task_jobs("trigger_dispatch", jobs.c.status == JobStatus.SUCCEEDED.value)
-    )
-    wakeable = or_(
-        exists().where(
-            jobs.c.instance_id == tasks.c.instance_id,
-            jobs.c.task_id == tasks.c.id,
-            jobs.c.status.in_(LIVE_JOB),
-        ),
-        exists().where(
-            child.c.parent_instance_id == tasks.c.instance_id,
-            child.c.parent_task_id == tasks.c.id,
-            child.c.status.in_([InstanceStatus.RUNNING.value, InstanceStatus.SUSPENDED.value]),
-        ),
-        and_(tasks.c.kind == "trigger", awaiting_callback),
-        exists().where(
-            pending.c.instance_id == tasks.c.instance_id,
-            pending.c.node_key == tasks.c.node_key,
-            pending.c.status == TaskStatus.PENDING.value,
-        ),
-    )
-    any_pending = exists().where(
-        pending.c.instance_id == tasks.c.instance_id, pending.c.status == TaskStatus.PENDING.value
-    )
-    query = _open_tasks(
-        p, tasks.c.status == TaskStatus.WAITING.value, ~wakeable, ~any_pending
-    ).add_columns(*_task_row(p, null(), tasks.c.created_at, tasks.c.kind))
-    return _running(p, query)
