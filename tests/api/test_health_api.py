@@ -61,6 +61,7 @@ async def test_inspection_items_summary_and_filters_O16(
         "since",
         "message",
         "suggestion",
+        "messageParams",
         "recoveryAction",
     }
     assert (item["taskId"], item["nodeKey"], item["jobId"]) == (task["id"], "manager", None)
@@ -84,6 +85,33 @@ async def test_inspection_items_summary_and_filters_O16(
     assert (await api.get(PATH, mon, thresholdMinutes=60)).json()["items"][-1]["rule"] == (
         "instance_stalled"
     )
+
+
+async def test_items_carry_the_params_of_their_message_O16(
+    api: Api, engine: Engine, db: Database, clock: ManualClock
+) -> None:
+    """``messageParams``: the values the English message is made of (the
+    console words it per rule in zh-CN / en from them), JSON scalars."""
+    one, _, waiting = await _broken(engine, db, clock)
+    (task,) = await tasks(db, waiting)
+    mon = await api.token("mon", INSTANCE_MONITOR)
+    body = (await api.get(PATH, mon)).json()
+    items = {(i["rule"], i["instanceId"]): i for i in body["items"]}
+    stuck = items["waiting_task_stuck", waiting]
+    assert stuck["messageParams"] == {
+        "taskId": task["id"],
+        "nodeKey": "manager",
+        "ageMinutes": 45,
+        "assignee": "alice",
+    }
+    assert stuck["message"] == f"task {task['id']} at «manager» has waited 45 min for alice"
+    stalled = items["instance_stalled", one]
+    assert stalled["messageParams"] == {"ageMinutes": 45}
+    assert stalled["message"].endswith("(since 45 min)")
+    clock.advance(seconds=3 * 3600)
+    later = (await api.get(PATH, mon, rule="waiting_task_stuck")).json()["items"]
+    assert later[0]["messageParams"]["ageMinutes"] == 45 + 180
+    assert later[0]["message"].endswith("has waited 3 h for alice")
 
 
 async def test_keyset_paging_O16(

@@ -1,7 +1,8 @@
 """The health inspection page and the engine diagnostics tab (issue 14
 items 5 and 6, SPEC O-16, O-18) against ``flowledger run`` with the demo
 data, whose broken instances give every health rule a case: both pages in
-both languages; the threshold, rule and level filters checked row for row
+both languages (a problem's text and suggestion worded in the page's
+language from the item's messageParams); the threshold, rule and level filters checked row for row
 against the API; every listed instance linked to its drawer; a saved view
 pinning a threshold; the engine cards against ``GET /engine/diagnostics``;
 both charts drawn; a recovery action reached from a problem's suggested
@@ -87,6 +88,36 @@ def _expect_rows(page: Page, api: httpx.Client, **query: Any) -> None:
             assert f"instance={item['instanceId']}" in href
 
 
+def _expect_worded(page: Page, lang: str, items: list[dict[str, Any]]) -> None:
+    """What is wrong and the suggestion in the page's language: zh-CN words
+    them from messageParams, en shows the API's English word for word. The
+    demo's lost delay wake job (age-free text) and its unconfirmed trigger
+    outcome (its own suggestion: confirm first, never resend)."""
+    delay = next(i for i in items if i["rule"] == "delay_missing_wake_job")
+    trigger = next(
+        i for i in items if i["rule"] == "trigger_execution_failed" and not i["recoveryAction"]
+    )
+    assert trigger["messageParams"]["outcomeUnconfirmed"] is True
+    if lang == "zh-CN":
+        p, q = delay["messageParams"], trigger["messageParams"]
+        # the zh-CN texts, fullwidth punctuation and all
+        delay_text = "的延时任务 {} 没有唤醒作业，将无法自动唤醒"  # noqa: RUF001
+        message = f"节点「{p['nodeKey']}」" + delay_text.format(p["taskId"])
+        unconfirmed = "调用结果未确认：先与接收方核实结果，再重试作业 {}，或强制跳转越过"  # noqa: RUF001
+        suggestion = unconfirmed.format(q["jobId"]) + f"节点「{q['nodeKey']}」"
+    else:
+        message, suggestion = delay["message"], trigger["suggestion"]
+    row = page.get_by_test_id(f"health-row-delay_missing_wake_job-{delay['instanceId']}").first
+    expect(row.get_by_test_id("health-message")).to_have_text(message)
+    row = page.get_by_test_id(f"health-row-trigger_execution_failed-{trigger['instanceId']}").first
+    row.get_by_test_id("repair").hover()
+    tip = page.locator(".ant-tooltip:not(.ant-tooltip-hidden) [data-testid='health-suggestion']")
+    expect(tip).to_have_text(suggestion)
+    shot(page, f"health-suggestion-{lang}")
+    page.mouse.move(0, 0)
+    expect(tip).to_have_count(0)
+
+
 def test_health_inspection_filters_links_and_saved_view(
     server: Server, open_console: Opener, api: httpx.Client
 ) -> None:
@@ -105,6 +136,7 @@ def test_health_inspection_filters_links_and_saved_view(
         expect(page.get_by_test_id("nav-health")).to_have_text(title)
         score = str(_inspect(api)["summary"]["score"])
         expect(page.get_by_test_id("health-summary-score")).to_contain_text(score)
+        _expect_worded(page, lang, default["items"])
         shot(page, f"health-{lang}")
 
     # page is the en one: the default threshold lists what the API lists

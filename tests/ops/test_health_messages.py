@@ -1,21 +1,34 @@
 """The recovery action of each health problem (SPEC O-16, O-18): the console
 links a problem to the action its suggestion names, so the two must agree
 for every rule — and a trigger whose outcome is unconfirmed (L-17) names no
-action (a person confirms it first; a recovery never resends it)."""
+action (a person confirms it first; a recovery never resends it). And the
+``messageParams`` of each problem: the values its English message and
+suggestion are made of, from which the console words them in zh-CN / en."""
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flowledger.ops.health_inspection import Problem
-from flowledger.ops.health_messages import describe, recovery_action
+from flowledger.ops.health_messages import (
+    age,
+    age_minutes,
+    describe,
+    message_params,
+    recovery_action,
+)
 from flowledger.ops.health_rules import RULE_CODES
 from flowledger.ops.recovery_plan import ACTIONS
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+WEB_LOCALES = Path(__file__).resolve().parents[2] / "web" / "src" / "locales"
 
 
 def _problem(rule: str, detail: str | None = "outbound_refused") -> Problem:
@@ -41,3 +54,80 @@ def test_an_unconfirmed_trigger_outcome_names_no_action_L17() -> None:
 @pytest.mark.parametrize("rule", ["token_task_mismatch", "instance_stalled", "waiting_task_stuck"])
 def test_repairs_on_the_instance_name_no_action_O16(rule: str) -> None:
     assert recovery_action(_problem(rule)) is None
+
+
+# ------------------------------------------------- messageParams (O-16, i18n)
+
+EN_PROBLEM = json.loads((WEB_LOCALES / "en" / "health.json").read_text(encoding="utf-8"))["problem"]
+
+
+def _age_label(minutes: int) -> str:
+    """The console's age label (health.ts ``ageLabel``) in en."""
+    if minutes < 60:
+        return f"{max(1, minutes)} min"
+    if minutes < 1440:
+        return f"{minutes // 60} h"
+    return f"{minutes // 1440} d"
+
+
+def _render(rule: str, params: dict[str, Any]) -> tuple[str, str]:
+    """What the console shows in en (health.ts ``problemTexts``): the rule's
+    templates interpolating messageParams, ``node`` and ``age`` derived."""
+    texts = EN_PROBLEM[rule]
+    node_key = params.get("nodeKey")
+    values = {
+        **{k: ("None" if v is None else str(v)) for k, v in params.items() if k != "count"},
+        "node": EN_PROBLEM["node"].replace("{{key}}", node_key)
+        if node_key
+        else EN_PROBLEM["itsNode"],
+        "age": _age_label(params["ageMinutes"]) if "ageMinutes" in params else "",
+        "events": str(params.get("count")),
+    }
+    message = (
+        texts["messageNoChild"]
+        if rule == "subprocess_waiting" and params["childInstanceId"] is None
+        else texts["message"]
+    )
+    suggestion = (
+        texts["suggestionUnconfirmed"] if params.get("outcomeUnconfirmed") else texts["suggestion"]
+    )
+
+    def fill(template: str) -> str:
+        return re.sub(r"{{(\w+)}}", lambda m: values[m.group(1)], template)
+
+    return fill(message), fill(suggestion)
+
+
+def _variants(rule: str) -> list[Problem]:
+    since = [NOW - timedelta(seconds=s) for s in (20, 45 * 60, 3 * 3600 + 59, 2 * 86400 + 7)]
+    detail = {
+        "subprocess_waiting": ["41", None],
+        "trigger_execution_failed": ["outbound_refused", EXTERNAL_OUTCOME_UNCONFIRMED],
+        "workflow_event_outbox_failed": ["3"],
+        "workflow_event_outbox_pending": ["12"],
+        "waiting_task_stuck": ["alice"],
+        "delay_overdue": ["pending"],
+    }.get(rule, ["outbound_refused"])
+    return [
+        Problem(rule, "critical", 7, 8, node, 9, at, d)
+        for at in since
+        for d in detail
+        for node in ("approve", None)
+    ]
+
+
+@pytest.mark.parametrize("rule", sorted(RULE_CODES))
+def test_message_params_make_the_message_and_the_console_en_text_is_it_O16(rule: str) -> None:
+    """The params carry every value describe() interpolates: the console's en
+    templates filled with them give the API's English word for word, for
+    each variant (node unknown, ages in min / h / d, no child, unconfirmed)."""
+    for problem in _variants(rule):
+        params = message_params(problem, NOW)
+        assert all(v is None or isinstance(v, str | int | bool) for v in params.values())
+        assert _render(rule, params) == describe(problem, NOW), (problem, params)
+
+
+def test_age_minutes_is_the_age_text_O16() -> None:
+    for seconds in (0, 59, 60, 3599, 3600, 86399, 86400, 10 * 86400):
+        since = NOW - timedelta(seconds=seconds)
+        assert _age_label(age_minutes(since, NOW)) == age(since, NOW)

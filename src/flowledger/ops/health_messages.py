@@ -2,11 +2,14 @@
 saying what is wrong, the suggestion naming the repair (force jump, a
 targeted recovery action, a job retry, remind / transfer, …) and, for the
 console's repair link, the recovery action (O-18) that suggestion names.
-Pure text; no queries."""
+:func:`message_params` gives the pieces those two texts are made of (JSON
+scalars, camelCase), so a client can word them in its own language keyed by
+the rule code. Pure text; no queries."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from flowledger.ops.health_inspection import Problem
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
@@ -20,6 +23,13 @@ def age(since: datetime, now: datetime) -> str:
     if seconds < 86400:
         return f"{seconds // 3600} h"
     return f"{seconds // 86400} d"
+
+
+def age_minutes(since: datetime, now: datetime) -> int:
+    """Whole minutes since ``since`` (at least 0): :func:`age` is exactly
+    ``max(1, m) min`` under an hour, ``m // 60 h`` under a day, else
+    ``m // 1440 d``."""
+    return max(0, int((now - since).total_seconds())) // 60
 
 
 def _node(p: Problem) -> str:
@@ -115,3 +125,41 @@ def describe(p: Problem, now: datetime) -> tuple[str, str]:
         ),
     }
     return texts[p.rule]
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value else None
+
+
+def message_params(p: Problem, now: datetime) -> dict[str, Any]:
+    """The values :func:`describe` interpolates into the message and
+    suggestion of ``p``, by rule: ``nodeKey`` (null: "its node"), ``taskId``,
+    ``jobId``, ``ageMinutes`` (see :func:`age_minutes`), ``errorCode`` (the
+    failed job's last error code, else its status), ``outcomeUnconfirmed``
+    (the suggestion asks to confirm the outcome first), ``jobStatus``,
+    ``childInstanceId`` (null: no child started), ``assignee``, ``count``."""
+    minutes = age_minutes(p.since, now)
+    node: dict[str, Any] = {"nodeKey": p.node_key}
+    if p.rule in ("external_dispatch_failed", "trigger_execution_failed"):
+        failed = {**node, "jobId": p.job_id, "errorCode": p.detail}
+        if p.rule == "external_dispatch_failed":
+            return failed
+        return {**failed, "outcomeUnconfirmed": p.detail == EXTERNAL_OUTCOME_UNCONFIRMED}
+    if p.rule == "delay_missing_wake_job":
+        return {**node, "taskId": p.task_id}
+    if p.rule == "delay_overdue":
+        return {**node, "ageMinutes": minutes, "jobId": p.job_id, "jobStatus": p.detail}
+    if p.rule == "task_timeout_overdue":
+        return {"taskId": p.task_id, **node, "ageMinutes": minutes, "jobId": p.job_id}
+    if p.rule in ("token_task_mismatch", "waiting_task_stuck"):
+        task = {"taskId": p.task_id, **node, "ageMinutes": minutes}
+        return task if p.rule == "token_task_mismatch" else {**task, "assignee": p.detail}
+    if p.rule in ("trigger_waiting_no_execution", "external_dispatch_pending"):
+        return {**node, "ageMinutes": minutes}
+    if p.rule == "subprocess_waiting":
+        return {**node, "ageMinutes": minutes, "childInstanceId": _int_or_none(p.detail)}
+    if p.rule in ("workflow_event_outbox_failed", "workflow_event_outbox_pending"):
+        return {"count": _int_or_none(p.detail), "ageMinutes": minutes}
+    if p.rule == "instance_stalled":
+        return {"ageMinutes": minutes}
+    raise KeyError(p.rule)

@@ -2977,8 +2977,18 @@ export interface components {
             jobId: number | null;
             /** Level */
             level: string;
-            /** Message */
+            /**
+             * Message
+             * @description What is wrong, in English (the CLI's words).
+             */
             message: string;
+            /**
+             * Messageparams
+             * @description The values the message and suggestion are made of, for a client that words them itself by `rule`: per rule, a subset of nodeKey (null: the node is unknown), taskId, jobId, ageMinutes (whole minutes since `since` at `now`), errorCode (the failed job's last error code, else its status), outcomeUnconfirmed (true: the suggestion is to confirm the outcome with the receiver first, never to resend), jobStatus, childInstanceId (null: no child started), assignee, count (events).
+             */
+            messageParams: {
+                [key: string]: string | number | boolean | null;
+            };
             /** Nodekey */
             nodeKey: string | null;
             /**
@@ -2993,7 +3003,10 @@ export interface components {
              * Format: date-time
              */
             since: string;
-            /** Suggestion */
+            /**
+             * Suggestion
+             * @description The repair to make, in English.
+             */
             suggestion: string;
             /** Taskid */
             taskId: number | null;

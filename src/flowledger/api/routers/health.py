@@ -8,8 +8,11 @@ inspection sees only the caller's tenants (A-3). Time is the engine's clock
   (default 30; outside: 422 on the field ``thresholdMinutes``); filters
   ``rule``, ``level``, ``definitionKey``; keyset paging (``limit``,
   ``cursor``); items ``{rule, level, instanceId, taskId, nodeKey, jobId,
-  since, message, suggestion, recoveryAction}`` (the targeted recovery
-  action the suggestion names, or null: the repair is on the instance) and
+  since, message, suggestion, messageParams, recoveryAction}`` (the
+  message and suggestion are English; ``messageParams`` holds the values
+  they are made of, for a client that words them by ``rule`` in its own
+  language; ``recoveryAction`` is the targeted recovery action the
+  suggestion names, or null: the repair is on the instance) and
   ``summary {byRule, byLevel, score}``.
 - ``GET /engine/health-score`` — the score with its points and inputs.
 - ``GET /engine/health-history?from&to`` — the snapshot series (default: the
@@ -33,7 +36,7 @@ from flowledger.api.schemas import ApiModel, DefinitionKey
 from flowledger.errors import FlowledgerError
 from flowledger.ops import health_inspection as inspection
 from flowledger.ops.health_history import history
-from flowledger.ops.health_messages import describe, recovery_action
+from flowledger.ops.health_messages import describe, message_params, recovery_action
 from flowledger.ops.health_rules import RULE_CODES
 from flowledger.ops.health_score import engine_health_score, health_score_of
 from flowledger.ops.runtime_status import runtime_figures
@@ -72,8 +75,17 @@ class HealthItem(ApiModel):
     node_key: str | None
     job_id: int | None
     since: datetime
-    message: str
-    suggestion: str
+    message: str = Field(description="What is wrong, in English (the CLI's words).")
+    suggestion: str = Field(description="The repair to make, in English.")
+    message_params: dict[str, str | int | bool | None] = Field(
+        description="The values the message and suggestion are made of, for a client "
+        "that words them itself by `rule`: per rule, a subset of nodeKey (null: the "
+        "node is unknown), taskId, jobId, ageMinutes (whole minutes since `since` at "
+        "`now`), errorCode (the failed job's last error code, else its status), "
+        "outcomeUnconfirmed (true: the suggestion is to confirm the outcome with the "
+        "receiver first, never to resend), jobStatus, childInstanceId (null: no child "
+        "started), assignee, count (events)."
+    )
     recovery_action: str | None = Field(
         description="The targeted recovery action the suggestion names (POST "
         "/engine/recovery/{action}/…), or null when the repair is on the instance."
@@ -185,6 +197,7 @@ def _item(p: inspection.Problem, now: datetime) -> HealthItem:
         since=p.since,
         message=message,
         suggestion=suggestion,
+        message_params=message_params(p, now),
         recovery_action=recovery_action(p),
     )
 

@@ -2,6 +2,7 @@
 // rule, in the API's order: critical first, oldest first). Each row links to
 // the instance drawer (InstanceLink adds ?instance=<id>) and to its repair:
 // the engine tab's recovery action with its filters, or the instance drawer.
+// What is wrong and the suggestion are worded here per rule (problemText.ts).
 import { useState } from "react";
 import { Collapse, Empty, Table, Tag, Tooltip, Typography } from "antd";
 import { Link } from "react-router-dom";
@@ -10,6 +11,7 @@ import type { Schemas } from "../../api/client";
 import { InstanceLink } from "../../components/InstanceLink";
 import { formatTime } from "../../components/format";
 import { repairOf, type Rule } from "./query";
+import { problemTexts } from "./problemText";
 
 type Item = Schemas["HealthItem"];
 // the rules whose repair on the instance has its own words (repair.instance.*)
@@ -32,7 +34,7 @@ function RepairLink({ item }: { item: Item }) {
       <span>—</span>
     );
   return (
-    <Tooltip title={item.suggestion}>
+    <Tooltip title={<span data-testid="health-suggestion">{problemTexts(t, item).suggestion}</span>}>
       <span data-testid="repair">{label}</span>
     </Tooltip>
   );
@@ -81,7 +83,7 @@ export function ProblemTable({ items, byRule, loading }: { items: Item[]; byRule
               { title: t("col.task"), dataIndex: "taskId", width: 80, render: (v: number | null) => v ?? "—" },
               { title: t("col.job"), dataIndex: "jobId", width: 80, render: (v: number | null) => v ?? "—" },
               { title: t("col.since"), dataIndex: "since", width: 170, render: formatTime },
-              { title: t("col.message"), dataIndex: "message" },
+              { title: t("col.message"), dataIndex: "message", render: (_, r) => <span data-testid="health-message">{problemTexts(t, r).message}</span> },
               { title: t("col.repair"), width: 220, render: (_, r) => <RepairLink item={r} /> },
             ]}
           />
