@@ -117,6 +117,17 @@ async def test_initiator_and_time_ranges_O1(api: Api, people: People, world: Wor
     assert await _ids(api, people.mon, **finished) == [w.a]
 
 
+async def test_a_time_that_does_not_exist_in_utc_is_a_422_A4(api: Api, people: People) -> None:
+    """0001-01-01T00:00+01:00 is before the first representable UTC instant:
+    a 422 naming the parameter, on both backends, never a 500."""
+    for name in ("createdFrom", "startedTo", "finishedFrom"):
+        bad = await api.get("/instances", people.mon, **{name: "0001-01-01T00:00:00+01:00"})
+        assert bad.status_code == 422, bad.text
+        assert bad.json()["field"] == f"query.{name}"
+    late = await api.get("/instances", people.mon, startedFrom="9999-12-31T23:59:59-01:00")
+    assert late.status_code == 422 and late.json()["field"] == "query.startedFrom"
+
+
 async def test_current_node_and_assignee_O1(api: Api, people: People, world: World) -> None:
     w = world
     assert await _ids(api, people.mon, currentNode="manager") == [w.d, w.c, w.b]

@@ -9,7 +9,6 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
-    AwareDatetime,
     BeforeValidator,
     Field,
     FiniteFloat,
@@ -17,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from flowledger.api.schemas import MAX_ID, ApiModel, Name, RequestModel, TenantId
+from flowledger.api.schemas import MAX_ID, ApiModel, Name, RequestModel, TenantId, UtcTime
 from flowledger.ops.alerts.rules import MAX_RECIPIENTS, format_duration
 
 
@@ -245,8 +244,8 @@ class SilenceCreate(RequestModel):
     rule_id: Id | None = None
     metric: MetricName | None = None
     tenant: TenantId | None = None
-    starts_at: AwareDatetime | None = Field(default=None, description="Default: now.")
-    ends_at: AwareDatetime | None = None
+    starts_at: UtcTime | None = Field(default=None, description="Default: now.")
+    ends_at: UtcTime | None = None
     duration: Duration | None = Field(
         default=None, description="Instead of endsAt: '2h', 7200 or 'PT2H' from startsAt."
     )

@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import Query
-from pydantic import AwareDatetime
 
 from flowledger.api.auth import Caller
-from flowledger.api.schemas import MAX_ID
+from flowledger.api.schemas import MAX_ID, UtcTime
 from flowledger.errors import FlowledgerError
 from flowledger.ops.instance_filters import InstanceFilter
 from flowledger.states import InstanceStatus
@@ -45,7 +44,7 @@ def parse_statuses(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(out)
 
 
-Time = Annotated[AwareDatetime | None, Query()]
+Time = Annotated[UtcTime | None, Query()]
 SortParam = Literal["created", "updated", "finished"]
 
 
@@ -62,12 +61,12 @@ def instance_filter_params(
         int | None, Query(alias="definitionVersion", ge=1, le=2**31 - 1)
     ] = None,
     initiator: Annotated[str | None, Query(max_length=128)] = None,
-    created_from: Annotated[AwareDatetime | None, Query(alias="createdFrom")] = None,
-    created_to: Annotated[AwareDatetime | None, Query(alias="createdTo")] = None,
-    started_from: Annotated[AwareDatetime | None, Query(alias="startedFrom")] = None,
-    started_to: Annotated[AwareDatetime | None, Query(alias="startedTo")] = None,
-    finished_from: Annotated[AwareDatetime | None, Query(alias="finishedFrom")] = None,
-    finished_to: Annotated[AwareDatetime | None, Query(alias="finishedTo")] = None,
+    created_from: Annotated[UtcTime | None, Query(alias="createdFrom")] = None,
+    created_to: Annotated[UtcTime | None, Query(alias="createdTo")] = None,
+    started_from: Annotated[UtcTime | None, Query(alias="startedFrom")] = None,
+    started_to: Annotated[UtcTime | None, Query(alias="startedTo")] = None,
+    finished_from: Annotated[UtcTime | None, Query(alias="finishedFrom")] = None,
+    finished_to: Annotated[UtcTime | None, Query(alias="finishedTo")] = None,
     current_node: Annotated[
         str | None, Query(alias="currentNode", min_length=1, max_length=128)
     ] = None,

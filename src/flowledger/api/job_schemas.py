@@ -7,22 +7,13 @@ here is validated straight from them (``Model.model_validate(row)``).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, AwareDatetime, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from flowledger.api.schemas import ApiModel
 from flowledger.states import AttemptStatus, JobStatus
-
-
-def _utc(value: datetime) -> datetime:
-    """An aware time that exists in UTC (``0001-01-01T00:00+01:00`` does not)."""
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        raise ValueError("time is out of range") from None
-
 
 _NO_NUL = r"^[^\x00]*$"
 JobTypeName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_NO_NUL)]
@@ -30,7 +21,6 @@ TraceIdText = Annotated[str, StringConstraints(min_length=1, max_length=64, patt
 KeywordText = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=_NO_NUL)]
 FingerprintText = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{1,16}$")]
 BatchIdText = Annotated[str, StringConstraints(min_length=1, max_length=32, pattern=_NO_NUL)]
-UtcTime = Annotated[AwareDatetime, AfterValidator(_utc)]
 
 
 class JobPublic(ApiModel):

@@ -11,10 +11,10 @@ the only place where column names meet API names.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
@@ -57,6 +57,19 @@ Source = Annotated[str, Field(min_length=1, max_length=1_000_000), _NO_NUL]
 Cron = Annotated[str, Field(min_length=1, max_length=128), _NO_NUL]
 Name = Annotated[str, Field(min_length=1, max_length=255), _NO_NUL]
 TimeZone = Annotated[str, Field(min_length=1, max_length=64), _NO_NUL]
+
+
+def _utc(value: datetime) -> datetime:
+    """An aware time that exists in UTC (``0001-01-01T00:00+01:00`` does not)."""
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("time is out of range") from None
+
+
+#: An input time: with an offset, and one that exists in UTC — out of range
+#: is a 422 on the field, never a 500 when the database binds it (SPEC A-4).
+UtcTime = Annotated[AwareDatetime, AfterValidator(_utc)]
 
 
 class ApiModel(BaseModel):

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -31,7 +30,7 @@ from flowledger.api.job_schemas import (
     KeywordText,
     TraceIdText,
 )
-from flowledger.api.schemas import MAX_ID, DefinitionKey, UserId
+from flowledger.api.schemas import MAX_ID, DefinitionKey, UserId, UtcTime
 from flowledger.errors import FlowledgerError
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus
 
@@ -72,12 +71,12 @@ class InstanceViewFilters(_Filters):
     definition_version: int | None = Field(default=None, ge=1, le=2**31 - 1)
     status: Annotated[list[InstanceStatus], Listed] | None = Field(default=None, max_length=10)
     initiator: UserId | None = None
-    created_from: AwareDatetime | None = None
-    created_to: AwareDatetime | None = None
-    started_from: AwareDatetime | None = None
-    started_to: AwareDatetime | None = None
-    finished_from: AwareDatetime | None = None
-    finished_to: AwareDatetime | None = None
+    created_from: UtcTime | None = None
+    created_to: UtcTime | None = None
+    started_from: UtcTime | None = None
+    started_to: UtcTime | None = None
+    finished_from: UtcTime | None = None
+    finished_to: UtcTime | None = None
     current_node: str | None = Field(default=None, min_length=1, max_length=128)
     current_assignee: UserId | None = None
     has_error: bool | None = None
@@ -95,8 +94,8 @@ class JobViewFilters(_Filters):
     keyword: KeywordText | None = None
     fingerprint: FingerprintText | None = None
     replay_batch_id: BatchIdText | None = None
-    enqueued_before: AwareDatetime | None = None
-    enqueued_after: AwareDatetime | None = None
+    enqueued_before: UtcTime | None = None
+    enqueued_after: UtcTime | None = None
 
 
 class TaskViewFilters(_Filters):

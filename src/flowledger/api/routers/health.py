@@ -29,10 +29,9 @@ from pydantic import Field
 
 from flowledger.api.auth import Caller, CurrentCaller
 from flowledger.api.deps import Ctx
-from flowledger.api.job_schemas import UtcTime
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import INSTANCE_MONITOR, require
-from flowledger.api.schemas import ApiModel, DefinitionKey
+from flowledger.api.schemas import ApiModel, DefinitionKey, UtcTime
 from flowledger.errors import FlowledgerError
 from flowledger.ops import health_inspection as inspection
 from flowledger.ops.health_history import history

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal, Self
 
 from fastapi import APIRouter, Body, Path
-from pydantic import AfterValidator, AwareDatetime, Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
@@ -32,6 +32,7 @@ from flowledger.api.schemas import (
     Reason,
     ReasonBody,
     RequestModel,
+    UtcTime,
 )
 from flowledger.ops import job_actions as ops
 from flowledger.ops import job_batching as batching
@@ -88,9 +89,9 @@ class ReplayFilter(RequestModel):
     trace_id: Annotated[str, Field(min_length=1, max_length=64), _NO_NUL] | None = None
     keyword: Annotated[str, Field(min_length=1, max_length=200), _NO_NUL] | None = None
     fingerprint: Annotated[str, Field(min_length=1, max_length=16), _NO_NUL] | None = None
-    enqueued_before: AwareDatetime | None = None
+    enqueued_before: UtcTime | None = None
     age_seconds: int | None = Field(default=None, ge=0, le=10 * 365 * 86400)
-    enqueued_after: AwareDatetime | None = None
+    enqueued_after: UtcTime | None = None
     replay_batch_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{1,32}$")
     statuses: list[Literal["dead", "failed"]] | None = Field(default=None, min_length=1)
     limit: int = Field(default=batching.MAX_REPLAY, ge=1, le=batching.MAX_REPLAY)

@@ -34,11 +34,10 @@ from flowledger.api.job_schemas import (
     KeywordText,
     RuntimeStatus,
     TraceIdText,
-    UtcTime,
 )
 from flowledger.api.pagination import Cursor, Limit
 from flowledger.api.permissions import INSTANCE_MONITOR, require
-from flowledger.api.schemas import MAX_ID
+from flowledger.api.schemas import MAX_ID, UtcTime
 from flowledger.ops import failure_clusters as clusters
 from flowledger.ops import job_queries
 from flowledger.ops.job_filters import JobFilter
