@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event, text
+from sqlalchemy.exc import MissingGreenlet
 
 from flowledger.db.database import Database
 
@@ -70,3 +71,38 @@ async def test_writes_run_on_the_loop_and_wait_off_it_for_another_writer(db: Dat
             raise RuntimeError("roll back")
     assert await _read_thread(db) != loop_thread  # back off the loop after a rollback
     assert await _write(db) == (loop_thread, 4)  # the rolled-back row is gone
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+async def test_a_cancelled_wait_for_the_write_lock_leaves_nothing_open(db: Database) -> None:
+    """The cancelled caller's BEGIN IMMEDIATE goes on waiting on the
+    connection's thread; what the connection runs next queues behind it (in
+    order, not inline), so the transaction it may still open is rolled back
+    and the write lock is free again."""
+    _probe_threads(db)
+    async with db.begin() as conn:
+        await conn.execute(text("CREATE TABLE inline_probe (n INTEGER)"))
+    other = sqlite3.connect(db.url.database or "", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        waiting = asyncio.ensure_future(_write(db))
+        await asyncio.sleep(0.2)
+        waiting.cancel()
+        await asyncio.sleep(0.1)  # its cleanup queues behind the waiting BEGIN
+        other.execute("INSERT INTO inline_probe (n) VALUES (2)")
+        other.execute("COMMIT")
+    finally:
+        other.close()
+    # cancelled (SQLAlchemy then invalidates the connection; closing it in
+    # Database.begin's cleanup may fail with its own error)
+    with pytest.raises((asyncio.CancelledError, MissingGreenlet)):
+        await waiting
+    for _ in range(3):  # every pooled connection is usable, none holds the lock
+        assert (await _write(db))[0] == threading.current_thread().name
+    third = sqlite3.connect(db.url.database or "", isolation_level=None, timeout=5)
+    try:
+        third.execute("BEGIN IMMEDIATE")  # the write lock is free
+        assert third.execute("SELECT count(*) FROM inline_probe").fetchone() == (4,)
+        third.execute("ROLLBACK")
+    finally:
+        third.close()
