@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from flowledger.compensation.admins import resolve_admins
 from flowledger.compensation.tickets import close_ticket, open_ticket, tickets
@@ -155,24 +155,26 @@ async def resolve_for_repair_task(step: Step, task_id: int) -> int | None:
     return int(row.id)
 
 
+# built once (issue 15 item 4): every step that ends an instance runs it
+_PENDING_REPAIRS = (
+    select(tickets.c.id)
+    .where(
+        tickets.c.instance_id == bindparam("b_instance_id"),
+        tickets.c.status == TicketStatus.PENDING,
+        tickets.c.repair_task_id.is_not(None),
+    )
+    .order_by(tickets.c.id)
+    .with_for_update()
+)
+
+
 async def close_repairs_of_ended_instance(step: Step, status: InstanceStatus) -> list[int]:
     """The instance ended (canceled, withdrawn, rejected…) while repair
     tickets were pending: their repair tasks were closed with it, so nothing
     can be repaired any more — they are terminated, the reason in their
     history. Tickets without a repair task (Saga, fallback actions) stay
     pending: their reverse actions still need an operator's eye."""
-    rows = (
-        await step.conn.execute(
-            select(tickets.c.id)
-            .where(
-                tickets.c.instance_id == step.instance_id,
-                tickets.c.status == TicketStatus.PENDING,
-                tickets.c.repair_task_id.is_not(None),
-            )
-            .order_by(tickets.c.id)
-            .with_for_update()
-        )
-    ).all()
+    rows = (await step.conn.execute(_PENDING_REPAIRS, {"b_instance_id": step.instance_id})).all()
     for row in rows:
         await close_ticket(
             step.conn,

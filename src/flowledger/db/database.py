@@ -25,9 +25,11 @@ that way, once per table per transaction (issue 15 item 2).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from sqlalchemy import Engine, create_engine, event, text
@@ -40,6 +42,7 @@ from flowledger.db import wake
 from flowledger.db.idle_ping import ping_when_idle
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.sqlite_hotpath import SqliteHotPath
+from flowledger.db.sqlite_inline import BEGIN_IMMEDIATE, InlineWriterConnection
 from flowledger.db.urls import async_url, is_sqlite, libpq_conninfo
 
 _READONLY = "flowledger_readonly"
@@ -48,11 +51,20 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def _sqlite_engine(url: URL, pool_size: int) -> AsyncEngine:
+    """aiosqlite, with writing transactions on the loop's thread
+    (:mod:`flowledger.db.sqlite_inline`)."""
+    args, kwargs = url.get_dialect()().create_connect_args(url)
+    kwargs.update(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+
+    async def connect() -> InlineWriterConnection:
+        connection = InlineWriterConnection(
+            partial(sqlite3.connect, *args, **kwargs), SQLITE_BUSY_TIMEOUT_MS
+        )
+        await connection  # opens it on its thread
+        return connection
+
     engine = create_async_engine(
-        url,
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        url, pool_size=pool_size, max_overflow=pool_size, async_creator=connect
     )
     _sqlite_session(engine.sync_engine)
     return engine
@@ -88,7 +100,7 @@ def _sqlite_session(engine: Engine, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_M
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         readonly = conn.get_execution_options().get(_READONLY, False)
-        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if readonly else BEGIN_IMMEDIATE)
 
 
 def _postgres_engine(url: URL, pool_size: int) -> AsyncEngine:
