@@ -125,24 +125,25 @@ def scope(p: RuleParams, *, running: bool = True) -> list[ColumnElement[bool]]:
     return where
 
 
-def task_scope(p: RuleParams) -> list[ColumnElement[bool]]:
-    """The filters a task row carries itself (tenant, instance)."""
+def row_scope(p: RuleParams, table: Any) -> list[ColumnElement[bool]]:
+    """The filters a row of ``table`` carries itself: its ``tenant_id`` and
+    ``instance_id`` (tasks, jobs, outbox rows)."""
     where: list[ColumnElement[bool]] = []
     if p.tenants is not None:
-        where.append(tasks.c.tenant_id.in_(p.tenant_values()))
+        where.append(table.c.tenant_id.in_(p.tenant_values()))
     if p.instance_id is not None:
-        where.append(tasks.c.instance_id == p.instance_value())
+        where.append(table.c.instance_id == p.instance_value())
     return where
+
+
+def task_scope(p: RuleParams) -> list[ColumnElement[bool]]:
+    """The filters a task row carries itself (tenant, instance)."""
+    return row_scope(p, tasks)
 
 
 def job_scope(p: RuleParams) -> list[ColumnElement[bool]]:
     """The filters a job row carries itself (tenant, instance)."""
-    where: list[ColumnElement[bool]] = []
-    if p.tenants is not None:
-        where.append(jobs.c.tenant_id.in_(p.tenant_values()))
-    if p.instance_id is not None:
-        where.append(jobs.c.instance_id == p.instance_value())
-    return where
+    return row_scope(p, jobs)
 
 
 def running(p: RuleParams, candidates: Select[Any]) -> Select[Any]:

@@ -67,6 +67,7 @@ from flowledger.ops.health_query import (
     no_live_job,
     no_open_task,
     open_tasks,
+    row_scope,
     running,
     scope,
     task_jobs,
@@ -353,13 +354,9 @@ def waiting_task_stuck(p: RuleParams) -> Select[Any]:
 def _outbox(p: RuleParams, status: str, *where: ColumnElement[bool]) -> Select[Any]:
     """Outbox rows of ``status``, one row per instance (null: instance-less
     events), any instance status."""
-    scope: list[ColumnElement[bool]] = []
-    if p.tenants is not None:
-        scope.append(outbox.c.tenant_id.in_(p.tenant_values()))
-    if p.instance_id is not None:
-        scope.append(outbox.c.instance_id == p.instance_value())
+    own = row_scope(p, outbox)
     if p.definition_key is not None:
-        scope.append(outbox.c.definition_key == p.definition_value())
+        own.append(outbox.c.definition_key == p.definition_value())
     return (
         select(
             *columns(
@@ -371,7 +368,7 @@ def _outbox(p: RuleParams, status: str, *where: ColumnElement[bool]) -> Select[A
                 func.count(),
             )
         )
-        .where(outbox.c.status == status, *where, *scope)
+        .where(outbox.c.status == status, *where, *own)
         .group_by(outbox.c.instance_id)
     )
 
