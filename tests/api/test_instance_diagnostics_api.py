@@ -92,9 +92,16 @@ async def test_document_has_every_view_and_findings(api: Api, people: People) ->
     assert doc["instance"]["id"] == iid and doc["instance"]["status"] == "running"
     assert isinstance(doc["conclusions"], list)
     for conclusion in doc["conclusions"]:
-        assert set(conclusion) == {"rule", "level", "message", "evidence", "repair"}
+        assert set(conclusion) == {
+            "rule",
+            "level",
+            "message",
+            "messageParams",
+            "evidence",
+            "repair",
+        }
         assert set(conclusion["evidence"]) == {"taskIds", "tokenIds", "jobIds"}
-    assert set(doc["verdict"]) == {"message", "action", "params"}
+    assert set(doc["verdict"]) == {"code", "message", "messageParams", "action", "params"}
     assert isinstance(doc["verdict"]["message"], str) and isinstance(doc["verdict"]["params"], dict)
     for view in VIEWS:
         alone = await _diag(api, people.mon, iid, view=view)
@@ -104,6 +111,63 @@ async def test_document_has_every_view_and_findings(api: Api, people: People) ->
             assert alone[view] == doc[view], view
     bad = await api.get(f"{BASE}/{iid}/diagnostics", people.mon, view="everything")
     assert bad.status_code == 422
+
+
+async def test_conclusions_and_verdict_carry_the_params_of_their_message_O12(
+    api: Api, people: People
+) -> None:
+    """``messageParams`` (and the verdict's ``code``): the values the English
+    message is made of, from which the console words it in zh-CN / en; the
+    verdict's repair suffix is made of its ``action`` and ``params``."""
+    await api.deploy(people.root, GATE)
+    iid = int((await api.start(people.root, "gate", form={"amount": 1}))["id"])
+    doc = await _diag(api, people.mon, iid)
+    found = {c["rule"]: c for c in doc["conclusions"]}
+    assert set(found) == {"running_without_active_task", "token_without_task"}
+    (token,) = found["token_without_task"]["evidence"]["tokenIds"]
+    assert found["token_without_task"]["messageParams"] == {"tokenId": token, "nodeKey": "pick"}
+    assert found["token_without_task"]["message"] == (
+        f"token {token} at «pick» is active but no open task holds it"
+    )
+    assert found["running_without_active_task"]["messageParams"] == {}
+    verdict = doc["verdict"]
+    assert (verdict["code"], verdict["messageParams"]) == ("running_without_active_task", {})
+    assert (verdict["action"], verdict["params"]) == (
+        "force_jump",
+        {"target": None, "candidates": ["big"]},
+    )
+    assert verdict["message"] == (
+        "The instance is running but has no pending or waiting task; the gateway matched "
+        "no branch: correct the form, or force jump to one of «big»."
+    )
+    # a healthy instance: what it waits for, and since when
+    waiting = int((await api.start(people.root, "gate", form={"amount": 50}))["id"])
+    api.clock.advance(seconds=20 * 60 + 30)
+    verdict = (await _diag(api, people.mon, waiting))["verdict"]
+    assert (verdict["code"], verdict["action"]) == ("waiting_for_people", None)
+    assert verdict["messageParams"] == {"assignees": ["bob"], "ageMinutes": 20}
+    assert verdict["message"] == "nothing is wrong: waiting for bob since 20 min"
+    # no relay runs here: its events become a backlog (30 min), the verdict's top
+    api.clock.advance(seconds=2 * 3600)
+    doc = await _diag(api, people.mon, waiting)
+    (pending,) = doc["conclusions"]
+    count = pending["messageParams"]["count"]
+    assert pending["rule"] == "event_dispatch_pending" and count >= 1
+    assert pending["messageParams"] == {"count": count, "ageMinutes": 140}
+    assert (
+        pending["message"]
+        == f"{count} event(s) of the instance are still pending (oldest since 2 h)"
+    )
+    verdict = doc["verdict"]
+    assert (verdict["code"], verdict["messageParams"]) == (
+        "event_dispatch_pending",
+        pending["messageParams"],
+    )
+    assert verdict["params"] == {"action": "event-dispatch", "jobId": None}
+    assert verdict["message"] == (
+        f"{count} event(s) of the instance are still pending (oldest since 2 h); "
+        "run the recovery action event-dispatch."
+    )
 
 
 async def test_nodes_tokens_diagram_tasks_form(api: Api, people: People) -> None:

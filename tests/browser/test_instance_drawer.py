@@ -1,5 +1,7 @@
 """The runtime diagnostics drawer (issue 14 items 2-4, 9; SPEC O-4, O-5,
-O-7, O-10, O-12): every broken instance the health inspection lists is
+O-7, O-10, O-12): the verdict and the conclusions of every demo instance
+worded in the drawer's language (zh-CN from messageParams, en the API's
+English word for word); every broken instance the health inspection lists is
 opened from its link, its verdict read and its one-click repair done with a
 reason, checked through the API and in ``operation_audit``; then the drawer
 in both languages (every tab), a force jump picked on the diagram, reassign
@@ -175,6 +177,119 @@ def _repair(page: Page, server: Server, api: httpx.Client, iid: int, action: str
         assert messages == [(1,)]
     else:
         raise AssertionError(f"#{iid}: unknown repair {action}")
+
+
+def _instance_ids(api: httpx.Client) -> list[int]:
+    ids: list[int] = []
+    cursor: str | None = None
+    while True:
+        page = api.get(
+            "/instances", params={"limit": 200, **({"cursor": cursor} if cursor else {})}
+        )
+        page.raise_for_status()
+        ids += [int(i["id"]) for i in page.json()["items"]]
+        cursor = page.json().get("next")
+        if not cursor:
+            return sorted(ids)
+
+
+def _findings(api: httpx.Client, iid: int) -> tuple[str, list[str]]:
+    doc = _diagnostics(api, iid)
+    return doc["verdict"]["message"], [c["message"] for c in doc["conclusions"]]
+
+
+def _open_in_place(page: Page, iid: int) -> None:
+    """Open the drawer of ``iid`` on the page already loaded, as an
+    ``InstanceLink`` does (the router follows the URL; no reload)."""
+    page.evaluate(
+        "id => { history.pushState({}, '', `/monitor/jobs?instance=${id}`);"
+        " dispatchEvent(new PopStateEvent('popstate')); }",
+        iid,
+    )
+    loaded = f"[data-testid=instance-drawer][data-instance='{iid}'][data-loaded=true]"
+    expect(page.locator(loaded)).to_be_visible()
+
+
+def _shown(page: Page) -> tuple[str, list[str]]:
+    verdict = page.get_by_test_id("drawer-verdict-message").inner_text()
+    return verdict, page.get_by_test_id("conclusion-message").all_inner_texts()
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_the_verdict_and_conclusions_are_worded_in_the_drawers_language(
+    server: Server, open_console: Opener, api: httpx.Client
+) -> None:
+    """Before any repair (the next test repairs the demo): en shows the API's
+    English of every demo instance word for word; zh-CN words every one in
+    Chinese, and a few known ones exactly — the lost task token's verdict
+    with its force jump, the lost wake job's deadlock conclusion, a
+    suspended instance. (An age may tick between two reads: the drawer's
+    text is the API's read before it or after it.)"""
+    docs = {iid: _diagnostics(api, iid) for iid in _instance_ids(api)}
+    by_code = {d["verdict"]["code"]: d for d in reversed(docs.values())}
+    lost_token = by_code["task_without_token"]
+    p = lost_token["verdict"]["messageParams"]
+    lost_wake = next(
+        d
+        for d in docs.values()
+        if d["verdict"]["code"] == "waiting_task_unwakeable"
+        and d["verdict"]["params"]["action"] == "delay-wake"
+    )
+    (deadlock,) = [c for c in lost_wake["conclusions"] if c["rule"] == "waiting_task_unwakeable"]
+    suspended = by_code["suspended"]
+    for lang in LANGS:
+        page, _ = open_console(lang)
+        _drawer(page, server, next(iter(docs)))
+        for iid in docs:
+            before = _findings(api, iid)
+            _open_in_place(page, iid)
+            verdict, conclusions = _shown(page)
+            after = _findings(api, iid)
+            if lang == "en":
+                assert (verdict, conclusions) in (before, after), iid
+                continue
+            assert verdict not in (before[0], after[0]) and CJK.search(verdict), (iid, verdict)
+            for text, english in zip(conclusions, before[1], strict=True):
+                assert text != english and CJK.search(text), (iid, text)
+        # the known ones, exactly
+        _open_in_place(page, lost_token["instance"]["id"])
+        message = page.get_by_test_id("drawer-verdict-message")
+        if lang == "zh-CN":
+            expect(message).to_have_text(
+                f"节点「{p['nodeKey']}」的任务 {p['taskId']} 没有活动的执行 Token，"  # noqa: RUF001
+                f"处理该任务必然失败；请强制跳转到节点「{lost_token['verdict']['params']['target']}」。"  # noqa: RUF001
+            )
+        else:
+            expect(message).to_have_text(lost_token["verdict"]["message"])
+            assert lost_token["verdict"]["message"] == (
+                f"Task {p['taskId']} at «{p['nodeKey']}» holds no active token, so acting on it "
+                f"will fail; force jump to «{p['nodeKey']}»."
+            )
+        shot(page, f"drawer-verdict-worded-{lang}")
+        _open_in_place(page, lost_wake["instance"]["id"])
+        rows = page.get_by_test_id("conclusion").filter(has_text="waiting_task_unwakeable")
+        nodes = deadlock["messageParams"]["nodeKeys"]
+        expect(rows.get_by_test_id("conclusion-message")).to_have_text(
+            "仅剩等待中的任务（节点"  # noqa: RUF001
+            + "、".join(f"「{n}」" for n in nodes)
+            + "），且没有任何作业、外部回调、子实例或待处理任务能唤醒它们（疑似死锁）"  # noqa: RUF001
+            if lang == "zh-CN"
+            else deadlock["message"]
+        )
+        expect(page.get_by_test_id("drawer-verdict-message")).to_contain_text(
+            "请执行恢复动作「延时唤醒」。"
+            if lang == "zh-CN"
+            else "run the recovery action delay-wake."
+        )
+        shot(page, f"drawer-conclusion-worded-{lang}")
+        _open_in_place(page, suspended["instance"]["id"])
+        expect(page.get_by_test_id("drawer-verdict-message")).to_have_text(
+            "一切正常：实例已挂起，恢复后继续执行"  # noqa: RUF001
+            if lang == "zh-CN"
+            else suspended["verdict"]["message"]
+        )
 
 
 def test_every_broken_demo_instance_is_repaired_from_its_drawer(

@@ -73,7 +73,14 @@ async def test_task_without_token_and_running_without_active_token_O12(
         "tokenIds": [],
         "jobIds": [],
     }
-    assert set(public["verdict"]) == {"message", "action", "params"}
+    assert set(public["verdict"]) == {"code", "message", "messageParams", "action", "params"}
+    # the values the texts are made of (the console words them from these)
+    assert no_task.message_params == {"taskId": task["id"], "nodeKey": "manager"}
+    assert public["conclusions"][0]["messageParams"] == {}
+    assert (found.verdict.code, found.verdict.message_params) == (
+        "task_without_token",
+        no_task.message_params,
+    )
 
 
 async def test_running_without_active_task_and_token_without_task_O12(
@@ -96,6 +103,8 @@ async def test_running_without_active_task_and_token_without_task_O12(
     assert found.verdict.action == "force_jump"
     assert found.verdict.params == {"target": None, "candidates": ["big"]}
     assert "force jump to one of «big»" in found.verdict.message
+    assert found.conclusions[1].message_params == {"tokenId": token["id"], "nodeKey": "route"}
+    assert (found.verdict.code, found.verdict.message_params) == ("running_without_active_task", {})
 
 
 async def test_waiting_task_unwakeable_when_the_wake_job_is_lost_O12(
@@ -136,6 +145,13 @@ async def test_trigger_execution_failed_gives_a_job_retry_verdict_O12(
     assert failed.repair == {"action": "job_retry", "params": {"jobId": job["id"]}}
     assert (found.verdict.action, found.verdict.params) == ("job_retry", {"jobId": job["id"]})
     assert "confirm it with the receiver before any retry" in found.verdict.message
+    assert failed.message_params == {
+        "nodeKey": "erp",
+        "jobId": job["id"],
+        "errorCode": "external_outcome_unconfirmed",
+        "outcomeUnconfirmed": True,
+    }
+    assert found.conclusions[0].message_params == {"nodeKeys": ["erp"]}
 
 
 async def test_external_dispatch_failed_O12(
@@ -189,8 +205,17 @@ async def test_the_verdict_of_a_healthy_instance_says_what_it_waits_for_O12(
     assert found.conclusions == []
     assert found.verdict.message == "nothing is wrong: waiting for alice since 3 h"
     assert (found.verdict.action, found.verdict.params) == (None, {})
+    assert found.verdict.code == "waiting_for_people"
+    assert found.verdict.message_params == {"assignees": ["alice"], "ageMinutes": 181}
     clock.advance(seconds=86400)
     found = await findings(db, clock, iid)
     assert found.conclusions == []
     assert found.verdict.action == "remind"
     assert found.verdict.params == {"taskId": task["id"], "assignee": "alice"}
+    assert found.verdict.code == "waiting_too_long"
+    assert found.verdict.message_params == {
+        "assignees": ["alice"],
+        "ageMinutes": 181 + 1440,
+        "overdue": False,
+    }
+    assert found.verdict.message == "nothing is broken: waiting for alice since 1 d; remind alice"

@@ -23,6 +23,11 @@ instance waits for ("nothing is wrong: waiting for alice since 3 h"), with
 ``remind`` when that human task is overdue or older than a day.
 A running instance with no problem gives no conclusion at all; an ended
 instance is checked for its events only.
+
+Every conclusion carries ``messageParams`` and the verdict a ``code`` and
+``messageParams``: the values their English ``message`` is made of (see
+:mod:`flowledger.ops.consistency_messages`, which builds the texts from
+them), so a client can word them in its own language.
 """
 
 from __future__ import annotations
@@ -41,7 +46,12 @@ from flowledger.db.planner import set_local
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops import consistency_checks as checks
 from flowledger.ops import health_rules as rules
-from flowledger.ops.health_messages import age
+from flowledger.ops.consistency_messages import (
+    conclusion_message,
+    healthy_verdict,
+    problem_verdict,
+)
+from flowledger.ops.health_messages import age_minutes
 from flowledger.states import (
     EXTERNAL_OUTCOME_UNCONFIRMED,
     InstanceStatus,
@@ -87,15 +97,20 @@ class Evidence:
 class Conclusion:
     rule: str
     level: str
-    message: str
+    message_params: dict[str, Any]
     evidence: Evidence
     repair: dict[str, Any] | None
+
+    @property
+    def message(self) -> str:
+        return conclusion_message(self.rule, self.message_params)
 
     def to_public(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "level": self.level,
             "message": self.message,
+            "messageParams": self.message_params,
             "evidence": self.evidence.to_public(),
             "repair": self.repair,
         }
@@ -103,12 +118,36 @@ class Conclusion:
 
 @dataclass(frozen=True)
 class Verdict:
+    """``code``: the rule of the conclusion it names, else one of
+    ``consistency_messages.HEALTHY_CODES``; ``message_params`` that
+    conclusion's (or the healthy state's), the repair's in ``params``."""
+
+    code: str
     message: str
+    message_params: dict[str, Any]
     action: str | None
     params: dict[str, Any]
 
+    @classmethod
+    def healthy(
+        cls,
+        code: str,
+        message_params: dict[str, Any] | None = None,
+        action: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Verdict:
+        values, repair = message_params or {}, params or {}
+        message = healthy_verdict(code, values, action, repair)
+        return cls(code, message, values, action, repair)
+
     def to_public(self) -> dict[str, Any]:
-        return {"message": self.message, "action": self.action, "params": self.params}
+        return {
+            "code": self.code,
+            "message": self.message,
+            "messageParams": self.message_params,
+            "action": self.action,
+            "params": self.params,
+        }
 
 
 @dataclass(frozen=True)
@@ -180,7 +219,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             Conclusion(
                 "running_without_active_task",
                 CRITICAL,
-                "the instance is running but has no pending or waiting task",
+                {},
                 Evidence(token_ids=_ints(t.id for t in active)),
                 await _move_on_from(conn, instance_id, last_node_key),
             )
@@ -191,7 +230,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             Conclusion(
                 "running_without_active_token",
                 CRITICAL,
-                "the instance is running but no token is active, so nothing can move it",
+                {},
                 Evidence(token_ids=_ints(parked)),
                 _force_jump(last_node_key),
             )
@@ -201,8 +240,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             Conclusion(
                 "task_without_token",
                 CRITICAL,
-                f"task {row.task_id} at «{row.node_key}» holds no active token, "
-                "so acting on it will fail",
+                {"taskId": int(row.task_id), "nodeKey": row.node_key},
                 Evidence(task_ids=[int(row.task_id)]),
                 _force_jump(row.node_key),
             )
@@ -212,7 +250,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             Conclusion(
                 "token_without_task",
                 WARNING,
-                f"token {row.task_id} at «{row.node_key}» is active but no open task holds it",
+                {"tokenId": int(row.task_id), "nodeKey": row.node_key},
                 Evidence(token_ids=[int(row.task_id)]),
                 await _move_on_from(conn, instance_id, row.node_key),
             )
@@ -226,13 +264,11 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             if recovery
             else _force_jump(first.node_key)
         )
-        nodes = ", ".join(sorted({f"«{r.node_key}»" for r in unwakeable}))
         out.append(
             Conclusion(
                 "waiting_task_unwakeable",
                 CRITICAL,
-                f"only waiting tasks remain ({nodes}) and no job, callback, child instance "
-                "or pending task can wake them (suspected deadlock)",
+                {"nodeKeys": sorted({r.node_key for r in unwakeable})},
                 Evidence(task_ids=_ints(r.task_id for r in unwakeable)),
                 repair,
             )
@@ -242,19 +278,16 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
         ("trigger_execution_failed", rules.trigger_execution_failed),
     ):
         for row in await _rows(conn, build(now_params)):
-            what = "external approval dispatch" if code.startswith("external") else "trigger"
             out.append(
                 Conclusion(
                     code,
                     CRITICAL,
-                    (
-                        f"the {what} at «{row.node_key}» may or may not have reached the "
-                        f"receiver (job {row.job_id}: outcome unconfirmed); confirm it with "
-                        "the receiver before any retry"
-                        if row.detail == EXTERNAL_OUTCOME_UNCONFIRMED
-                        else f"the {what} at «{row.node_key}» failed (job {row.job_id}: "
-                        f"{row.detail})"
-                    ),
+                    {
+                        "nodeKey": row.node_key,
+                        "jobId": int(row.job_id),
+                        "errorCode": row.detail,
+                        "outcomeUnconfirmed": row.detail == EXTERNAL_OUTCOME_UNCONFIRMED,
+                    },
                     Evidence(task_ids=_ints([row.task_id]), job_ids=[int(row.job_id)]),
                     {"action": "job_retry", "params": {"jobId": int(row.job_id)}},
                 )
@@ -264,20 +297,18 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
 
 async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) -> list[Conclusion]:
     out: list[Conclusion] = []
-    for code, level, build, params, what in (
+    for code, level, build, params in (
         (
             "event_dispatch_failed",
             CRITICAL,
             rules.workflow_event_outbox_failed,
             rules.RuleParams(now=now, threshold=timedelta(0), instance_id=instance_id),
-            "could not be dispatched",
         ),
         (
             "event_dispatch_pending",
             WARNING,
             rules.workflow_event_outbox_pending,
             rules.RuleParams(now=now, threshold=PENDING_EVENTS_AFTER, instance_id=instance_id),
-            "are still pending",
         ),
     ):
         for row in await _rows(conn, build(params)):
@@ -285,8 +316,7 @@ async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) 
                 Conclusion(
                     code,
                     level,
-                    f"{row.detail} event(s) of the instance {what} "
-                    f"(oldest since {age(row.since, now)})",
+                    {"count": int(row.detail), "ageMinutes": age_minutes(row.since, now)},
                     Evidence(),
                     {"action": "recovery", "params": {"action": "event-dispatch", "jobId": None}},
                 )
@@ -297,11 +327,9 @@ async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) 
 async def _waiting_for(conn: AsyncConnection, instance: Any, now: datetime) -> Verdict:
     """The verdict of a healthy instance: what it waits for."""
     if instance.status == InstanceStatus.SUSPENDED.value:
-        return Verdict(
-            "nothing is wrong: the instance is suspended and moves again once resumed", None, {}
-        )
+        return Verdict.healthy("suspended")
     if instance.status != InstanceStatus.RUNNING.value:
-        return Verdict(f"nothing is wrong: the instance is {instance.status}", None, {})
+        return Verdict.healthy("ended", {"status": instance.status})
     open_tasks = await _rows(
         conn,
         select(tasks.c.id, tasks.c.kind, tasks.c.assignee, tasks.c.node_key)
@@ -312,41 +340,37 @@ async def _waiting_for(conn: AsyncConnection, instance: Any, now: datetime) -> V
     pending = [t for t in open_tasks if t.status == TaskStatus.PENDING.value]
     if pending:
         oldest = pending[0]
-        people = ", ".join(dict.fromkeys(t.assignee for t in pending))
-        since = age(oldest.created_at, now)
+        people = {
+            "assignees": list(dict.fromkeys(t.assignee for t in pending)),
+            "ageMinutes": age_minutes(oldest.created_at, now),
+        }
         overdue = oldest.due_at is not None and oldest.due_at <= now
         if oldest.kind in rules.HUMAN_KINDS and (
             overdue or now - oldest.created_at >= REMIND_AFTER
         ):
-            return Verdict(
-                f"nothing is broken: waiting for {people} since {since}"
-                f"{' (overdue)' if overdue else ''}; remind {oldest.assignee}",
+            return Verdict.healthy(
+                "waiting_too_long",
+                {**people, "overdue": overdue},
                 "remind",
                 {"taskId": int(oldest.id), "assignee": oldest.assignee},
             )
         if all(t.kind == "external_approval" for t in pending):
-            return Verdict(
-                f"nothing is wrong: waiting for the external approval at «{oldest.node_key}» "
-                f"since {since}",
-                None,
-                {},
+            return Verdict.healthy(
+                "waiting_for_external_approval",
+                {"nodeKey": oldest.node_key, "ageMinutes": people["ageMinutes"]},
             )
-        return Verdict(f"nothing is wrong: waiting for {people} since {since}", None, {})
+        return Verdict.healthy("waiting_for_people", people)
     if open_tasks:
         first = open_tasks[0]
-        what = {
-            "delay": "the delay",
-            "subprocess": "the subprocess",
-            "trigger": "the trigger",
-        }.get(first.kind, f"the {first.kind} task")
-        until = (
-            f" until {first.due_at.isoformat()}" if first.kind == "delay" and first.due_at else ""
-        )
-        return Verdict(
-            f"nothing is wrong: waiting for {what} at «{first.node_key}»{until} "
-            f"since {age(first.created_at, now)}",
-            None,
-            {},
+        due = first.due_at.isoformat() if first.kind == "delay" and first.due_at else None
+        return Verdict.healthy(
+            "waiting_for_system_task",
+            {
+                "taskKind": first.kind,
+                "nodeKey": first.node_key,
+                "dueAt": due,
+                "ageMinutes": age_minutes(first.created_at, now),
+            },
         )
     live = await _rows(
         conn,
@@ -355,10 +379,8 @@ async def _waiting_for(conn: AsyncConnection, instance: Any, now: datetime) -> V
         .limit(1),
     )
     if live:
-        return Verdict(
-            f"nothing is wrong: job {live[0].id} ({live[0].type}) is in flight", None, {}
-        )
-    return Verdict("nothing is wrong", None, {})
+        return Verdict.healthy("job_in_flight", {"jobId": int(live[0].id), "jobType": live[0].type})
+    return Verdict.healthy("nothing_wrong")
 
 
 def _verdict(conclusions: list[Conclusion]) -> Verdict | None:
@@ -367,21 +389,10 @@ def _verdict(conclusions: list[Conclusion]) -> Verdict | None:
         return None
     top = ranked[0]
     repair = top.repair or {"action": None, "params": {}}
-    message = top.message[0].upper() + top.message[1:]
     action = repair["action"]
     params = dict(repair["params"])
-    if action == "force_jump" and params.get("target") is None:
-        branches = ", ".join(f"«{b}»" for b in params.get("candidates", []))
-        message += (
-            f"; the gateway matched no branch: correct the form, or force jump to one of {branches}"
-        )
-    elif action == "force_jump":
-        message += f"; force jump to «{params['target']}»"
-    elif action == "job_retry":
-        message += f"; retry job {params['jobId']}"
-    elif action == "recovery":
-        message += f"; run the recovery action {params['action']}"
-    return Verdict(message + ".", action, params)
+    message = problem_verdict(top.message, action, params)
+    return Verdict(top.rule, message, top.message_params, action, params)
 
 
 async def instance_findings(
@@ -396,7 +407,7 @@ async def instance_findings(
         )
     ).first()
     if instance is None:
-        return InstanceFindings([], Verdict("no such instance", None, {}))
+        return InstanceFindings([], Verdict.healthy("no_such_instance"))
     conclusions: list[Conclusion] = []
     if instance.status == InstanceStatus.RUNNING.value:
         conclusions += await _checks(conn, instance_id, now)

@@ -1398,7 +1398,8 @@ export interface paths {
          * Diagnose Instance
          * @description SPEC O-10: the instance's trace (paged), nodes, tasks, triggers,
          *     events, tokens (with open joins), diagram, form and definition, with the
-         *     consistency conclusions and the verdict (O-12) — or one view alone.
+         *     consistency conclusions and the verdict (O-12), each with the
+         *     ``messageParams`` its English message is made of — or one view alone.
          */
         get: operations["instances-diagnose_instance"];
         put?: never;
@@ -11638,7 +11639,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The diagnostics document (see docs/diagnostics.md). */
+            /** @description The diagnostics document (see docs/diagnostics.md). Each conclusion is `{rule, level, message, messageParams, evidence, repair}`, the verdict `{code, message, messageParams, action, params}`: `message` is English (the CLI's words); `messageParams` holds the values it is made of (JSON scalars, and lists of node keys or assignees), for a client that words it itself by the conclusion's `rule` / the verdict's `code` (the rule of the conclusion it names, or what a healthy instance is doing: suspended, ended, waiting_for_people, waiting_too_long, waiting_for_external_approval, waiting_for_system_task, job_in_flight, nothing_wrong); the verdict's repair is worded from `action` and `params`. */
             200: {
                 headers: {
                     [name: string]: unknown;

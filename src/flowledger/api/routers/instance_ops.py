@@ -3,7 +3,9 @@
 
 - ``GET /instances/{id}/diagnostics`` — every view in one document, or one
   with ``?view=`` (trace pages with ``limit`` / ``cursor``), plus the
-  consistency ``conclusions`` and the ``verdict``;
+  consistency ``conclusions`` and the ``verdict`` (English ``message``s,
+  with the ``messageParams`` they are made of, keyed by the conclusion's
+  ``rule`` / the verdict's ``code``: see ``ops/consistency_messages.py``);
 - ``GET /instances/{id}/force-jump/preview?target=&fromNode=`` and
   ``POST /instances/{id}/force-jump`` — the exact change, then doing it;
 - ``POST /instances/batch-recover`` — skip the task at a node of many stuck
@@ -125,7 +127,20 @@ async def batch_recover_instances(
 @router.get(
     "/{instanceId}/diagnostics",
     response_class=JSONResponse,
-    responses={200: {"description": "The diagnostics document (see docs/diagnostics.md)."}},
+    responses={
+        200: {
+            "description": "The diagnostics document (see docs/diagnostics.md). Each "
+            "conclusion is `{rule, level, message, messageParams, evidence, repair}`, the "
+            "verdict `{code, message, messageParams, action, params}`: `message` is English "
+            "(the CLI's words); `messageParams` holds the values it is made of (JSON "
+            "scalars, and lists of node keys or assignees), for a client that words it "
+            "itself by the conclusion's `rule` / the verdict's `code` (the rule of the "
+            "conclusion it names, or what a healthy instance is doing: suspended, ended, "
+            "waiting_for_people, waiting_too_long, waiting_for_external_approval, "
+            "waiting_for_system_task, job_in_flight, nothing_wrong); the verdict's repair "
+            "is worded from `action` and `params`."
+        }
+    },
 )
 async def diagnose_instance(
     instance_id: InstanceId,
@@ -139,7 +154,8 @@ async def diagnose_instance(
 ) -> JSONResponse:
     """SPEC O-10: the instance's trace (paged), nodes, tasks, triggers,
     events, tokens (with open joins), diagram, form and definition, with the
-    consistency conclusions and the verdict (O-12) — or one view alone."""
+    consistency conclusions and the verdict (O-12), each with the
+    ``messageParams`` its English message is made of — or one view alone."""
     async with ctx.db.read() as conn:
         doc = await instance_diagnostics(
             conn,

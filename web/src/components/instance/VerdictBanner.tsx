@@ -1,8 +1,10 @@
 // The top of the drawer: the verdict (the one reason the instance is not
 // moving, with its one-click repair) and the consistency conclusions with
-// their levels, each with its own repair.
+// their levels, each with its own repair. Their texts are worded in the
+// active language from the API's messageParams (findingText.ts).
 import { Alert, Button, List, Space, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
+import { conclusionText, verdictText } from "./findingText";
 import { asRepair, type RepairRequest } from "./repairs";
 import type { Diagnostics } from "./types";
 
@@ -18,7 +20,7 @@ export function VerdictBanner({ doc, onRepair }: { doc: Diagnostics; onRepair: (
       type={type}
       showIcon
       message={<Typography.Text strong>{t("verdict.title")}</Typography.Text>}
-      description={<span data-testid="drawer-verdict-message">{doc.verdict.message}</span>}
+      description={<span data-testid="drawer-verdict-message">{verdictText(t, doc.verdict)}</span>}
       action={
         repair && (
           <Button type="primary" danger={critical} onClick={() => onRepair(repair)} data-testid="verdict-repair">
@@ -55,7 +57,7 @@ export function Conclusions({ doc, onRepair }: { doc: Diagnostics; onRepair: (r:
               <Space>
                 <Tag color={c.level === "critical" ? "red" : "orange"}>{t(`level.${c.level === "critical" ? "critical" : "warning"}`)}</Tag>
                 <Typography.Text code>{c.rule}</Typography.Text>
-                <span>{c.message}</span>
+                <span data-testid="conclusion-message">{conclusionText(t, c)}</span>
               </Space>
               {(ev.taskIds.length > 0 || ev.tokenIds.length > 0 || ev.jobIds.length > 0) && (
                 <Typography.Text type="secondary" style={{ fontSize: 12 }}>

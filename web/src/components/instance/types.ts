@@ -143,12 +143,24 @@ export interface Repair {
   params: Record<string, unknown>;
 }
 
+// message: English (the CLI's words); messageParams: the values it is made of,
+// from which findingText.ts words it by rule / code in the active language
 export interface Conclusion {
   rule: string;
   level: "critical" | "warning" | string;
   message: string;
+  messageParams: Record<string, unknown>;
   evidence: { taskIds: number[]; tokenIds: number[]; jobIds: number[] };
   repair: Repair | null;
+}
+
+// code: the rule of the conclusion it names, or what a healthy instance does
+export interface Verdict {
+  code: string;
+  message: string;
+  messageParams: Record<string, unknown>;
+  action: string | null;
+  params: Record<string, unknown>;
 }
 
 export interface Diagnostics {
@@ -163,5 +175,5 @@ export interface Diagnostics {
   form: FormView;
   definition: { definitionId: number; key: string; version: number; snapshot: unknown };
   conclusions: Conclusion[];
-  verdict: { message: string; action: string | null; params: Record<string, unknown> };
+  verdict: Verdict;
 }

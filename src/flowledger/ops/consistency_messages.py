@@ -1,0 +1,151 @@
+"""The English texts of the consistency conclusions and the verdict of one
+instance (SPEC O-10, O-12), each made only of its ``messageParams`` (JSON
+values, camelCase) and, for the verdict, its repair's ``action`` / ``params``
+— so a client can word them in its own language keyed by the conclusion's
+``rule`` / the verdict's ``code`` (the console does: ``instance:finding.*``,
+``instance:verdict.*``). The CLI and clients read the English ``message``.
+Pure text; no queries.
+
+Conclusion params by rule: ``task_without_token`` taskId, nodeKey;
+``token_without_task`` tokenId, nodeKey; ``waiting_task_unwakeable``
+nodeKeys (a list: the waiting nodes, sorted); ``external_dispatch_failed`` /
+``trigger_execution_failed`` nodeKey, jobId, errorCode (the job's last
+error code), outcomeUnconfirmed (L-17: the call may have reached the
+receiver); ``event_dispatch_failed`` / ``event_dispatch_pending`` count,
+ageMinutes; the two ``running_without_*`` rules none.
+
+Verdict codes: the rule of the conclusion it names (its params are that
+conclusion's; the repair suffix is made of ``action`` and ``params``), or
+what a healthy instance is doing: ``suspended``; ``ended`` (status);
+``waiting_for_people`` (assignees, ageMinutes); ``waiting_too_long``
+(assignees, ageMinutes, overdue; action ``remind`` names the assignee);
+``waiting_for_external_approval`` (nodeKey, ageMinutes);
+``waiting_for_system_task`` (taskKind, nodeKey, dueAt: the delay's due time
+as ISO 8601 or null, ageMinutes); ``job_in_flight`` (jobId, jobType);
+``nothing_wrong``; ``no_such_instance``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# what the verdict of a healthy instance can say (its ``code``)
+HEALTHY_CODES = (
+    "suspended",
+    "ended",
+    "waiting_for_people",
+    "waiting_too_long",
+    "waiting_for_external_approval",
+    "waiting_for_system_task",
+    "job_in_flight",
+    "nothing_wrong",
+    "no_such_instance",
+)
+_SYSTEM_TASKS = {"delay": "the delay", "subprocess": "the subprocess", "trigger": "the trigger"}
+
+
+def age_text(minutes: int) -> str:
+    """``health_messages.age`` from whole minutes: ``45 min``, ``3 h``, ``2 d``."""
+    if minutes < 60:
+        return f"{max(1, minutes)} min"
+    if minutes < 1440:
+        return f"{minutes // 60} h"
+    return f"{minutes // 1440} d"
+
+
+def _node(key: Any) -> str:
+    return f"«{key}»"
+
+
+def conclusion_message(rule: str, p: dict[str, Any]) -> str:
+    """The English message of a conclusion of ``rule`` with params ``p``."""
+    if rule == "running_without_active_task":
+        return "the instance is running but has no pending or waiting task"
+    if rule == "running_without_active_token":
+        return "the instance is running but no token is active, so nothing can move it"
+    if rule == "task_without_token":
+        return (
+            f"task {p['taskId']} at {_node(p['nodeKey'])} holds no active token, "
+            "so acting on it will fail"
+        )
+    if rule == "token_without_task":
+        return f"token {p['tokenId']} at {_node(p['nodeKey'])} is active but no open task holds it"
+    if rule == "waiting_task_unwakeable":
+        nodes = ", ".join(_node(k) for k in p["nodeKeys"])
+        return (
+            f"only waiting tasks remain ({nodes}) and no job, callback, child instance "
+            "or pending task can wake them (suspected deadlock)"
+        )
+    if rule in ("external_dispatch_failed", "trigger_execution_failed"):
+        what = "external approval dispatch" if rule.startswith("external") else "trigger"
+        at = f"the {what} at {_node(p['nodeKey'])}"
+        if p["outcomeUnconfirmed"]:
+            return (
+                f"{at} may or may not have reached the receiver (job {p['jobId']}: outcome "
+                "unconfirmed); confirm it with the receiver before any retry"
+            )
+        return f"{at} failed (job {p['jobId']}: {p['errorCode']})"
+    if rule in ("event_dispatch_failed", "event_dispatch_pending"):
+        what = "could not be dispatched" if rule == "event_dispatch_failed" else "are still pending"
+        return (
+            f"{p['count']} event(s) of the instance {what} "
+            f"(oldest since {age_text(p['ageMinutes'])})"
+        )
+    raise KeyError(rule)
+
+
+def repair_suffix(action: str | None, params: dict[str, Any]) -> str:
+    """What a verdict adds to the conclusion it names: its repair."""
+    if action == "force_jump" and params.get("target") is None:
+        branches = ", ".join(_node(b) for b in params.get("candidates", []))
+        return (
+            f"; the gateway matched no branch: correct the form, or force jump to one of {branches}"
+        )
+    if action == "force_jump":
+        return f"; force jump to {_node(params['target'])}"
+    if action == "job_retry":
+        return f"; retry job {params['jobId']}"
+    if action == "recovery":
+        return f"; run the recovery action {params['action']}"
+    if action == "remind":
+        return f"; remind {params['assignee']}"
+    return ""
+
+
+def problem_verdict(conclusion: str, action: str | None, params: dict[str, Any]) -> str:
+    """The verdict naming a conclusion: its message as a sentence, with the repair."""
+    return conclusion[0].upper() + conclusion[1:] + repair_suffix(action, params) + "."
+
+
+def healthy_verdict(
+    code: str, p: dict[str, Any], action: str | None, params: dict[str, Any]
+) -> str:
+    """The verdict of an instance with no conclusion (``code`` in
+    :data:`HEALTHY_CODES`), with its repair (``remind``) if any."""
+    since = f" since {age_text(p['ageMinutes'])}" if "ageMinutes" in p else ""
+    if code == "suspended":
+        text = "nothing is wrong: the instance is suspended and moves again once resumed"
+    elif code == "ended":
+        text = f"nothing is wrong: the instance is {p['status']}"
+    elif code == "waiting_for_people":
+        text = f"nothing is wrong: waiting for {', '.join(p['assignees'])}{since}"
+    elif code == "waiting_too_long":
+        overdue = " (overdue)" if p["overdue"] else ""
+        text = f"nothing is broken: waiting for {', '.join(p['assignees'])}{since}{overdue}"
+    elif code == "waiting_for_external_approval":
+        text = (
+            f"nothing is wrong: waiting for the external approval at {_node(p['nodeKey'])}{since}"
+        )
+    elif code == "waiting_for_system_task":
+        kind = p["taskKind"]
+        what = _SYSTEM_TASKS.get(kind, f"the {kind} task")
+        until = f" until {p['dueAt']}" if kind == "delay" and p["dueAt"] else ""
+        text = f"nothing is wrong: waiting for {what} at {_node(p['nodeKey'])}{until}{since}"
+    elif code == "job_in_flight":
+        text = f"nothing is wrong: job {p['jobId']} ({p['jobType']}) is in flight"
+    elif code == "nothing_wrong":
+        text = "nothing is wrong"
+    elif code == "no_such_instance":
+        text = "no such instance"
+    else:
+        raise KeyError(code)
+    return text + repair_suffix(action, params)
