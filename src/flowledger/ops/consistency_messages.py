@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowledger.ops.health_messages import age_text
+
 # what the verdict of a healthy instance can say (its ``code``)
 HEALTHY_CODES = (
     "suspended",
@@ -41,15 +43,6 @@ HEALTHY_CODES = (
     "no_such_instance",
 )
 _SYSTEM_TASKS = {"delay": "the delay", "subprocess": "the subprocess", "trigger": "the trigger"}
-
-
-def age_text(minutes: int) -> str:
-    """``health_messages.age`` from whole minutes: ``45 min``, ``3 h``, ``2 d``."""
-    if minutes < 60:
-        return f"{max(1, minutes)} min"
-    if minutes < 1440:
-        return f"{minutes // 60} h"
-    return f"{minutes // 1440} d"
 
 
 def _node(key: Any) -> str:

@@ -17,12 +17,16 @@ from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 
 def age(since: datetime, now: datetime) -> str:
     """A short human age: ``45 min``, ``3 h``, ``2 d``."""
-    seconds = max(0, int((now - since).total_seconds()))
-    if seconds < 3600:
-        return f"{max(1, seconds // 60)} min"
-    if seconds < 86400:
-        return f"{seconds // 3600} h"
-    return f"{seconds // 86400} d"
+    return age_text(age_minutes(since, now))
+
+
+def age_text(minutes: int) -> str:
+    """:func:`age` from whole minutes: ``45 min``, ``3 h``, ``2 d``."""
+    if minutes < 60:
+        return f"{max(1, minutes)} min"
+    if minutes < 1440:
+        return f"{minutes // 60} h"
+    return f"{minutes // 1440} d"
 
 
 def age_minutes(since: datetime, now: datetime) -> int:
