@@ -39,7 +39,7 @@ def _fill(template: str, values: dict[str, Any]) -> str:
 
 
 def _age_label(minutes: int) -> str:
-    """findingText.ts ``ageLabel`` in en."""
+    """The console's age label (components/format.ts ``ageLabel``) in en."""
     if minutes < 60:
         return _fill(FINDING["age"]["minutes"], {"n": max(1, minutes)})
     if minutes < 1440:

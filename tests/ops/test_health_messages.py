@@ -62,7 +62,7 @@ EN_PROBLEM = json.loads((WEB_LOCALES / "en" / "health.json").read_text(encoding=
 
 
 def _age_label(minutes: int) -> str:
-    """The console's age label (health.ts ``ageLabel``) in en."""
+    """The console's age label (components/format.ts ``ageLabel``) in en."""
     if minutes < 60:
         return f"{max(1, minutes)} min"
     if minutes < 1440:

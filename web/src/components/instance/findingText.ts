@@ -8,17 +8,10 @@
 // (tests/ops/test_consistency_messages.py renders them the same way).
 import type { TFunction } from "i18next";
 import i18n from "../../i18n";
-import { formatTime } from "../format";
+import { ageLabel, formatTime } from "../format";
 import type { Conclusion, Verdict } from "./types";
 
 type Params = Record<string, unknown>;
-
-/** "45 min", "3 h", "2 d": the rounding of the API's age (consistency_messages.age_text). */
-export function ageLabel(t: TFunction, minutes: number): string {
-  if (minutes < 60) return t("instance:finding.age.minutes", { n: Math.max(1, minutes) });
-  if (minutes < 1440) return t("instance:finding.age.hours", { n: Math.floor(minutes / 60) });
-  return t("instance:finding.age.days", { n: Math.floor(minutes / 1440) });
-}
 
 function node(t: TFunction, key: unknown): string {
   return t("instance:finding.node", { key: String(key) });
@@ -46,7 +39,7 @@ function values(t: TFunction, p: Params): Params {
   if ("nodeKey" in p) out.node = node(t, p.nodeKey);
   if ("nodeKeys" in p) out.nodes = list(t, p.nodeKeys, (k) => node(t, k));
   if ("assignees" in p) out.assignees = list(t, p.assignees, String);
-  if (typeof p.ageMinutes === "number") out.age = ageLabel(t, p.ageMinutes);
+  if (typeof p.ageMinutes === "number") out.age = ageLabel(t, p.ageMinutes, "instance:finding.age");
   if ("status" in p) out.status = label(t, "verdict.status", p.status);
   return out;
 }

@@ -7,15 +7,9 @@
 import type { TFunction } from "i18next";
 import i18n from "../../i18n";
 import type { Schemas } from "../../api/client";
+import { ageLabel } from "../../components/format";
 
 type Item = Schemas["HealthItem"];
-
-/** "45 min", "3 h", "2 d": the rounding of the API's age (health_messages.age). */
-export function ageLabel(t: TFunction, minutes: number): string {
-  if (minutes < 60) return t("health:threshold.minutes", { n: Math.max(1, minutes) });
-  if (minutes < 1440) return t("health:threshold.hours", { n: Math.floor(minutes / 60) });
-  return t("health:threshold.days", { n: Math.floor(minutes / 1440) });
-}
 
 export function problemTexts(t: TFunction, item: Item): { message: string; suggestion: string } {
   const base = `health:problem.${item.rule}`;
@@ -25,7 +19,7 @@ export function problemTexts(t: TFunction, item: Item): { message: string; sugge
   const values = {
     ...params,
     node: typeof nodeKey === "string" && nodeKey ? t("health:problem.node", { key: nodeKey }) : t("health:problem.itsNode"),
-    age: typeof params.ageMinutes === "number" ? ageLabel(t, params.ageMinutes) : "",
+    age: typeof params.ageMinutes === "number" ? ageLabel(t, params.ageMinutes, "health:threshold") : "",
     events: count,
   };
   const text = (key: string, english: string) => (i18n.exists(`${base}.${key}`) ? t(`${base}.${key}`, values) : english);
