@@ -58,16 +58,21 @@ def test_repairs_on_the_instance_name_no_action_O16(rule: str) -> None:
 
 # ------------------------------------------------- messageParams (O-16, i18n)
 
-EN_PROBLEM = json.loads((WEB_LOCALES / "en" / "health.json").read_text(encoding="utf-8"))["problem"]
+EN_HEALTH = json.loads((WEB_LOCALES / "en" / "health.json").read_text(encoding="utf-8"))
+EN_PROBLEM = EN_HEALTH["problem"]
 
 
 def _age_label(minutes: int) -> str:
-    """The console's age label (components/format.ts ``ageLabel``) in en."""
+    """The console's age label in en (components/format.ts ``ageLabel`` with
+    the ``health:threshold`` keys): the en locale's own words, so a change
+    of those words that the API's does not share makes the tests fail."""
     if minutes < 60:
-        return f"{max(1, minutes)} min"
-    if minutes < 1440:
-        return f"{minutes // 60} h"
-    return f"{minutes // 1440} d"
+        template, n = EN_HEALTH["threshold"]["minutes"], max(1, minutes)
+    elif minutes < 1440:
+        template, n = EN_HEALTH["threshold"]["hours"], minutes // 60
+    else:
+        template, n = EN_HEALTH["threshold"]["days"], minutes // 1440
+    return template.replace("{{n}}", str(n))
 
 
 def _render(rule: str, params: dict[str, Any]) -> tuple[str, str]:
