@@ -208,17 +208,27 @@ Opener = Callable[..., tuple[Page, Watch]]
 
 @pytest.fixture
 def open_console(browser: Browser, server: Server) -> Iterator[Opener]:
-    """``open_console(lang, token=None, path="/monitor/jobs")`` → (page, watch):
-    a fresh browser context in ``lang`` signed in with ``token`` (the admin's
-    by default; ``""`` for none). The test fails on any unexpected problem."""
+    """``open_console(lang, token=None, path="/monitor/jobs", motion=False)``
+    → (page, watch): a fresh browser context in ``lang`` signed in with
+    ``token`` (the admin's by default; ``""`` for none), preferring reduced
+    motion unless ``motion``. The test fails on any unexpected problem."""
     opened: list[tuple[Any, Watch]] = []
 
     def open_(
-        lang: str = "en", token: str | None = None, path: str | None = "/monitor/jobs"
+        lang: str = "en",
+        token: str | None = None,
+        path: str | None = "/monitor/jobs",
+        motion: bool = False,
     ) -> tuple[Page, Watch]:
+        # The browser reports the operator preference "reduce motion" unless
+        # ``motion``: the console then opens dialogs, drawers and dropdowns
+        # without their zoom and slide animations, so a click never lands
+        # where a still-moving button was (two loaded CI runs lost a dialog's
+        # OK press that way, on the mask behind it).
         context = browser.new_context(
             viewport={"width": 1440, "height": 900},
             locale=lang,
+            reduced_motion="no-preference" if motion else "reduce",
             timezone_id="Asia/Shanghai" if lang == "zh-CN" else "Europe/Berlin",
             accept_downloads=True,
         )

@@ -200,3 +200,29 @@ def test_switching_the_language_changes_every_label(server: Server, open_console
     assert "Runtime status" not in page.inner_text("body")
     page.reload()
     page.get_by_text("运行状态").wait_for()  # the choice is remembered
+
+
+_WATCH_ZOOM = """() => {
+    window.__zooms = [];
+    document.addEventListener("animationstart", (e) => {
+        if (/zoom/i.test(e.animationName)) window.__zooms.push(e.animationName);
+    }, true);
+}"""
+
+
+@pytest.mark.parametrize("motion", [True, False], ids=["motion", "reduced-motion"])
+def test_dialogs_zoom_unless_the_operator_prefers_reduced_motion(
+    server: Server, open_console: Opener, motion: bool
+) -> None:
+    """The console follows ``prefers-reduced-motion``: with the preference a
+    dialog opens and closes without Ant Design's zoom animation (the browser
+    suite runs so), without it the zoom plays (CSS animationstart events)."""
+    page, _ = open_console("en", path="/subscriptions", motion=motion)
+    page.get_by_test_id("subscriptions-table").wait_for()
+    page.evaluate(_WATCH_ZOOM)
+    page.get_by_test_id("subscription-create").click()
+    expect(page.get_by_test_id("subscription-name")).to_be_visible()
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.get_by_test_id("subscription-name")).to_be_hidden()
+    zooms = page.evaluate("window.__zooms")
+    assert bool(zooms) is motion, zooms

@@ -1,4 +1,4 @@
-import React from "react";
+import React, { useMemo } from "react";
 import ReactDOM from "react-dom/client";
 import { BrowserRouter } from "react-router-dom";
 import { QueryClientProvider } from "@tanstack/react-query";
@@ -12,6 +12,7 @@ import { getToken } from "./auth/session";
 import { App } from "./App";
 import { preloadPage } from "./pages/registry";
 import { preloadInstanceDrawer } from "./components/instance/InstanceDrawerHost";
+import { useReducedMotion } from "./components/useReducedMotion";
 
 // with a session, the first screen's reads start now, while the page's code
 // and the language files load (not after the first render)
@@ -25,8 +26,10 @@ if (signedIn) void queryClient.prefetchQuery(meQuery());
 
 function Root() {
   const { i18n } = useTranslation();
+  const reducedMotion = useReducedMotion();
+  const theme = useMemo(() => ({ token: { motion: !reducedMotion } }), [reducedMotion]);
   return (
-    <ConfigProvider locale={i18n.language === "zh-CN" ? zhCN : enUS}>
+    <ConfigProvider locale={i18n.language === "zh-CN" ? zhCN : enUS} theme={theme}>
       <AntApp>
         <QueryClientProvider client={queryClient}>
           <BrowserRouter>
