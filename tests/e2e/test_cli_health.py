@@ -66,6 +66,9 @@ def test_exit_codes_table_and_json_O16(tmp_path: Path) -> None:
         "critical",
         iid,
     )
+    # the REST item's fields: the values the words are made of, the repair
+    assert list(item["messageParams"]) == ["ageMinutes"] and item["recoveryAction"] is None
+    assert item["messageParams"]["ageMinutes"] in (0, 1) and "now" in document
     assert document["summary"]["byLevel"] == {"critical": 1, "warning": 0}
     assert document["summary"]["score"] == 95
     assert "threshold" in cli(tmp_path, "health", "--threshold", "5m", code=2)

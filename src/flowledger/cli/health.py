@@ -1,7 +1,9 @@
 """``flowledger health [--threshold 30m] [--rule R]``: the health inspection
 (SPEC O-16) from a terminal, cron or a readiness probe. A rich table of the
 problems (critical first, oldest first) and the counts and score go to
-stdout (``--json``: the REST document instead); the exit code is 1 when any
+stdout (``--json``: the REST document instead — ``now``, the items with
+their ``messageParams`` and ``recoveryAction``, the summary with the score);
+the exit code is 1 when any
 critical problem is listed, 0 otherwise, and 2 on bad input. Every tenant,
 by the database's clock. No logic lives here: it calls :mod:`flowledger.ops`.
 """
@@ -20,7 +22,7 @@ from flowledger.cli.common import out
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
 from flowledger.ops import health_inspection as inspection
-from flowledger.ops.health_messages import age, describe
+from flowledger.ops.health_messages import age, describe, message_params, recovery_action
 from flowledger.ops.health_rules import CRITICAL, RULE_CODES
 from flowledger.ops.health_score import health_score_of
 from flowledger.ops.runtime_status import runtime_figures
@@ -81,9 +83,11 @@ def health(
                         "since": p.since,
                         "message": message,
                         "suggestion": suggestion,
+                        "messageParams": message_params(p, now),
+                        "recoveryAction": recovery_action(p),
                     }
                 )
-            js.print_json({"items": items, "summary": {**summary, "score": score}})
+            js.print_json({"now": now, "items": items, "summary": {**summary, "score": score}})
             return
         table = Table(
             "level",
