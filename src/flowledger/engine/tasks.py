@@ -137,9 +137,13 @@ _FINISH_HELD = (
 )
 
 
+# A token's tasks are its instance's: the instance condition lets both
+# sibling counts read only that instance's open tasks (the partial index
+# ix_workflow_tasks_open_instance) instead of every open task there is.
 _OPEN_SIBLINGS_LEFT = literal_column(
     "(SELECT count(*) FROM workflow_tasks AS sibling "
-    "WHERE sibling.token_id = workflow_tasks.token_id AND sibling.id != workflow_tasks.id "
+    "WHERE sibling.instance_id = workflow_tasks.instance_id "
+    "AND sibling.token_id = workflow_tasks.token_id AND sibling.id != workflow_tasks.id "
     f"AND sibling.status IN ('{TaskStatus.PENDING.value}', '{TaskStatus.WAITING.value}'))",
     Integer(),
 )
@@ -239,6 +243,7 @@ _SIBLING = workflow_tasks.alias("sibling")
 _OPEN_SIBLINGS = (
     select(func.count())
     .where(
+        _SIBLING.c.instance_id == workflow_tasks.c.instance_id,
         _SIBLING.c.token_id == workflow_tasks.c.token_id,
         _SIBLING.c.id != workflow_tasks.c.id,
         _SIBLING.c.status.in_([TaskStatus.PENDING, TaskStatus.WAITING]),
