@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Annotated
 
 import typer
+from pydantic.alias_generators import to_camel
 from rich.table import Table
 
 from flowledger.cli import jobs_support as js
@@ -22,7 +23,7 @@ from flowledger.cli.common import out
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
 from flowledger.ops import health_inspection as inspection
-from flowledger.ops.health_messages import age, describe, message_params, recovery_action
+from flowledger.ops.health_messages import age, describe, problem_fields
 from flowledger.ops.health_rules import CRITICAL, RULE_CODES
 from flowledger.ops.health_score import health_score_of
 from flowledger.ops.runtime_status import runtime_figures
@@ -69,24 +70,9 @@ def health(
         summary = inspection.summarize(problems)
         score = health_score_of(problems, runtime).score
         if as_json:
-            items = []
-            for p in shown[:limit]:
-                message, suggestion = describe(p, now)
-                items.append(
-                    {
-                        "rule": p.rule,
-                        "level": p.level,
-                        "instanceId": p.instance_id,
-                        "taskId": p.task_id,
-                        "nodeKey": p.node_key,
-                        "jobId": p.job_id,
-                        "since": p.since,
-                        "message": message,
-                        "suggestion": suggestion,
-                        "messageParams": message_params(p, now),
-                        "recoveryAction": recovery_action(p),
-                    }
-                )
+            items = [
+                {to_camel(k): v for k, v in problem_fields(p, now).items()} for p in shown[:limit]
+            ]
             js.print_json({"now": now, "items": items, "summary": {**summary, "score": score}})
             return
         table = Table(

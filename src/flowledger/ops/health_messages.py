@@ -167,3 +167,22 @@ def message_params(p: Problem, now: datetime) -> dict[str, Any]:
     if p.rule == "instance_stalled":
         return {"ageMinutes": minutes}
     raise KeyError(p.rule)
+
+
+def problem_fields(p: Problem, now: datetime) -> dict[str, Any]:
+    """One problem as the REST item and ``flowledger health --json`` show it
+    (snake_case keys; the API's model and the CLI camelize them)."""
+    message, suggestion = describe(p, now)
+    return {
+        "rule": p.rule,
+        "level": p.level,
+        "instance_id": p.instance_id,
+        "task_id": p.task_id,
+        "node_key": p.node_key,
+        "job_id": p.job_id,
+        "since": p.since,
+        "message": message,
+        "suggestion": suggestion,
+        "message_params": message_params(p, now),
+        "recovery_action": recovery_action(p),
+    }

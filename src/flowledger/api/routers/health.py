@@ -35,7 +35,7 @@ from flowledger.api.schemas import ApiModel, DefinitionKey, UtcTime
 from flowledger.errors import FlowledgerError
 from flowledger.ops import health_inspection as inspection
 from flowledger.ops.health_history import history
-from flowledger.ops.health_messages import describe, message_params, recovery_action
+from flowledger.ops.health_messages import problem_fields
 from flowledger.ops.health_rules import RULE_CODES
 from flowledger.ops.health_score import engine_health_score, health_score_of
 from flowledger.ops.runtime_status import runtime_figures
@@ -185,20 +185,7 @@ async def health_inspection(
 
 
 def _item(p: inspection.Problem, now: datetime) -> HealthItem:
-    message, suggestion = describe(p, now)
-    return HealthItem(
-        rule=p.rule,
-        level=p.level,
-        instance_id=p.instance_id,
-        task_id=p.task_id,
-        node_key=p.node_key,
-        job_id=p.job_id,
-        since=p.since,
-        message=message,
-        suggestion=suggestion,
-        message_params=message_params(p, now),
-        recovery_action=recovery_action(p),
-    )
+    return HealthItem(**problem_fields(p, now))
 
 
 @router.get("/health-score", response_model=HealthScorePublic)
