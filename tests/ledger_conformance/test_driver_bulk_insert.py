@@ -131,6 +131,13 @@ async def test_bulk_insert_statement_count_is_bounded(
     # PostgreSQL: one unnest statement; SQLite and Core: multi-row inserts of 1,000
     unnest = driver_kind in ("postgresql", "postgresql-fast")
     assert len(inserts) == (1 if unnest else 3)
+    # the wake hints of both pools: inside the unnest statement (SPEC L-8;
+    # issue 15 item 2), one pg_notify statement per pool on the portable Core
+    # over PostgreSQL, none on SQLite (in-process after commit)
+    notifies = [s for s in seen if s.lstrip().upper().startswith("SELECT PG_NOTIFY")]
+    assert len(notifies) == {"postgresql-core": 2}.get(driver_kind, 0)
+    if unnest:
+        assert seen == inserts  # nothing else: the hints rode on the insert
     if unnest:  # the same text for any row count: psycopg prepares it once
         with statements(db) as again:
             await in_tx(db, lambda c: driver.jobs_insert(c, specs[:7], now=clock.now()))

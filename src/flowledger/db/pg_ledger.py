@@ -61,6 +61,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
 from flowledger.db.schema import workflow_jobs
+from flowledger.db.wake import WAKE_CHANNEL
 
 RETURNED = (
     "id, type, pool, payload, generation, attempts, max_attempts, lease_token, lease_until, "
@@ -202,9 +203,14 @@ def _element_type(column: str) -> str:
 @cache
 def insert_jobs_sql(columns: tuple[str, ...], shared: tuple[str, ...]) -> str:
     """The bulk insert of ``workflow_jobs`` rows: one array parameter per
-    column of ``columns`` (which must include ``idempotency_key``) and one
-    scalar per column of ``shared`` (the same value for every row), each
-    named after its column and cast to the column's type."""
+    column of ``columns`` (which must include ``idempotency_key`` and
+    ``pool``) and one scalar per column of ``shared`` (the same value for
+    every row), each named after its column and cast to the column's type.
+    The same statement publishes the wake hint (SPEC L-8) of every pool that
+    got a row, ``pg_notify(%(wake_channel)s, pool)``, delivered on commit
+    (the round trip a separate ``SELECT pg_notify`` cost per enqueue; issue
+    15 item 2): a scalar subquery of the output rows, so it runs once, and
+    only when a row was inserted."""
     arrays = ", ".join(f"%({name})s::{_element_type(name)}[]" for name in columns)
     scalars = "".join(f", %({name})s::{_element_type(name)}" for name in shared)
     names = ", ".join(columns)
@@ -218,9 +224,13 @@ WITH input AS (
     SELECT id, {names}{scalars} FROM input
     ORDER BY idempotency_key NULLS FIRST, ord
     ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id
+    RETURNING id, pool
+), woken AS (
+    SELECT count(pg_notify(%(wake_channel)s, pool)) AS pools
+    FROM (SELECT DISTINCT pool FROM inserted) AS p
 )
-SELECT input.ord, inserted.id FROM inserted JOIN input USING (id)
+SELECT input.ord, inserted.id, (SELECT pools FROM woken) AS woken
+FROM inserted JOIN input USING (id)
 """
 
 
@@ -233,7 +243,7 @@ def insert_jobs_params(
     """The parameters of :func:`insert_jobs_sql`, each value bound as the
     column's type binds it in a single-row insert (JSONB wrapped, timestamps
     checked aware and made UTC); a ``shared`` column's value is the first row's."""
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = {"wake_channel": WAKE_CHANNEL}
     for name in (*columns, *shared):
         process = workflow_jobs.c[name].type.dialect_impl(dialect).bind_processor(dialect)
         if name in shared:

@@ -55,6 +55,17 @@ def take_pending(conn: AsyncConnection) -> set[str]:
     return pending
 
 
+def mark_hinted(conn: AsyncConnection, pool: str) -> None:
+    """Record that the caller's own statement has just issued ``pg_notify``
+    for ``pool`` in the current transaction (PostgreSQL's bulk insert does,
+    :func:`flowledger.db.pg_ledger.insert_jobs_sql`): in-process waiters are
+    signalled after commit as for :func:`hint`, and a later hint of the
+    same pool in this transaction is coalesced."""
+    pending: set[str] | None = conn.info.get(_PENDING_KEY)
+    if pending is not None:
+        pending.add(pool)
+
+
 async def hint(conn: AsyncConnection, pool: str) -> None:
     """Publish a wake hint for ``pool`` when the current transaction commits."""
     pending: set[str] | None = conn.info.get(_PENDING_KEY)

@@ -256,8 +256,12 @@ class JobsCore:
         inserted = await self._insert_rows(conn, rows)
         answer = await bulk.results(conn, rows, inserted)
         for pool in sorted({rows[p]["pool"] for p in inserted}):
-            await wake.hint(conn, pool)
+            await self._hint_inserted(conn, pool)
         return answer
+
+    async def _hint_inserted(self, conn: AsyncConnection, pool: str) -> None:
+        """Publish the wake hint of ``pool``, which :meth:`_insert_rows` gave a job."""
+        await wake.hint(conn, pool)
 
     async def _insert_rows(
         self, conn: AsyncConnection, rows: Sequence[dict[str, Any]]

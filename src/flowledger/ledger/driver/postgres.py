@@ -2,7 +2,8 @@
 and batch success settlement: each is one data-modifying CTE
 (:mod:`flowledger.db.pg_ledger`), atomic on its own, run in autocommit in one
 round trip. A bulk insert is one ``unnest`` statement of fixed text per
-batch, in the caller's transaction.
+batch, in the caller's transaction, which also publishes the wake hints of
+the pools it gave jobs.
 
 :class:`PostgresLedger` sends those statements over a pooled autocommit
 connection; :class:`PostgresFastLedger` (the hot path of a worker's pools
@@ -19,6 +20,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db import wake
 from flowledger.db.database import Database
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.pg_ledger import (
@@ -62,6 +64,9 @@ class PostgresLedger(CoreLedger):
             insert_jobs_params(columns, BATCH_COLUMNS, rows, conn.dialect),
         )
         return {int(row["ord"]) - 1: int(row["id"]) for row in result.mappings()}
+
+    async def _hint_inserted(self, conn: AsyncConnection, pool: str) -> None:
+        wake.mark_hinted(conn, pool)  # the insert's own statement notified it
 
     async def _run(self, db: Database, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with db.single_statement() as conn:
