@@ -168,7 +168,7 @@ def settle_success_params(
     gens: list[int],
     tokens: list[str],
     exec_ids: list[int],
-    durations: list[int],
+    durations: list[int | None],
     skipped: list[bool],
     results: list[Any],
     now: datetime,

@@ -167,7 +167,7 @@ def settle_successes(
     gens: Sequence[int],
     tokens: Sequence[str],
     exec_ids: Sequence[int],
-    durations: Sequence[int],
+    durations: Sequence[int | None],
     skipped: Sequence[bool],
     results: Sequence[Any],
     now: datetime,

@@ -1,9 +1,12 @@
 """Handlers of the engine's advancement jobs (SPEC L-2 pool
 ``workflow-ledger``): ``delay_wake``, ``task_timeout``, ``subprocess_spawn``,
 ``subprocess_join`` and ``schedule_launch``. Each runs its engine step inside
-a fenced step receipt with the instance row locked first (L-13, L-14): a retry
-after a crash between commit and settlement reuses the receipt instead of
-advancing the instance twice."""
+a fenced step receipt with the instance row locked first (L-13, L-14), and
+the step settles its attempt in the same transaction: the job is succeeded
+(or skipped) exactly when the instance moved, so the cleanup of an instance
+that a sibling job's step ends (L-22) never cancels a job whose work is
+already done. A retry of the same operation (a manual one, a new
+generation) reuses the receipt instead of advancing the instance twice."""
 
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ async def _instance_step(
         )
         return await body(step)
 
-    return _outcome(await ctx.step(ctx.job.type, run, lock_first=lock))
+    return _outcome(await ctx.step(ctx.job.type, run, lock_first=lock, completes=_outcome))
 
 
 def _ids(ctx: JobContext) -> tuple[int, int]:

@@ -104,7 +104,7 @@ class SuccessRow:
     generation: int
     lease_token: str
     execution_id: int
-    duration_ms: int
+    duration_ms: int | None  # None: the caller did not say when the attempt started
     skipped: bool
     result: Any
 

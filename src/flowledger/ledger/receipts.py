@@ -4,6 +4,12 @@ of the same operation finds the committed receipt and reuses its result
 instead of writing again. The receipts themselves are the ledger driver's
 (``job_lock_fenced_receipt`` — the fenced job lock and the receipt read in
 one statement — and ``receipt_put``); this module runs a step around them.
+
+A step that is its attempt's last write may also settle the attempt in its
+own transaction (``settle``; River's ``JobCompleteTx``): the job is
+succeeded exactly when the step's work commits, so no other transaction —
+an instance's cleanup (L-22) above all — ever sees the work done and the
+job still running, and a crash can no longer fall between the two.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from typing import Any, TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
+from flowledger.errors import LeaseLostError
 from flowledger.ledger.driver import ledger_driver, ledger_for
-from flowledger.ledger.models import Fence
+from flowledger.ledger.models import Fence, Outcome
 
 T = TypeVar("T")
 
@@ -38,11 +45,15 @@ async def run_step(
     now: Callable[[], datetime],
     lock_first: Callable[[AsyncConnection], Awaitable[None]] | None = None,
     confirm_side_effect: bool = False,
+    settle: Callable[[Any], Outcome | None] | None = None,
+    started_at: datetime | None = None,
 ) -> Any:
     """Run ``fn(conn)`` once per operation: in one transaction, lock (the
     caller's instance row via ``lock_first``, then) the job row fenced,
     return the committed receipt's result if there is one, else run ``fn`` and
     commit its result as the receipt. ``fn``'s result must be JSON-serialisable.
+    With ``settle``, the attempt (which started at ``started_at``) also
+    settles in that transaction with ``settle(result)``, unless that is None.
     Raises :class:`~flowledger.errors.LeaseLostError` when the executor is stale."""
     driver = ledger_driver(db)
     async with db.begin() as conn:
@@ -51,18 +62,22 @@ async def run_step(
         found, result = await driver.job_lock_fenced_receipt(
             conn, fence, operation_key, step_key, now=now()
         )
-        if found:
-            return result
-        result = await fn(conn)
-        await driver.receipt_put(
-            conn,
-            fence,
-            operation_key,
-            step_key,
-            result,
-            now=now(),
-            confirm_side_effect=confirm_side_effect,
-        )
+        if not found:
+            result = await fn(conn)
+            await driver.receipt_put(
+                conn,
+                fence,
+                operation_key,
+                step_key,
+                result,
+                now=now(),
+                confirm_side_effect=confirm_side_effect,
+            )
         # "check before and after writing" (L-13): the row lock held since the
         # first check makes a second check redundant within this transaction.
+        outcome = settle(result) if settle is not None else None
+        if outcome is not None and not await driver.job_settle(
+            conn, fence, outcome, now=now(), started_at=started_at
+        ):  # cannot happen under the fenced row lock; never commit the step without it
+            raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
         return result

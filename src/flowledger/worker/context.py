@@ -1,10 +1,14 @@
 """What a handler receives: the claimed job, its payload, the abort signal,
 and helpers that write through the job's fence — ``step`` for step receipts
-(SPEC L-14) and ``mark_side_effect`` before an unsafe external write (L-17)."""
+(SPEC L-14; with ``completes``, the step also settles the attempt in its own
+transaction) and ``mark_side_effect`` before an unsafe external write
+(L-17). :func:`result_outcome` reads a handler's return value as an
+outcome."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.ledger.fencing import job_mark_side_effect
-from flowledger.ledger.models import ClaimedJob
+from flowledger.ledger.models import ClaimedJob, Outcome, OutcomeKind
 from flowledger.ledger.receipts import run_step
 
 
@@ -24,6 +28,25 @@ class Skip:
     status ``skipped``, SPEC L-4)."""
 
     reason: str
+
+
+SETTLES_IN_STEP = (OutcomeKind.SUCCESS, OutcomeKind.SKIPPED)
+
+
+def result_outcome(result: Any) -> Outcome:
+    """The outcome of a handler that returned ``result``: success with it
+    (a ``Skip``: skipped), dead when it is not JSON."""
+    if isinstance(result, Skip):
+        return Outcome.skipped(result.reason)
+    if result is not None:
+        try:
+            json.dumps(result)
+        except (TypeError, ValueError):
+            return Outcome.dead(
+                f"handler returned a value that is not JSON: {type(result).__name__}",
+                code="bad_result",
+            )
+    return Outcome.success(result)
 
 
 class AbortReason:
@@ -42,6 +65,7 @@ class JobContext:
         self.abort = asyncio.Event()
         self.abort_reason: str | None = None
         self.side_effect_marked = False
+        self.settled = False  # the attempt settled in a step's own transaction
         # the latest outbound request/response records (stored on the attempt row)
         self.exchange: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
 
@@ -74,12 +98,30 @@ class JobContext:
         fn: Callable[[AsyncConnection], Awaitable[Any]],
         *,
         lock_first: Callable[[AsyncConnection], Awaitable[None]] | None = None,
+        completes: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Run the internal step ``key`` once per operation: its business write
         and its receipt commit together; a retry returns the committed result.
         A step after :meth:`mark_side_effect` records the external write's
         outcome, so it also clears the marker (L-17): from then on the job is
-        an ordinary one again."""
+        an ordinary one again.
+
+        ``completes``: the step is the attempt's last write, and
+        ``completes(result)`` is what the handler returns for it (a value or
+        a :class:`Skip`). The attempt then settles as succeeded (or skipped)
+        in the step's own transaction, so the job is finished exactly when
+        its work commits (an instance's cleanup never finds it running with
+        its work done); the worker writes no settlement of its own for it."""
+
+        decided: list[Outcome] = []
+
+        def settle(result: Any) -> Outcome | None:
+            assert completes is not None
+            outcome = result_outcome(completes(result))
+            decided[:] = [outcome] if outcome.kind in SETTLES_IN_STEP else []
+            return decided[0] if decided else None
+
+        settled = completes is not None and not self.aborted
         result = await run_step(
             self.db,
             self.job.fence,
@@ -89,8 +131,11 @@ class JobContext:
             now=self.clock.now,
             lock_first=lock_first,
             confirm_side_effect=self.side_effect_marked,
+            settle=settle if settled else None,
+            started_at=self.job.started_at,
         )
         self.side_effect_marked = False
+        self.settled = self.settled or bool(decided)  # its transaction committed
         return result
 
     async def mark_side_effect(self) -> None:

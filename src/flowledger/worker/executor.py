@@ -5,6 +5,8 @@ the job and must write nothing).
 Classification: return value → success (``Skip`` → skipped);
 RetryableError → retry; PermanentError → dead; ExternalOutcomeUnconfirmed →
 the L-17 dead letter; LeaseLostError or an abort for a lost lease → nothing;
+an attempt its step already settled (``JobContext.step(completes=…)``) →
+nothing;
 deadline abort → retry (or unconfirmed after a side-effect marker); any other
 exception → retry, except after a side-effect marker, where the outcome of the
 external write is unknown and the job goes to the unconfirmed dead letter.
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from typing import Any
 
 import structlog
@@ -33,7 +34,7 @@ from flowledger.errors import (
     RetryableError,
 )
 from flowledger.ledger.models import Outcome
-from flowledger.worker.context import AbortReason, JobContext, Skip
+from flowledger.worker.context import AbortReason, JobContext, result_outcome
 from flowledger.worker.registry import Handler
 
 log = structlog.get_logger("flowledger.worker")
@@ -50,20 +51,6 @@ def _aborted_outcome(ctx: JobContext) -> Outcome | None:
     if ctx.side_effect_marked:
         return Outcome.unconfirmed(message)
     return Outcome.retry(message, code="deadline_exceeded")
-
-
-def _result_outcome(result: Any) -> Outcome:
-    if isinstance(result, Skip):
-        return Outcome.skipped(result.reason)
-    if result is not None:
-        try:
-            json.dumps(result)
-        except (TypeError, ValueError):
-            return Outcome.dead(
-                f"handler returned a value that is not JSON: {type(result).__name__}",
-                code="bad_result",
-            )
-    return Outcome.success(result)
 
 
 def exchange_of(error: BaseException) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -133,8 +120,13 @@ def _connection_lost(exc: BaseException) -> bool:
 async def execute(
     ctx: JobContext, handler: Handler | None, *, abort_grace_s: float
 ) -> Outcome | None:
-    """Run the handler; on abort give it ``abort_grace_s`` to return, then cancel it."""
-    return _with_exchange(ctx, await _run(ctx, handler, abort_grace_s=abort_grace_s))
+    """Run the handler; on abort give it ``abort_grace_s`` to return, then
+    cancel it. None also when the attempt already settled in its own step
+    (``JobContext.step(completes=…)``): there is nothing left to write."""
+    outcome = await _run(ctx, handler, abort_grace_s=abort_grace_s)
+    if ctx.settled:
+        return None
+    return _with_exchange(ctx, outcome)
 
 
 async def _run(ctx: JobContext, handler: Handler | None, *, abort_grace_s: float) -> Outcome | None:
@@ -166,7 +158,7 @@ async def _run(ctx: JobContext, handler: Handler | None, *, abort_grace_s: float
         # returned on the abort gave up, so its return value is no success.
         return _aborted_outcome(ctx)
     if exc is None:
-        return _result_outcome(task.result())
+        return result_outcome(task.result())
     log.info(
         "job_failed",
         job_id=ctx.job.id,

@@ -363,6 +363,20 @@ class JobsCore:
         now: datetime,
         started_at: datetime | None = None,
     ) -> bool:
+        """A success or skip is the batch's fenced success settlement over
+        one row (one statement on PostgreSQL); other outcomes read the
+        attempt budget first."""
+        if _is_plain_success(outcome):
+            row_of = SuccessRow(
+                fence.job_id,
+                fence.generation,
+                fence.lease_token,
+                fence.execution_id,
+                None if started_at is None else duration_ms(started_at, now),
+                outcome.kind is OutcomeKind.SKIPPED,
+                outcome.result,
+            )
+            return fence.job_id in await self._settle_successes_tx(conn, [row_of], now=now)
         row = (
             await conn.execute(
                 select(jobs.c.attempts, jobs.c.max_attempts)
@@ -442,9 +456,15 @@ class JobsCore:
         self, db: Database, rows: Sequence[SuccessRow], *, now: datetime
     ) -> set[int]:
         """The fenced jobs → succeeded, then only their running attempts
-        finished (:func:`.plans.settle_successes_plan`)."""
+        finished, in a transaction of their own."""
         async with db.begin() as conn:
-            return await run_async(conn, settle_successes_plan(rows, now))
+            return await self._settle_successes_tx(conn, rows, now=now)
+
+    async def _settle_successes_tx(
+        self, conn: AsyncConnection, rows: Sequence[SuccessRow], *, now: datetime
+    ) -> set[int]:
+        """:func:`.plans.settle_successes_plan` in the caller's transaction."""
+        return await run_async(conn, settle_successes_plan(rows, now))
 
     # --- fencing ----------------------------------------------------------------
     async def job_lock_fenced(self, conn: AsyncConnection, fence: Fence, *, now: datetime) -> None:

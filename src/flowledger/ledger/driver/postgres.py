@@ -103,6 +103,13 @@ class PostgresLedger(CoreLedger):
         settled = await self._run(db, SETTLE_SUCCESS_SQL, _settle_params(rows, now))
         return {int(row["id"]) for row in settled}
 
+    async def _settle_successes_tx(
+        self, conn: AsyncConnection, rows: Sequence[SuccessRow], *, now: datetime
+    ) -> set[int]:
+        """The same one statement in the caller's transaction."""
+        result = await conn.exec_driver_sql(SETTLE_SUCCESS_SQL, _settle_params(rows, now))
+        return {int(row[0]) for row in result}
+
 
 class PostgresFastLedger(PostgresLedger):
     """The same statements on one dedicated connection (one per pool and

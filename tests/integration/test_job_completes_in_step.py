@@ -1,0 +1,147 @@
+"""An engine job's step settles its own attempt (SPEC L-14, L-22): the job is
+succeeded exactly when its step commits, so when a sibling job's step ends
+the instance, the cleanup of L-22 does not find the first job still running
+and cancel it while its settlement waits in the worker's queue (before, a
+parallel pair of delays ended with about half its delay_wake jobs and
+attempts "canceled" although their work had committed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from flowledger.clock import ManualClock
+from flowledger.db.database import Database
+from flowledger.db.engine_schema import workflow_tasks
+from flowledger.db.schema import workflow_job_executions
+from flowledger.ledger.claim import jobs_claim
+from flowledger.ledger.settle import jobs_settle_many
+from flowledger.states import Pool
+from flowledger.worker.context import JobContext
+from flowledger.worker.executor import execute
+from tests.integration.engine_helpers import (
+    END,
+    START,
+    approval,
+    definition,
+    instance,
+    jobs,
+    new_engine,
+    pending_task,
+    tasks,
+)
+from tests.runtime_support import runtime_for
+
+
+def _parallel_delays() -> dict[str, Any]:
+    nodes = [
+        START,
+        approval("mgr", "al"),
+        {"key": "fork", "type": "parallel"},
+        {"key": "left", "type": "delay", "duration": "PT0S"},
+        {"key": "right", "type": "delay", "duration": "PT0S"},
+        {"key": "join", "type": "parallel"},
+        END,
+    ]
+    edges = [
+        ("start", "mgr"),
+        ("mgr", "fork"),
+        ("fork", "left"),
+        ("fork", "right"),
+        ("left", "join"),
+        ("right", "join"),
+        ("join", "end"),
+    ]
+    return definition("pd", nodes, edges)
+
+
+async def _attempts(db: Database, job_id: int) -> list[dict[str, Any]]:
+    async with db.read() as conn:
+        rows = await conn.execute(
+            select(workflow_job_executions).where(workflow_job_executions.c.job_id == job_id)
+        )
+        return [dict(r._mapping) for r in rows]
+
+
+async def test_a_sibling_ending_the_instance_does_not_cancel_a_finished_job_L22_L14(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    await engine.deploy(_parallel_delays(), actor="admin")
+    iid = await engine.start("pd", form={}, initiator="u")
+    await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
+    runtime = runtime_for(db, clock)
+    try:
+        # both delay jobs claimed at once, as a worker's free slots take them
+        claimed = await jobs_claim(
+            db, pool=Pool.LEDGER, limit=10, node_id="node-a", now=clock.now()
+        )
+        assert sorted(j.type for j in claimed) == ["delay_wake", "delay_wake"]
+        clock.advance(seconds=1)
+        outcomes = []
+        for job in claimed:  # the first wakes its branch, the second ends the instance
+            ctx = JobContext(job, db, clock)
+            outcomes.append(await execute(ctx, runtime.handlers.get(job.type), abort_grace_s=1.0))
+        # what the worker's settlement queue writes after both steps committed
+        await jobs_settle_many(
+            db,
+            [(j, o) for j, o in zip(claimed, outcomes, strict=True) if o is not None],
+            now=clock.now(),
+        )
+    finally:
+        await runtime.aclose()
+    assert (await instance(db, iid))["status"] == "approved"
+    assert sorted(t["status"] for t in await tasks(db, iid, node_key="left")) == ["completed"]
+    for job in await jobs(db, iid, type="delay_wake"):
+        assert (job["status"], job["lease_token"], job["last_error"]) == ("succeeded", None, None)
+        [attempt] = await _attempts(db, job["id"])
+        assert attempt["status"] == "succeeded"
+        assert attempt["duration_ms"] == 1000
+        assert attempt["finished_at"] is not None
+    assert outcomes == [None, None]  # each settled in its step: nothing left to queue
+
+
+async def test_a_pending_sibling_is_still_canceled_when_the_instance_ends_L22(
+    db: Database, clock: ManualClock
+) -> None:
+    # the cleanup itself is unchanged: a job that has not run is canceled
+    engine = new_engine(db, clock)
+    await engine.deploy(_parallel_delays(), actor="admin")
+    iid = await engine.start("pd", form={}, initiator="u")
+    await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
+    await engine.cancel(iid, actor="admin", reason="stop")
+    assert sorted(j["status"] for j in await jobs(db, iid, type="delay_wake")) == [
+        "canceled",
+        "canceled",
+    ]
+
+
+async def test_a_step_that_skips_settles_its_attempt_as_skipped_L4(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    nodes = [START, {"key": "wait", "type": "delay", "duration": "PT0S"}, END]
+    await engine.deploy(definition("sk", nodes, [("start", "wait"), ("wait", "end")]), actor="a")
+    iid = await engine.start("sk", form={}, initiator="u")
+    [job_row] = await jobs(db, iid, type="delay_wake")
+    runtime = runtime_for(db, clock)
+    try:
+        [job] = await jobs_claim(db, pool=Pool.LEDGER, limit=1, node_id="n", now=clock.now())
+        [task] = await tasks(db, iid, node_key="wait")
+        async with db.begin() as conn:  # the task no longer waits (as after a force jump)
+            await conn.execute(
+                workflow_tasks.update()
+                .where(workflow_tasks.c.id == task["id"])
+                .values(status="canceled")
+            )
+        ctx = JobContext(job, db, clock)
+        assert await execute(ctx, runtime.handlers.get(job.type), abort_grace_s=1.0) is None
+        assert ctx.settled
+    finally:
+        await runtime.aclose()
+    [row] = await jobs(db, iid, type="delay_wake")
+    assert row["id"] == job_row["id"]
+    assert row["status"] == "succeeded"
+    [attempt] = await _attempts(db, row["id"])
+    assert attempt["status"] == "skipped"
