@@ -64,6 +64,7 @@ class JobContext:
         self.clock = clock
         self.abort = asyncio.Event()
         self.abort_reason: str | None = None
+        self.on_abort: list[Callable[[], None]] = []  # called once, when the abort fires
         self.side_effect_marked = False
         self.settled = False  # the attempt settled in a step's own transaction
         # the latest outbound request/response records (stored on the attempt row)
@@ -91,6 +92,8 @@ class JobContext:
         if not self.abort.is_set():
             self.abort_reason = reason
             self.abort.set()
+            for callback in self.on_abort:
+                callback()
 
     async def step(
         self,

@@ -117,6 +117,27 @@ def _connection_lost(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
 
 
+async def _until_done_or_aborted(ctx: JobContext, task: asyncio.Future[Any]) -> None:
+    """Wait until the handler's task finishes or the attempt is aborted: one
+    future woken by either (``asyncio.wait`` on the task and a task waiting
+    for the abort event cost two tasks and two callback sets per job)."""
+    if ctx.aborted:
+        return
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(*_: object) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    task.add_done_callback(wake)
+    ctx.on_abort.append(wake)
+    try:
+        await woken
+    finally:
+        task.remove_done_callback(wake)
+        ctx.on_abort.remove(wake)
+
+
 async def execute(
     ctx: JobContext, handler: Handler | None, *, abort_grace_s: float
 ) -> Outcome | None:
@@ -138,11 +159,7 @@ async def _run(ctx: JobContext, handler: Handler | None, *, abort_grace_s: float
         )
     task = asyncio.ensure_future(handler.fn(ctx))
     if not task.done():
-        abort_wait = asyncio.ensure_future(ctx.abort.wait())
-        try:
-            await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            abort_wait.cancel()
+        await _until_done_or_aborted(ctx, task)
         if not task.done():
             done, _ = await asyncio.wait({task}, timeout=abort_grace_s)
             if not done:
