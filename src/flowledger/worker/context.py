@@ -116,15 +116,16 @@ class JobContext:
         its work commits (an instance's cleanup never finds it running with
         its work done); the worker writes no settlement of its own for it."""
 
-        decided: list[Outcome] = []
+        decided: list[Outcome] = []  # what the step settled, once its transaction ran
+        settle: Callable[[Any], Outcome | None] | None = None
+        if completes is not None:  # even after an abort: a step the fence let through did the work
+            finish = completes
 
-        def settle(result: Any) -> Outcome | None:
-            assert completes is not None
-            outcome = result_outcome(completes(result))
-            decided[:] = [outcome] if outcome.kind in SETTLES_IN_STEP else []
-            return decided[0] if decided else None
+            def settle(result: Any) -> Outcome | None:
+                outcome = result_outcome(finish(result))
+                decided[:] = [outcome] if outcome.kind in SETTLES_IN_STEP else []
+                return decided[0] if decided else None
 
-        settled = completes is not None and not self.aborted
         result = await run_step(
             self.db,
             self.job.fence,
@@ -134,7 +135,7 @@ class JobContext:
             now=self.clock.now,
             lock_first=lock_first,
             confirm_side_effect=self.side_effect_marked,
-            settle=settle if settled else None,
+            settle=settle,
             started_at=self.job.started_at,
         )
         self.side_effect_marked = False
