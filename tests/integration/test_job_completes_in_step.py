@@ -15,6 +15,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.db.schema import workflow_job_executions
+from flowledger.engine import Engine
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.settle import jobs_settle_many
 from flowledger.states import Pool
@@ -44,7 +45,7 @@ def _parallel_delays() -> dict[str, Any]:
         {"key": "join", "type": "parallel"},
         END,
     ]
-    edges = [
+    edges: list[tuple[str, str] | dict[str, Any]] = [
         ("start", "mgr"),
         ("mgr", "fork"),
         ("fork", "left"),
@@ -64,13 +65,19 @@ async def _attempts(db: Database, job_id: int) -> list[dict[str, Any]]:
         return [dict(r._mapping) for r in rows]
 
 
+async def _at_the_fork(engine: Engine, db: Database) -> int:
+    """An instance approved past its parallel fork: two delay jobs pending."""
+    await engine.deploy(_parallel_delays(), actor="admin")
+    iid = await engine.start("pd", form={}, initiator="u")
+    await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
+    return iid
+
+
 async def test_a_sibling_ending_the_instance_does_not_cancel_a_finished_job_L22_L14(
     db: Database, clock: ManualClock
 ) -> None:
     engine = new_engine(db, clock)
-    await engine.deploy(_parallel_delays(), actor="admin")
-    iid = await engine.start("pd", form={}, initiator="u")
-    await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
+    iid = await _at_the_fork(engine, db)
     runtime = runtime_for(db, clock)
     try:
         # both delay jobs claimed at once, as a worker's free slots take them
@@ -93,9 +100,9 @@ async def test_a_sibling_ending_the_instance_does_not_cancel_a_finished_job_L22_
         await runtime.aclose()
     assert (await instance(db, iid))["status"] == "approved"
     assert sorted(t["status"] for t in await tasks(db, iid, node_key="left")) == ["completed"]
-    for job in await jobs(db, iid, type="delay_wake"):
-        assert (job["status"], job["lease_token"], job["last_error"]) == ("succeeded", None, None)
-        [attempt] = await _attempts(db, job["id"])
+    for row in await jobs(db, iid, type="delay_wake"):
+        assert (row["status"], row["lease_token"], row["last_error"]) == ("succeeded", None, None)
+        [attempt] = await _attempts(db, row["id"])
         assert attempt["status"] == "succeeded"
         assert attempt["duration_ms"] == 1000
         assert attempt["finished_at"] is not None
@@ -107,9 +114,7 @@ async def test_a_pending_sibling_is_still_canceled_when_the_instance_ends_L22(
 ) -> None:
     # the cleanup itself is unchanged: a job that has not run is canceled
     engine = new_engine(db, clock)
-    await engine.deploy(_parallel_delays(), actor="admin")
-    iid = await engine.start("pd", form={}, initiator="u")
-    await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
+    iid = await _at_the_fork(engine, db)
     await engine.cancel(iid, actor="admin", reason="stop")
     assert sorted(j["status"] for j in await jobs(db, iid, type="delay_wake")) == [
         "canceled",
