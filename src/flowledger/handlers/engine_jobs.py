@@ -1,8 +1,9 @@
 """Handlers of the engine's advancement jobs (SPEC L-2 pool
 ``workflow-ledger``): ``delay_wake``, ``task_timeout``, ``subprocess_spawn``,
 ``subprocess_join`` and ``schedule_launch``. Each runs its engine step inside
-a fenced step receipt with the instance row locked first (L-13, L-14), and
-the step settles its attempt in the same transaction: the job is succeeded
+a fenced step receipt with the instance row locked first (L-13, L-14;
+``schedule_launch`` has no instance yet), and the step settles its attempt in
+the same transaction: the job is succeeded
 (or skipped) exactly when the instance moved, so the cleanup of an instance
 that a sibling job's step ends (L-22) never cancels a job whose work is
 already done. A retry of the same operation (a manual one, a new
@@ -117,7 +118,7 @@ async def schedule_launch(ctx: JobContext, engine: Engine) -> Any:
         )
         return {"instanceId": instance_id}
 
-    return _outcome(await ctx.step("schedule_launch", run))
+    return _outcome(await ctx.step("schedule_launch", run, completes=_outcome))
 
 
 EngineJobFn = Callable[[JobContext, Engine], Awaitable[Any]]
