@@ -19,7 +19,7 @@ from flowledger.engine import Engine
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.settle import jobs_settle_many
 from flowledger.states import Pool
-from flowledger.worker.context import JobContext
+from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
 from tests.integration.engine_helpers import (
     END,
@@ -150,3 +150,25 @@ async def test_a_step_that_skips_settles_its_attempt_as_skipped_L4(
     assert row["status"] == "succeeded"
     [attempt] = await _attempts(db, row["id"])
     assert attempt["status"] == "skipped"
+
+
+async def test_an_attempt_aborted_before_its_step_still_settles_with_it_L14_L11(
+    db: Database, clock: ManualClock
+) -> None:
+    # a shutdown abort fired before the step: the fence still holds, so the
+    # step does the work and the attempt is recorded as the success it was,
+    # not released to run again
+    engine = new_engine(db, clock)
+    iid = await _at_the_fork(engine, db)
+    runtime = runtime_for(db, clock)
+    try:
+        job, _other = await jobs_claim(db, pool=Pool.LEDGER, limit=2, node_id="n", now=clock.now())
+        ctx = JobContext(job, db, clock)
+        ctx.fire_abort(AbortReason.SHUTDOWN)
+        assert await execute(ctx, runtime.handlers.get(job.type), abort_grace_s=1.0) is None
+    finally:
+        await runtime.aclose()
+    [row] = [r for r in await jobs(db, iid, type="delay_wake") if r["id"] == job.id]
+    assert (row["status"], row["attempts"]) == ("succeeded", 1)
+    [attempt] = await _attempts(db, job.id)
+    assert attempt["status"] == "succeeded"
