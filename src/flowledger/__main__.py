@@ -1,5 +1,5 @@
 """``python -m flowledger`` runs the CLI."""
 
-from flowledger.cli.main import main
+from flowledger.cli.entry import main
 
 main()
