@@ -593,6 +593,66 @@ async def test_lock_fenced_receipt(driver: LedgerDriver, db: Database, clock: Ma
     await driver.jobs_settle(db, [(claimed, Outcome.success())], now=clock.now())
 
 
+@pytest.mark.parametrize(
+    ("outcome", "status", "attempt_status"),
+    [
+        (Outcome.success({"x": 1}), "succeeded", "succeeded"),
+        (Outcome.skipped("already done"), "succeeded", "skipped"),
+        (Outcome.retry("boom", code="http_500"), "pending", "failed"),
+    ],
+)
+async def test_receipt_put_and_settle(
+    driver: LedgerDriver,
+    db: Database,
+    clock: ManualClock,
+    outcome: Outcome,
+    status: str,
+    attempt_status: str,
+) -> None:
+    """A step's receipt and its attempt's settlement in the step's fenced
+    transaction (SPEC L-14): both commit, the attempt's duration recorded; a
+    stale fence gets False (the caller rolls back) and settles nothing."""
+    job_id = await _insert(driver, db, clock)
+    (claimed,) = await _claim(driver, db, clock)
+    key = claimed.operation_key
+    _tick(clock, timedelta(milliseconds=40))
+
+    async def step(conn: AsyncConnection) -> bool:
+        found = await driver.job_lock_fenced_receipt(
+            conn, claimed.fence, key, "s1", now=clock.now()
+        )
+        assert found == (False, None)
+        return await driver.receipt_put_and_settle(
+            conn,
+            claimed.fence,
+            key,
+            "s1",
+            {"r": 1},
+            outcome,
+            now=clock.now(),
+            started_at=claimed.started_at,
+        )
+
+    assert await checked(db, T.SETTLE, in_tx(db, step))
+    row = await job(db, job_id)
+    assert (row["status"], row["lease_token"]) == (status, None)
+    attempt = (await attempt_rows(db))[claimed.execution_id]
+    assert (attempt["status"], attempt["duration_ms"]) == (attempt_status, 40)
+    if status == "succeeded":
+        assert row["result"] == outcome.result
+    assert await in_tx(db, lambda c: driver.receipt_get(c, key, "s1")) == (True, {"r": 1})
+
+    stale = Fence(claimed.id, claimed.generation, "other-token", claimed.execution_id)
+
+    async def stale_step(conn: AsyncConnection) -> bool:
+        return await driver.receipt_put_and_settle(
+            conn, stale, key, "s2", {"r": 2}, Outcome.success(), now=clock.now()
+        )
+
+    assert await in_tx(db, stale_step) is False
+    assert (await job(db, job_id))["status"] == status
+
+
 async def test_purge_settled_jobs(driver: LedgerDriver, db: Database, clock: ManualClock) -> None:
     done = await _insert(driver, db, clock)
     kept = await _insert(driver, db, clock)

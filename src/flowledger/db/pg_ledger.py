@@ -36,7 +36,10 @@ Settlement: the jobs still fenced by (id, generation, lease token, running)
 are locked in id order — the one order of every multi-row writer of
 ``workflow_jobs``, so a settlement and a lease renewal over the same jobs
 cannot deadlock — then become succeeded, and only their running attempt rows
-are finished.
+are finished. A step that settles its own attempt (SPEC L-14: the step's
+receipt and the attempt's success commit with its work) sends one statement
+for both: the fenced single-row settlement and, only when it settled, the
+receipt's insert (``SETTLE_ONE_WITH_RECEIPT_SQL``).
 
 Bulk insert (issue 15 item 5): one ``INSERT … SELECT … FROM unnest(typed
 arrays) WITH ORDINALITY … ON CONFLICT (idempotency_key) DO NOTHING`` per
@@ -182,6 +185,68 @@ def settle_success_params(
         "durations": durations,
         "skipped": skipped,
         "results": [None if r is None else Jsonb(r) for r in results],
+        "now": now,
+    }
+
+
+# One job's step receipt and its plain success, in the step's own
+# transaction (which holds the job row's lock since its fenced check): the
+# batch statement's settlement over scalar parameters (no arrays to dump),
+# and the receipt inserted only when the fenced update settled the row.
+SETTLE_ONE_WITH_RECEIPT_SQL = """
+WITH settled AS (
+    UPDATE workflow_jobs AS j SET
+        status = 'succeeded', result = %(result)s, last_error = NULL,
+        last_error_code = NULL, last_error_fingerprint = NULL,
+        lease_token = NULL, lease_until = NULL, lease_owner = NULL,
+        updated_at = %(now)s
+    WHERE j.id = %(id)s AND j.generation = %(gen)s AND j.lease_token = %(token)s
+      AND j.status = 'running'
+    RETURNING j.id
+), attempt AS (
+    UPDATE workflow_job_executions AS e SET
+        status = CASE WHEN %(skipped)s THEN 'skipped' ELSE 'succeeded' END,
+        finished_at = %(now)s, duration_ms = %(duration)s::int
+    FROM settled
+    WHERE e.id = %(exec_id)s AND e.status = 'running'
+    RETURNING e.id
+), receipt AS (
+    INSERT INTO workflow_job_effects
+        (operation_key, step_key, job_id, generation, result, created_at)
+    SELECT %(operation_key)s, %(step_key)s, settled.id, %(gen)s, %(receipt)s, %(now)s
+    FROM settled
+    RETURNING id
+)
+SELECT id FROM settled
+"""
+
+
+def settle_one_with_receipt_params(
+    *,
+    job_id: int,
+    gen: int,
+    token: str,
+    exec_id: int,
+    duration: int | None,
+    skipped: bool,
+    result: Any,
+    operation_key: str,
+    step_key: str,
+    receipt: Any,
+    now: datetime,
+) -> dict[str, Any]:
+    """The parameters of :data:`SETTLE_ONE_WITH_RECEIPT_SQL`."""
+    return {
+        "id": job_id,
+        "gen": gen,
+        "token": token,
+        "exec_id": exec_id,
+        "duration": duration,
+        "skipped": skipped,
+        "result": None if result is None else Jsonb(result),
+        "operation_key": operation_key,
+        "step_key": step_key,
+        "receipt": Jsonb(receipt),
         "now": now,
     }
 

@@ -62,22 +62,40 @@ async def run_step(
         found, result = await driver.job_lock_fenced_receipt(
             conn, fence, operation_key, step_key, now=now()
         )
-        if not found:
-            result = await fn(conn)
-            await driver.receipt_put(
-                conn,
-                fence,
-                operation_key,
-                step_key,
-                result,
-                now=now(),
-                confirm_side_effect=confirm_side_effect,
-            )
         # "check before and after writing" (L-13): the row lock held since the
         # first check makes a second check redundant within this transaction.
-        outcome = settle(result) if settle is not None else None
-        if outcome is not None and not await driver.job_settle(
-            conn, fence, outcome, now=now(), started_at=started_at
-        ):  # cannot happen under the fenced row lock; never commit the step without it
+        if found:
+            outcome = settle(result) if settle is not None else None
+            settled = outcome is None or await driver.job_settle(
+                conn, fence, outcome, now=now(), started_at=started_at
+            )
+        else:
+            result = await fn(conn)
+            outcome = settle(result) if settle is not None else None
+            if outcome is None or confirm_side_effect:
+                await driver.receipt_put(
+                    conn,
+                    fence,
+                    operation_key,
+                    step_key,
+                    result,
+                    now=now(),
+                    confirm_side_effect=confirm_side_effect,
+                )
+                settled = outcome is None or await driver.job_settle(
+                    conn, fence, outcome, now=now(), started_at=started_at
+                )
+            else:  # the receipt and the settlement in one call (one statement on PostgreSQL)
+                settled = await driver.receipt_put_and_settle(
+                    conn,
+                    fence,
+                    operation_key,
+                    step_key,
+                    result,
+                    outcome,
+                    now=now(),
+                    started_at=started_at,
+                )
+        if not settled:  # cannot happen under the fenced row lock; never commit the step without it
             raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
         return result

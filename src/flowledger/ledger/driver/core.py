@@ -5,10 +5,16 @@ differs."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from flowledger.ledger.driver.core_control import ControlCore
 from flowledger.ledger.driver.core_jobs import JobsCore
 from flowledger.ledger.driver.core_maintenance import MaintenanceCore
 from flowledger.ledger.driver.core_registry import RegistryCore
+from flowledger.ledger.models import Fence, Outcome
 
 
 class CoreLedger(JobsCore, ControlCore, MaintenanceCore, RegistryCore):
@@ -17,6 +23,22 @@ class CoreLedger(JobsCore, ControlCore, MaintenanceCore, RegistryCore):
     statements in one transaction). Stateless: one instance serves a process."""
 
     name = "core"
+
+    async def receipt_put_and_settle(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        result: Any,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        started_at: datetime | None = None,
+    ) -> bool:
+        """The receipt, then the settlement: two statements in portable Core."""
+        await self.receipt_put(conn, fence, operation_key, step_key, result, now=now)
+        return await self.job_settle(conn, fence, outcome, now=now, started_at=started_at)
 
     async def close(self) -> None:
         """Nothing is held open."""

@@ -203,7 +203,7 @@ def plan_outcome(
     return values, AttemptStatus.FAILED
 
 
-def _is_plain_success(outcome: Outcome) -> bool:
+def is_plain_success(outcome: Outcome) -> bool:
     return (
         outcome.kind in (OutcomeKind.SUCCESS, OutcomeKind.SKIPPED)
         and outcome.request is None
@@ -366,7 +366,7 @@ class JobsCore:
         """A success or skip is the batch's fenced success settlement over
         one row (one statement on PostgreSQL); other outcomes read the
         attempt budget first."""
-        if _is_plain_success(outcome):
+        if is_plain_success(outcome):
             row_of = SuccessRow(
                 fence.job_id,
                 fence.generation,
@@ -422,7 +422,7 @@ class JobsCore:
         """Successes and skips share one fenced statement per table
         (:meth:`_settle_successes`); other outcomes are settled one by one in
         a single transaction."""
-        plain = [(job, o) for job, o in items if _is_plain_success(o)]
+        plain = [(job, o) for job, o in items if is_plain_success(o)]
         plain_ids = {job.id for job, _ in plain}
         other = [(job, o) for job, o in items if job.id not in plain_ids]
         settled: set[int] = set()

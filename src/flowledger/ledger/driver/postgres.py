@@ -25,15 +25,17 @@ from flowledger.db.database import Database
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.pg_ledger import (
     CLAIM_SQL,
+    SETTLE_ONE_WITH_RECEIPT_SQL,
     SETTLE_SUCCESS_SQL,
     claim_params,
     insert_jobs_params,
     insert_jobs_sql,
+    settle_one_with_receipt_params,
     settle_success_params,
 )
 from flowledger.ledger.driver.core import CoreLedger
-from flowledger.ledger.driver.core_jobs import BATCH_COLUMNS
-from flowledger.ledger.models import SuccessRow
+from flowledger.ledger.driver.core_jobs import BATCH_COLUMNS, duration_ms, is_plain_success
+from flowledger.ledger.models import Fence, Outcome, OutcomeKind, SuccessRow
 
 
 def _settle_params(rows: Sequence[SuccessRow], now: datetime) -> dict[str, Any]:
@@ -109,6 +111,47 @@ class PostgresLedger(CoreLedger):
         """The same one statement in the caller's transaction."""
         result = await conn.exec_driver_sql(SETTLE_SUCCESS_SQL, _settle_params(rows, now))
         return {int(row[0]) for row in result}
+
+    async def receipt_put_and_settle(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        result: Any,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        started_at: datetime | None = None,
+    ) -> bool:
+        """A plain success and the receipt in one statement (the receipt only
+        when the fenced settlement took); other outcomes as in Core."""
+        if not is_plain_success(outcome):
+            return await super().receipt_put_and_settle(
+                conn,
+                fence,
+                operation_key,
+                step_key,
+                result,
+                outcome,
+                now=now,
+                started_at=started_at,
+            )
+        params = settle_one_with_receipt_params(
+            job_id=fence.job_id,
+            gen=fence.generation,
+            token=fence.lease_token,
+            exec_id=fence.execution_id,
+            duration=None if started_at is None else duration_ms(started_at, now),
+            skipped=outcome.kind is OutcomeKind.SKIPPED,
+            result=outcome.result,
+            operation_key=operation_key,
+            step_key=step_key,
+            receipt=result,
+            now=now,
+        )
+        settled = await conn.exec_driver_sql(SETTLE_ONE_WITH_RECEIPT_SQL, params)
+        return settled.first() is not None
 
 
 class PostgresFastLedger(PostgresLedger):

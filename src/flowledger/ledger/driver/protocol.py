@@ -239,6 +239,22 @@ class LedgerDriver(Protocol):
     ) -> None:
         """Commit a step's receipt with the caller's (fenced) business write."""
 
+    async def receipt_put_and_settle(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        result: Any,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        started_at: datetime | None = None,
+    ) -> bool:
+        """:meth:`receipt_put` and :meth:`job_settle` of the same attempt in
+        the caller's (fenced) transaction — one statement on PostgreSQL for a
+        plain success. False when fenced out: the caller must roll back."""
+
     # --- nodes and the leader lease -----------------------------------------------
     async def node_register(self, conn: AsyncConnection, node: NodeInfo, *, now: datetime) -> None:
         """Add this process to the worker registry."""
