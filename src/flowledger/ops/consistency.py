@@ -1,7 +1,7 @@
 """Consistency conclusions and the verdict of one instance (SPEC O-12), for
 the instance diagnostics document. Read-only.
 
-The checks are the shared builders of :mod:`flowledger.ops.health_rules`
+The checks are the shared builders of :mod:`flowledger.ops.health_rule_queries`
 run for this one instance (``instance_id`` parameter): the same
 ``token_task_mismatch``, ``external_dispatch_failed``,
 ``trigger_execution_failed`` and outbox checks the health inspection runs
@@ -45,6 +45,7 @@ from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.planner import set_local
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops import consistency_checks as checks
+from flowledger.ops import health_rule_queries as queries
 from flowledger.ops import health_rules as rules
 from flowledger.ops.consistency_messages import (
     conclusion_message,
@@ -235,7 +236,7 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
                 _force_jump(last_node_key),
             )
         )
-    for row in await _rows(conn, rules.token_task_mismatch(now_params)):
+    for row in await _rows(conn, queries.token_task_mismatch(now_params)):
         out.append(
             Conclusion(
                 "task_without_token",
@@ -274,8 +275,8 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             )
         )
     for code, build in (
-        ("external_dispatch_failed", rules.external_dispatch_failed),
-        ("trigger_execution_failed", rules.trigger_execution_failed),
+        ("external_dispatch_failed", queries.external_dispatch_failed),
+        ("trigger_execution_failed", queries.trigger_execution_failed),
     ):
         for row in await _rows(conn, build(now_params)):
             out.append(
@@ -301,13 +302,13 @@ async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) 
         (
             "event_dispatch_failed",
             CRITICAL,
-            rules.workflow_event_outbox_failed,
+            queries.workflow_event_outbox_failed,
             rules.RuleParams(now=now, threshold=timedelta(0), instance_id=instance_id),
         ),
         (
             "event_dispatch_pending",
             WARNING,
-            rules.workflow_event_outbox_pending,
+            queries.workflow_event_outbox_pending,
             rules.RuleParams(now=now, threshold=PENDING_EVENTS_AFTER, instance_id=instance_id),
         ),
     ):

@@ -3,7 +3,8 @@ parameters (:class:`RuleParams`: tenants, threshold, one instance or
 definition, ``now``, bound or literal), the status groups the rules name,
 the instance / task / job scopes, the running-instance check, and the
 ``instance_id, task_id, node_key, job_id, since, detail`` row every builder
-returns. The rules themselves are :mod:`flowledger.ops.health_rules`; the
+returns. The rules themselves are :mod:`flowledger.ops.health_rules` (the
+registry) and :mod:`flowledger.ops.health_rule_queries` (their builders); the
 O-12 checks of one instance that O-16 does not name are
 :mod:`flowledger.ops.consistency_checks`."""
 
