@@ -24,7 +24,7 @@ from flowledger.ops.health_messages import (
     recovery_action,
 )
 from flowledger.ops.health_rules import RULE_CODES
-from flowledger.ops.recovery_plan import ACTIONS
+from flowledger.ops.recovery_types import ACTIONS
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)

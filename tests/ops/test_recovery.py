@@ -26,12 +26,8 @@ from flowledger.errors import FlowledgerError, NotFoundError
 from flowledger.events.outbox import ensure_dispatch_job
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ops.recovery_actions import recovery_run
-from flowledger.ops.recovery_plan import (
-    ACTIONS,
-    RecoveryFilter,
-    UnknownRecoveryAction,
-    recovery_preview,
-)
+from flowledger.ops.recovery_plan import recovery_preview
+from flowledger.ops.recovery_types import ACTIONS, RecoveryFilter, UnknownRecoveryAction
 from flowledger.settings import Settings
 from flowledger.states import Pool
 from tests.integration.engine_helpers import (

@@ -10,7 +10,8 @@ default 100), ``--rate`` (the replay stagger, per second), ``--reason``,
 Acts over every tenant as the operator ``--actor`` (default ``cli``) and
 writes the same ``operation_audit`` row as the API (``recovery.run``). Exit
 code 2 on an error (an unknown action names the valid ones), 1 when some
-item failed. The rules live in :mod:`flowledger.ops.recovery_plan` and
+item failed. The rules live in :mod:`flowledger.ops.recovery_plan` (the
+actions and the filter in :mod:`flowledger.ops.recovery_types`) and
 :mod:`flowledger.ops.recovery_actions`."""
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
-from flowledger.ops import recovery_plan as plans
+from flowledger.ops import recovery_types as plans
 from flowledger.ops.job_batching import DEFAULT_RATE
 from flowledger.ops.recovery_actions import recovery_run
+from flowledger.ops.recovery_plan import recovery_preview
 
 _AGE = re.compile(r"^\s*(\d+)\s*([mhd]?)\s*$")
 _MINUTES = {"": 1, "m": 1, "h": 60, "d": 1440}
@@ -90,7 +92,7 @@ def recover(
         ctx, caller = js.operator(engine, actor)
         if preview:
             shown = models.preview_public(
-                await plans.recovery_preview(engine.db, action, flt, now=ctx.now())
+                await recovery_preview(engine.db, action, flt, now=ctx.now())
             )
             if as_json:
                 js.print_json(shown.model_dump(mode="json", by_alias=True))

@@ -59,7 +59,8 @@ from flowledger.ops.job_batching import (
     staggered_run_at,
     stamp_batch,
 )
-from flowledger.ops.recovery_plan import (
+from flowledger.ops.recovery_plan import plan_in
+from flowledger.ops.recovery_types import (
     NEEDS_PERSON,
     RECLAIM,
     RECREATE,
@@ -68,7 +69,6 @@ from flowledger.ops.recovery_plan import (
     PlanItem,
     RecoveryFilter,
     job_types,
-    plan_in,
 )
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 

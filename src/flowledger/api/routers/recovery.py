@@ -22,7 +22,8 @@ Preview: ``{action, count, byAction, samples}`` — ``count`` items, at most
 ``wake``, ``reclaim``, ``recreate``, ``needs_person``). Run: ``{action,
 batchId, rate, totals, estimatedCompletion, items}`` with every planned item
 and its ``outcome`` (``done`` / ``skipped`` / ``failed``). The plan and the
-run live in :mod:`flowledger.ops.recovery_plan` and
+run live in :mod:`flowledger.ops.recovery_plan` (its types in
+:mod:`flowledger.ops.recovery_types`) and
 :mod:`flowledger.ops.recovery_actions`.
 """
 
@@ -41,8 +42,9 @@ from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
 from flowledger.api.schemas import MAX_ID, ApiModel, Reason, RequestModel
 from flowledger.ops import job_batching as batching
-from flowledger.ops import recovery_plan as plans
+from flowledger.ops import recovery_types as plans
 from flowledger.ops.recovery_actions import RecoveryRun, recovery_run
+from flowledger.ops.recovery_plan import recovery_preview
 
 router = APIRouter(prefix="/engine/recovery", tags=["recovery"])
 
@@ -199,7 +201,7 @@ async def preview_recovery(
     with what will be done to it."""
     require(caller, INSTANCE_MONITOR)
     body = await _parse(request)
-    plan = await plans.recovery_preview(
+    plan = await recovery_preview(
         ctx.db, action, body.recovery_filter(caller.tenant_scope), now=ctx.now()
     )
     return preview_public(plan)
