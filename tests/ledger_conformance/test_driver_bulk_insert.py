@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
+from flowledger.db.pg_ledger import JSON_INSERT_MAX_ROWS
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.db.wake import WAKE_CHANNEL
 from flowledger.ledger.driver import LedgerDriver
@@ -51,30 +52,36 @@ def _variety(suffix: str) -> list[JobSpec]:
     ]
 
 
+@pytest.mark.parametrize("copies", [1, 11], ids=["json-document", "arrays"])
 async def test_bulk_rows_equal_single_inserts(
-    driver: LedgerDriver, db: Database, clock: ManualClock
+    driver: LedgerDriver, db: Database, clock: ManualClock, copies: int
 ) -> None:
+    # 6 rows go as one JSON document on PostgreSQL, 66 (> JSON_INSERT_MAX_ROWS)
+    # as one array per column: both write what a single insert writes
+    assert copies * len(_variety("")) > JSON_INSERT_MAX_ROWS or copies == 1
     now = clock.now()
     single = [
         (await in_tx(db, lambda c, s=spec: driver.job_insert(c, s, now=now))).job_id  # type: ignore[misc]
         for spec in _variety("single")
     ]
-    made = await in_tx(db, lambda c: driver.jobs_insert(c, _variety("bulk"), now=now))
+    specs = [spec for n in range(copies) for spec in _variety(f"bulk{n}")]
+    made = await in_tx(db, lambda c: driver.jobs_insert(c, specs, now=now))
     assert all(r.created for r in made)
     bulk = [r.job_id for r in made]
     assert bulk == sorted(bulk) and min(bulk) > max(single)  # new ids ascend in spec order
     rows = await job_rows(db)
-    assert len(rows) == 2 * len(single)
+    assert len(rows) == len(single) + len(specs)
     generated = {"id", "idempotency_key", "operation_key", "trace_id"}
-    for one, many in zip(single, bulk, strict=True):
-        twin, row = rows[one], rows[many]
+    for at, many in enumerate(bulk):
+        twin, row = rows[single[at % len(single)]], rows[many]
         for column in (c.name for c in jobs.c):
             if column not in generated:
                 assert row[column] == twin[column], (column, row[column], twin[column])
         for column in ("operation_key", "trace_id"):  # given, or a fresh random key
             given = twin[column].endswith("-single")
-            assert row[column].endswith("-bulk") if given else len(row[column]) == 32
-    assert rows[bulk[4]]["idempotency_key"] == "key-bulk"
+            suffix = f"-bulk{at // len(single)}"
+            assert row[column].endswith(suffix) if given else len(row[column]) == 32
+    assert rows[bulk[4]]["idempotency_key"] == "key-bulk0"
     assert rows[bulk[2]]["run_at"] == datetime(2030, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
     assert rows[bulk[3]]["run_at"] == now + timedelta(milliseconds=1500)
     assert len({rows[i]["operation_key"] for i in bulk}) == len(bulk)
@@ -138,10 +145,16 @@ async def test_bulk_insert_statement_count_is_bounded(
     assert len(notifies) == {"postgresql-core": 2}.get(driver_kind, 0)
     if unnest:
         assert seen == inserts  # nothing else: the hints rode on the insert
-    if unnest:  # the same text for any row count: psycopg prepares it once
-        with statements(db) as again:
-            await in_tx(db, lambda c: driver.jobs_insert(c, specs[:7], now=clock.now()))
-        assert [s for s in again if "workflow_jobs" in s] == inserts
+    if unnest:  # two texts, each the same for any row count: psycopg prepares each once
+        texts = []
+        for size in (100, 7, 3, JSON_INSERT_MAX_ROWS + 1, JSON_INSERT_MAX_ROWS):
+            with statements(db) as again:
+                await in_tx(db, lambda c, k=size: driver.jobs_insert(c, specs[:k], now=clock.now()))  # type: ignore[misc]
+            (text_of,) = [s for s in again if "workflow_jobs" in s]
+            texts.append(text_of)
+        arrays, document = inserts[0], texts[1]
+        assert texts == [arrays, document, document, arrays, document]
+        assert "unnest(" in arrays and "json_to_recordset(" in document
 
 
 async def _wait_until_blocked(db: Database) -> None:

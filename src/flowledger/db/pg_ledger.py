@@ -48,11 +48,14 @@ psycopg prepares it once. Ids are drawn in input order (first-in, first-out
 among equal ``run_at``) and the rows are then inserted in idempotencyKey
 order, so two concurrent batches with overlapping keys wait for each other in
 one order and cannot deadlock; the statement answers (ordinality, id) for
-each row it inserted.
+each row it inserted. Up to ``JSON_INSERT_MAX_ROWS`` rows (an engine step's
+one or two jobs) the same insert reads its rows from one JSON document
+(``json_to_recordset``) instead of one array per column.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import cache
@@ -64,6 +67,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
 from flowledger.db.schema import workflow_jobs
+from flowledger.db.types import UTCDateTime
 from flowledger.db.wake import WAKE_CHANNEL
 
 RETURNED = (
@@ -265,25 +269,13 @@ def _element_type(column: str) -> str:
     return str(_PG.type_compiler_instance.process(column_type.dialect_impl(_PG)))
 
 
-@cache
-def insert_jobs_sql(columns: tuple[str, ...], shared: tuple[str, ...]) -> str:
-    """The bulk insert of ``workflow_jobs`` rows: one array parameter per
-    column of ``columns`` (which must include ``idempotency_key`` and
-    ``pool``) and one scalar per column of ``shared`` (the same value for
-    every row), each named after its column and cast to the column's type.
-    The same statement publishes the wake hint (SPEC L-8) of every pool that
-    got a row, ``pg_notify(%(wake_channel)s, pool)``, delivered on commit
-    (the round trip a separate ``SELECT pg_notify`` cost per enqueue; issue
-    15 item 2): a scalar subquery of the output rows, so it runs once, and
-    only when a row was inserted."""
-    arrays = ", ".join(f"%({name})s::{_element_type(name)}[]" for name in columns)
+def _insert_from(input_sql: str, names: str, shared: tuple[str, ...]) -> str:
+    """The bulk insert over ``input_sql`` (the rows, ``id`` drawn in input
+    order, ``ord`` their 1-based position) with the wake hint of every pool
+    that got a row."""
     scalars = "".join(f", %({name})s::{_element_type(name)}" for name in shared)
-    names = ", ".join(columns)
     return f"""
-WITH input AS (
-    SELECT nextval('{JOBS_ID_SEQUENCE}') AS id, t.*
-    FROM unnest({arrays}) WITH ORDINALITY AS t({names}, ord)
-    ORDER BY ord
+WITH input AS ({input_sql}
 ), inserted AS (
     INSERT INTO workflow_jobs (id, {names}{"".join(", " + name for name in shared)})
     SELECT id, {names}{scalars} FROM input
@@ -297,6 +289,62 @@ WITH input AS (
 SELECT input.ord, inserted.id, (SELECT pools FROM woken) AS woken
 FROM inserted JOIN input USING (id)
 """
+
+
+@cache
+def insert_jobs_sql(columns: tuple[str, ...], shared: tuple[str, ...]) -> str:
+    """The bulk insert of ``workflow_jobs`` rows: one array parameter per
+    column of ``columns`` (which must include ``idempotency_key`` and
+    ``pool``) and one scalar per column of ``shared`` (the same value for
+    every row), each named after its column and cast to the column's type.
+    The same statement publishes the wake hint (SPEC L-8) of every pool that
+    got a row, ``pg_notify(%(wake_channel)s, pool)``, delivered on commit
+    (the round trip a separate ``SELECT pg_notify`` cost per enqueue; issue
+    15 item 2): a scalar subquery of the output rows, so it runs once, and
+    only when a row was inserted."""
+    arrays = ", ".join(f"%({name})s::{_element_type(name)}[]" for name in columns)
+    names = ", ".join(columns)
+    return _insert_from(
+        f"""
+    SELECT nextval('{JOBS_ID_SEQUENCE}') AS id, t.*
+    FROM unnest({arrays}) WITH ORDINALITY AS t({names}, ord)
+    ORDER BY ord""",
+        names,
+        shared,
+    )
+
+
+# Up to this many rows, an insert sends its rows as one JSON document
+# (``insert_jobs_json_sql``): one parameter json.dumps encodes in C, where
+# every ``unnest`` array is dumped element by element in Python — for the
+# engine's one or two jobs per step the arrays cost more than the rest of
+# the statement. Larger batches keep the arrays.
+JSON_INSERT_MAX_ROWS = 64
+
+
+@cache
+def insert_jobs_json_sql(columns: tuple[str, ...], shared: tuple[str, ...]) -> str:
+    """:func:`insert_jobs_sql` over one JSON array of row objects,
+    ``%(rows)s`` (``json_to_recordset``, in order): each key a column of
+    ``columns`` read as the column's type; a JSON null in a jsonb column
+    stays JSON null, as the array path's bound value is."""
+    names = ", ".join(columns)
+    defs = ", ".join(f"{name} {_element_type(name)}" for name in columns)
+    values = ", ".join(
+        f"COALESCE(t.{name}, 'null'::jsonb) AS {name}"
+        if _element_type(name) == "JSONB"
+        else f"t.{name}"
+        for name in columns
+    )
+    return _insert_from(
+        f"""
+    SELECT nextval('{JOBS_ID_SEQUENCE}') AS id, {values}, t.ord
+    FROM ROWS FROM (json_to_recordset(%(rows)s::json) AS ({defs}))
+        WITH ORDINALITY AS t({names}, ord)
+    ORDER BY t.ord""",
+        names,
+        shared,
+    )
 
 
 def insert_jobs_params(
@@ -317,4 +365,30 @@ def insert_jobs_params(
             continue
         values = [row[name] for row in rows]
         params[name] = values if process is None else [process(v) for v in values]
+    return params
+
+
+def insert_jobs_json_params(
+    columns: tuple[str, ...],
+    shared: tuple[str, ...],
+    rows: Sequence[dict[str, Any]],
+    dialect: Dialect,
+) -> dict[str, Any]:
+    """The parameters of :func:`insert_jobs_json_sql`: the rows as one JSON
+    document (timestamps checked aware, as ISO UTC strings; jsonb values as
+    JSON), the ``shared`` columns as in :func:`insert_jobs_params`."""
+    params: dict[str, Any] = {"wake_channel": WAKE_CHANNEL}
+    for name in shared:
+        process = workflow_jobs.c[name].type.dialect_impl(dialect).bind_processor(dialect)
+        params[name] = rows[0][name] if process is None else process(rows[0][name])
+    stamps = [name for name in columns if _element_type(name) == "TIMESTAMP WITH TIME ZONE"]
+    utc = UTCDateTime()
+    document = []
+    for row in rows:
+        item = {name: row[name] for name in columns}
+        for name in stamps:
+            value = utc.process_bind_param(item[name], dialect)  # refuses a naive one
+            item[name] = None if value is None else value.isoformat()
+        document.append(item)
+    params["rows"] = json.dumps(document)
     return params

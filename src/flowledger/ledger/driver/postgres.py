@@ -1,8 +1,8 @@
 """The ledger on PostgreSQL. What differs from the portable Core is claim
 and batch success settlement: each is one data-modifying CTE
 (:mod:`flowledger.db.pg_ledger`), atomic on its own, run in autocommit in one
-round trip. A bulk insert is one ``unnest`` statement of fixed text per
-batch, in the caller's transaction, which also publishes the wake hints of
+round trip. A bulk insert is one statement of fixed text per batch
+(``unnest`` arrays; a JSON document up to 64 rows), in the caller's transaction, which also publishes the wake hints of
 the pools it gave jobs.
 
 :class:`PostgresLedger` sends those statements over a pooled autocommit
@@ -25,9 +25,12 @@ from flowledger.db.database import Database
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.pg_ledger import (
     CLAIM_SQL,
+    JSON_INSERT_MAX_ROWS,
     SETTLE_ONE_WITH_RECEIPT_SQL,
     SETTLE_SUCCESS_SQL,
     claim_params,
+    insert_jobs_json_params,
+    insert_jobs_json_sql,
     insert_jobs_params,
     insert_jobs_sql,
     settle_one_with_receipt_params,
@@ -61,10 +64,13 @@ class PostgresLedger(CoreLedger):
         self, conn: AsyncConnection, rows: Sequence[dict[str, Any]]
     ) -> dict[int, int]:
         columns = tuple(name for name in rows[0] if name not in BATCH_COLUMNS)
-        result = await conn.exec_driver_sql(
-            insert_jobs_sql(columns, BATCH_COLUMNS),
-            insert_jobs_params(columns, BATCH_COLUMNS, rows, conn.dialect),
-        )
+        if len(rows) <= JSON_INSERT_MAX_ROWS:
+            sql = insert_jobs_json_sql(columns, BATCH_COLUMNS)
+            params = insert_jobs_json_params(columns, BATCH_COLUMNS, rows, conn.dialect)
+        else:
+            sql = insert_jobs_sql(columns, BATCH_COLUMNS)
+            params = insert_jobs_params(columns, BATCH_COLUMNS, rows, conn.dialect)
+        result = await conn.exec_driver_sql(sql, params)
         return {int(row["ord"]) - 1: int(row["id"]) for row in result.mappings()}
 
     async def _hint_inserted(self, conn: AsyncConnection, pool: str) -> None:
