@@ -2,8 +2,8 @@
 and batch success settlement: each is one data-modifying CTE
 (:mod:`flowledger.db.pg_ledger`), atomic on its own, run in autocommit in one
 round trip. A bulk insert is one statement of fixed text per batch
-(``unnest`` arrays; a JSON document up to 64 rows), in the caller's transaction, which also publishes the wake hints of
-the pools it gave jobs.
+(``unnest`` arrays; a JSON document up to 64 rows), in the caller's
+transaction, which also publishes the wake hints of the pools it gave jobs.
 
 :class:`PostgresLedger` sends those statements over a pooled autocommit
 connection; :class:`PostgresFastLedger` (the hot path of a worker's pools
