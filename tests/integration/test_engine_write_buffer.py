@@ -11,7 +11,7 @@ from sqlalchemy import event, select
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.db.engine_schema import workflow_event_outbox, workflow_trace
+from flowledger.db.engine_schema import workflow_event_outbox, workflow_instances, workflow_trace
 from tests.integration.engine_helpers import (
     END,
     START,
@@ -135,3 +135,39 @@ async def test_a_step_outside_database_begin_writes_at_once(
             )
         ).scalar_one()
         assert found == {"n": 1}
+
+
+async def test_a_start_inserts_the_instance_and_its_first_token_together(
+    db: Database, clock: ManualClock
+) -> None:
+    # issue 15 item 2 (SPEC E-2): on PostgreSQL one statement inserts the
+    # instance, its snapshot copied from the version, and the start token
+    engine = new_engine(db, clock)
+    await engine.deploy(FORKED, actor="a")
+    watched = Statements(db)
+    try:
+        iid = await engine.start("forked", form={}, initiator="u")
+    finally:
+        watched.close()
+    instance_writes = watched.writing("workflow_instances")
+    token_writes = watched.writing("workflow_tokens")
+    assert len(instance_writes) == 1
+    if db.is_sqlite:  # the start token's own insert, then the branch tokens' (one per row)
+        assert instance_writes[0] not in token_writes and len(token_writes) == 3
+    else:  # the start token rides on the instance's insert; the branches: one insert
+        assert instance_writes[0] in token_writes and len(token_writes) == 2
+    everything = await tokens(db, iid)
+    assert sorted((t["node_key"], t["state"]) for t in everything) == [
+        ("a", "active"),
+        ("b", "active"),
+        ("fork", "consumed"),
+    ]
+    async with db.read() as conn:
+        snapshot = (
+            await conn.execute(
+                select(workflow_instances.c.snapshot, workflow_instances.c.initiator).where(
+                    workflow_instances.c.id == iid
+                )
+            )
+        ).one()
+    assert snapshot.initiator == "u" and snapshot.snapshot["key"] == "forked"

@@ -1,8 +1,9 @@
 """Starting instances (SPEC E-2, E-7): validate the form, freeze the
 definition version into the instance, put a token on the start node and run
-to the first wait state — all in one transaction. The snapshot is copied from
-the version's row by the database (it never travels through Python); the
-form-write history row goes to the write buffer."""
+to the first wait state — all in one transaction. The instance and its first
+token are one statement on PostgreSQL (:mod:`flowledger.db.engine_start`),
+which copies the snapshot from the version's row (it never travels through
+Python); the form-write history row goes to the write buffer."""
 
 from __future__ import annotations
 
@@ -10,29 +11,18 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.engine_schema import workflow_definitions, workflow_instances
+from flowledger.db.engine_start import insert_instance_and_start_token
 from flowledger.engine import runner
 from flowledger.engine.deployments import source_of, version_ref
 from flowledger.engine.forms import validate_form
 from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step
-from flowledger.engine.tokens import create_token
+from flowledger.engine.tokens import Token
 from flowledger.engine.write_buffer import add_form_write
-from flowledger.states import InstanceStatus
-
-_INSERT = (
-    workflow_instances.insert()
-    .values(
-        snapshot=select(workflow_definitions.c.source)
-        .where(workflow_definitions.c.id == bindparam("b_definition_id"))
-        .scalar_subquery()
-    )
-    .returning(workflow_instances.c.id)
-)
+from flowledger.states import InstanceStatus, TokenState
 
 
 async def start_instance(
@@ -69,8 +59,12 @@ async def start_instance(
         "created_at": now,
         "updated_at": now,
     }
-    params = {**instance, "b_definition_id": definition_id}
-    instance["id"] = (await conn.execute(_INSERT, params)).scalar_one()
+    start_key = defn.start_node().key
+    instance["id"], token_id = await insert_instance_and_start_token(
+        conn,
+        instance,
+        {"node_key": start_key, "state": TokenState.ACTIVE, "fork_stack": [], "created_at": now},
+    )
     step = Step(conn=conn, now=now, actor=initiator, instance=instance, defn=defn, hooks=hooks)
     await add_form_write(
         conn,
@@ -91,6 +85,5 @@ async def start_instance(
         },
     )
     await step.emit("instance.started", {"initiator": initiator})
-    token = await create_token(step, defn.start_node().key, [])
-    await runner.run(step, [token])
+    await runner.run(step, [Token(token_id, start_key, [])])
     return step.instance_id
