@@ -8,7 +8,7 @@ from datetime import datetime
 
 from flowledger.db.database import Database
 from flowledger.ledger.driver import ledger_driver
-from flowledger.ledger.driver.core_jobs import DEFAULT_LEASE_MS
+from flowledger.ledger.driver.job_values import DEFAULT_LEASE_MS
 from flowledger.ledger.models import ClaimedJob
 
 __all__ = ["DEFAULT_LEASE_MS", "EVERY_NTH_BY_DUE", "claim_order", "jobs_claim", "jobs_next_due"]

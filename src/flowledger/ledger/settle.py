@@ -1,6 +1,6 @@
 """Settlement (SPEC L-3 … L-5, L-9, L-17): record how an attempt ended and
 move the parent job on, fenced by generation and lease token — delegated to
-the ledger driver (:mod:`flowledger.ledger.driver.core_jobs` states the
+the ledger driver (:mod:`flowledger.ledger.driver.job_values` states the
 outcome → status rules)."""
 
 from __future__ import annotations

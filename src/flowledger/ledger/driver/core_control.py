@@ -6,7 +6,7 @@ holding the old one loses the right to write; each selects its rows by the
 sources :data:`~flowledger.states.JOB_TRANSITIONS` allows. All run in the
 caller's transaction, after the caller has locked the instance row (L-13);
 a writer of several job rows locks them in id order first
-(:func:`~flowledger.ledger.driver.core_jobs.locked_in_id_order`)."""
+(:func:`~flowledger.ledger.driver.plans.locked_in_id_order`)."""
 
 from __future__ import annotations
 

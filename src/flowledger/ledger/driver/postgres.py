@@ -37,7 +37,7 @@ from flowledger.db.pg_ledger import (
     settle_success_params,
 )
 from flowledger.ledger.driver.core import CoreLedger
-from flowledger.ledger.driver.core_jobs import BATCH_COLUMNS, duration_ms, is_plain_success
+from flowledger.ledger.driver.job_values import BATCH_COLUMNS, duration_ms, is_plain_success
 from flowledger.ledger.models import Fence, Outcome, OutcomeKind, SuccessRow
 
 
