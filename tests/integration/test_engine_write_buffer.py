@@ -62,9 +62,8 @@ class Statements:
         event.remove(self.engine, "before_cursor_execute", self._record)
 
 
-async def test_a_step_writes_its_trace_and_outbox_once_in_order(
-    db: Database, clock: ManualClock
-) -> None:
+async def _start_watched(db: Database, clock: ManualClock) -> tuple[int, Statements]:
+    """Deploy FORKED and start it, watching the start's statements."""
     engine = new_engine(db, clock)
     await engine.deploy(FORKED, actor="a")
     watched = Statements(db)
@@ -72,6 +71,13 @@ async def test_a_step_writes_its_trace_and_outbox_once_in_order(
         iid = await engine.start("forked", form={}, initiator="u")
     finally:
         watched.close()
+    return iid, watched
+
+
+async def test_a_step_writes_its_trace_and_outbox_once_in_order(
+    db: Database, clock: ManualClock
+) -> None:
+    iid, watched = await _start_watched(db, clock)
     trace_writes = watched.writing("workflow_trace")
     outbox_writes = watched.writing("workflow_event_outbox")
     if db.is_sqlite:  # one executemany per table
@@ -142,13 +148,7 @@ async def test_a_start_inserts_the_instance_and_its_first_token_together(
 ) -> None:
     # issue 15 item 2 (SPEC E-2): on PostgreSQL one statement inserts the
     # instance, its snapshot copied from the version, and the start token
-    engine = new_engine(db, clock)
-    await engine.deploy(FORKED, actor="a")
-    watched = Statements(db)
-    try:
-        iid = await engine.start("forked", form={}, initiator="u")
-    finally:
-        watched.close()
+    iid, watched = await _start_watched(db, clock)
     instance_writes = watched.writing("workflow_instances")
     token_writes = watched.writing("workflow_tokens")
     assert len(instance_writes) == 1
