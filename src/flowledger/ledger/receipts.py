@@ -64,15 +64,23 @@ async def run_step(
         )
         # "check before and after writing" (L-13): the row lock held since the
         # first check makes a second check redundant within this transaction.
-        if found:
-            outcome = settle(result) if settle is not None else None
-            settled = outcome is None or await driver.job_settle(
-                conn, fence, outcome, now=now(), started_at=started_at
+        if not found:
+            result = await fn(conn)
+        outcome = settle(result) if settle is not None else None
+        if not found and outcome is not None and not confirm_side_effect:
+            # the receipt and the settlement in one call (one statement on PostgreSQL)
+            settled = await driver.receipt_put_and_settle(
+                conn,
+                fence,
+                operation_key,
+                step_key,
+                result,
+                outcome,
+                now=now(),
+                started_at=started_at,
             )
         else:
-            result = await fn(conn)
-            outcome = settle(result) if settle is not None else None
-            if outcome is None or confirm_side_effect:
+            if not found:
                 await driver.receipt_put(
                     conn,
                     fence,
@@ -82,20 +90,9 @@ async def run_step(
                     now=now(),
                     confirm_side_effect=confirm_side_effect,
                 )
-                settled = outcome is None or await driver.job_settle(
-                    conn, fence, outcome, now=now(), started_at=started_at
-                )
-            else:  # the receipt and the settlement in one call (one statement on PostgreSQL)
-                settled = await driver.receipt_put_and_settle(
-                    conn,
-                    fence,
-                    operation_key,
-                    step_key,
-                    result,
-                    outcome,
-                    now=now(),
-                    started_at=started_at,
-                )
+            settled = outcome is None or await driver.job_settle(
+                conn, fence, outcome, now=now(), started_at=started_at
+            )
         if not settled:  # cannot happen under the fenced row lock; never commit the step without it
             raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
         return result
