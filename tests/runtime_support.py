@@ -27,7 +27,7 @@ from flowledger.worker.registry import Handler, HandlerRegistry
 TEST_HANDLERS = HandlerRegistry()
 
 
-def test_job_types() -> JobTypeRegistry:
+def job_types_for_tests() -> JobTypeRegistry:
     """flowledger's own job types and those of the test modules' handlers —
     what a test that enqueues a type by name resolves the name with."""
     registry = JobTypeRegistry(BUILTIN_JOB_TYPES, pools=TEST_HANDLERS.job_types.pools)

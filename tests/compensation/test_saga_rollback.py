@@ -45,7 +45,7 @@ from tests.integration.engine_helpers import (
 )
 from tests.integration.ledger_helpers import attempt_rows
 from tests.outbound.receivers import Receiver
-from tests.runtime_support import test_job_types
+from tests.runtime_support import job_types_for_tests
 
 
 def _failing(action: str) -> dict[str, Any]:
@@ -189,7 +189,9 @@ async def _succeeded_job(
     and settled through the ledger, without its handler)."""
     async with db.begin() as conn:
         spec = JobSpec(type=job_type, instance_id=iid, node_key=node_key, tenant_id="default")
-        job_id = (await enqueue(conn, spec, now=clock.now(), job_types=test_job_types())).job_id
+        job_id = (
+            await enqueue(conn, spec, now=clock.now(), job_types=job_types_for_tests())
+        ).job_id
     claimed = await jobs_claim(db, pool=Pool.OUTBOUND, limit=10, node_id="t", now=clock.now())
     (job,) = [j for j in claimed if j.id == job_id]
     await jobs_settle_many(db, [(job, Outcome.success({"status": 200}))], now=clock.now())

@@ -37,7 +37,7 @@ from flowledger.ops.job_replay import batch_progress, replay, replay_preview
 from flowledger.worker import JobContext
 from flowledger.worker.worker import Worker
 from tests.dbutil import pg_database
-from tests.runtime_support import TEST_HANDLERS, test_job_types
+from tests.runtime_support import TEST_HANDLERS, job_types_for_tests
 
 
 async def _noop(ctx: JobContext) -> dict[str, Any]:
@@ -62,7 +62,7 @@ async def dead_jobs(
     spec.setdefault("tenant_id", "default")
     async with db.begin() as conn:
         specs = [JobSpec(type=type, **spec) for _ in range(n)]
-        ids = await enqueue_many(conn, specs, now=now, job_types=test_job_types())
+        ids = await enqueue_many(conn, specs, now=now, job_types=job_types_for_tests())
         for i, job_id in enumerate(ids):
             text = error(i) if callable(error) else error
             await conn.execute(
