@@ -259,6 +259,7 @@ _PG: Dialect = postgresql.dialect()  # type: ignore[no-untyped-call]  # compiles
 JOBS_ID_SEQUENCE = "workflow_jobs_id_seq"  # the sequence of the BIGSERIAL ``workflow_jobs.id``
 
 
+@cache
 def _element_type(column: str) -> str:
     """The type of ``column``'s parameter (of its array's elements): its own type, but
     strings unbounded — an explicit cast to ``varchar(n)`` would truncate a
@@ -368,6 +369,11 @@ def insert_jobs_params(
     return params
 
 
+@cache
+def _timestamp_columns(columns: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(name for name in columns if _element_type(name) == "TIMESTAMP WITH TIME ZONE")
+
+
 def insert_jobs_json_params(
     columns: tuple[str, ...],
     shared: tuple[str, ...],
@@ -381,7 +387,7 @@ def insert_jobs_json_params(
     for name in shared:
         process = workflow_jobs.c[name].type.dialect_impl(dialect).bind_processor(dialect)
         params[name] = rows[0][name] if process is None else process(rows[0][name])
-    stamps = [name for name in columns if _element_type(name) == "TIMESTAMP WITH TIME ZONE"]
+    stamps = _timestamp_columns(columns)
     utc = UTCDateTime()
     document = []
     for row in rows:
