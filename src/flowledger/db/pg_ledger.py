@@ -124,7 +124,25 @@ CLAIM_SQL = {
     for order, (inner, outer) in _ORDERS.items()
 }
 
-SETTLE_SUCCESS_SQL = """
+
+def _succeeded(result: str) -> str:
+    """The SET list of a job's success settlement, its result ``result``."""
+    return (
+        f"status = 'succeeded', result = {result}, last_error = NULL, "
+        "last_error_code = NULL, last_error_fingerprint = NULL, "
+        "lease_token = NULL, lease_until = NULL, lease_owner = NULL, updated_at = %(now)s"
+    )
+
+
+def _attempt_finished(skipped: str, duration: str) -> str:
+    """The SET list of a succeeded (or skipped) attempt row."""
+    return (
+        f"status = CASE WHEN {skipped} THEN 'skipped' ELSE 'succeeded' END, "
+        f"finished_at = %(now)s, duration_ms = {duration}"
+    )
+
+
+SETTLE_SUCCESS_SQL = f"""
 WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(gens)s::int[], %(tokens)s::text[],
                          %(exec_ids)s::bigint[], %(durations)s::int[], %(skipped)s::bool[],
@@ -136,19 +154,13 @@ WITH input AS (
     ORDER BY j.id
     FOR UPDATE OF j
 ), settled AS (
-    UPDATE workflow_jobs AS j SET
-        status = 'succeeded', result = input.result, last_error = NULL,
-        last_error_code = NULL, last_error_fingerprint = NULL,
-        lease_token = NULL, lease_until = NULL, lease_owner = NULL,
-        updated_at = %(now)s
+    UPDATE workflow_jobs AS j SET {_succeeded("input.result")}
     FROM input JOIN locked ON locked.id = input.id
     WHERE j.id = input.id AND j.generation = input.gen AND j.lease_token = input.token
       AND j.status = 'running'
     RETURNING j.id
 ), attempts AS (
-    UPDATE workflow_job_executions AS e SET
-        status = CASE WHEN input.skipped THEN 'skipped' ELSE 'succeeded' END,
-        finished_at = %(now)s, duration_ms = input.duration
+    UPDATE workflow_job_executions AS e SET {_attempt_finished("input.skipped", "input.duration")}
     FROM input JOIN settled ON settled.id = input.id
     WHERE e.id = input.exec_id AND e.status = 'running'
     RETURNING e.id
@@ -197,20 +209,14 @@ def settle_success_params(
 # transaction (which holds the job row's lock since its fenced check): the
 # batch statement's settlement over scalar parameters (no arrays to dump),
 # and the receipt inserted only when the fenced update settled the row.
-SETTLE_ONE_WITH_RECEIPT_SQL = """
+SETTLE_ONE_WITH_RECEIPT_SQL = f"""
 WITH settled AS (
-    UPDATE workflow_jobs AS j SET
-        status = 'succeeded', result = %(result)s, last_error = NULL,
-        last_error_code = NULL, last_error_fingerprint = NULL,
-        lease_token = NULL, lease_until = NULL, lease_owner = NULL,
-        updated_at = %(now)s
+    UPDATE workflow_jobs AS j SET {_succeeded("%(result)s")}
     WHERE j.id = %(id)s AND j.generation = %(gen)s AND j.lease_token = %(token)s
       AND j.status = 'running'
     RETURNING j.id
 ), attempt AS (
-    UPDATE workflow_job_executions AS e SET
-        status = CASE WHEN %(skipped)s THEN 'skipped' ELSE 'succeeded' END,
-        finished_at = %(now)s, duration_ms = %(duration)s::int
+    UPDATE workflow_job_executions AS e SET {_attempt_finished("%(skipped)s", "%(duration)s::int")}
     FROM settled
     WHERE e.id = %(exec_id)s AND e.status = 'running'
     RETURNING e.id
