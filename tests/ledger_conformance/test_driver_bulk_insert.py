@@ -289,16 +289,20 @@ async def test_bulk_wake_hints_only_after_commit(
             await listener.close()
 
 
+@pytest.mark.parametrize("pad", [0, JSON_INSERT_MAX_ROWS], ids=["json-document", "arrays"])
 async def test_bulk_refuses_what_a_single_insert_refuses(
-    driver: LedgerDriver, db: Database, clock: ManualClock
+    driver: LedgerDriver, db: Database, clock: ManualClock, pad: int
 ) -> None:
+    others = [JobSpec(CF_TYPE) for _ in range(pad)]  # past the limit: the array text
     naive = JobSpec(CF_TYPE, run_at=datetime(2030, 1, 1))
     with pytest.raises(Exception, match="naive datetimes"):
-        await in_tx(db, lambda c: driver.jobs_insert(c, [JobSpec(CF_TYPE), naive], now=clock.now()))
+        await in_tx(
+            db, lambda c: driver.jobs_insert(c, [JobSpec(CF_TYPE), *others, naive], now=clock.now())
+        )
     if not db.is_sqlite:  # SQLite does not enforce VARCHAR lengths
         too_long = JobSpec(CF_TYPE, idempotency_key="k" * 256)
         with pytest.raises(DBAPIError, match="too long"):
-            await in_tx(db, lambda c: driver.jobs_insert(c, [too_long], now=clock.now()))
+            await in_tx(db, lambda c: driver.jobs_insert(c, [*others, too_long], now=clock.now()))
     assert await job_rows(db) == {}
 
 
