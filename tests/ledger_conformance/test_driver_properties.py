@@ -1,7 +1,8 @@
 """Property test of the ledger driver (issue 16 item 2): random sequences of
 operations — insert, claim, batch and single settlement with every outcome,
-lease renewal, cancel, retry, pause/resume/cleanup of an instance, rescue and
-the passing of time — on every implementation never move a job along a
+a step's receipt with its settlement (``receipt_put_and_settle``), lease
+renewal, cancel, retry, pause/resume/cleanup of an instance, rescue and the
+passing of time — on every implementation never move a job along a
 transition :data:`flowledger.states.JOB_TRANSITIONS` forbids, never rewrite a
 finished attempt, and never let an executor whose generation or lease token
 is stale (or whose job is no longer running) write anything."""
@@ -19,7 +20,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_effects, workflow_job_executions, workflow_jobs
 from flowledger.engine.job_types import CLEANUP_TYPES, DELAY_WAKE, PAUSABLE_TYPES
-from flowledger.errors import InvalidStateError
+from flowledger.errors import InvalidStateError, LeaseLostError
 from flowledger.ledger.driver import LedgerDriver
 from flowledger.ledger.models import ClaimedJob, JobSpec, Outcome
 from flowledger.states import JobTransition, Pool
@@ -52,6 +53,7 @@ OPERATIONS = st.lists(
         st.tuples(st.just("claim"), st.integers(1, 3), st.sampled_from([1_000, 60_000])),
         st.tuples(st.just("settle"), _index, _forge, _outcome),
         st.tuples(st.just("settle_one"), _index, _forge, _outcome),
+        st.tuples(st.just("settle_step"), _index, _forge, _outcome),
         st.tuples(st.just("renew"), _index, _forge),
         st.tuples(st.just("cancel"), _index),
         st.tuples(st.just("retry"), _index),
@@ -68,6 +70,7 @@ TRANSITIONS = {
     "claim": JobTransition.CLAIM,
     "settle": JobTransition.SETTLE,
     "settle_one": JobTransition.SETTLE,
+    "settle_step": JobTransition.SETTLE,
     "cancel": JobTransition.CANCEL,
     "retry": JobTransition.RETRY,
     "pause": JobTransition.PAUSE,
@@ -93,13 +96,14 @@ class Run:
         self.driver, self.db, self.clock = driver, db, clock
         self.handles: list[ClaimedJob] = []  # every claim ever handed out, stale ones too
         self.job_ids: list[int] = []
+        self.steps = 0  # receipts written so far: each step's key is its own
 
     async def step(self, op: tuple[Any, ...]) -> None:
         name = op[0]
         if name == "tick":
             self.clock.advance(ms=op[1])
             return
-        if name in ("settle", "settle_one", "renew") and op[2] == "claimed":
+        if name in ("settle", "settle_one", "settle_step", "renew") and op[2] == "claimed":
             # forgeries of this claim first, with this outcome and with a
             # success (the batch path): they must write nothing
             for forged in ("generation", "token"):
@@ -107,7 +111,7 @@ class Run:
                     await self.step((name, op[1], forged, *rest))
         before, attempts_before = await job_rows(self.db), await attempt_rows(self.db)
         stale_handle: ClaimedJob | None = None
-        if name in ("settle", "settle_one", "renew") and self.handles:
+        if name in ("settle", "settle_one", "settle_step", "renew") and self.handles:
             handle = self._handle(op)
             if not _owns(before.get(handle.id), handle) or (
                 name == "renew" and before[handle.id]["execution_deadline"] <= self.clock.now()
@@ -133,6 +137,31 @@ class Run:
             handle = replace(handle, lease_token=handle.lease_token + "-forged")
         return handle
 
+    async def _settle_step(self, handle: ClaimedJob, outcome: Outcome) -> bool:
+        """A step's receipt and its settlement, rolled back when fenced out
+        (as ``run_step`` does); whether it committed."""
+        self.steps += 1
+        step_key = f"s{self.steps}"
+
+        async def step(conn: Any) -> None:
+            if not await self.driver.receipt_put_and_settle(
+                conn,
+                handle.fence,
+                handle.operation_key,
+                step_key,
+                {"n": self.steps},
+                outcome,
+                now=self.clock.now(),
+                started_at=handle.started_at,
+            ):
+                raise LeaseLostError("fenced out")
+
+        try:
+            await in_tx(self.db, step)
+        except LeaseLostError:
+            return False
+        return True
+
     async def _apply(self, op: tuple[Any, ...]) -> bool:
         name, now, driver, db = op[0], self.clock.now(), self.driver, self.db
         if name == "insert":
@@ -145,7 +174,7 @@ class Run:
                 db, pool=Pool.LEDGER.value, limit=op[1], node_id="p", now=now, lease_ms=op[2]
             )
             self.handles += claimed
-        elif name in ("settle", "settle_one", "renew"):
+        elif name in ("settle", "settle_one", "settle_step", "renew"):
             if not self.handles:
                 return False
             handle, outcome = self._handle(op), OUTCOMES.get(op[-1])
@@ -154,6 +183,8 @@ class Run:
             assert outcome is not None
             if name == "settle":
                 return bool(await driver.jobs_settle(db, [(handle, outcome)], now=now))
+            if name == "settle_step":
+                return await self._settle_step(handle, outcome)
             return await in_tx(
                 db,
                 lambda c: driver.job_settle(
