@@ -601,6 +601,7 @@ async def test_lock_fenced_receipt(driver: LedgerDriver, db: Database, clock: Ma
         (Outcome.retry("boom", code="http_500"), "pending", "failed"),
     ],
 )
+@pytest.mark.parametrize("confirm", [False, True], ids=["plain", "confirms-side-effect"])
 async def test_receipt_put_and_settle(
     driver: LedgerDriver,
     db: Database,
@@ -608,13 +609,17 @@ async def test_receipt_put_and_settle(
     outcome: Outcome,
     status: str,
     attempt_status: str,
+    confirm: bool,
 ) -> None:
     """A step's receipt and its attempt's settlement in the step's fenced
-    transaction (SPEC L-14): both commit, the attempt's duration recorded; a
-    stale fence gets False (the caller rolls back) and settles nothing."""
+    transaction (SPEC L-14): both commit, the attempt's duration recorded, a
+    marked side effect confirmed when asked; a stale fence gets False (the
+    caller rolls back) and settles nothing."""
     job_id = await _insert(driver, db, clock)
     (claimed,) = await _claim(driver, db, clock)
     key = claimed.operation_key
+    if confirm:
+        await driver.job_mark_side_effect(db, claimed.fence, now=clock.now())
     _tick(clock, timedelta(milliseconds=40))
 
     async def step(conn: AsyncConnection) -> bool:
@@ -631,11 +636,13 @@ async def test_receipt_put_and_settle(
             outcome,
             now=clock.now(),
             started_at=claimed.started_at,
+            confirm_side_effect=confirm,
         )
 
     assert await checked(db, T.SETTLE, in_tx(db, step))
     row = await job(db, job_id)
     assert (row["status"], row["lease_token"]) == (status, None)
+    assert row["side_effect_at"] is None  # never marked, or confirmed by the step
     attempt = (await attempt_rows(db))[claimed.execution_id]
     assert (attempt["status"], attempt["duration_ms"]) == (attempt_status, 40)
     if status == "succeeded":

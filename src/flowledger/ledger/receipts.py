@@ -67,7 +67,7 @@ async def run_step(
         if not found:
             result = await fn(conn)
         outcome = settle(result) if settle is not None else None
-        if not found and outcome is not None and not confirm_side_effect:
+        if not found and outcome is not None:
             # the receipt and the settlement in one call (one statement on PostgreSQL)
             settled = await driver.receipt_put_and_settle(
                 conn,
@@ -78,6 +78,7 @@ async def run_step(
                 outcome,
                 now=now(),
                 started_at=started_at,
+                confirm_side_effect=confirm_side_effect,
             )
         else:
             if not found:

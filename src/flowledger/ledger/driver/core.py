@@ -35,9 +35,18 @@ class CoreLedger(JobsCore, ControlCore, MaintenanceCore, RegistryCore):
         *,
         now: datetime,
         started_at: datetime | None = None,
+        confirm_side_effect: bool = False,
     ) -> bool:
         """The receipt, then the settlement: two statements in portable Core."""
-        await self.receipt_put(conn, fence, operation_key, step_key, result, now=now)
+        await self.receipt_put(
+            conn,
+            fence,
+            operation_key,
+            step_key,
+            result,
+            now=now,
+            confirm_side_effect=confirm_side_effect,
+        )
         return await self.job_settle(conn, fence, outcome, now=now, started_at=started_at)
 
     async def close(self) -> None:

@@ -129,10 +129,12 @@ class PostgresLedger(CoreLedger):
         *,
         now: datetime,
         started_at: datetime | None = None,
+        confirm_side_effect: bool = False,
     ) -> bool:
         """A plain success and the receipt in one statement (the receipt only
-        when the fenced settlement took); other outcomes as in Core."""
-        if not is_plain_success(outcome):
+        when the fenced settlement took); other outcomes, and a receipt that
+        confirms a side effect, as in Core."""
+        if confirm_side_effect or not is_plain_success(outcome):
             return await super().receipt_put_and_settle(
                 conn,
                 fence,
@@ -142,6 +144,7 @@ class PostgresLedger(CoreLedger):
                 outcome,
                 now=now,
                 started_at=started_at,
+                confirm_side_effect=confirm_side_effect,
             )
         params = settle_one_with_receipt_params(
             job_id=fence.job_id,

@@ -250,6 +250,7 @@ class LedgerDriver(Protocol):
         *,
         now: datetime,
         started_at: datetime | None = None,
+        confirm_side_effect: bool = False,
     ) -> bool:
         """:meth:`receipt_put` and :meth:`job_settle` of the same attempt in
         the caller's (fenced) transaction — one statement on PostgreSQL for a
