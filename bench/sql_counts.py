@@ -2,7 +2,9 @@
 committed transactions, counted with SQLAlchemy event hooks.
 
 A statement is one round trip to the database (``before_cursor_execute``;
-an executemany is one). A commit is one ``commit`` event, or one statement
+an executemany is one; on PostgreSQL also each statement a
+``DirectConnection`` sends past SQLAlchemy, seen through
+``pg_direct.OBSERVERS``). A commit is one ``commit`` event, or one statement
 run on an autocommit connection (each is its own transaction). The ledger's
 PostgreSQL hot path talks psycopg directly (autocommit, one statement per
 call), so its calls are counted by wrapping :meth:`PgHotPath.run`.
@@ -30,6 +32,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from flowledger.db import pg_direct
 from flowledger.db.pg_hotpath import PgHotPath
 
 ENV = "FLOWLEDGER_BENCH_COUNTS"
@@ -52,6 +55,10 @@ BY_SQL: Counter[str] = Counter()
 
 
 def _before_execute(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    _count(conn, statement)
+
+
+def _count(conn: Any, statement: str) -> None:
     TOTALS.statements += 1
     if os.environ.get(BY_SQL_ENV):
         BY_SQL[" ".join(statement.split())[:90]] += 1
@@ -67,6 +74,12 @@ def watch(target: Any) -> None:
     """Count the statements and commits of ``target`` (an Engine, or the Engine class)."""
     event.listen(target, "before_cursor_execute", _before_execute)
     event.listen(target, "commit", _commit)
+
+    def direct(conn: Any, statement: str) -> None:  # statements sent past SQLAlchemy
+        if target is Engine or conn.sync_engine is target:
+            _count(conn.sync_connection, statement)
+
+    pg_direct.OBSERVERS.append(direct)
 
 
 def reset() -> None:

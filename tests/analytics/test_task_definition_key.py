@@ -9,10 +9,9 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from sqlalchemy import event, insert, select
+from sqlalchemy import insert, select
 
 from flowledger.clock import ManualClock
 from flowledger.db.analytics_schema import ix_tasks_node_finished, ix_tasks_pending
@@ -28,6 +27,7 @@ from flowledger.ops.analytics import HUMAN_TASK_KINDS
 from flowledger.ops.analytics_sql import AnalyticsScope
 from tests.analytics import rows
 from tests.integration.engine_helpers import END, START, approval, definition, new_engine
+from tests.statement_watch import watched
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -35,16 +35,8 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 @contextmanager
 def statements(db: Database) -> Iterator[list[str]]:
     """The SQL text of every statement ``db`` executes inside the block."""
-    seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        seen.append(statement)
-
-    event.listen(db.engine.sync_engine, "before_cursor_execute", record)
-    try:
+    with watched(db) as seen:
         yield seen
-    finally:
-        event.remove(db.engine.sync_engine, "before_cursor_execute", record)
 
 
 async def test_engine_copies_the_definition_key_to_every_task_O14(

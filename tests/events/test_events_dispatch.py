@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import event, update
+from sqlalchemy import update
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
@@ -26,6 +26,7 @@ from flowledger.events.relay import EventRelay
 from flowledger.handlers.services import engine_services
 from flowledger.ledger.control import job_cancel
 from flowledger.settings import Settings
+from tests import statement_watch
 from tests.events import webhook_support as support
 from tests.events.webhook_support import (
     add_outbox_row,
@@ -50,15 +51,15 @@ async def test_idle_relay_is_one_indexed_query_and_many_relays_enqueue_one_job_E
     assert any(isinstance(s, EventRelay) for s in engine_services(db, clock, settings=Settings()))
     statements: list[str] = []
 
-    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    def seen(statement: str) -> None:
         if statement.split()[0].upper() not in {"BEGIN", "COMMIT", "ROLLBACK"}:
             statements.append(statement)
 
-    event.listen(db.engine.sync_engine, "before_cursor_execute", seen)
+    remove = statement_watch.listen(db, seen)
     try:
         assert await relay(db, clock) is None
     finally:
-        event.remove(db.engine.sync_engine, "before_cursor_execute", seen)
+        remove()
     (only,) = statements
     assert "FROM workflow_event_outbox" in only and "status" in only
 

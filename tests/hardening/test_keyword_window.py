@@ -7,16 +7,15 @@ and a broad keyword is answered by the window query alone. Both backends."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops import job_queries
 from flowledger.ops.job_filters import JobFilter
+from tests import statement_watch
 from tests.integration.ledger_helpers import add_job, force_status
 
 WINDOW = 8
@@ -51,11 +50,7 @@ async def _pages(db: Database, flt: JobFilter, limit: int) -> list[int]:
 def statements(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(job_queries, "KEYWORD_WINDOW", WINDOW)
     seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        seen.append(statement)
-
-    event.listen(db.engine.sync_engine, "before_cursor_execute", record)
+    statement_watch.listen(db, seen.append)  # for the test's lifetime
     return seen
 
 

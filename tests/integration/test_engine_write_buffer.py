@@ -5,13 +5,12 @@ token moves; a step outside ``Database.begin`` still writes at once."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox, workflow_instances, workflow_trace
+from tests import statement_watch
 from tests.integration.engine_helpers import (
     END,
     START,
@@ -49,17 +48,13 @@ class Statements:
 
     def __init__(self, db: Database) -> None:
         self.seen: list[str] = []
-        self.engine = db.engine.sync_engine
-        event.listen(self.engine, "before_cursor_execute", self._record)
+        self.close = statement_watch.listen(db, self._record)
 
-    def _record(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    def _record(self, statement: str) -> None:
         self.seen.append(" ".join(statement.split()))
 
     def writing(self, table: str) -> list[str]:
         return [s for s in self.seen if f"INSERT INTO {table} " in s]
-
-    def close(self) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._record)
 
 
 async def _start_watched(db: Database, clock: ManualClock) -> tuple[int, Statements]:

@@ -40,6 +40,7 @@ from sqlalchemy.util.concurrency import in_greenlet
 
 from flowledger.db import wake
 from flowledger.db.idle_ping import ping_when_idle
+from flowledger.db.pg_direct import DirectEngine
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.sqlite_hotpath import SqliteHotPath
 from flowledger.db.sqlite_inline import BEGIN_IMMEDIATE, InlineWriterConnection
@@ -104,7 +105,9 @@ def _sqlite_session(engine: Engine, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_M
 
 
 def _postgres_engine(url: URL, pool_size: int) -> AsyncEngine:
-    engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    engine = DirectEngine(
+        create_async_engine(url, pool_size=pool_size, max_overflow=pool_size).sync_engine
+    )
     ping_when_idle(engine.sync_engine)  # not at every checkout: see db/idle_ping.py
     _close_without_greenlet(engine)
     return engine

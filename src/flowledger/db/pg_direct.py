@@ -1,0 +1,244 @@
+"""Core statements on PostgreSQL without SQLAlchemy's per-statement execution
+machinery (issue 15: the engine's write path).
+
+SQLAlchemy's asyncio layer spends about 90 µs of CPU per statement on top of
+psycopg's own 75 µs (a greenlet hop, an execution context, a cursor wrapper,
+a result built from cursor metadata); an engine step runs about ten
+statements, so that layer was a third of a worker's CPU. A
+:class:`DirectConnection` compiles a statement exactly as SQLAlchemy does
+(same compiled cache, same SQL text, same bind processors, so psycopg's
+prepared statements are shared) and sends it on the connection's own
+psycopg ``AsyncConnection``; rows come back as SQLAlchemy ``Row`` objects
+(with the result processors of the columns' types applied) in a
+:class:`DirectResult`.
+
+It takes the direct path only where the result is the same: one parameter
+set (a dict, or a list of one); no execution options; a connection inside a
+transaction that SQLAlchemy began (or in autocommit), so SQLAlchemy's commit
+and rollback still end it; a statement without Python-side defaults,
+implicit RETURNING or schema translation. ``IN`` lists are expanded as
+SQLAlchemy expands them. Everything else (an executemany, a statement on a
+connection SQLAlchemy has not begun), and every statement on SQLite, goes
+through SQLAlchemy as before. psycopg errors, and values a bind processor
+refuses, are raised as SQLAlchemy raises them (``IntegrityError``,
+``OperationalError``, ``StatementError`` …).
+
+This reads SQLAlchemy internals (``_compile_w_cache``, ``_bind_processors``,
+``_result_columns``); pyproject pins the minor version and
+tests/integration/test_pg_direct.py compares both paths statement by
+statement, so an upgrade that changes them fails the tests, not production.
+``OBSERVERS`` lets the benchmarks count these statements (SQLAlchemy's
+cursor events do not see them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import psycopg
+from psycopg.rows import tuple_row
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine.result import IteratorResult, SimpleResultMetaData
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.sql import compiler
+from sqlalchemy.sql.elements import ClauseElement
+
+# called with (connection, SQL text) before each statement sent directly
+OBSERVERS: list[Callable[[AsyncConnection, str], None]] = []
+
+_PLAN_ATTR = "_flowledger_direct_plan"
+
+
+class DirectResult(IteratorResult[Any]):
+    """A buffered result of a statement sent directly: the ``Result`` API
+    plus ``rowcount`` and ``returns_rows``, as a ``CursorResult`` has them."""
+
+    def __init__(
+        self, metadata: SimpleResultMetaData, rows: list[Any], rowcount: int, returns_rows: bool
+    ) -> None:
+        super().__init__(metadata, iter(rows))
+        self.rowcount = rowcount
+        self.returns_rows = returns_rows
+
+
+class _Plan:
+    """What is fixed per compiled statement: its text, its bind processors and
+    escaped names, and its result columns (keys, extra keys, types)."""
+
+    __slots__ = ("binds", "columns", "escaped", "expanding", "sql")
+
+    def __init__(self, compiled: compiler.SQLCompiler) -> None:
+        self.expanding = bool(compiled.literal_execute_params or compiled.post_compile_params)
+        self.sql: bytes = compiled.string.encode()
+        self.binds: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors  # type: ignore[assignment]
+        self.escaped: Mapping[str, str] | None = compiled.escaped_bind_names or None
+        self.columns = compiled._result_columns
+
+
+def _usable(compiled: Any) -> bool:
+    return not (
+        compiled.insert_prefetch
+        or compiled.update_prefetch
+        or compiled.implicit_returning
+        or compiled.schema_translate_map
+        or compiled.for_executemany
+    )
+
+
+def _plan(
+    conn: AsyncConnection, statement: Any, parameters: Mapping[str, Any] | None
+) -> tuple[_Plan, bytes, dict[str, Any]] | None:
+    """The plan, the SQL text and the DBAPI parameters of ``statement``, or
+    None when it must go through SQLAlchemy."""
+    if not isinstance(statement, ClauseElement) or statement._execution_options:  # type: ignore[attr-defined]
+        return None
+    sync = conn.sync_connection
+    if sync is None or sync._execution_options.get("compiled_cache", True) is None:
+        return None
+    dialect = sync.dialect
+    keys = sorted(parameters) if parameters else []
+    compiled: Any
+    compiled, extracted, param_dict, _hit = statement._compile_w_cache(
+        dialect=dialect,
+        compiled_cache=sync.engine._compiled_cache,
+        column_keys=keys,
+        for_executemany=False,
+        schema_translate_map=None,
+        linting=dialect.compiler_linting | compiler.WARN_LINTING,
+    )
+    plan: _Plan | bool | None = getattr(compiled, _PLAN_ATTR, None)
+    if plan is None:  # first use of this compiled form: decide once
+        plan = _Plan(compiled) if _usable(compiled) else False
+        setattr(compiled, _PLAN_ATTR, plan)
+    if not isinstance(plan, _Plan):
+        return None
+    try:
+        values = compiled.construct_params(
+            parameters or None,
+            escape_names=False,
+            extracted_parameters=extracted,
+            _collected_params=param_dict,
+        )
+        binds = plan.binds
+        sql = plan.sql
+        if plan.expanding:  # IN lists: the text depends on their lengths, as in SQLAlchemy
+            expanded = compiled._process_parameters_for_postcompile(values)  # updates values
+            sql = expanded.statement.encode()
+            binds = {**binds, **expanded.processors}
+        escaped = plan.escaped or {}
+        params = {
+            escaped.get(key, key): (binds[key](value) if key in binds else value)
+            for key, value in (values or {}).items()
+        }
+    except Exception as error:  # a bind processor refused a value: as SQLAlchemy reports it
+        raise sa_exc.DBAPIError.instance(
+            compiled.string, parameters, error, psycopg.Error, dialect=dialect
+        ) from error
+    return plan, sql, params
+
+
+def _metadata(plan: _Plan | None, description: Any, dialect: Any) -> SimpleResultMetaData:
+    """Row keys (and column objects, so ``row._mapping[column]`` works) and
+    the columns' result processors, as SQLAlchemy would build them."""
+    names = [d.name for d in description]
+    columns = plan.columns if plan is not None else []
+    if len(columns) != len(names):
+        return SimpleResultMetaData(names)
+    processors = [
+        entry.type._cached_result_processor(dialect, d.type_code)
+        for entry, d in zip(columns, description, strict=True)
+    ]
+    return SimpleResultMetaData(
+        [entry.keyname for entry in columns],
+        extra=[entry.objects for entry in columns],
+        _processors=processors if any(processors) else None,
+    )
+
+
+class DirectConnection(AsyncConnection):
+    """An ``AsyncConnection`` whose ``execute`` and ``exec_driver_sql`` send
+    what they can directly on psycopg (see the module docstring)."""
+
+    def _driver(self) -> psycopg.AsyncConnection[Any] | None:
+        sync = self.sync_connection
+        if sync is None or sync.invalidated:
+            return None
+        fairy = sync._dbapi_connection
+        if fairy is None:
+            return None
+        driver = fairy.driver_connection
+        if not isinstance(driver, psycopg.AsyncConnection) or driver.closed:
+            return None
+        # inside SQLAlchemy's transaction (so its commit ends ours) or autocommit
+        if not (sync.in_transaction() or driver.autocommit):
+            return None
+        return driver
+
+    async def execute(
+        self,
+        statement: Any,
+        parameters: Any = None,
+        *,
+        execution_options: Any = None,
+    ) -> Any:
+        if isinstance(parameters, list) and len(parameters) == 1:
+            parameters = parameters[0]  # one parameter set: an execute, as in SQLAlchemy
+        if execution_options is None and (parameters is None or isinstance(parameters, Mapping)):
+            driver = self._driver()
+            if driver is not None:
+                planned = _plan(self, statement, parameters)
+                if planned is not None:
+                    return await self._send(driver, *planned)
+        return await super().execute(statement, parameters, execution_options=execution_options)
+
+    async def exec_driver_sql(
+        self,
+        statement: str,
+        parameters: Any = None,
+        execution_options: Any = None,
+    ) -> Any:
+        if execution_options is None and (parameters is None or isinstance(parameters, Mapping)):
+            driver = self._driver()
+            if driver is not None:
+                return await self._send(driver, None, statement.encode(), parameters)
+        return await super().exec_driver_sql(statement, parameters, execution_options)
+
+    async def _send(
+        self,
+        driver: psycopg.AsyncConnection[Any],
+        plan: _Plan | None,
+        sql: bytes,
+        params: Mapping[str, Any] | None,
+    ) -> DirectResult:
+        for observe in OBSERVERS:
+            observe(self, sql.decode())
+        try:
+            cursor = driver.cursor(row_factory=tuple_row)
+            await cursor.execute(sql, params)
+            description = cursor.description
+            rows = await cursor.fetchall() if description is not None else []
+        except psycopg.Error as error:
+            dialect: Any = self.sync_connection.dialect  # type: ignore[union-attr]
+            raise sa_exc.DBAPIError.instance(
+                sql.decode(),
+                params,
+                error,
+                psycopg.Error,
+                dialect=dialect,
+                connection_invalidated=dialect.is_disconnect(error, driver, None),
+            ) from error
+        if description is None:
+            return DirectResult(SimpleResultMetaData([]), [], cursor.rowcount, False)
+        metadata = _metadata(plan, description, self.sync_connection.dialect)  # type: ignore[union-attr]
+        return DirectResult(metadata, rows, cursor.rowcount, True)
+
+
+class DirectEngine(AsyncEngine):
+    """An ``AsyncEngine`` whose connections are :class:`DirectConnection`
+    (engines derived by ``execution_options`` keep the class)."""
+
+    _connection_cls = DirectConnection
+
+    def execution_options(self, **options: Any) -> DirectEngine:
+        return DirectEngine(self.sync_engine.execution_options(**options))
