@@ -132,7 +132,15 @@ async def test_in_lists_of_any_length(db: Database, sent: list[str]) -> None:
     )
     async with db.begin() as conn:
         await _seed(conn)
-        for who, expected in ((["u0", "u2"], ["u0", "u2"]), (["u1"], ["u1"]), ([], [])):
+        cases = (
+            (["u0", "u2"], ["u0", "u2"]),
+            (["u1"], ["u1"]),
+            ([], []),
+            (("u2", "u1"), ["u1", "u2"]),  # a length seen before: its expansion reused
+            (["u0"], ["u0"]),
+            (["nobody", "u0", "u1"], ["u0", "u1"]),
+        )
+        for who, expected in cases:
             rows, _ = await _both(db, conn, sent, query, {"who": who})
             assert [r.initiator for r in rows] == expected
         rows, _ = await _both(

@@ -62,11 +62,25 @@ class DirectResult(IteratorResult[Any]):
         self.returns_rows = returns_rows
 
 
+_MAX_SHAPES = 64  # expanded texts and result shapes kept per compiled statement
+
+
 class _Plan:
     """What is fixed per compiled statement: its text, its bind processors and
-    escaped names, and its result columns (keys, extra keys, types)."""
+    escaped names, its result columns (keys, extra keys, types) and, as they
+    are met, its ``IN``-list expansions by list lengths and its result
+    metadata by column type codes."""
 
-    __slots__ = ("binds", "columns", "escaped", "expanding", "sql")
+    __slots__ = (
+        "binds",
+        "columns",
+        "escaped",
+        "expanding",
+        "expansions",
+        "lists",
+        "results",
+        "sql",
+    )
 
     def __init__(self, compiled: compiler.SQLCompiler) -> None:
         self.expanding = bool(compiled.literal_execute_params or compiled.post_compile_params)
@@ -74,6 +88,37 @@ class _Plan:
         self.binds: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors  # type: ignore[assignment]
         self.escaped: Mapping[str, str] | None = compiled.escaped_bind_names or None
         self.columns = compiled._result_columns
+        # the expanding parameters whose expansion depends on their lengths
+        # alone (scalar IN lists; not literal_execute, not tuples): cacheable
+        self.lists: tuple[str, ...] | None = None
+        if compiled.post_compile_params and not compiled.literal_execute_params:
+            params = compiled.post_compile_params
+            if not any(p.type._is_tuple_type for p in params):
+                self.lists = tuple(compiled.bind_names[p] for p in params)
+        self.expansions: dict[tuple[int, ...], tuple[bytes, dict[str, Any], dict[str, list[str]]]]
+        self.expansions = {}
+        self.results: dict[tuple[Any, ...], SimpleResultMetaData] = {}
+
+    def expand(self, compiled: Any, values: dict[str, Any]) -> tuple[bytes, Mapping[str, Any]]:
+        """The text and bind processors of this call's ``IN`` lists; replaces
+        each list in ``values`` by its numbered elements, as SQLAlchemy does."""
+        shape: tuple[int, ...] | None = None
+        if self.lists is not None and all(
+            isinstance(values.get(name), list | tuple) for name in self.lists
+        ):
+            shape = tuple(len(values[name]) for name in self.lists)
+            hit = self.expansions.get(shape)
+            if hit is not None:
+                sql, binds, expansion = hit
+                for name, keys in expansion.items():
+                    values.update(zip(keys, values.pop(name), strict=True))
+                return sql, binds
+        expanded = compiled._process_parameters_for_postcompile(values)  # updates values
+        sql = expanded.statement.encode()
+        binds = {**self.binds, **expanded.processors}
+        if shape is not None and len(self.expansions) < _MAX_SHAPES:
+            self.expansions[shape] = (sql, binds, dict(expanded.parameter_expansion))
+        return sql, binds
 
 
 def _usable(compiled: Any) -> bool:
@@ -120,12 +165,10 @@ def _plan(
             extracted_parameters=extracted,
             _collected_params=param_dict,
         )
-        binds = plan.binds
+        binds: Mapping[str, Any] = plan.binds
         sql = plan.sql
         if plan.expanding:  # IN lists: the text depends on their lengths, as in SQLAlchemy
-            expanded = compiled._process_parameters_for_postcompile(values)  # updates values
-            sql = expanded.statement.encode()
-            binds = {**binds, **expanded.processors}
+            sql, binds = plan.expand(compiled, values)
         escaped = plan.escaped or {}
         params = {
             escaped.get(key, key): (binds[key](value) if key in binds else value)
@@ -138,22 +181,38 @@ def _plan(
     return plan, sql, params
 
 
+_TEXT_RESULTS: dict[tuple[str, ...], SimpleResultMetaData] = {}  # by column names
+
+
 def _metadata(plan: _Plan | None, description: Any, dialect: Any) -> SimpleResultMetaData:
     """Row keys (and column objects, so ``row._mapping[column]`` works) and
-    the columns' result processors, as SQLAlchemy would build them."""
-    names = [d.name for d in description]
+    the columns' result processors, as SQLAlchemy would build them; built
+    once per statement and result shape."""
     columns = plan.columns if plan is not None else []
-    if len(columns) != len(names):
-        return SimpleResultMetaData(names)
-    processors = [
-        entry.type._cached_result_processor(dialect, d.type_code)
-        for entry, d in zip(columns, description, strict=True)
-    ]
-    return SimpleResultMetaData(
-        [entry.keyname for entry in columns],
-        extra=[entry.objects for entry in columns],
-        _processors=processors if any(processors) else None,
-    )
+    if len(columns) != len(description):  # text: keys only, as SQLAlchemy has them
+        names = tuple(d.name for d in description)
+        found = _TEXT_RESULTS.get(names)
+        if found is None:
+            found = SimpleResultMetaData(names)
+            if len(_TEXT_RESULTS) < 1024:
+                _TEXT_RESULTS[names] = found
+        return found
+    assert plan is not None
+    shape = tuple(d.type_code for d in description)
+    found = plan.results.get(shape)
+    if found is None:
+        processors = [
+            entry.type._cached_result_processor(dialect, code)
+            for entry, code in zip(columns, shape, strict=True)
+        ]
+        found = SimpleResultMetaData(
+            [entry.keyname for entry in columns],
+            extra=[entry.objects for entry in columns],
+            _processors=processors if any(processors) else None,
+        )
+        if len(plan.results) < _MAX_SHAPES:
+            plan.results[shape] = found
+    return found
 
 
 class DirectConnection(AsyncConnection):
