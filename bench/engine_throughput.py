@@ -161,7 +161,7 @@ async def main() -> None:
     poll = Database(args.db, pool_size=2)  # polling stays out of the counts
     engine = Engine(db, SystemClock())
     await engine.deploy(REFERENCE, actor="bench")
-    sql_counts.watch(db.engine.sync_engine)
+    sql_counts.watch_database(db)
     counts_dir = tempfile.mkdtemp(prefix="flowledger-bench-counts-")
     commits_before = await xact_commit(poll)
     workers = start_workers(args.db, args.workers, counts_dir)

@@ -357,7 +357,7 @@ async def main() -> None:
 
     db = Database(args.db)
     await reset(db)
-    sql_counts.watch(db.engine.sync_engine)
+    sql_counts.watch_database(db)
     enqueue_per_s = await bulk_enqueue(
         db, args.jobs, keyed=args.idempotency_keys, one_pool=args.one_pool
     )

@@ -3,15 +3,16 @@ committed transactions, counted with SQLAlchemy event hooks.
 
 A statement is one round trip to the database (``before_cursor_execute``;
 an executemany is one; on PostgreSQL also each statement a
-``DirectConnection`` sends past SQLAlchemy, seen through
-``pg_direct.OBSERVERS``). A commit is one ``commit`` event, or one statement
-run on an autocommit connection (each is its own transaction). The ledger's
-PostgreSQL hot path talks psycopg directly (autocommit, one statement per
-call), so its calls are counted by wrapping :meth:`PgHotPath.run`.
+``DirectConnection`` sends past SQLAlchemy: the engine's ``observers`` in
+the bench process, a wrapped ``DirectConnection._send`` in a worker). A
+commit is one ``commit`` event, or one statement run on an autocommit
+connection (each is its own transaction). The ledger's PostgreSQL hot path
+talks psycopg directly (autocommit, one statement per call), so its calls
+are counted by wrapping :meth:`PgHotPath.run`.
 
-Bench processes call :func:`watch` on the engine under test. Worker
-processes import this module (``flowledger worker --import sql_counts``):
-it then counts every engine of the process and, when
+Bench processes call :func:`watch_database` on the database under test.
+Worker processes import this module (``flowledger worker --import
+sql_counts``): it then counts every engine of the process and, when
 ``FLOWLEDGER_BENCH_COUNTS`` names a directory, writes its totals there at
 exit and on SIGUSR1 (:func:`snapshot`); :func:`collect` sums them.
 """
@@ -33,6 +34,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from flowledger.db import pg_direct
+from flowledger.db.database import Database
 from flowledger.db.pg_hotpath import PgHotPath
 
 ENV = "FLOWLEDGER_BENCH_COUNTS"
@@ -75,11 +77,25 @@ def watch(target: Any) -> None:
     event.listen(target, "before_cursor_execute", _before_execute)
     event.listen(target, "commit", _commit)
 
-    def direct(conn: Any, statement: str) -> None:  # statements sent past SQLAlchemy
-        if target is Engine or conn.sync_engine is target:
-            _count(conn.sync_connection, statement)
+    if target is not Engine:
+        return
+    send = pg_direct.DirectConnection._send  # every direct statement of this process
 
-    pg_direct.OBSERVERS.append(direct)
+    async def counted(
+        self: pg_direct.DirectConnection, driver: Any, plan: Any, sql: bytes, params: Any
+    ) -> Any:
+        _count(self.sync_connection, sql.decode())
+        return await send(self, driver, plan, sql, params)
+
+    pg_direct.DirectConnection._send = counted  # type: ignore[method-assign]
+
+
+def watch_database(db: Database) -> None:
+    """Count the statements and commits of ``db``: its SQLAlchemy engine's
+    and, on PostgreSQL, those it sends past SQLAlchemy."""
+    watch(db.engine.sync_engine)
+    if isinstance(db.engine, pg_direct.DirectEngine):
+        db.engine.observers.append(lambda conn, sql: _count(conn.sync_connection, sql))
 
 
 def reset() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import event
 
-from flowledger.db import pg_direct
 from flowledger.db.database import Database
+from flowledger.db.pg_direct import DirectEngine
 
 
 def listen(db: Database, record: Callable[[str], None]) -> Callable[[], None]:
@@ -22,16 +22,16 @@ def listen(db: Database, record: Callable[[str], None]) -> Callable[[], None]:
     def on_cursor(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         record(statement)
 
-    def on_direct(conn: Any, statement: str) -> None:
-        if conn.sync_engine is engine:
-            record(statement)
+    def on_direct(_conn: Any, statement: str) -> None:
+        record(statement)
 
+    observers = db.engine.observers if isinstance(db.engine, DirectEngine) else []
     event.listen(engine, "before_cursor_execute", on_cursor)
-    pg_direct.OBSERVERS.append(on_direct)
+    observers.append(on_direct)
 
     def remove() -> None:
         event.remove(engine, "before_cursor_execute", on_cursor)
-        pg_direct.OBSERVERS.remove(on_direct)
+        observers.remove(on_direct)
 
     return remove
 

@@ -26,18 +26,22 @@ NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def sent() -> Iterator[list[str]]:
+def sent(db: Database) -> Iterator[list[str]]:
     """The SQL texts sent directly while the test runs."""
     seen: list[str] = []
 
     def observe(_conn: Any, sql: str) -> None:
         seen.append(sql)
 
-    pg_direct.OBSERVERS.append(observe)
+    if db.is_sqlite:
+        yield seen
+        return
+    assert isinstance(db.engine, pg_direct.DirectEngine)
+    db.engine.observers.append(observe)
     try:
         yield seen
     finally:
-        pg_direct.OBSERVERS.remove(observe)
+        db.engine.observers.remove(observe)
 
 
 async def _seed(conn: AsyncConnection) -> int:

@@ -27,8 +27,8 @@ This reads SQLAlchemy internals (``_compile_w_cache``, ``_bind_processors``,
 ``_result_columns``); pyproject pins the minor version and
 tests/integration/test_pg_direct.py compares both paths statement by
 statement, so an upgrade that changes them fails the tests, not production.
-``OBSERVERS`` lets the benchmarks count these statements (SQLAlchemy's
-cursor events do not see them).
+A :class:`DirectEngine`'s ``observers`` let tests and benchmarks see these
+statements (SQLAlchemy's cursor events do not).
 """
 
 from __future__ import annotations
@@ -44,8 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import compiler
 from sqlalchemy.sql.elements import ClauseElement
 
-# called with (connection, SQL text) before each statement sent directly
-OBSERVERS: list[Callable[[AsyncConnection, str], None]] = []
+Observer = Callable[[AsyncConnection, str], None]  # (connection, SQL text), before sending
 
 _PLAN_ATTR = "_flowledger_direct_plan"
 
@@ -181,21 +180,23 @@ def _plan(
     return plan, sql, params
 
 
-_TEXT_RESULTS: dict[tuple[str, ...], SimpleResultMetaData] = {}  # by column names
-
-
-def _metadata(plan: _Plan | None, description: Any, dialect: Any) -> SimpleResultMetaData:
+def _metadata(
+    plan: _Plan | None,
+    description: Any,
+    dialect: Any,
+    text_results: dict[tuple[str, ...], SimpleResultMetaData],
+) -> SimpleResultMetaData:
     """Row keys (and column objects, so ``row._mapping[column]`` works) and
     the columns' result processors, as SQLAlchemy would build them; built
     once per statement and result shape."""
     columns = plan.columns if plan is not None else []
     if len(columns) != len(description):  # text: keys only, as SQLAlchemy has them
         names = tuple(d.name for d in description)
-        found = _TEXT_RESULTS.get(names)
+        found = text_results.get(names)
         if found is None:
             found = SimpleResultMetaData(names)
-            if len(_TEXT_RESULTS) < 1024:
-                _TEXT_RESULTS[names] = found
+            if len(text_results) < 1024:
+                text_results[names] = found
         return found
     assert plan is not None
     shape = tuple(d.type_code for d in description)
@@ -270,7 +271,8 @@ class DirectConnection(AsyncConnection):
         sql: bytes,
         params: Mapping[str, Any] | None,
     ) -> DirectResult:
-        for observe in OBSERVERS:
+        engine: DirectEngine = self.engine  # type: ignore[assignment]
+        for observe in engine.observers:
             observe(self, sql.decode())
         try:
             cursor = driver.cursor(row_factory=tuple_row)
@@ -289,15 +291,30 @@ class DirectConnection(AsyncConnection):
             ) from error
         if description is None:
             return DirectResult(SimpleResultMetaData([]), [], cursor.rowcount, False)
-        metadata = _metadata(plan, description, self.sync_connection.dialect)  # type: ignore[union-attr]
+        dialect = self.sync_connection.dialect  # type: ignore[union-attr]
+        metadata = _metadata(plan, description, dialect, engine.text_results)
         return DirectResult(metadata, rows, cursor.rowcount, True)
 
 
 class DirectEngine(AsyncEngine):
-    """An ``AsyncEngine`` whose connections are :class:`DirectConnection`
-    (engines derived by ``execution_options`` keep the class)."""
+    """An ``AsyncEngine`` whose connections are :class:`DirectConnection`.
+    ``observers`` are called before each statement sent directly; engines
+    derived by ``execution_options`` keep the class, the observers and the
+    result metadata of text statements (by column names)."""
 
     _connection_cls = DirectConnection
 
+    def __init__(
+        self,
+        sync_engine: Any,
+        observers: list[Observer] | None = None,
+        text_results: dict[tuple[str, ...], SimpleResultMetaData] | None = None,
+    ) -> None:
+        super().__init__(sync_engine)
+        self.observers: list[Observer] = observers if observers is not None else []
+        self.text_results = text_results if text_results is not None else {}
+
     def execution_options(self, **options: Any) -> DirectEngine:
-        return DirectEngine(self.sync_engine.execution_options(**options))
+        return DirectEngine(
+            self.sync_engine.execution_options(**options), self.observers, self.text_results
+        )

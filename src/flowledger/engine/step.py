@@ -29,6 +29,7 @@ from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.write_buffer import add_job, add_outbox, add_trace
 from flowledger.ledger.models import JobSpec
+from flowledger.ledger.receipts import RowLock
 
 
 @dataclass
@@ -213,17 +214,23 @@ async def lock_task_instance(conn: AsyncConnection, task_id: int) -> dict[str, A
     return dict(row)
 
 
-class FirstLock:
+class FirstLock(RowLock):
     """A job step's ``lock_first`` that locks the instance row and keeps it,
     so the engine step opened after it in the same transaction (``open_step(...,
-    locked=lock.row)``) does not read the row a second time."""
+    locked=lock.row)``) does not read the row a second time. A
+    :class:`RowLock`: on PostgreSQL it is taken in the job lock's statement."""
+
+    query = _LOCK_INSTANCE
 
     def __init__(self, instance_id: int) -> None:
         self.instance_id = instance_id
+        self.params = {"instance_id": instance_id}
         self.row: dict[str, Any] | None = None
 
-    async def __call__(self, conn: AsyncConnection) -> None:
-        self.row = await lock_instance(conn, self.instance_id)
+    def take(self, row: dict[str, Any] | None) -> None:
+        if row is None:
+            raise InstanceNotFound(f"instance {self.instance_id} not found", field="instanceId")
+        self.row = row
 
 
 async def open_step(

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
+from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
@@ -28,6 +29,26 @@ from flowledger.ledger.models import Fence, Outcome
 T = TypeVar("T")
 
 StepFn = Callable[[AsyncConnection], Awaitable[Any]]
+
+
+class RowLock:
+    """A ``lock_first`` that is one row's ``SELECT … FOR UPDATE`` (``query``
+    with ``params``; its first column never null), so that the driver can
+    take it with the job's fenced lock in one statement, row first (L-13).
+    :meth:`take` receives the locked row (None: not found) and may raise."""
+
+    query: Select[Any]
+    params: dict[str, Any]
+
+    def take(self, row: dict[str, Any] | None) -> None:
+        raise NotImplementedError
+
+    async def __call__(self, conn: AsyncConnection) -> None:
+        row = (await conn.execute(self.query, self.params)).mappings().first()
+        self.take(dict(row) if row is not None else None)
+
+
+LockFirst = Callable[[AsyncConnection], Awaitable[None]] | RowLock
 
 
 async def receipt_get(conn: AsyncConnection, operation_key: str, step_key: str) -> tuple[bool, Any]:
@@ -43,13 +64,14 @@ async def run_step(
     fn: StepFn,
     *,
     now: Callable[[], datetime],
-    lock_first: Callable[[AsyncConnection], Awaitable[None]] | None = None,
+    lock_first: LockFirst | None = None,
     confirm_side_effect: bool = False,
     settle: Callable[[Any], Outcome | None] | None = None,
     started_at: datetime | None = None,
 ) -> Any:
     """Run ``fn(conn)`` once per operation: in one transaction, lock (the
-    caller's instance row via ``lock_first``, then) the job row fenced,
+    caller's instance row via ``lock_first``, then) the job row fenced — one
+    statement on PostgreSQL when ``lock_first`` is a :class:`RowLock` —
     return the committed receipt's result if there is one, else run ``fn`` and
     commit its result as the receipt. ``fn``'s result must be JSON-serialisable.
     With ``settle``, the attempt (which started at ``started_at``) also
@@ -57,11 +79,17 @@ async def run_step(
     Raises :class:`~flowledger.errors.LeaseLostError` when the executor is stale."""
     driver = ledger_driver(db)
     async with db.begin() as conn:
-        if lock_first is not None:
-            await lock_first(conn)
-        found, result = await driver.job_lock_fenced_receipt(
-            conn, fence, operation_key, step_key, now=now()
-        )
+        if isinstance(lock_first, RowLock):  # its row and the job's, in one call
+            row, found, result = await driver.job_lock_fenced_receipt_first(
+                conn, lock_first.query, lock_first.params, fence, operation_key, step_key, now=now()
+            )
+            lock_first.take(row)
+        else:
+            if lock_first is not None:
+                await lock_first(conn)
+            found, result = await driver.job_lock_fenced_receipt(
+                conn, fence, operation_key, step_key, now=now()
+            )
         # "check before and after writing" (L-13): the row lock held since the
         # first check makes a second check redundant within this transaction.
         if not found:

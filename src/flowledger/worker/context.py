@@ -19,7 +19,7 @@ from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.ledger.fencing import job_mark_side_effect
 from flowledger.ledger.models import ClaimedJob, Outcome, OutcomeKind
-from flowledger.ledger.receipts import run_step
+from flowledger.ledger.receipts import LockFirst, run_step
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class JobContext:
         key: str,
         fn: Callable[[AsyncConnection], Awaitable[Any]],
         *,
-        lock_first: Callable[[AsyncConnection], Awaitable[None]] | None = None,
+        lock_first: LockFirst | None = None,
         completes: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Run the internal step ``key`` once per operation: its business write

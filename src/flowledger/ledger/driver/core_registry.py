@@ -15,10 +15,11 @@ fewer per step).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, or_, select, update
+from sqlalchemy import Select, and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.dialects import upsert
@@ -35,26 +36,43 @@ from flowledger.states import JobStatus
 # values bound per call. Only the job row is locked (FOR UPDATE OF; on SQLite
 # FOR UPDATE compiles to nothing: BEGIN IMMEDIATE already excludes writers).
 # ``effects.id`` tells a missing receipt from one whose result is JSON null.
+JOB_WITH_RECEIPT = jobs.outerjoin(
+    effects,
+    and_(
+        effects.c.operation_key == bindparam("operation_key"),
+        effects.c.step_key == bindparam("step_key"),
+    ),
+)
+FENCE_HOLDS = (
+    jobs.c.id == bindparam("job_id"),
+    jobs.c.generation == bindparam("generation"),
+    jobs.c.lease_token == bindparam("lease_token"),
+    jobs.c.status == JobStatus.RUNNING.value,
+    jobs.c.execution_deadline > bindparam("now"),
+)
 _LOCK_FENCED_RECEIPT = (
     select(jobs.c.id, effects.c.id.label("receipt_id"), effects.c.result)
-    .select_from(
-        jobs.outerjoin(
-            effects,
-            and_(
-                effects.c.operation_key == bindparam("operation_key"),
-                effects.c.step_key == bindparam("step_key"),
-            ),
-        )
-    )
-    .where(
-        jobs.c.id == bindparam("job_id"),
-        jobs.c.generation == bindparam("generation"),
-        jobs.c.lease_token == bindparam("lease_token"),
-        jobs.c.status == JobStatus.RUNNING.value,
-        jobs.c.execution_deadline > bindparam("now"),
-    )
+    .select_from(JOB_WITH_RECEIPT)
+    .where(*FENCE_HOLDS)
     .with_for_update(of=jobs)
 )
+
+
+FENCE_NAMES = ("operation_key", "step_key", "job_id", "generation", "lease_token", "now")
+
+
+def fence_params(fence: Fence, operation_key: str, step_key: str, now: datetime) -> dict[str, Any]:
+    """The bound values of :data:`FENCE_HOLDS` and :data:`JOB_WITH_RECEIPT`."""
+    return {
+        "operation_key": operation_key,
+        "step_key": step_key,
+        "job_id": fence.job_id,
+        "generation": fence.generation,
+        "lease_token": fence.lease_token,
+        "now": now,
+    }
+
+
 # receipt_put's statements, built once (building ``insert().values(…)`` per
 # call cost ~0.1 ms of Python, twice per engine step through a delay)
 _PUT_RECEIPT = effects.insert()
@@ -92,15 +110,7 @@ class RegistryCore:
         (found, result) of the step's committed receipt."""
         row = (
             await conn.execute(
-                _LOCK_FENCED_RECEIPT,
-                {
-                    "operation_key": operation_key,
-                    "step_key": step_key,
-                    "job_id": fence.job_id,
-                    "generation": fence.generation,
-                    "lease_token": fence.lease_token,
-                    "now": now,
-                },
+                _LOCK_FENCED_RECEIPT, fence_params(fence, operation_key, step_key, now)
             )
         ).first()
         if row is None:
@@ -108,6 +118,25 @@ class RegistryCore:
         if row.receipt_id is None:
             return (False, None)
         return (True, row.result)
+
+    async def job_lock_fenced_receipt_first(
+        self,
+        conn: AsyncConnection,
+        first: Select[Any],
+        first_params: Mapping[str, Any],
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+    ) -> tuple[dict[str, Any] | None, bool, Any]:
+        """``first``'s row lock, then :meth:`job_lock_fenced_receipt`: two
+        statements, in that order (L-13)."""
+        row = (await conn.execute(first, dict(first_params))).mappings().first()
+        found, result = await self.job_lock_fenced_receipt(
+            conn, fence, operation_key, step_key, now=now
+        )
+        return (dict(row) if row is not None else None, found, result)
 
     async def receipt_put(
         self,

@@ -14,10 +14,11 @@ prepared statements. One statement per operation, two transports.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import Select, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
@@ -36,7 +37,16 @@ from flowledger.db.pg_ledger import (
     settle_one_with_receipt_params,
     settle_success_params,
 )
+from flowledger.db.schema import workflow_job_effects as effects
+from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.errors import LeaseLostError
 from flowledger.ledger.driver.core import CoreLedger
+from flowledger.ledger.driver.core_registry import (
+    FENCE_HOLDS,
+    FENCE_NAMES,
+    JOB_WITH_RECEIPT,
+    fence_params,
+)
 from flowledger.ledger.driver.job_values import BATCH_COLUMNS, duration_ms, is_plain_success
 from flowledger.ledger.models import Fence, Outcome, OutcomeKind, SuccessRow
 
@@ -161,6 +171,60 @@ class PostgresLedger(CoreLedger):
         )
         settled = await conn.exec_driver_sql(SETTLE_ONE_WITH_RECEIPT_SQL, params)
         return settled.first() is not None
+
+    async def job_lock_fenced_receipt_first(
+        self,
+        conn: AsyncConnection,
+        first: Select[Any],
+        first_params: Mapping[str, Any],
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+    ) -> tuple[dict[str, Any] | None, bool, Any]:
+        """One statement: ``first`` as a ``MATERIALIZED`` CTE joined to the
+        fenced job row, which is locked (``FOR UPDATE OF workflow_jobs``) only
+        as the joined row leaves the join — after the CTE has locked
+        ``first``'s row, so the lock order stays L-13's."""
+        merged, keys = _with_first(first)
+        params = {**first_params, **fence_params(fence, operation_key, step_key, now)}
+        row = (await conn.execute(merged, params)).mappings().first()
+        if row is None:
+            raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
+        locked = {key: row[key] for key in keys} if row[keys[0]] is not None else None
+        found = row[_RECEIPT_ID] is not None
+        return (locked, found, row[_RESULT] if found else None)
+
+
+_JOB_ID, _RECEIPT_ID, _RESULT = "fence_job_id", "fence_receipt_id", "fence_result"
+_MERGED_ATTR = "_flowledger_with_first"  # the merged statement, kept on its first query
+
+
+def _with_first(first: Select[Any]) -> tuple[Select[Any], list[str]]:
+    """The merged statement of ``first`` (built once per query object) and
+    ``first``'s column keys."""
+    hit: tuple[Select[Any], list[str]] | None = getattr(first, _MERGED_ATTR, None)
+    if hit is not None:
+        return hit
+    cte = first.cte("first_lock").prefix_with("MATERIALIZED")
+    keys = [c.key for c in cte.c]
+    clash = {*keys, *first.compile().params} & {_JOB_ID, _RECEIPT_ID, _RESULT, *FENCE_NAMES}
+    if clash:
+        raise ValueError(f"the first lock's names {sorted(clash)} are the fence's")
+    merged = (
+        select(
+            jobs.c.id.label(_JOB_ID),
+            effects.c.id.label(_RECEIPT_ID),
+            effects.c.result.label(_RESULT),
+            *cte.c,
+        )
+        .select_from(JOB_WITH_RECEIPT.outerjoin(cte, true()))
+        .where(*FENCE_HOLDS)
+        .with_for_update(of=jobs)
+    )
+    setattr(first, _MERGED_ATTR, (merged, keys))  # a statement is immutable: built once
+    return merged, keys
 
 
 class PostgresFastLedger(PostgresLedger):

@@ -13,10 +13,11 @@ matters.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
@@ -225,6 +226,25 @@ class LedgerDriver(Protocol):
         """:meth:`job_lock_fenced` and :meth:`receipt_get` in one round trip:
         lock the job row if ``fence`` still owns it, else raise
         LeaseLostError; (found, result) of the step's committed receipt."""
+
+    async def job_lock_fenced_receipt_first(
+        self,
+        conn: AsyncConnection,
+        first: Select[Any],
+        first_params: Mapping[str, Any],
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+    ) -> tuple[dict[str, Any] | None, bool, Any]:
+        """Lock ``first``'s row (a ``SELECT … FOR UPDATE`` of one row, its
+        first column never null, run with ``first_params``: the caller's
+        lock that comes before the job's, L-13), then
+        :meth:`job_lock_fenced_receipt`: (that row or None, found, result).
+        LeaseLostError when ``fence`` no longer owns the job, whether or not
+        ``first`` found its row. PostgreSQL: one statement (``first`` as a
+        CTE, locked before the job row)."""
 
     async def receipt_put(
         self,
