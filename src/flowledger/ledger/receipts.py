@@ -3,7 +3,8 @@ receipt in ``workflow_job_effects`` commit in one fenced transaction; a retry
 of the same operation finds the committed receipt and reuses its result
 instead of writing again. The receipts themselves are the ledger driver's
 (``job_lock_fenced_receipt`` — the fenced job lock and the receipt read in
-one statement — and ``receipt_put``); this module runs a step around them.
+one statement, with the caller's own row lock before it when that is a
+:class:`RowLock` — and ``receipt_put``); this module runs a step around them.
 
 A step that is its attempt's last write may also settle the attempt in its
 own transaction (``settle``; River's ``JobCompleteTx``): the job is
