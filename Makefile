@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m compileall -q src  # an editable install writes no bytecode (see docs/performance.md)
 	touch $(STAMP)
 
 install: $(STAMP)
