@@ -100,7 +100,7 @@ async def _both(
 
 async def test_selects_give_sqlalchemys_rows_types_and_keys(db: Database, sent: list[str]) -> None:
     async with db.begin() as conn:
-        await _seed(conn)
+        definition_id = await _seed(conn)
         if not db.is_sqlite:  # psycopg then returns +08:00 values: the type must make them UTC
             await conn.exec_driver_sql("SET LOCAL TIME ZONE 'Asia/Shanghai'")
         rows, _ = await _both(
@@ -125,7 +125,9 @@ async def test_selects_give_sqlalchemys_rows_types_and_keys(db: Database, sent: 
     assert rows[1].created_at == NOW + timedelta(minutes=2)
     assert rows[1].created_at.tzinfo == UTC  # aware UTC, as UTCDateTime promises
     assert rows[0]._mapping[workflow_instances.c.form_data] == rows[0].form_data
-    assert rows[0].id != rows[0].id_1 or rows[0].id == 1  # both ids keyed, the second deduplicated
+    # both ids keyed: the instance's as "id", the definition's deduplicated as "id_1"
+    assert [r.id_1 for r in rows] == [definition_id, definition_id]
+    assert rows[0]._mapping[workflow_definitions.c.id] == definition_id
 
 
 async def test_in_lists_of_any_length(db: Database, sent: list[str]) -> None:

@@ -10,7 +10,10 @@ side-effect marker in that transaction, so a crash before settlement retries
 the job (which then reuses the receipt) instead of dead-lettering it.
 :meth:`RegistryCore.job_lock_fenced_receipt` takes a step's fenced job lock
 and reads its receipt in one statement (issue 15 item 2: one round trip
-fewer per step).
+fewer per step); :meth:`RegistryCore.job_lock_fenced_receipt_first` runs
+the caller's own row lock before it (the PostgreSQL driver makes the two
+one statement). The fence's conditions and the receipt's join are shared
+with that driver (:data:`FENCE_HOLDS`, :data:`JOB_WITH_RECEIPT`).
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from flowledger.errors import LeaseLostError
 from flowledger.ledger.models import Fence, NodeInfo
 from flowledger.states import JobStatus
 
-# The fence of job_lock_fenced (same generation and lease token, running,
-# deadline not reached) with the step's receipt LEFT JOINed: built once, the
-# values bound per call. Only the job row is locked (FOR UPDATE OF; on SQLite
-# FOR UPDATE compiles to nothing: BEGIN IMMEDIATE already excludes writers).
+# The fence of job_lock_fenced (FENCE_HOLDS: same generation and lease
+# token, running, deadline not reached) with the step's receipt LEFT JOINed
+# (JOB_WITH_RECEIPT): built once, the values bound per call. Only the job
+# row is locked (FOR UPDATE OF; on SQLite FOR UPDATE compiles to nothing:
+# BEGIN IMMEDIATE already excludes writers).
 # ``effects.id`` tells a missing receipt from one whose result is JSON null.
 JOB_WITH_RECEIPT = jobs.outerjoin(
     effects,

@@ -4,6 +4,10 @@ and batch success settlement: each is one data-modifying CTE
 round trip. A bulk insert is one statement of fixed text per batch
 (``unnest`` arrays; a JSON document up to 64 rows), in the caller's
 transaction, which also publishes the wake hints of the pools it gave jobs.
+In a step's transaction, the receipt with the attempt's settlement
+(``receipt_put_and_settle``) and the caller's row lock with the fenced job
+lock (``job_lock_fenced_receipt_first``: the row a ``MATERIALIZED`` CTE,
+locked first) are one statement each.
 
 :class:`PostgresLedger` sends those statements over a pooled autocommit
 connection; :class:`PostgresFastLedger` (the hot path of a worker's pools
