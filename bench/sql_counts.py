@@ -88,6 +88,7 @@ def watch(target: Any) -> None:
         return await send(self, driver, plan, sql, params)
 
     pg_direct.DirectConnection._send = counted  # type: ignore[method-assign]
+    _EVERY_ENGINE.append(True)
 
 
 def watch_database(db: Database) -> None:
@@ -95,7 +96,15 @@ def watch_database(db: Database) -> None:
     and, on PostgreSQL, those it sends past SQLAlchemy."""
     watch(db.engine.sync_engine)
     if isinstance(db.engine, pg_direct.DirectEngine):
-        db.engine.observers.append(lambda conn, sql: _count(conn.sync_connection, sql))
+        db.engine.observers.append(_observe_direct)
+
+
+_EVERY_ENGINE: list[bool] = []  # set once watch(Engine) wrapped DirectConnection._send
+
+
+def _observe_direct(conn: Any, sql: str) -> None:
+    if not _EVERY_ENGINE:  # else the wrapped _send counts it already (an in-process worker)
+        _count(conn.sync_connection, sql)
 
 
 def reset() -> None:

@@ -44,10 +44,6 @@ class RowLock:
     def take(self, row: dict[str, Any] | None) -> None:
         raise NotImplementedError
 
-    async def __call__(self, conn: AsyncConnection) -> None:
-        row = (await conn.execute(self.query, self.params)).mappings().first()
-        self.take(dict(row) if row is not None else None)
-
 
 LockFirst = Callable[[AsyncConnection], Awaitable[None]] | RowLock
 
