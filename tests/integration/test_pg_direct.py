@@ -10,10 +10,14 @@ takes the direct path) the same expectations hold through SQLAlchemy."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import bindparam, exc, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -305,3 +309,59 @@ async def test_outside_a_transaction_sqlalchemy_autobegins(db: Database, sent: l
             )
         ).scalar_one()
     assert status == "approved"
+
+
+def _terminate(db: Database, pid: int) -> None:
+    """Ends backend ``pid`` from another connection, as a database restart or
+    an administrator's ``pg_terminate_backend`` does."""
+    url = db.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # a server that drops the connection
+@pytest.mark.parametrize("path", ["direct", "sqlalchemy"])
+async def test_a_dropped_connection_is_invalidated_and_the_next_transaction_works(
+    db: Database,
+    sent: list[str],
+    path: str,
+    recwarn: pytest.WarningsRecorder,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A statement on a connection the server dropped (a restart under a
+    running worker, issue 17 item 12) raises SQLAlchemy's OperationalError
+    marked ``connection_invalidated``; the transaction's rollback and the
+    check-in never touch the dropped socket (no ``MissingGreenlet``, no
+    never-awaited reconnect), and the next transaction gets a live
+    connection. Without handing the psycopg error to SQLAlchemy's handler the
+    direct path raised ``MissingGreenlet`` out of ``Database.begin``, or the
+    rollback's "connection is lost" in place of the statement's error."""
+    caplog.set_level(logging.WARNING, logger="sqlalchemy")
+    for _ in range(2):  # the second round reuses the pool after the first drop
+        with pytest.raises(exc.OperationalError) as raised:
+            async with db.begin() as conn:
+                pid = (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+                await asyncio.to_thread(_terminate, db, pid)
+                before = len(sent)
+                if path == "direct":
+                    await conn.execute(select(workflow_instances.c.id))
+                    assert len(sent) == before + 1
+                else:  # an executemany goes through SQLAlchemy
+                    await conn.execute(
+                        update(workflow_instances)
+                        .where(workflow_instances.c.id == bindparam("i"))
+                        .values(status="canceled"),
+                        [{"i": 1}, {"i": 2}],
+                    )
+        assert raised.value.connection_invalidated
+        assert "pg_backend_pid" not in str(raised.value.statement)  # the failed statement's
+        assert "workflow_instances" in str(raised.value.statement)  # error, not the rollback's
+        gc.collect()  # a connection left checked out would be finalized here
+        async with db.begin() as conn:
+            assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
+    pool = db.engine.sync_engine.pool
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    # the pool logged no failed reset or close (psycopg's own pipeline may
+    # warn that it could not end the executemany's pipeline: that is fine)
+    assert not [r for r in caplog.records if r.name.startswith("sqlalchemy")]

@@ -180,8 +180,14 @@ class Database:
                     for buffer in list(buffers.values()):
                         await buffer.flush()
             finally:
-                conn.info.pop(_PRE_COMMIT, None)
-                pools = wake.take_pending(conn)
+                # a connection invalidated by a disconnect has lost its info
+                # with its pool record, and reading it would reconnect here
+                # (outside SQLAlchemy's greenlet): nothing to clear or publish
+                if conn.invalidated:
+                    pools = set()
+                else:
+                    conn.info.pop(_PRE_COMMIT, None)
+                    pools = wake.take_pending(conn)
         # reached only when the transaction committed
         for pool in pools:
             self.hub.signal(pool)

@@ -21,7 +21,10 @@ SQLAlchemy expands them. Everything else (an executemany, a statement on a
 connection SQLAlchemy has not begun), and every statement on SQLite, goes
 through SQLAlchemy as before. psycopg errors, and values a bind processor
 refuses, are raised as SQLAlchemy raises them (``IntegrityError``,
-``OperationalError``, ``StatementError`` …).
+``OperationalError``, ``StatementError`` …); a psycopg error goes through
+SQLAlchemy's own handler, so a lost connection is invalidated as on
+SQLAlchemy's path (its rollback and check-in then never touch the dropped
+socket).
 
 This reads SQLAlchemy internals (``_compile_w_cache``, ``_bind_processors``,
 ``_result_columns``); pyproject pins the minor version and
@@ -43,6 +46,7 @@ from sqlalchemy.engine.result import IteratorResult, SimpleResultMetaData
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import compiler
 from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.util import greenlet_spawn
 
 Observer = Callable[[AsyncConnection, str], None]  # (connection, SQL text), before sending
 
@@ -280,15 +284,17 @@ class DirectConnection(AsyncConnection):
             description = cursor.description
             rows = await cursor.fetchall() if description is not None else []
         except psycopg.Error as error:
-            dialect: Any = self.sync_connection.dialect  # type: ignore[union-attr]
-            raise sa_exc.DBAPIError.instance(
-                sql.decode(),
-                params,
-                error,
-                psycopg.Error,
-                dialect=dialect,
-                connection_invalidated=dialect.is_disconnect(error, driver, None),
-            ) from error
+            # SQLAlchemy's own handler: the same exception class, handle_error
+            # events, and on a disconnect the connection (and the pool's older
+            # connections) invalidated, so the rollback and check-in that
+            # follow do not talk to a socket the server dropped. It always
+            # raises; it needs the greenlet its rollback and close run in.
+            sync = self.sync_connection
+            assert sync is not None
+            await greenlet_spawn(
+                sync._handle_dbapi_exception, error, sql.decode(), params, None, None
+            )
+            raise  # not reached: the handler raises
         if description is None:
             return DirectResult(SimpleResultMetaData([]), [], cursor.rowcount, False)
         dialect = self.sync_connection.dialect  # type: ignore[union-attr]
