@@ -60,10 +60,14 @@ def _before_execute(conn: Any, _cursor: Any, statement: str, *_args: Any) -> Non
     _count(conn, statement)
 
 
-def _count(conn: Any, statement: str) -> None:
+_BY_SQL = bool(os.environ.get(BY_SQL_ENV))  # read once: the counting hooks run per statement
+
+
+def _count(conn: Any, statement: str | bytes) -> None:
     TOTALS.statements += 1
-    if os.environ.get(BY_SQL_ENV):
-        BY_SQL[" ".join(statement.split())[:90]] += 1
+    if _BY_SQL:
+        text = statement.decode() if isinstance(statement, bytes) else statement
+        BY_SQL[" ".join(text.split())[:90]] += 1
     if conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
         TOTALS.commits += 1
 
@@ -84,7 +88,7 @@ def watch(target: Any) -> None:
     async def counted(
         self: pg_direct.DirectConnection, driver: Any, plan: Any, sql: bytes, params: Any
     ) -> Any:
-        _count(self.sync_connection, sql.decode())
+        _count(self.sync_connection, sql)  # decoded only for the by-statement tally
         return await send(self, driver, plan, sql, params)
 
     pg_direct.DirectConnection._send = counted  # type: ignore[method-assign]

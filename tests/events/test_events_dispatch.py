@@ -15,12 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from flowledger.clock import ManualClock
+from flowledger.db.automation_schema import workflow_automation_rules
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
+from flowledger.db.event_schema import workflow_event_subscriptions
 from flowledger.events import dispatch
+from flowledger.events import outbox as outbox_module
 from flowledger.events.dispatch import _saga_node_key, dispatch_pending
 from flowledger.events.relay import EventRelay
 from flowledger.handlers.services import engine_services
@@ -279,3 +282,121 @@ def test_a_delivery_about_a_failure_names_no_node_for_saga_C7(
     # a receiver that a node failed did nothing that needs undoing
     event = {"event_type": event_type, "payload": {"nodeKey": "erp"}}
     assert _saga_node_key(event) == expected
+
+
+def _reads_payloads(statements: list[str]) -> bool:
+    """Whether a statement read the outbox rows themselves (the fan-out path)."""
+    return any(
+        "FROM workflow_event_outbox" in s and "workflow_event_outbox.payload" in s
+        for s in statements
+    )
+
+
+async def test_with_nobody_listening_a_batch_is_dispatched_in_one_statement_X5(
+    db: Database, clock: ManualClock, secret_key: str
+) -> None:
+    """No live enabled subscription and no enabled rule in any tenant (a
+    disabled and a deleted subscription do not listen): the batch becomes
+    dispatched by one statement that reads no payload; a full batch still
+    enqueues the next job, and the rest follows (issue 15)."""
+    await subscribe(db, clock, URL, enabled=False)
+    deleted, _ = await subscribe(db, clock, URL)
+    async with db.begin() as conn:
+        await conn.execute(
+            update(workflow_event_subscriptions)
+            .where(workflow_event_subscriptions.c.id == deleted)
+            .values(deleted_at=clock.now())
+        )
+    ids = [await add_outbox_row(db, clock.now()) for _ in range(5)]
+    with statement_watch.watched(db) as statements:
+        async with db.begin() as conn:
+            report = await dispatch_pending(conn, now=clock.now(), limit=3)
+    assert (report.events, report.hits, report.automation_jobs) == (3, 0, 0)
+    outbox_statements = [s for s in statements if "workflow_event_outbox" in s]
+    assert len(outbox_statements) == 2  # the batch, then the next job's oldest row
+    assert outbox_statements[0].lstrip().upper().startswith("UPDATE")
+    assert not _reads_payloads(statements)
+    (job,) = await jobs_of(db, "event_dispatch")
+    assert (job["id"], job["idempotency_key"]) == (report.next_job_id, f"event_dispatch:{ids[3]}")
+    rows = await outbox(db)
+    assert [e["status"] for e in rows] == ["dispatched"] * 3 + ["pending"] * 2
+    assert all(e["dispatched_at"] == clock.now() for e in rows[:3])
+    async with db.begin() as conn:
+        last = await dispatch_pending(conn, now=clock.now(), limit=3)
+    assert (last.events, last.next_job_id) == (2, None)
+    assert [e["status"] for e in await outbox(db)] == ["dispatched"] * 5
+    assert await hits(db) == []
+
+
+@pytest.mark.parametrize("listener", ["subscription in another tenant", "automation rule"])
+async def test_a_listener_in_any_tenant_sends_the_batch_through_the_fan_out_X5_X6(
+    db: Database, clock: ManualClock, secret_key: str, listener: str
+) -> None:
+    """One live subscription or enabled rule anywhere, even in a tenant none of
+    the events belong to, and the batch is read and matched event by event."""
+    if listener == "automation rule":
+        async with db.begin() as conn:
+            await conn.execute(
+                workflow_automation_rules.insert().values(
+                    tenant_id="acme",
+                    name="r",
+                    event_types=["custom.*"],
+                    actions=[],
+                    enabled=True,
+                    created_by="dev",
+                    created_at=clock.now(),
+                    updated_at=clock.now(),
+                )
+            )
+    else:
+        await subscribe(db, clock, URL, tenant="acme")
+    await add_outbox_row(db, clock.now())
+    with statement_watch.watched(db) as statements:
+        async with db.begin() as conn:
+            report = await dispatch_pending(conn, now=clock.now())
+    assert (report.events, report.hits) == (1, 0)  # the listener is another tenant's
+    assert _reads_payloads(statements)
+    assert [e["status"] for e in await outbox(db)] == ["dispatched"]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # the planner's choice
+async def test_the_unheard_batch_reads_the_outbox_by_index_X5(
+    db: Database, clock: ManualClock
+) -> None:
+    """The one-statement dispatch finds its batch through the pending index
+    and its rows through the primary key, never by reading the whole outbox
+    (``IN (batch)`` was planned as a hash semi-join over a sequential scan)."""
+    async with db.begin() as conn:
+        await conn.execute(
+            workflow_event_outbox.insert(),
+            [
+                {
+                    "tenant_id": "default",
+                    "event_type": "custom.event",
+                    "payload": {},
+                    "status": "dispatched" if i % 10 else "pending",
+                    "trace_id": "t",
+                    "created_at": clock.now(),
+                }
+                for i in range(5000)
+            ],
+        )
+    query = outbox_module.unheard_update(
+        "postgresql", 200, now=clock.now(), nobody_listens=dispatch.nobody_listens()
+    )
+    async with db.begin() as conn:
+        await conn.execute(text("ANALYZE workflow_event_outbox"))
+        compiled = query.compile(dialect=conn.dialect)
+        plan = (
+            await conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + str(compiled), compiled.params)
+        ).scalar_one()
+    scans: list[tuple[str, str]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if node.get("Relation Name") == "workflow_event_outbox":
+            scans.append((node["Node Type"], node.get("Index Name", "")))
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    assert scans and all(kind != "Seq Scan" for kind, _ in scans), scans

@@ -1,10 +1,14 @@
 """The body of an ``event_dispatch`` job (SPEC E-10, X-5, X-6): fan a batch
 of outbox events out to subscriptions and automation rules.
 
-In the job's step-receipt transaction, :func:`dispatch_pending` takes the
-oldest pending outbox rows (at most :data:`BATCH_SIZE`; SKIP LOCKED on
-PostgreSQL), loads the enabled subscriptions of their tenants once, and for
-each event, inside a savepoint:
+In the job's step-receipt transaction, :func:`dispatch_pending` first marks
+the oldest pending outbox rows (at most :data:`BATCH_SIZE`; SKIP LOCKED on
+PostgreSQL) ``dispatched`` in one statement when no live subscription and
+no enabled automation rule exists in any tenant — the check is in the same
+statement as the rows' locks; the payloads are not read, nothing is matched
+(issue 15). Otherwise it takes the oldest pending rows the same way, loads
+the enabled subscriptions of their tenants once, and for each event, inside
+a savepoint:
 
 - for every matching subscription (tenant, event types, definition filter),
   records the hit (UNIQUE per subscription and event, so a re-dispatched
@@ -31,10 +35,13 @@ from datetime import datetime
 from typing import Any
 
 import structlog
+from sqlalchemy import ColumnElement, and_, exists
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.automation_schema import workflow_automation_rules as rules_table
 from flowledger.db.engine_schema import workflow_trace
+from flowledger.db.event_schema import workflow_event_subscriptions as subscriptions_table
 from flowledger.events import hits, outbox
 from flowledger.events.automation import enqueue_automation
 from flowledger.events.automation_store import tenants_with_rules
@@ -141,11 +148,28 @@ async def _trace_failure(
     )
 
 
+def nobody_listens() -> ColumnElement[bool]:
+    """No live enabled subscription and no enabled automation rule, in any
+    tenant: every event is dispatched with nothing to write."""
+    return and_(
+        ~exists().where(
+            subscriptions_table.c.enabled.is_(True), subscriptions_table.c.deleted_at.is_(None)
+        ),
+        ~exists().where(rules_table.c.enabled.is_(True)),
+    )
+
+
 async def dispatch_pending(
     conn: AsyncConnection, *, now: datetime, limit: int = BATCH_SIZE
 ) -> DispatchReport:
     """Dispatch one batch in the caller's transaction (see the module docstring)."""
     report = DispatchReport()
+    unheard = await outbox.settle_unheard(conn, limit, now=now, nobody_listens=nobody_listens())
+    if unheard:  # no subscription or rule anywhere: nothing to fan out
+        report.events = len(unheard)
+        if len(unheard) == limit:
+            report.next_job_id = await outbox.ensure_dispatch_job(conn, now=now)
+        return report
     events = await outbox.take_pending(conn, limit)
     if not events:
         return report

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, Update, any_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
@@ -95,6 +95,46 @@ async def take_pending(conn: AsyncConnection, limit: int) -> list[dict[str, Any]
         .with_for_update(skip_locked=True)
     )
     return [dict(r) for r in (await conn.execute(query)).mappings().all()]
+
+
+def unheard_update(
+    dialect: str, limit: int, *, now: datetime, nobody_listens: ColumnElement[bool]
+) -> Update:
+    """The statement of :func:`settle_unheard` for ``dialect``."""
+    batch = (
+        select(outbox.c.id)
+        .where(outbox.c.status == "pending")
+        .order_by(*_ORDER)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+    # PostgreSQL: ``id = ANY(ARRAY(batch))``, the batch an InitPlan the pk
+    # index serves (``IN (batch)`` was planned as a hash semi-join over a
+    # sequential scan of the whole outbox)
+    taken = (
+        outbox.c.id == any_(func.array(batch))
+        if dialect == "postgresql"
+        else outbox.c.id.in_(batch)
+    )
+    return (
+        update(outbox)
+        .where(taken, nobody_listens)
+        .values(status="dispatched", dispatched_at=now)
+        .returning(outbox.c.id)
+    )
+
+
+async def settle_unheard(
+    conn: AsyncConnection, limit: int, *, now: datetime, nobody_listens: ColumnElement[bool]
+) -> list[int]:
+    """Mark the oldest pending rows (at most ``limit``; SKIP LOCKED on
+    PostgreSQL) ``dispatched`` in one statement when ``nobody_listens`` holds
+    in that statement's snapshot, and return their ids; none while anyone
+    listens (the caller then fans out row by row). The check and the rows'
+    locks are one statement, so a listener committed before it is seen."""
+    query = unheard_update(conn.dialect.name, limit, now=now, nobody_listens=nobody_listens)
+    return [int(i) for i in (await conn.execute(query)).scalars()]
 
 
 async def mark(conn: AsyncConnection, ids: Sequence[int], status: str, *, now: datetime) -> None:
