@@ -382,7 +382,7 @@ async def test_the_unheard_batch_reads_the_outbox_by_index_X5(
             ],
         )
     query = outbox_module.unheard_update(
-        "postgresql", 200, now=clock.now(), nobody_listens=dispatch.nobody_listens()
+        200, now=clock.now(), nobody_listens=dispatch.nobody_listens()
     )
     async with db.begin() as conn:
         await conn.execute(text("ANALYZE workflow_event_outbox"))

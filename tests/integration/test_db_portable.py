@@ -24,6 +24,7 @@ from flowledger.db.aggregates import (
 from flowledger.db.database import Database
 from flowledger.db.planner import set_local
 from flowledger.db.portable import (
+    in_batch,
     json_text_contains,
     milliseconds_between,
     seconds_between,
@@ -204,3 +205,29 @@ async def test_set_local_lasts_for_the_transaction(probe_db: Database, backend: 
     if backend == "postgresql":
         async with probe_db.read() as conn:
             assert (await conn.execute(text("SHOW work_mem"))).scalar_one() != "64MB"
+
+
+async def test_in_batch_updates_exactly_the_locked_batch(probe_db: Database) -> None:
+    """``in_batch``: the rows among a limited, ordered, locking subquery's
+    values, and no others, as the outbox's one-statement dispatch uses it."""
+    await _insert(probe_db, [_row(n, "g" if n % 2 else "h", T0, T0) for n in range(1, 11)])
+    batch = (
+        select(probe.c.id)
+        .where(probe.c.grp == "g")
+        .order_by(probe.c.id)
+        .limit(3)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+    async with probe_db.begin() as conn:
+        moved = (
+            await conn.execute(
+                probe.update()
+                .where(in_batch(probe.c.id, batch))
+                .values(grp="done")
+                .returning(probe.c.id)
+            )
+        ).scalars()
+        assert sorted(moved) == [1, 3, 5]
+        left = (await conn.execute(select(probe.c.id).where(probe.c.grp == "g"))).scalars()
+        assert sorted(left) == [7, 9]

@@ -14,6 +14,11 @@ knowing the dialect (issue 16: no dialect branch outside ``db/``).
 - :func:`json_text_contains`: a case-insensitive literal substring of a JSON
   column's text. SQLite stores JSON ASCII-escaped (``é`` is ``\\u00e9``), so
   there the keyword's escaped spelling matches too.
+- :func:`in_batch`: a column among the values of a subquery that locks and
+  limits a batch. PostgreSQL: ``= ANY(ARRAY(subquery))``, the batch one
+  InitPlan and the outer rows found by index (``IN (subquery)`` may be
+  planned as a hash semi-join over a sequential scan of the whole table);
+  SQLite: ``IN (subquery)``.
 
 Every construct renders inside parentheses, so it composes with any
 operator. Other dialects (e.g. ``str(statement)``) get the SQLite rendering.
@@ -25,7 +30,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Boolean, Float, Interval, Text, cast, extract, func, literal, or_
+from sqlalchemy import Boolean, Float, Interval, Text, any_, cast, extract, func, literal, or_
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ColumnElement, Grouping
@@ -70,6 +75,15 @@ class _JsonTextContains(FunctionElement[bool]):
         return self
 
 
+class _InBatch(FunctionElement[bool]):
+    type = Boolean()
+    name = "in_batch"
+    inherit_cache = True
+
+    def self_group(self, against: Any = None) -> Any:
+        return self  # a condition already
+
+
 def milliseconds_between(start: Any, end: Any) -> ColumnElement[float]:
     """Milliseconds from ``start`` to ``end`` as a double-precision value."""
     return _MillisecondsBetween(start, end)
@@ -98,6 +112,11 @@ def json_text_contains(column: Any, keyword: str) -> ColumnElement[bool]:
     if escaped != keyword:
         patterns.append(literal(f"%{escape_like(escaped)}%", Text()))
     return _JsonTextContains(cast(column, Text), *patterns)
+
+
+def in_batch(column: Any, batch: Any) -> ColumnElement[bool]:
+    """``column`` is one of the values of the scalar subquery ``batch``."""
+    return _InBatch(column, batch)
 
 
 @compiles(_MillisecondsBetween, "postgresql")
@@ -147,3 +166,15 @@ def _contains_pg(element: _JsonTextContains, compiler: SQLCompiler, **kw: Any) -
 def _contains_sqlite(element: _JsonTextContains, compiler: SQLCompiler, **kw: Any) -> str:
     text, *patterns = _args(element)
     return _render(compiler, or_(*(text.ilike(p, escape=ESCAPE) for p in patterns)), kw)
+
+
+@compiles(_InBatch, "postgresql")
+def _in_batch_pg(element: _InBatch, compiler: SQLCompiler, **kw: Any) -> str:
+    column, batch = _args(element)
+    return _render(compiler, column == any_(func.array(batch)), kw)
+
+
+@compiles(_InBatch)
+def _in_batch_sqlite(element: _InBatch, compiler: SQLCompiler, **kw: Any) -> str:
+    column, batch = _args(element)
+    return _render(compiler, column.in_(batch), kw)

@@ -21,10 +21,11 @@ from datetime import datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import ColumnElement, Update, any_, func, select, update
+from sqlalchemy import ColumnElement, Update, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
+from flowledger.db.portable import in_batch
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
@@ -97,10 +98,9 @@ async def take_pending(conn: AsyncConnection, limit: int) -> list[dict[str, Any]
     return [dict(r) for r in (await conn.execute(query)).mappings().all()]
 
 
-def unheard_update(
-    dialect: str, limit: int, *, now: datetime, nobody_listens: ColumnElement[bool]
-) -> Update:
-    """The statement of :func:`settle_unheard` for ``dialect``."""
+def unheard_update(limit: int, *, now: datetime, nobody_listens: ColumnElement[bool]) -> Update:
+    """The statement of :func:`settle_unheard`: the batch found by the pending
+    index, its rows by primary key (:func:`~flowledger.db.portable.in_batch`)."""
     batch = (
         select(outbox.c.id)
         .where(outbox.c.status == "pending")
@@ -109,17 +109,9 @@ def unheard_update(
         .with_for_update(skip_locked=True)
         .scalar_subquery()
     )
-    # PostgreSQL: ``id = ANY(ARRAY(batch))``, the batch an InitPlan the pk
-    # index serves (``IN (batch)`` was planned as a hash semi-join over a
-    # sequential scan of the whole outbox)
-    taken = (
-        outbox.c.id == any_(func.array(batch))
-        if dialect == "postgresql"
-        else outbox.c.id.in_(batch)
-    )
     return (
         update(outbox)
-        .where(taken, nobody_listens)
+        .where(in_batch(outbox.c.id, batch), nobody_listens)
         .values(status="dispatched", dispatched_at=now)
         .returning(outbox.c.id)
     )
@@ -133,7 +125,7 @@ async def settle_unheard(
     in that statement's snapshot, and return their ids; none while anyone
     listens (the caller then fans out row by row). The check and the rows'
     locks are one statement, so a listener committed before it is seen."""
-    query = unheard_update(conn.dialect.name, limit, now=now, nobody_listens=nobody_listens)
+    query = unheard_update(limit, now=now, nobody_listens=nobody_listens)
     return [int(i) for i in (await conn.execute(query)).scalars()]
 
 
