@@ -31,7 +31,7 @@ from flowledger.errors import FlowledgerError
 from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import JobSpec
-from flowledger.ops import job_replay
+from flowledger.ops import job_batching, job_replay
 from flowledger.ops.job_filters import JobFilter
 from flowledger.ops.job_replay import batch_progress, replay, replay_preview
 from flowledger.worker import JobContext
@@ -184,7 +184,7 @@ async def test_a_crash_midway_leaves_only_whole_chunks(
     db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = await dead_jobs(db, clock.now(), 250)
-    real_retry = job_replay.retry_checked
+    real_retry = job_batching.retry_checked  # what job_replay imported, and calls
     calls = 0
 
     async def crashing_retry(*args: Any, **kw: Any) -> None:
