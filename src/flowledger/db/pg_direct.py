@@ -27,7 +27,7 @@ SQLAlchemy's path (its rollback and check-in then never touch the dropped
 socket).
 
 This reads SQLAlchemy internals (``_compile_w_cache``, ``_bind_processors``,
-``_result_columns``); pyproject pins the minor version and
+``_result_columns``, ``Connection._handle_dbapi_exception``); pyproject pins the minor version and
 tests/integration/test_pg_direct.py compares both paths statement by
 statement, so an upgrade that changes them fails the tests, not production.
 A :class:`DirectEngine`'s ``observers`` let tests and benchmarks see these

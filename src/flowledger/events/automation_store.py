@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic.alias_generators import to_camel
-from sqlalchemy import ColumnElement, Select, delete, or_, select, true, update
+from sqlalchemy import ColumnElement, Select, delete, exists, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.automation_schema import workflow_automation_rules as rules
@@ -183,6 +183,9 @@ async def delete_rule(conn: AsyncConnection, rule_id: int, *, tenants: Tenants) 
     return current
 
 
+_ENABLED = rules.c.enabled == true()
+
+
 async def enabled_rules(
     conn: AsyncConnection, *, tenant: str, definition_key: str | None
 ) -> list[Rule]:
@@ -191,12 +194,14 @@ async def enabled_rules(
     scope: ColumnElement[bool] = rules.c.definition_key.is_(None)
     if definition_key is not None:
         scope = or_(scope, rules.c.definition_key == definition_key)
-    query = (
-        select(rules)
-        .where(rules.c.tenant_id == tenant, rules.c.enabled == true(), scope)
-        .order_by(rules.c.id)
-    )
+    query = select(rules).where(rules.c.tenant_id == tenant, _ENABLED, scope).order_by(rules.c.id)
     return [Rule.from_row(r) for r in (await conn.execute(query)).mappings().all()]
+
+
+def any_enabled_rule() -> ColumnElement[bool]:
+    """Whether any tenant has an enabled rule (a condition to put in another
+    statement)."""
+    return exists().where(_ENABLED)
 
 
 async def tenants_with_rules(conn: AsyncConnection, tenants: set[str]) -> set[str]:
@@ -205,9 +210,7 @@ async def tenants_with_rules(conn: AsyncConnection, tenants: set[str]) -> set[st
     if not tenants:
         return set()
     query = (
-        select(rules.c.tenant_id)
-        .where(rules.c.tenant_id.in_(sorted(tenants)), rules.c.enabled == true())
-        .distinct()
+        select(rules.c.tenant_id).where(rules.c.tenant_id.in_(sorted(tenants)), _ENABLED).distinct()
     )
     return {str(t) for t in (await conn.execute(query)).scalars()}
 

@@ -35,17 +35,19 @@ from datetime import datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import ColumnElement, and_, exists
+from sqlalchemy import ColumnElement, and_
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.automation_schema import workflow_automation_rules as rules_table
 from flowledger.db.engine_schema import workflow_trace
-from flowledger.db.event_schema import workflow_event_subscriptions as subscriptions_table
 from flowledger.events import hits, outbox
 from flowledger.events.automation import enqueue_automation
-from flowledger.events.automation_store import tenants_with_rules
-from flowledger.events.subscriptions import enabled_subscriptions, matches
+from flowledger.events.automation_store import any_enabled_rule, tenants_with_rules
+from flowledger.events.subscriptions import (
+    any_live_subscription,
+    enabled_subscriptions,
+    matches,
+)
 from flowledger.events.webhooks import WEBHOOK_DELIVERY, WEBHOOK_DELIVERY_TYPE, delivery_payload
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
@@ -149,14 +151,9 @@ async def _trace_failure(
 
 
 def nobody_listens() -> ColumnElement[bool]:
-    """No live enabled subscription and no enabled automation rule, in any
-    tenant: every event is dispatched with nothing to write."""
-    return and_(
-        ~exists().where(
-            subscriptions_table.c.enabled.is_(True), subscriptions_table.c.deleted_at.is_(None)
-        ),
-        ~exists().where(rules_table.c.enabled.is_(True)),
-    )
+    """No live subscription and no enabled automation rule, in any tenant:
+    every event is dispatched with nothing to write."""
+    return and_(~any_live_subscription(), ~any_enabled_rule())
 
 
 async def dispatch_pending(

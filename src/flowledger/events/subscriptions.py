@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import false, select, true, update
+from sqlalchemy import ColumnElement, and_, exists, false, select, true, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.event_schema import workflow_event_subscriptions as subs
@@ -250,6 +250,15 @@ async def delete_subscription(
     return row
 
 
+_LIVE = and_(subs.c.enabled.is_(True), subs.c.deleted_at.is_(None))  # enabled, not deleted
+
+
+def any_live_subscription() -> ColumnElement[bool]:
+    """Whether any tenant has an enabled, undeleted subscription (a
+    condition to put in another statement)."""
+    return exists().where(_LIVE)
+
+
 async def enabled_subscriptions(
     conn: AsyncConnection, tenants: Iterable[str]
 ) -> dict[str, list[dict[str, Any]]]:
@@ -258,11 +267,7 @@ async def enabled_subscriptions(
     by_tenant: dict[str, list[dict[str, Any]]] = {t: [] for t in wanted}
     if not wanted:
         return by_tenant
-    query = (
-        select(subs)
-        .where(subs.c.tenant_id.in_(wanted), subs.c.enabled.is_(True), subs.c.deleted_at.is_(None))
-        .order_by(subs.c.id)
-    )
+    query = select(subs).where(subs.c.tenant_id.in_(wanted), _LIVE).order_by(subs.c.id)
     for row in (await conn.execute(query)).mappings().all():
         by_tenant[row["tenant_id"]].append(dict(row))
     return by_tenant
