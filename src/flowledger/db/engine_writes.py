@@ -1,6 +1,7 @@
 """The statements that write an engine step's buffered rows (issue 15 item 2,
-issue 16: the dialect choice stays in ``db/``): token moves, outbox events
-(E-10), form-write history and engine trace rows (E-8), in the order given.
+issue 16: the dialect choice stays in ``db/``): token moves (with the parks
+of tokens waiting at a join, E-4), outbox events (E-10), form-write history
+and engine trace rows (E-8), in the order given.
 
 PostgreSQL: one statement writes all four — data-modifying CTEs, each over
 one JSON document of its rows (``json_to_recordset``, in order), one fixed
@@ -11,7 +12,7 @@ SQLite (in process): one executemany per table that has rows."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from flowledger.db.engine_schema import (
     workflow_tokens,
     workflow_trace,
 )
+from flowledger.states import TokenState
 
 _TRACE = workflow_trace.insert()
 _OUTBOX = workflow_event_outbox.insert()
@@ -34,6 +36,7 @@ _MOVE = (
     .where(workflow_tokens.c.id == bindparam("token_id"))
     .values(node_key=bindparam("to_node"))
 )
+_MOVE_AND_PARK = _MOVE.values(state=TokenState.PARKED.value)
 
 TRACE_COLUMNS = (
     ("instance_id", "int"),
@@ -81,10 +84,15 @@ def _rows_of(param: str, columns: Columns) -> str:
     )
 
 
+# a move row's state is null, or 'parked' for a token parking where it moved
+_PG_MOVE_ROWS = (
+    "UPDATE workflow_tokens AS t SET node_key = m.node_key, state = COALESCE(m.state, t.state) "
+    "FROM json_to_recordset(CAST(:moves AS json)) AS m(id bigint, node_key text, state text) "
+    "WHERE t.id = m.id"
+)
+_PG_MOVES = text(_PG_MOVE_ROWS)
 _PG_WRITE = text(
-    "WITH moved AS (UPDATE workflow_tokens AS t SET node_key = m.node_key "
-    "FROM json_to_recordset(CAST(:moves AS json)) AS m(id bigint, node_key text) "
-    "WHERE t.id = m.id), "
+    f"WITH moved AS ({_PG_MOVE_ROWS}), "
     f"events AS (INSERT INTO workflow_event_outbox {_rows_of('outbox', OUTBOX_COLUMNS)}), "
     f"forms AS (INSERT INTO workflow_form_writes {_rows_of('forms', FORM_WRITE_COLUMNS)}) "
     f"INSERT INTO workflow_trace {_rows_of('trace', TRACE_COLUMNS)}"
@@ -102,34 +110,56 @@ def _document(rows: Sequence[dict[str, Any]]) -> str:
     return json.dumps([{**row, "created_at": _utc(row["created_at"])} for row in rows])
 
 
-async def write_moves(conn: AsyncConnection, moves: dict[int, str]) -> None:
-    """Move each token (id → node key): one executemany."""
-    if moves:
-        await conn.execute(_MOVE, [{"token_id": t, "to_node": n} for t, n in moves.items()])
+def _moves_document(moves: dict[int, str], parks: Collection[int]) -> str:
+    parked = TokenState.PARKED.value
+    return json.dumps(
+        [
+            {"id": t, "node_key": n, "state": parked if t in parks else None}
+            for t, n in moves.items()
+        ]
+    )
+
+
+async def write_moves(
+    conn: AsyncConnection, moves: dict[int, str], parks: Collection[int] = ()
+) -> None:
+    """Move each token (id → node key), parking those in ``parks`` there: one
+    statement on PostgreSQL, an executemany per kind on SQLite."""
+    if not moves:
+        return
+    if dialect_name(conn) == POSTGRESQL:
+        await conn.execute(_PG_MOVES, {"moves": _moves_document(moves, parks)})
+        return
+    for statement, park in ((_MOVE, False), (_MOVE_AND_PARK, True)):
+        rows = [{"token_id": t, "to_node": n} for t, n in moves.items() if (t in parks) == park]
+        if rows:
+            await conn.execute(statement, rows)
 
 
 async def write_step_rows(
     conn: AsyncConnection,
     *,
     moves: dict[int, str],
+    parks: Collection[int] = (),
     outbox: Sequence[dict[str, Any]],
     form_writes: Sequence[dict[str, Any]],
     trace: Sequence[dict[str, Any]],
 ) -> None:
-    """Write token moves, outbox rows, form writes and trace rows (each
-    table's rows in the order given; ids ascend in that order)."""
+    """Write token moves (parking the tokens in ``parks`` where they moved),
+    outbox rows, form writes and trace rows (each table's rows in the order
+    given; ids ascend in that order)."""
     if not (moves or outbox or form_writes or trace):
         return
     if dialect_name(conn) == POSTGRESQL:
         params = {
-            "moves": json.dumps([{"id": t, "node_key": n} for t, n in moves.items()]),
+            "moves": _moves_document(moves, parks),
             "outbox": _document(outbox),
             "forms": _document(form_writes),
             "trace": _document(trace),
         }
         await conn.execute(_PG_WRITE, params)
         return
-    await write_moves(conn, moves)
+    await write_moves(conn, moves, parks)
     for statement, rows in ((_OUTBOX, outbox), (_FORM_WRITES, form_writes), (_TRACE, trace)):
         if rows:
             await conn.execute(statement, list(rows))

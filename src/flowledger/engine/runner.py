@@ -32,14 +32,13 @@ from flowledger.engine.tasks import SYSTEM, create_task, resolve_assignees
 from flowledger.engine.tokens import (
     Token,
     consume_token,
-    create_token,
-    create_tokens,
     fork_and_parked,
+    fork_tokens,
+    join_tokens,
     move_token,
-    push_fork,
-    set_token_state,
+    park_token,
 )
-from flowledger.states import TaskStatus, TokenState
+from flowledger.states import TaskStatus
 
 # a definition looping without a wait state is refused at deploy (definitions.hazards);
 # this guard stops one deployed before that, 10x cheaper than the 10,000 it was
@@ -263,7 +262,7 @@ async def _join(step: Step, token: Token, node: Node) -> Token | None:
     waiting = sorted([*parked, token], key=lambda t: t.id)
     fires = len(waiting) >= fork.expected
     if not fires:  # (the last arrival is consumed with the others at once)
-        await set_token_state(step, [token.id], TokenState.PARKED)
+        await park_token(step, token, node.key)
     await step.trace(
         "token_parked",
         node_key=node.key,
@@ -272,8 +271,7 @@ async def _join(step: Step, token: Token, node: Node) -> Token | None:
     )
     if not fires:
         return None
-    await set_token_state(step, [t.id for t in waiting], TokenState.CONSUMED, at_node=node.key)
-    merged = await create_token(step, node.key, token.fork_stack[:-1])
+    merged = await join_tokens(step, waiting, node.key, token.fork_stack[:-1])
     await step.trace(
         "token_joined",
         node_key=node.key,
@@ -284,9 +282,7 @@ async def _join(step: Step, token: Token, node: Node) -> Token | None:
 
 
 async def _fork(step: Step, token: Token, node: Node, edges: list[Edge]) -> list[Token]:
-    frame = await push_fork(step, node.key, node.type, len(edges))
-    await set_token_state(step, [token.id], TokenState.CONSUMED)
-    branches = await create_tokens(step, [(edge.to, [*token.fork_stack, frame]) for edge in edges])
+    branches = await fork_tokens(step, token, node.key, node.type, [edge.to for edge in edges])
     await step.trace(
         "token_forked",
         node_key=node.key,

@@ -6,7 +6,11 @@ matching join fires when that many tokens with the frame on top are parked.
 
 A token's move is buffered (:mod:`~flowledger.engine.write_buffer`): it is
 written with the token's next state change, before the next token query, or
-just before the commit — whichever comes first (issue 15 item 2). The
+just before the commit — whichever comes first (issue 15 item 2); so is a
+token's park at a join that does not fire yet. A fork (its frame, the
+consumed token, the branches) and a join firing (the consumed arrivals, the
+merged token) are one statement each on PostgreSQL
+(:mod:`~flowledger.db.engine_tokens`). The
 statements are built once, with bound parameters."""
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from sqlalchemy import Integer, bindparam, func, literal_column, select, update
 
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
+from flowledger.db.engine_tokens import Frame, replace_tokens
 from flowledger.engine.step import Step
 from flowledger.engine.write_buffer import buffer_of, flush_moves
 from flowledger.states import TokenState
@@ -46,7 +51,6 @@ _UPDATE_MANY = update(workflow_tokens).where(_MANY)
 _LIVE_TOKENS = select(workflow_tokens).where(_LIVE).order_by(workflow_tokens.c.id)
 _COUNT_LIVE = select(func.count()).select_from(workflow_tokens).where(_LIVE)
 _CONSUME_LIVE = update(workflow_tokens).where(_LIVE)
-_PUSH_FORK = workflow_forks.insert().returning(workflow_forks.c.id)
 # consume one token and count the live ones left, in one statement (the
 # subquery leaves the consumed token out, so it does not matter whether it
 # sees the row before or after the update); spelled out because SQLAlchemy
@@ -108,16 +112,30 @@ async def set_token_state(
     buffer = buffer_of(step.conn, create=False)
     if buffer is not None and at_node is not None:
         for token_id in token_ids:
-            buffer.moves.pop(token_id, None)
+            buffer.take_move(token_id)
         values["node_key"] = at_node
     elif buffer is not None and len(token_ids) == 1 and token_ids[0] in buffer.moves:
-        values["node_key"] = buffer.moves.pop(token_ids[0])  # the move, in the same statement
+        values["node_key"] = buffer.take_move(token_ids[0])  # the move, in the same statement
     else:
         await flush_moves(step.conn)
     if len(token_ids) == 1:
         await step.conn.execute(_UPDATE_ONE, {"b_token_id": token_ids[0], **values})
     else:
         await step.conn.execute(_UPDATE_MANY, {"b_token_ids": token_ids, **values})
+
+
+async def park_token(step: Step, token: Token, node_key: str) -> None:
+    """Park ``token`` at the join ``node_key`` (it waits for its siblings).
+    Buffered with its move when the transaction has a write buffer: written
+    with the moves, before the next token query (:func:`fork_and_parked`
+    included) or just before the commit."""
+    buffer = buffer_of(step.conn, create=False)
+    if buffer is None:
+        await set_token_state(step, [token.id], TokenState.PARKED)
+        return
+    token.node_key = node_key
+    buffer.moves[token.id] = node_key
+    buffer.parks.add(token.id)
 
 
 async def consume_token(step: Step, token_id: int) -> int:
@@ -130,7 +148,7 @@ async def consume_token(step: Step, token_id: int) -> int:
     }
     buffer = buffer_of(step.conn, create=False)
     if buffer is not None and token_id in buffer.moves:
-        values["node_key"] = buffer.moves.pop(token_id)  # the move, in the same statement
+        values["node_key"] = buffer.take_move(token_id)  # the move, in the same statement
     row = (await step.conn.execute(_CONSUME_COUNTING, values)).one()
     return int(row.live_left)
 
@@ -161,15 +179,60 @@ async def consume_all_tokens(step: Step) -> None:
     )
 
 
-async def push_fork(step: Step, node_key: str, gateway: str, expected: int) -> int:
-    row = {
-        "instance_id": step.instance_id,
-        "node_key": node_key,
-        "gateway": gateway,
-        "expected": expected,
-        "created_at": step.now,
-    }
-    return int((await step.conn.execute(_PUSH_FORK, row)).scalar_one())
+async def _take_move(step: Step, token_id: int) -> str | None:
+    """The buffered move of ``token_id``, taken out of the buffer to be
+    written with the token's state change; without one, the other buffered
+    moves are written first (as :func:`set_token_state` does)."""
+    buffer = buffer_of(step.conn, create=False)
+    if buffer is not None and token_id in buffer.moves:
+        return buffer.take_move(token_id)
+    await flush_moves(step.conn)
+    return None
+
+
+async def fork_tokens(
+    step: Step, token: Token, node_key: str, gateway: str, places: list[str]
+) -> list[Token]:
+    """Fork ``token`` at the gateway ``node_key``: push a frame expecting
+    ``len(places)`` branches, consume the token (with its buffered move) and
+    create one active token per place with the frame on top of its stack —
+    one statement on PostgreSQL. The branch tokens, in the order of places."""
+    at_node = await _take_move(step, token.id)
+    frame_id, ids = await replace_tokens(
+        step.conn,
+        instance_id=step.instance_id,
+        consume=[token.id],
+        at_node=at_node,
+        places=places,
+        fork_stack=token.fork_stack,
+        now=step.now,
+        frame=Frame(node_key, gateway, len(places)),
+    )
+    assert frame_id is not None  # a fork pushes its frame
+    stack = [*token.fork_stack, frame_id]
+    return [Token(i, key, list(stack)) for i, key in zip(ids, places, strict=True)]
+
+
+async def join_tokens(
+    step: Step, joined: list[Token], node_key: str, fork_stack: list[int]
+) -> Token:
+    """A join firing: consume the ``joined`` tokens where they stand, at
+    ``node_key`` (their buffered moves go with it), and create the merged
+    token there with ``fork_stack`` — one statement on PostgreSQL."""
+    buffer = buffer_of(step.conn, create=False)
+    if buffer is not None:
+        for token in joined:
+            buffer.take_move(token.id)
+    _frame, ids = await replace_tokens(
+        step.conn,
+        instance_id=step.instance_id,
+        consume=[token.id for token in joined],
+        at_node=node_key,
+        places=[node_key],
+        fork_stack=fork_stack,
+        now=step.now,
+    )
+    return Token(ids[0], node_key, list(fork_stack))
 
 
 _FORK_AND_PARKED = (
@@ -196,8 +259,11 @@ _FORK_AND_PARKED = (
 async def fork_and_parked(step: Step, fork_id: int, node_key: str) -> tuple[Any, list[Token]]:
     """The fork frame ``fork_id`` (None if missing) and the tokens parked at
     ``node_key`` with that frame on top, in one statement. Buffered moves
-    stay buffered: only active tokens have one (parking or consuming a token
-    writes its move), and this reads parked tokens only."""
+    stay buffered unless a park is among them (this reads parked tokens
+    only: a token without a buffered park is active or written)."""
+    buffer = buffer_of(step.conn, create=False)
+    if buffer is not None and buffer.parks:
+        await buffer.flush_moves()
     rows = (
         await step.conn.execute(_FORK_AND_PARKED, {"fork_id": fork_id, "node_key": node_key})
     ).all()

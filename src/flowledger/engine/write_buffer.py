@@ -3,6 +3,9 @@ trace rows (E-8), outbox events (E-10), form-write history (E-7), token moves
 (E-4) and ledger jobs (L-1) of every step in one transaction, written just
 before it commits — each table once, in the order the steps produced them.
 
+A token parking at a join is buffered with its move (``parks``) and
+written in the same row of the moves.
+
 The buffer exists only inside a :meth:`~flowledger.db.database.Database.begin`
 transaction (it registers as one of its pre-commit buffers); a step on any
 other connection writes at once, as before. A read in the step that must see
@@ -54,12 +57,20 @@ class WriteBuffer:
     form_writes: list[dict[str, Any]] = field(default_factory=list)
     # token id -> the node it moved to, not yet written
     moves: dict[int, str] = field(default_factory=dict)
+    # the moved tokens that also park there (a join not yet firing)
+    parks: set[int] = field(default_factory=set)
     jobs: list[_Job] = field(default_factory=list)
+
+    def take_move(self, token_id: int) -> str | None:
+        """Take the token's buffered move (and park) out, to be written with
+        the token's next state change, which supersedes the park."""
+        self.parks.discard(token_id)
+        return self.moves.pop(token_id, None)
 
     async def flush_moves(self) -> None:
         if self.moves:
-            moves, self.moves = self.moves, {}
-            await write_moves(self.conn, moves)
+            moves, parks, self.moves, self.parks = self.moves, self.parks, {}, set()
+            await write_moves(self.conn, moves, parks)
 
     async def flush_jobs(self) -> None:
         """Insert the buffered jobs (one call per clock reading) and fill in
@@ -74,10 +85,11 @@ class WriteBuffer:
 
     async def flush(self) -> None:
         await self.flush_jobs()
-        moves, outbox, form_writes, trace = self.moves, self.outbox, self.form_writes, self.trace
-        self.moves, self.outbox, self.form_writes, self.trace = {}, [], [], []
+        moves, parks, outbox, form_writes = self.moves, self.parks, self.outbox, self.form_writes
+        trace = self.trace
+        self.moves, self.parks, self.outbox, self.form_writes, self.trace = {}, set(), [], [], []
         await write_step_rows(
-            self.conn, moves=moves, outbox=outbox, form_writes=form_writes, trace=trace
+            self.conn, moves=moves, parks=parks, outbox=outbox, form_writes=form_writes, trace=trace
         )
 
 
