@@ -5,7 +5,13 @@ Both copy the snapshot from the version's row inside the instance's
 ``INSERT`` (it never travels through Python). PostgreSQL: one statement —
 the instance's ``INSERT … RETURNING id`` is a data-modifying CTE that the
 token's ``INSERT … SELECT`` reads, so the token gets the new instance's id
-in the same round trip. SQLite: the two inserts in turn."""
+in the same round trip. SQLite: the two inserts in turn.
+
+``latest_of`` (a start of "the latest version"): the instance is inserted
+only while its ``definition_id`` is still the latest version of its tenant
+and key — checked in the insert itself, so a caller may start from a version
+id it remembered instead of reading it first (issue 15: one round trip less
+per start); nothing is inserted when a newer version was deployed since."""
 
 from __future__ import annotations
 
@@ -50,36 +56,81 @@ _INSERT_INSTANCE = (
     )
     .returning(workflow_instances.c.id)
 )
-_INSERT_TOKEN = workflow_tokens.insert().returning(workflow_tokens.c.id)
-_NEW_INSTANCE = _INSERT_INSTANCE.cte("new_instance")
-_PG_INSERT_BOTH = (
-    workflow_tokens.insert()
-    .from_select(
-        ["instance_id", *TOKEN_COLUMNS],
-        select(
-            _NEW_INSTANCE.c.id,
-            *(bindparam(f"t_{name}", type_=workflow_tokens.c[name].type) for name in TOKEN_COLUMNS),
-        ),
+# the same insert, only while definition_id is its tenant's and key's latest version
+_LATEST_ID = (
+    select(workflow_definitions.c.id)
+    .where(
+        workflow_definitions.c.tenant_id == bindparam("i_tenant_id"),
+        workflow_definitions.c.key == bindparam("i_definition_key"),
     )
-    .returning(workflow_tokens.c.instance_id, workflow_tokens.c.id)
-    .add_cte(_NEW_INSTANCE)
+    .order_by(workflow_definitions.c.version.desc())
+    .limit(1)
+    .scalar_subquery()
 )
+_INSERT_INSTANCE_IF_LATEST = (
+    workflow_instances.insert()
+    .from_select(
+        ["snapshot", *INSTANCE_COLUMNS],
+        select(
+            _SNAPSHOT,
+            *(
+                bindparam(f"i_{name}", type_=workflow_instances.c[name].type)
+                for name in INSTANCE_COLUMNS
+            ),
+        ).where(bindparam("b_definition_id") == _LATEST_ID),
+    )
+    .returning(workflow_instances.c.id)
+)
+_INSERT_TOKEN = workflow_tokens.insert().returning(workflow_tokens.c.id)
+
+
+def _pg_insert_both(insert_instance: Any) -> Any:
+    new_instance = insert_instance.cte("new_instance")
+    return (
+        workflow_tokens.insert()
+        .from_select(
+            ["instance_id", *TOKEN_COLUMNS],
+            select(
+                new_instance.c.id,
+                *(
+                    bindparam(f"t_{name}", type_=workflow_tokens.c[name].type)
+                    for name in TOKEN_COLUMNS
+                ),
+            ),
+        )
+        .returning(workflow_tokens.c.instance_id, workflow_tokens.c.id)
+        .add_cte(new_instance)
+    )
+
+
+_PG_INSERT_BOTH = _pg_insert_both(_INSERT_INSTANCE)
+_PG_INSERT_BOTH_IF_LATEST = _pg_insert_both(_INSERT_INSTANCE_IF_LATEST)
 
 
 async def insert_instance_and_start_token(
-    conn: AsyncConnection, instance: dict[str, Any], token: dict[str, Any]
-) -> tuple[int, int]:
+    conn: AsyncConnection,
+    instance: dict[str, Any],
+    token: dict[str, Any],
+    *,
+    latest_of: bool = False,
+) -> tuple[int, int] | None:
     """Insert the instance (``instance``: :data:`INSTANCE_COLUMNS`) with the
     snapshot of its ``definition_id``, then its first token (``token``:
-    :data:`TOKEN_COLUMNS`); (instance id, token id)."""
+    :data:`TOKEN_COLUMNS`); (instance id, token id). ``latest_of``: only if
+    ``definition_id`` is the latest version of the instance's tenant and
+    ``definition_key`` — None (nothing inserted) when it is not."""
     params = {f"i_{name}": instance[name] for name in INSTANCE_COLUMNS}
     params["b_definition_id"] = instance["definition_id"]
     if dialect_name(conn) == POSTGRESQL:
         params.update({f"t_{name}": token[name] for name in TOKEN_COLUMNS})
-        row = (await conn.execute(_PG_INSERT_BOTH, params)).one()
-        return int(row.instance_id), int(row.id)
-    instance_id = int((await conn.execute(_INSERT_INSTANCE, params)).scalar_one())
+        both = _PG_INSERT_BOTH_IF_LATEST if latest_of else _PG_INSERT_BOTH
+        row = (await conn.execute(both, params)).first()
+        return None if row is None else (int(row.instance_id), int(row.id))
+    insert = _INSERT_INSTANCE_IF_LATEST if latest_of else _INSERT_INSTANCE
+    instance_id = (await conn.execute(insert, params)).scalar_one_or_none()
+    if instance_id is None:
+        return None
     token_id = (
-        await conn.execute(_INSERT_TOKEN, {**token, "instance_id": instance_id})
+        await conn.execute(_INSERT_TOKEN, {**token, "instance_id": int(instance_id)})
     ).scalar_one()
-    return instance_id, int(token_id)
+    return int(instance_id), int(token_id)

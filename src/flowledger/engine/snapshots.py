@@ -3,7 +3,14 @@ instance comes from the snapshot stored on the instance row, never from the
 latest deployment. A snapshot is a copy of one immutable definition version,
 so an engine (one per database) caches parsed snapshots per version id: a
 step reads an instance's snapshot column only when its version is not
-cached yet."""
+cached yet.
+
+It also remembers, per tenant and key, the latest version a start has seen
+(:meth:`SnapshotCache.latest`): a start of the latest version inserts from
+the remembered one, and its insert checks that it is still the latest
+(``db/engine_start``); when it is not, the start reads the latest and
+remembers that instead. Versions are immutable and never deleted, so a
+remembered one is never wrong, only possibly superseded."""
 
 from __future__ import annotations
 
@@ -16,6 +23,22 @@ class SnapshotCache:
     def __init__(self, limit: int = 1024) -> None:
         self.limit = limit
         self._cache: dict[int, ProcessDefinition] = {}
+        self._latest: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def latest(self, tenant: str, key: str) -> tuple[int, int] | None:
+        """The (version id, version number) last seen as the latest of
+        ``key`` in ``tenant``, when its parsed definition is cached."""
+        found = self._latest.get((tenant, key))
+        return found if found is not None and found[0] in self._cache else None
+
+    def remember_latest(self, tenant: str, key: str, ref: tuple[int, int] | None) -> None:
+        """Remember ``ref`` as the latest version of ``key`` (None: forget it)."""
+        if ref is None:
+            self._latest.pop((tenant, key), None)
+            return
+        if len(self._latest) >= self.limit:
+            self._latest.clear()
+        self._latest[(tenant, key)] = ref
 
     def cached(self, definition_id: int) -> ProcessDefinition | None:
         """The parsed definition of version ``definition_id``, if cached."""
