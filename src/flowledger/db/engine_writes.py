@@ -7,7 +7,9 @@ PostgreSQL: one statement writes all four — data-modifying CTEs, each over
 one JSON document of its rows (``json_to_recordset``, in order), one fixed
 text that psycopg prepares once. A JSON document is one C-encoded parameter
 per table; ``unnest`` arrays cost a pure-Python array dump per column.
-SQLite (in process): one executemany per table that has rows."""
+SQLite (in process): one executemany per table that has rows. On
+PostgreSQL the same writes can also ride, as CTEs, on another statement of
+the transaction (:func:`step_rows_rider`)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any
 from sqlalchemy import bindparam, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.database import Rider
 from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import (
     workflow_event_outbox,
@@ -70,8 +73,9 @@ Columns = tuple[tuple[str, str], ...]
 
 
 def _rows_of(param: str, columns: Columns) -> str:
-    """``(cols) SELECT …`` of the rows in the JSON array ``:param``, in order;
-    a JSON null stays JSON null in a jsonb column, as the JSON type stores it."""
+    """``(cols) SELECT …`` of the rows in the JSON array ``param`` (a
+    placeholder), in order; a JSON null stays JSON null in a jsonb column, as
+    the JSON type stores it."""
     names = ", ".join(name for name, _ in columns)
     defs = ", ".join(f"{name} {kind}" for name, kind in columns)
     values = ", ".join(
@@ -79,23 +83,38 @@ def _rows_of(param: str, columns: Columns) -> str:
         for name, kind in columns
     )
     return (
-        f"({names}) SELECT {values} FROM ROWS FROM (json_to_recordset(CAST(:{param} AS json)) "
+        f"({names}) SELECT {values} FROM ROWS FROM (json_to_recordset(CAST({param} AS json)) "
         f"AS ({defs})) WITH ORDINALITY AS r({names}, n) ORDER BY r.n"
     )
 
 
-# a move row's state is null, or 'parked' for a token parking where it moved
-_PG_MOVE_ROWS = (
-    "UPDATE workflow_tokens AS t SET node_key = m.node_key, state = COALESCE(m.state, t.state) "
-    "FROM json_to_recordset(CAST(:moves AS json)) AS m(id bigint, node_key text, state text) "
-    "WHERE t.id = m.id"
-)
-_PG_MOVES = text(_PG_MOVE_ROWS)
+def _move_rows(param: str) -> str:
+    """The token moves in the JSON array ``param`` (a placeholder); a move
+    row's state is null, or 'parked' for a token parking where it moved."""
+    return (
+        "UPDATE workflow_tokens AS t SET node_key = m.node_key, state = COALESCE(m.state, t.state) "
+        f"FROM json_to_recordset(CAST({param} AS json)) AS m(id bigint, node_key text, state text) "
+        "WHERE t.id = m.id"
+    )
+
+
+def _step_ctes(moves: str, outbox: str, forms: str) -> str:
+    return (
+        f"moved AS ({_move_rows(moves)}), "
+        f"events AS (INSERT INTO workflow_event_outbox {_rows_of(outbox, OUTBOX_COLUMNS)}), "
+        f"forms AS (INSERT INTO workflow_form_writes {_rows_of(forms, FORM_WRITE_COLUMNS)})"
+    )
+
+
+_PG_MOVES = text(_move_rows(":moves"))
 _PG_WRITE = text(
-    f"WITH moved AS ({_PG_MOVE_ROWS}), "
-    f"events AS (INSERT INTO workflow_event_outbox {_rows_of('outbox', OUTBOX_COLUMNS)}), "
-    f"forms AS (INSERT INTO workflow_form_writes {_rows_of('forms', FORM_WRITE_COLUMNS)}) "
-    f"INSERT INTO workflow_trace {_rows_of('trace', TRACE_COLUMNS)}"
+    f"WITH {_step_ctes(':moves', ':outbox', ':forms')} "
+    f"INSERT INTO workflow_trace {_rows_of(':trace', TRACE_COLUMNS)}"
+)
+# the same writes as CTEs another statement carries (driver SQL, prefixed names)
+_RIDER = (
+    _step_ctes("%(step_moves)s", "%(step_outbox)s", "%(step_forms)s")
+    + f", trace AS (INSERT INTO workflow_trace {_rows_of('%(step_trace)s', TRACE_COLUMNS)})"
 )
 
 
@@ -163,6 +182,28 @@ async def write_step_rows(
     for statement, rows in ((_OUTBOX, outbox), (_FORM_WRITES, form_writes), (_TRACE, trace)):
         if rows:
             await conn.execute(statement, list(rows))
+
+
+def step_rows_rider(
+    conn: AsyncConnection,
+    *,
+    moves: dict[int, str],
+    parks: Collection[int],
+    outbox: Sequence[dict[str, Any]],
+    form_writes: Sequence[dict[str, Any]],
+    trace: Sequence[dict[str, Any]],
+) -> Rider | None:
+    """What :func:`write_step_rows` writes, as CTEs another statement of the
+    transaction carries (:func:`~flowledger.db.database.with_riders`): on
+    PostgreSQL, when there is anything to write; else None."""
+    if not (moves or outbox or form_writes or trace) or dialect_name(conn) != POSTGRESQL:
+        return None
+    return _RIDER, {
+        "step_moves": _moves_document(moves, parks),
+        "step_outbox": _document(outbox),
+        "step_forms": _document(form_writes),
+        "step_trace": _document(trace),
+    }
 
 
 async def write_trace(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:

@@ -18,7 +18,9 @@ locked before any job is written (L-13).
 The jobs go first, in one :func:`~flowledger.ledger.enqueue.enqueue_bulk`
 call, so that their ``job_enqueued`` trace rows carry the job ids; then the
 rest in :func:`~flowledger.db.engine_writes.write_step_rows` (one statement
-on PostgreSQL)."""
+on PostgreSQL) — or, in a job's step on PostgreSQL, as CTEs of the job's
+settlement (:meth:`WriteBuffer.take_rider`), which commits them with the
+step all the same."""
 
 from __future__ import annotations
 
@@ -28,8 +30,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import pre_commit
+from flowledger.db.database import Rider, pre_commit
 from flowledger.db.engine_writes import (
+    step_rows_rider,
     write_form_writes,
     write_moves,
     write_outbox,
@@ -83,11 +86,33 @@ class WriteBuffer:
             for job, result in zip(same, results, strict=True):
                 job.trace_row["job_id"] = result.job_id
 
+    async def take_rider(self) -> Rider | None:
+        """After writing the buffered jobs (their trace rows need the jobs'
+        ids): the rest as CTEs another statement carries — the settlement of
+        the job running the step, on PostgreSQL — and nothing left buffered;
+        None (all still buffered) when they cannot ride."""
+        await self.flush_jobs()
+        rider = step_rows_rider(
+            self.conn,
+            moves=self.moves,
+            parks=self.parks,
+            outbox=self.outbox,
+            form_writes=self.form_writes,
+            trace=self.trace,
+        )
+        if rider is not None:
+            self._clear_rows()
+        return rider
+
+    def _clear_rows(self) -> None:
+        self.moves, self.parks = {}, set()
+        self.outbox, self.form_writes, self.trace = [], [], []
+
     async def flush(self) -> None:
         await self.flush_jobs()
         moves, parks, outbox, form_writes = self.moves, self.parks, self.outbox, self.form_writes
         trace = self.trace
-        self.moves, self.parks, self.outbox, self.form_writes, self.trace = {}, set(), [], [], []
+        self._clear_rows()
         await write_step_rows(
             self.conn, moves=moves, parks=parks, outbox=outbox, form_writes=form_writes, trace=trace
         )

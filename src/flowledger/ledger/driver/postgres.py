@@ -26,7 +26,7 @@ from sqlalchemy import Select, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
-from flowledger.db.database import Database
+from flowledger.db.database import Database, with_riders
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.pg_ledger import (
     CLAIM_SQL,
@@ -173,7 +173,9 @@ class PostgresLedger(CoreLedger):
             receipt=result,
             now=now,
         )
-        settled = await conn.exec_driver_sql(SETTLE_ONE_WITH_RECEIPT_SQL, params)
+        # the step's buffered rows ride on the settlement: one round trip
+        sql, params = await with_riders(conn, SETTLE_ONE_WITH_RECEIPT_SQL, params)
+        settled = await conn.exec_driver_sql(sql, params)
         return settled.first() is not None
 
     async def job_lock_fenced_receipt_first(
