@@ -8,7 +8,7 @@ from __future__ import annotations
 from flowledger.engine.errors import InstanceStateError
 from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.engine.step import Step
-from flowledger.engine.tasks import close_open_tasks, create_task
+from flowledger.engine.tasks import close_open_tasks, close_tasks, create_task
 from flowledger.engine.tokens import consume_all_tokens, count_live_tokens, create_token
 from flowledger.engine.write_buffer import flush_jobs
 from flowledger.ledger.control import (
@@ -47,10 +47,11 @@ async def finish(
     task_status: TaskStatus = TaskStatus.CANCELED,
     tokens_left: bool = True,
 ) -> None:
-    """End the instance: close open tasks, consume tokens (``tokens_left``
-    false: the caller just counted none), cancel advancement jobs (L-22),
-    emit the event, and wake a waiting parent."""
-    await close_open_tasks(step, status=task_status, comment=reason)
+    """End the instance: set its status (reading its open tasks in the same
+    round trip on PostgreSQL), close those tasks, consume tokens
+    (``tokens_left`` false: the caller just counted none), cancel
+    advancement jobs (L-22), emit the event, and wake a waiting parent."""
+    await close_tasks(step, await step.end_instance(status), status=task_status, comment=reason)
     if tokens_left:
         await consume_all_tokens(step)
     await flush_jobs(step.conn)  # the cleanup sees this step's jobs too
@@ -62,7 +63,6 @@ async def finish(
         reason=f"instance {status.value}",
         keep_job_id=step.job_id,
     )
-    await step.set_instance(status=status, finished_at=step.now)
     step.finished = True
     if step.hooks.instance_ended is not None:
         await flush_jobs(step.conn)  # a hook may read or enqueue jobs

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.engine_instance_end import end_instance_row
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
@@ -30,6 +31,7 @@ from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.write_buffer import add_job, add_outbox, add_trace
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.receipts import RowLock
+from flowledger.states import InstanceStatus
 
 
 @dataclass
@@ -159,6 +161,15 @@ class Step:
                 "job_enqueued", node_key=node_key, task_id=task_id, detail={"type": job_type}
             ),
         )
+
+    async def end_instance(self, status: InstanceStatus) -> list[int]:
+        """Set the instance's terminal ``status`` (finished now); the ids of
+        its open tasks, read in the same round trip on PostgreSQL."""
+        open_ids = await end_instance_row(
+            self.conn, self.instance_id, status=status.value, now=self.now
+        )
+        self.instance.update(status=status, finished_at=self.now, updated_at=self.now)
+        return open_ids
 
     async def set_instance(self, **values: Any) -> None:
         values["updated_at"] = self.now

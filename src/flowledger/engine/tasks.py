@@ -326,7 +326,15 @@ async def close_open_tasks(
 ) -> list[int]:
     """End every pending/waiting task of the instance (or of one token)."""
     rows = await open_tasks(step, token_id=token_id)
-    ids = [int(row.id) for row in rows if row.id != exclude]
+    return await close_tasks(
+        step, [int(row.id) for row in rows if row.id != exclude], status=status, comment=comment
+    )
+
+
+async def close_tasks(
+    step: Step, ids: list[int], *, status: TaskStatus, comment: str | None = None
+) -> list[int]:
+    """End the open tasks ``ids`` (found by the caller) with ``status``."""
     if ids:
         await step.conn.execute(
             _UPDATE_MANY,

@@ -1,0 +1,74 @@
+"""Ending an instance (SPEC E-6, L-22; issue 15 item 2), on both backends:
+the instance row gets its terminal status and finish time, and its open
+tasks are closed with it — on PostgreSQL the tasks to close come back from
+the instance's own UPDATE, so the ending reads them in no statement of its
+own."""
+
+from __future__ import annotations
+
+from flowledger.clock import ManualClock
+from flowledger.db.database import Database
+from tests import statement_watch
+from tests.integration.engine_helpers import (
+    END,
+    START,
+    approval,
+    definition,
+    instance,
+    new_engine,
+    tasks,
+    trace_events,
+)
+
+TWO_OPEN = definition(
+    "instance_end",
+    [
+        START,
+        {"key": "fork", "type": "parallel"},
+        approval("a", "ann"),
+        approval("b", "bob"),
+        {"key": "join", "type": "parallel"},
+        END,
+    ],
+    [
+        ("start", "fork"),
+        ("fork", "a"),
+        ("fork", "b"),
+        ("a", "join"),
+        ("b", "join"),
+        ("join", "end"),
+    ],
+)
+
+
+async def test_a_canceled_instance_closes_its_open_tasks_with_its_own_update_E6(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    await engine.deploy(TWO_OPEN, actor="a")
+    iid = await engine.start("instance_end", form={}, initiator="u")
+    clock.advance(seconds=5)
+    with statement_watch.watched(db) as seen:
+        await engine.cancel(iid, actor="admin", reason="stop")
+    ended = await instance(db, iid)
+    assert (ended["status"], ended["finished_at"], ended["updated_at"]) == (
+        "canceled",
+        clock.now(),
+        clock.now(),
+    )
+    closed = await tasks(db, iid)
+    assert [(t["node_key"], t["status"], t["comment"]) for t in closed] == [
+        ("a", "canceled", "stop"),
+        ("b", "canceled", "stop"),
+    ]
+    events = [(r["event"], r["task_id"]) for r in await trace_events(db, iid)]
+    finished = events.index(("instance_finished", None))
+    closing = [task_id for event, task_id in events[:finished] if event == "task_completed"]
+    assert closing == [t["id"] for t in closed]
+    updates = [s for s in seen if s.lstrip().startswith("UPDATE workflow_instances")]
+    assert len(updates) == 1
+    task_reads = [s for s in seen if s.lstrip().startswith("SELECT workflow_tasks.id")]
+    if db.is_sqlite:  # the read, then the update
+        assert len(task_reads) == 1
+    else:  # the open tasks come back from the instance's update
+        assert task_reads == [] and "ARRAY(SELECT o.id FROM workflow_tasks" in updates[0]
