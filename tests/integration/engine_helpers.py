@@ -50,6 +50,55 @@ START = {"key": "start", "type": "start"}
 END = {"key": "end", "type": "end"}
 
 
+def forked_approvals(key: str) -> dict[str, Any]:
+    """start → parallel fork → approvals ``a`` (ann) and ``b`` (bob) → join → end."""
+    return definition(
+        key,
+        [
+            START,
+            {"key": "fork", "type": "parallel"},
+            approval("a", "ann"),
+            approval("b", "bob"),
+            {"key": "join", "type": "parallel"},
+            END,
+        ],
+        [
+            ("start", "fork"),
+            ("fork", "a"),
+            ("fork", "b"),
+            ("a", "join"),
+            ("b", "join"),
+            ("join", "end"),
+        ],
+    )
+
+
+def parallel_delays(key: str) -> dict[str, Any]:
+    """start → approval ``mgr`` (al) → parallel fork → 0-second delays
+    ``left`` and ``right`` → join → end."""
+    return definition(
+        key,
+        [
+            START,
+            approval("mgr", "al"),
+            {"key": "fork", "type": "parallel"},
+            {"key": "left", "type": "delay", "duration": "PT0S"},
+            {"key": "right", "type": "delay", "duration": "PT0S"},
+            {"key": "join", "type": "parallel"},
+            END,
+        ],
+        [
+            ("start", "mgr"),
+            ("mgr", "fork"),
+            ("fork", "left"),
+            ("fork", "right"),
+            ("left", "join"),
+            ("right", "join"),
+            ("join", "end"),
+        ],
+    )
+
+
 async def run_due_jobs(db: Database, clock: ManualClock, *, rounds: int = 50) -> int:
     """Run every due job (and the jobs they cause) until none is due."""
     runtime = runtime_for(db, clock)  # the engine's handlers, policies on

@@ -18,8 +18,8 @@ from tests import statement_watch
 from tests.integration.engine_helpers import (
     END,
     START,
-    approval,
     definition,
+    forked_approvals,
     instance,
     new_engine,
     pending_task,
@@ -27,25 +27,7 @@ from tests.integration.engine_helpers import (
     trace_events,
 )
 
-FORKED = definition(
-    "gateway_tokens",
-    [
-        START,
-        {"key": "fork", "type": "parallel"},
-        approval("a", "ann"),
-        approval("b", "bob"),
-        {"key": "join", "type": "parallel"},
-        END,
-    ],
-    [
-        ("start", "fork"),
-        ("fork", "a"),
-        ("fork", "b"),
-        ("a", "join"),
-        ("b", "join"),
-        ("join", "end"),
-    ],
-)
+FORKED = forked_approvals("gateway_tokens")
 
 # both branches pass straight through to the join, in the step that forks them
 MEETING = definition(

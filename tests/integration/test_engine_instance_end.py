@@ -10,35 +10,14 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from tests import statement_watch
 from tests.integration.engine_helpers import (
-    END,
-    START,
-    approval,
-    definition,
+    forked_approvals,
     instance,
     new_engine,
     tasks,
     trace_events,
 )
 
-TWO_OPEN = definition(
-    "instance_end",
-    [
-        START,
-        {"key": "fork", "type": "parallel"},
-        approval("a", "ann"),
-        approval("b", "bob"),
-        {"key": "join", "type": "parallel"},
-        END,
-    ],
-    [
-        ("start", "fork"),
-        ("fork", "a"),
-        ("fork", "b"),
-        ("a", "join"),
-        ("b", "join"),
-        ("join", "end"),
-    ],
-)
+TWO_OPEN = forked_approvals("instance_end")
 
 
 async def test_a_canceled_instance_closes_its_open_tasks_with_its_own_update_E6(

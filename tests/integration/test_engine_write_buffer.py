@@ -12,35 +12,14 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox, workflow_instances, workflow_trace
 from tests import statement_watch
 from tests.integration.engine_helpers import (
-    END,
-    START,
-    approval,
-    definition,
+    forked_approvals,
     new_engine,
     pending_task,
     tokens,
     trace_events,
 )
 
-FORKED = definition(
-    "forked",
-    [
-        START,
-        {"key": "fork", "type": "parallel"},
-        approval("a", "ann"),
-        approval("b", "bob"),
-        {"key": "join", "type": "parallel"},
-        END,
-    ],
-    [
-        ("start", "fork"),
-        ("fork", "a"),
-        ("fork", "b"),
-        ("a", "join"),
-        ("b", "join"),
-        ("join", "end"),
-    ],
-)
+FORKED = forked_approvals("forked")
 
 
 class Statements:

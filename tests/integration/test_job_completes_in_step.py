@@ -24,37 +24,15 @@ from flowledger.worker.executor import execute
 from tests.integration.engine_helpers import (
     END,
     START,
-    approval,
     definition,
     instance,
     jobs,
     new_engine,
+    parallel_delays,
     pending_task,
     tasks,
 )
 from tests.runtime_support import runtime_for
-
-
-def _parallel_delays() -> dict[str, Any]:
-    nodes = [
-        START,
-        approval("mgr", "al"),
-        {"key": "fork", "type": "parallel"},
-        {"key": "left", "type": "delay", "duration": "PT0S"},
-        {"key": "right", "type": "delay", "duration": "PT0S"},
-        {"key": "join", "type": "parallel"},
-        END,
-    ]
-    edges: list[tuple[str, str] | dict[str, Any]] = [
-        ("start", "mgr"),
-        ("mgr", "fork"),
-        ("fork", "left"),
-        ("fork", "right"),
-        ("left", "join"),
-        ("right", "join"),
-        ("join", "end"),
-    ]
-    return definition("pd", nodes, edges)
 
 
 async def _attempts(db: Database, job_id: int) -> list[dict[str, Any]]:
@@ -67,7 +45,7 @@ async def _attempts(db: Database, job_id: int) -> list[dict[str, Any]]:
 
 async def _at_the_fork(engine: Engine, db: Database) -> int:
     """An instance approved past its parallel fork: two delay jobs pending."""
-    await engine.deploy(_parallel_delays(), actor="admin")
+    await engine.deploy(parallel_delays("pd"), actor="admin")
     iid = await engine.start("pd", form={}, initiator="u")
     await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
     return iid

@@ -18,39 +18,16 @@ from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
 from tests import statement_watch
 from tests.integration.engine_helpers import (
-    END,
-    START,
-    approval,
-    definition,
     instance,
     jobs,
     new_engine,
+    parallel_delays,
     pending_task,
     trace_events,
 )
 from tests.runtime_support import runtime_for
 
-PARALLEL_DELAYS = definition(
-    "ride",
-    [
-        START,
-        approval("mgr", "al"),
-        {"key": "fork", "type": "parallel"},
-        {"key": "left", "type": "delay", "duration": "PT0S"},
-        {"key": "right", "type": "delay", "duration": "PT0S"},
-        {"key": "join", "type": "parallel"},
-        END,
-    ],
-    [
-        ("start", "mgr"),
-        ("mgr", "fork"),
-        ("fork", "left"),
-        ("fork", "right"),
-        ("left", "join"),
-        ("right", "join"),
-        ("join", "end"),
-    ],
-)
+PARALLEL_DELAYS = parallel_delays("ride")
 
 
 async def test_a_job_steps_rows_commit_with_its_settlement_L14_E8(

@@ -46,62 +46,49 @@ async def start_instance(
     parent_task_id: int | None = None,
     trace_id: str | None = None,
 ) -> int:
-    # the latest version: the one remembered, if any, checked by the insert
-    remembered = snapshots.latest(tenant, key) if version is None else None
-    if remembered is None:
-        definition_id, definition_version = await version_ref(
-            conn, key, tenant=tenant, version=version
-        )
-    else:
-        definition_id, definition_version = remembered
-    defn = snapshots.cached(definition_id)
-    if defn is None:
-        defn = snapshots.get(definition_id, await source_of(conn, definition_id))
-    if version is None:
-        snapshots.remember_latest(tenant, key, (definition_id, definition_version))
-    try:
-        data = validate_form(defn.form, form)
-    except FormInvalidError:
-        if remembered is None:
-            raise
-        data = None  # refused by the remembered version: the latest decides
-    instance: dict[str, Any] = {
-        "tenant_id": tenant,
-        "definition_id": definition_id,
-        "definition_key": key,
-        "definition_version": definition_version,
-        "status": InstanceStatus.RUNNING,
-        "form_data": data,
-        "initiator": initiator,
-        "parent_instance_id": parent_instance_id,
-        "parent_task_id": parent_task_id,
-        "trace_id": trace_id or uuid.uuid4().hex,
-        "created_at": now,
-        "updated_at": now,
-    }
-    start_key = defn.start_node().key
-    token = {"node_key": start_key, "state": TokenState.ACTIVE, "fork_stack": [], "created_at": now}
-    inserted = None
-    if data is not None:
+    trace_id = trace_id or uuid.uuid4().hex
+    while True:  # again only when a newer version was deployed since it was remembered
+        remembered = snapshots.latest(tenant, key) if version is None else None
+        ref = remembered or await version_ref(conn, key, tenant=tenant, version=version)
+        defn = snapshots.cached(ref[0])
+        if defn is None:
+            defn = snapshots.get(ref[0], await source_of(conn, ref[0]))
+        if version is None:
+            snapshots.remember_latest(tenant, key, ref)
+        try:
+            data = validate_form(defn.form, form)
+        except FormInvalidError:
+            if remembered is None:
+                raise
+            snapshots.remember_latest(tenant, key, None)  # the latest decides
+            continue
+        instance: dict[str, Any] = {
+            "tenant_id": tenant,
+            "definition_id": ref[0],
+            "definition_key": key,
+            "definition_version": ref[1],
+            "status": InstanceStatus.RUNNING,
+            "form_data": data,
+            "initiator": initiator,
+            "parent_instance_id": parent_instance_id,
+            "parent_task_id": parent_task_id,
+            "trace_id": trace_id,
+            "created_at": now,
+            "updated_at": now,
+        }
+        start_key = defn.start_node().key
+        token = {
+            "node_key": start_key,
+            "state": TokenState.ACTIVE,
+            "fork_stack": [],
+            "created_at": now,
+        }
         inserted = await insert_instance_and_start_token(
             conn, instance, token, latest_of=version is None
         )
-    if inserted is None:  # a newer version was deployed since it was remembered
-        assert version is None
+        if inserted is not None:
+            break
         snapshots.remember_latest(tenant, key, None)
-        return await start_instance(
-            conn,
-            key,
-            form=form,
-            initiator=initiator,
-            tenant=tenant,
-            now=now,
-            snapshots=snapshots,
-            hooks=hooks,
-            parent_instance_id=parent_instance_id,
-            parent_task_id=parent_task_id,
-            trace_id=trace_id,
-        )
     instance["id"], token_id = inserted
     step = Step(conn=conn, now=now, actor=initiator, instance=instance, defn=defn, hooks=hooks)
     await add_form_write(
@@ -118,7 +105,7 @@ async def start_instance(
         "instance_started",
         detail={
             "definitionKey": key,
-            "version": definition_version,
+            "version": ref[1],
             "parentInstanceId": parent_instance_id,
         },
     )
