@@ -1,8 +1,9 @@
 """Ending an instance (SPEC E-6, L-22; issue 15 item 2), on both backends:
 the instance row gets its terminal status and finish time, and its open
-tasks are closed with it — on PostgreSQL the tasks to close come back from
-the instance's own UPDATE, so the ending reads them in no statement of its
-own."""
+tasks are closed with it — on PostgreSQL the tasks to close and the live
+advancement jobs to cancel (L-22) come back from the instance's own UPDATE,
+so the ending reads them in no statement of its own, and locks jobs only
+when there are some to cancel."""
 
 from __future__ import annotations
 
@@ -46,8 +47,12 @@ async def test_a_canceled_instance_closes_its_open_tasks_with_its_own_update_E6(
     assert closing == [t["id"] for t in closed]
     updates = [s for s in seen if s.lstrip().startswith("UPDATE workflow_instances")]
     assert len(updates) == 1
-    task_reads = [s for s in seen if s.lstrip().startswith("SELECT workflow_tasks.id")]
-    if db.is_sqlite:  # the read, then the update
+    reads = [s for s in seen if s.lstrip().startswith("SELECT") and "workflow_instances" not in s]
+    task_reads = [s for s in reads if "FROM workflow_tasks" in s]
+    job_locks = [s for s in reads if "FROM workflow_jobs" in s and "FOR UPDATE" in s]
+    assert job_locks == []  # no live advancement job: the cleanup has nothing to lock
+    if db.is_sqlite:  # the reads, then the update
         assert len(task_reads) == 1
-    else:  # the open tasks come back from the instance's update
-        assert task_reads == [] and "ARRAY(SELECT o.id FROM workflow_tasks" in updates[0]
+    else:  # the open tasks and live jobs come back from the instance's update
+        assert task_reads == []
+        assert "FROM workflow_tasks AS o" in updates[0] and "FROM workflow_jobs AS j" in updates[0]

@@ -1,50 +1,81 @@
-"""The statement that ends an instance's row (SPEC E-6; issue 15 item 2;
-issue 16: the dialect choice stays in ``db/``): its status, ``finished_at``
-and ``updated_at`` set, and the ids of its open (pending or waiting) tasks
-read — the tasks the ending closes. PostgreSQL: one statement (the ids come
-back in its RETURNING, read in the statement's snapshot, before anything
-else of the step changes them). SQLite (in process): the read, then the
-update."""
+"""The statement that ends an instance's row (SPEC E-6, L-22; issue 15 item
+2; issue 16: the dialect choice stays in ``db/``): its status,
+``finished_at`` and ``updated_at`` set, and what the ending must clean up
+read — the ids of its open (pending or waiting) tasks, and of its jobs of
+the given types in the given statuses other than the job running the step
+(the jobs L-22's cleanup would cancel; the caller cancels them, locking
+them then, only when there are any). PostgreSQL: one statement (the ids
+come back in its RETURNING, read in the statement's snapshot). SQLite (in
+process): the reads, then the update."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, bindparam, literal_column, select, update
+from sqlalchemy import BigInteger, String, any_, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
+from flowledger.db.schema import workflow_jobs
 from flowledger.states import TaskStatus
 
 OPEN = (TaskStatus.PENDING.value, TaskStatus.WAITING.value)
 
+
+@dataclass(frozen=True)
+class InstanceEnd:
+    open_task_ids: list[int]
+    live_job_ids: list[int]
+
+
 _SET = update(workflow_instances).where(workflow_instances.c.id == bindparam("b_instance_id"))
+_TASK = workflow_tasks.alias("o")
+_JOB = workflow_jobs.alias("j")
 _PG_END = _SET.returning(
-    literal_column(
-        "ARRAY(SELECT o.id FROM workflow_tasks AS o "
-        "WHERE o.instance_id = workflow_instances.id "
-        f"AND o.status IN ('{OPEN[0]}', '{OPEN[1]}') ORDER BY o.id)",
-        ARRAY(BigInteger()),
-    ).label("open_task_ids")
-)
-_OPEN_IDS = (
-    select(workflow_tasks.c.id)
+    select(func.array_agg(_TASK.c.id))
+    .where(_TASK.c.instance_id == workflow_instances.c.id, _TASK.c.status.in_(OPEN))
+    .scalar_subquery()
+    .label("open_task_ids"),
+    select(func.array_agg(_JOB.c.id))
     .where(
-        workflow_tasks.c.instance_id == bindparam("b_instance_id"),
-        workflow_tasks.c.status.in_(OPEN),
+        _JOB.c.instance_id == workflow_instances.c.id,
+        _JOB.c.type == any_(bindparam("b_job_types", type_=ARRAY(String()))),
+        _JOB.c.status == any_(bindparam("b_job_statuses", type_=ARRAY(String()))),
+        _JOB.c.id.is_distinct_from(bindparam("b_keep_job_id", type_=BigInteger())),
     )
-    .order_by(workflow_tasks.c.id)
+    .scalar_subquery()
+    .label("live_job_ids"),
 )
+_OPEN_IDS = select(_TASK.c.id).where(
+    _TASK.c.instance_id == bindparam("b_instance_id"), _TASK.c.status.in_(OPEN)
+)
+_LIVE_JOBS = select(_JOB.c.id, _JOB.c.type, _JOB.c.status).where(
+    _JOB.c.instance_id == bindparam("b_instance_id")
+)
+
+
+def _ids(values: Any) -> list[int]:
+    return sorted(int(value) for value in values or ())
 
 
 async def end_instance_row(
-    conn: AsyncConnection, instance_id: int, *, status: str, now: datetime
-) -> list[int]:
+    conn: AsyncConnection,
+    instance_id: int,
+    *,
+    status: str,
+    now: datetime,
+    job_types: Collection[str] = (),
+    job_statuses: Collection[str] = (),
+    keep_job_id: int | None = None,
+) -> InstanceEnd:
     """Set the instance's ``status`` and its ``finished_at`` and
-    ``updated_at`` to ``now``; the ids of its open tasks, ascending."""
+    ``updated_at`` to ``now``; its open tasks and its jobs of ``job_types``
+    in ``job_statuses`` (but ``keep_job_id``), by ascending id."""
     values: dict[str, Any] = {
         "b_instance_id": instance_id,
         "status": status,
@@ -52,8 +83,19 @@ async def end_instance_row(
         "updated_at": now,
     }
     if dialect_name(conn) == POSTGRESQL:
-        ids = (await conn.execute(_PG_END, values)).scalar_one()
-        return [int(task_id) for task_id in ids]
-    found = (await conn.execute(_OPEN_IDS, {"b_instance_id": instance_id})).scalars().all()
+        jobs = {
+            "b_job_types": sorted(job_types),
+            "b_job_statuses": sorted(job_statuses),
+            "b_keep_job_id": keep_job_id,
+        }
+        row = (await conn.execute(_PG_END, {**values, **jobs})).one()
+        return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids))
+    tasks = (await conn.execute(_OPEN_IDS, {"b_instance_id": instance_id})).scalars().all()
+    found = (await conn.execute(_LIVE_JOBS, {"b_instance_id": instance_id})).all()
     await conn.execute(_SET, values)
-    return [int(task_id) for task_id in found]
+    live = [
+        row.id
+        for row in found
+        if row.type in job_types and row.status in job_statuses and row.id != keep_job_id
+    ]
+    return InstanceEnd(_ids(tasks), _ids(live))

@@ -47,22 +47,26 @@ async def finish(
     task_status: TaskStatus = TaskStatus.CANCELED,
     tokens_left: bool = True,
 ) -> None:
-    """End the instance: set its status (reading its open tasks in the same
-    round trip on PostgreSQL), close those tasks, consume tokens
-    (``tokens_left`` false: the caller just counted none), cancel
-    advancement jobs (L-22), emit the event, and wake a waiting parent."""
-    await close_tasks(step, await step.end_instance(status), status=task_status, comment=reason)
+    """End the instance: set its status (reading its open tasks and live
+    advancement jobs in the same round trip on PostgreSQL), close those
+    tasks, consume tokens (``tokens_left`` false: the caller just counted
+    none), cancel those jobs (L-22), emit the event, and wake a waiting
+    parent."""
+    await flush_jobs(step.conn)  # the ending's read, and the cleanup, see this step's jobs too
+    ended = await step.end_instance(status, job_types=CLEANUP_TYPES)
+    await close_tasks(step, ended.open_task_ids, status=task_status, comment=reason)
     if tokens_left:
         await consume_all_tokens(step)
-    await flush_jobs(step.conn)  # the cleanup sees this step's jobs too
-    canceled = await jobs_cleanup_for_instance(
-        step.conn,
-        step.instance_id,
-        types=CLEANUP_TYPES,
-        now=step.now,
-        reason=f"instance {status.value}",
-        keep_job_id=step.job_id,
-    )
+    canceled: list[int] = []
+    if ended.live_job_ids:  # the cleanup locks them (and any committed since) and cancels
+        canceled = await jobs_cleanup_for_instance(
+            step.conn,
+            step.instance_id,
+            types=CLEANUP_TYPES,
+            now=step.now,
+            reason=f"instance {status.value}",
+            keep_job_id=step.job_id,
+        )
     step.finished = True
     if step.hooks.instance_ended is not None:
         await flush_jobs(step.conn)  # a hook may read or enqueue jobs

@@ -14,6 +14,7 @@ Statements are built once, with bound parameters."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.engine_instance_end import end_instance_row
+from flowledger.db.engine_instance_end import InstanceEnd, end_instance_row
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
@@ -31,7 +32,7 @@ from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.write_buffer import add_job, add_outbox, add_trace
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.receipts import RowLock
-from flowledger.states import InstanceStatus
+from flowledger.states import InstanceStatus, JobTransition, transition_sources
 
 
 @dataclass
@@ -162,14 +163,24 @@ class Step:
             ),
         )
 
-    async def end_instance(self, status: InstanceStatus) -> list[int]:
-        """Set the instance's terminal ``status`` (finished now); the ids of
-        its open tasks, read in the same round trip on PostgreSQL."""
-        open_ids = await end_instance_row(
-            self.conn, self.instance_id, status=status.value, now=self.now
+    async def end_instance(
+        self, status: InstanceStatus, *, job_types: Collection[str] = ()
+    ) -> InstanceEnd:
+        """Set the instance's terminal ``status`` (finished now); its open
+        tasks and its live jobs of ``job_types`` other than this step's,
+        read in the same round trip on PostgreSQL (L-22's cleanup cancels
+        those jobs)."""
+        ended = await end_instance_row(
+            self.conn,
+            self.instance_id,
+            status=status.value,
+            now=self.now,
+            job_types=job_types,
+            job_statuses=[s.value for s in transition_sources(JobTransition.CANCEL_FOR_INSTANCE)],
+            keep_job_id=self.job_id,
         )
         self.instance.update(status=status, finished_at=self.now, updated_at=self.now)
-        return open_ids
+        return ended
 
     async def set_instance(self, **values: Any) -> None:
         values["updated_at"] = self.now
