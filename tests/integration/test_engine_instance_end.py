@@ -3,7 +3,8 @@ the instance row gets its terminal status and finish time, and its open
 tasks are closed with it — on PostgreSQL the tasks to close and the live
 advancement jobs to cancel (L-22) come back from the instance's own UPDATE,
 so the ending reads them in no statement of its own, and locks jobs only
-when there are some to cancel."""
+when there are some to cancel; the compensation hook runs only when the
+instance has a pending repair ticket, which the same UPDATE reads."""
 
 from __future__ import annotations
 
@@ -51,8 +52,11 @@ async def test_a_canceled_instance_closes_its_open_tasks_with_its_own_update_E6(
     task_reads = [s for s in reads if "FROM workflow_tasks" in s]
     job_locks = [s for s in reads if "FROM workflow_jobs" in s and "FOR UPDATE" in s]
     assert job_locks == []  # no live advancement job: the cleanup has nothing to lock
+    # no pending repair ticket: the compensation hook (on: SPEC C-3) does not run
+    assert [s for s in reads if "FROM workflow_compensations" in s] == []
     if db.is_sqlite:  # the reads, then the update
         assert len(task_reads) == 1
-    else:  # the open tasks and live jobs come back from the instance's update
+    else:  # the open tasks, live jobs and the hook's condition come back from the update
         assert task_reads == []
-        assert "FROM workflow_tasks AS o" in updates[0] and "FROM workflow_jobs AS j" in updates[0]
+        for read in ("workflow_tasks AS o", "workflow_jobs AS j", "workflow_compensations"):
+            assert f"FROM {read}" in updates[0], read

@@ -56,6 +56,7 @@ from sqlalchemy import select
 
 from flowledger.compensation.actions import action_document, enqueue_action
 from flowledger.compensation.repair import (
+    PENDING_REPAIRS_EXIST,
     close_repairs_of_ended_instance,
     open_repair,
     resolve_for_repair_task,
@@ -280,5 +281,6 @@ def compensation_hooks(admin_users: str = "") -> EngineHooks:
         node_failure=node_failure,
         repair_handled=resolve_for_repair_task,
         instance_ended=close_repairs_of_ended_instance,
+        instance_ended_when=PENDING_REPAIRS_EXIST,
         name="compensation",
     )

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, exists, select
 
 from flowledger.compensation.admins import resolve_admins
 from flowledger.compensation.tickets import close_ticket, open_ticket, tickets
 from flowledger.db.compensation_schema import LogKind, TicketStatus
-from flowledger.db.engine_schema import workflow_tasks
+from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.model import Node
 from flowledger.engine import lifecycle
 from flowledger.engine.step import Step
@@ -165,6 +165,19 @@ _PENDING_REPAIRS = (
     )
     .order_by(tickets.c.id)
     .with_for_update()
+)
+
+
+# the hook's condition (EngineHooks.instance_ended_when): read with the ending
+# instance's update, so an instance without such a ticket costs no query here
+PENDING_REPAIRS_EXIST = (
+    exists()
+    .where(
+        tickets.c.instance_id == workflow_instances.c.id,
+        tickets.c.status == TicketStatus.PENDING,
+        tickets.c.repair_task_id.is_not(None),
+    )
+    .correlate(workflow_instances)
 )
 
 

@@ -6,7 +6,8 @@ the given types in the given statuses other than the job running the step
 (the jobs L-22's cleanup would cancel; the caller cancels them, locking
 them then, only when there are any). PostgreSQL: one statement (the ids
 come back in its RETURNING, read in the statement's snapshot). SQLite (in
-process): the reads, then the update."""
+process): the reads, then the update. A caller's condition on the row (an
+engine hook's: does the ending need it?) is returned with them."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, String, any_, bindparam, func, select, update
+from sqlalchemy import BigInteger, ColumnElement, String, any_, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -31,6 +32,7 @@ OPEN = (TaskStatus.PENDING.value, TaskStatus.WAITING.value)
 class InstanceEnd:
     open_task_ids: list[int]
     live_job_ids: list[int]
+    also: bool = True  # the caller's condition on the row (true without one)
 
 
 _SET = update(workflow_instances).where(workflow_instances.c.id == bindparam("b_instance_id"))
@@ -59,6 +61,19 @@ _LIVE_JOBS = select(_JOB.c.id, _JOB.c.type, _JOB.c.status).where(
 )
 
 
+_WITH_ALSO: dict[int, tuple[ColumnElement[bool], Any]] = {}  # by the condition's id
+
+
+def _pg_end(also: ColumnElement[bool] | None) -> Any:
+    """The PostgreSQL statement, with ``also`` returned too (built once per condition)."""
+    if also is None:
+        return _PG_END
+    found = _WITH_ALSO.get(id(also))
+    if found is None or found[0] is not also:
+        found = _WITH_ALSO[id(also)] = (also, _PG_END.returning(also.label("also")))
+    return found[1]
+
+
 def _ids(values: Any) -> list[int]:
     return sorted(int(value) for value in values or ())
 
@@ -72,10 +87,12 @@ async def end_instance_row(
     job_types: Collection[str] = (),
     job_statuses: Collection[str] = (),
     keep_job_id: int | None = None,
+    also: ColumnElement[bool] | None = None,
 ) -> InstanceEnd:
     """Set the instance's ``status`` and its ``finished_at`` and
     ``updated_at`` to ``now``; its open tasks and its jobs of ``job_types``
-    in ``job_statuses`` (but ``keep_job_id``), by ascending id."""
+    in ``job_statuses`` (but ``keep_job_id``), by ascending id, and whether
+    ``also`` (a condition correlated to ``workflow_instances``) holds."""
     values: dict[str, Any] = {
         "b_instance_id": instance_id,
         "status": status,
@@ -88,14 +105,19 @@ async def end_instance_row(
             "b_job_statuses": sorted(job_statuses),
             "b_keep_job_id": keep_job_id,
         }
-        row = (await conn.execute(_PG_END, {**values, **jobs})).one()
-        return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids))
+        row = (await conn.execute(_pg_end(also), {**values, **jobs})).one()
+        holds = True if also is None else bool(row.also)
+        return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids), holds)
     tasks = (await conn.execute(_OPEN_IDS, {"b_instance_id": instance_id})).scalars().all()
     found = (await conn.execute(_LIVE_JOBS, {"b_instance_id": instance_id})).all()
+    holds = True
+    if also is not None:
+        probe = select(also).where(workflow_instances.c.id == bindparam("b_instance_id"))
+        holds = bool((await conn.execute(probe, {"b_instance_id": instance_id})).scalar_one())
     await conn.execute(_SET, values)
     live = [
         row.id
         for row in found
         if row.type in job_types and row.status in job_statuses and row.id != keep_job_id
     ]
-    return InstanceEnd(_ids(tasks), _ids(live))
+    return InstanceEnd(_ids(tasks), _ids(live), holds)

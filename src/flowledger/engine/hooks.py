@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from flowledger.states import InstanceStatus
 
 if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement
+
     from flowledger.definitions.model import Node
     from flowledger.engine.node_failures import NodeFailure
     from flowledger.engine.step import Step
@@ -35,11 +37,15 @@ class EngineHooks:
     first (``None`` from it leaves the built-in behaviour); ``repair_handled``
     runs when a repair (``catch``) task is handled through the task actions;
     ``instance_ended`` runs inside the step that ends an instance, after its
-    tasks are closed and its tokens consumed."""
+    tasks are closed and its tokens consumed — only when
+    ``instance_ended_when`` (a condition on the ending instance's row,
+    correlated to ``workflow_instances``; read with the row's own update,
+    in the same round trip on PostgreSQL) holds, or always without one."""
 
     node_failure: NodeFailureHook | None = None
     repair_handled: RepairHandledHook | None = None
     instance_ended: InstanceEndedHook | None = None
+    instance_ended_when: ColumnElement[bool] | None = None
     name: str = "none"
 
     @property

@@ -68,7 +68,7 @@ async def finish(
             keep_job_id=step.job_id,
         )
     step.finished = True
-    if step.hooks.instance_ended is not None:
+    if step.hooks.instance_ended is not None and ended.also:
         await flush_jobs(step.conn)  # a hook may read or enqueue jobs
         await step.hooks.instance_ended(step, status)
     await step.trace(

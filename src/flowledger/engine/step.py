@@ -167,9 +167,9 @@ class Step:
         self, status: InstanceStatus, *, job_types: Collection[str] = ()
     ) -> InstanceEnd:
         """Set the instance's terminal ``status`` (finished now); its open
-        tasks and its live jobs of ``job_types`` other than this step's,
-        read in the same round trip on PostgreSQL (L-22's cleanup cancels
-        those jobs)."""
+        tasks and its live jobs of ``job_types`` other than this step's (L-22's
+        cleanup cancels those), and whether the instance-ended hook's
+        condition holds, read in the same round trip on PostgreSQL."""
         ended = await end_instance_row(
             self.conn,
             self.instance_id,
@@ -178,6 +178,7 @@ class Step:
             job_types=job_types,
             job_statuses=[s.value for s in transition_sources(JobTransition.CANCEL_FOR_INSTANCE)],
             keep_job_id=self.job_id,
+            also=self.hooks.instance_ended_when if self.hooks.instance_ended else None,
         )
         self.instance.update(status=status, finished_at=self.now, updated_at=self.now)
         return ended
