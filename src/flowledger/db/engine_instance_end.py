@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import BigInteger, ColumnElement, String, any_, bindparam, func, select, update
@@ -61,17 +62,14 @@ _LIVE_JOBS = select(_JOB.c.id, _JOB.c.type, _JOB.c.status).where(
 )
 
 
-_WITH_ALSO: dict[int, tuple[ColumnElement[bool], Any]] = {}  # by the condition's id
+@cache  # one statement per condition (an engine hook's constant)
+def _pg_end_with(also: ColumnElement[bool]) -> Any:
+    return _PG_END.returning(also.label("also"))
 
 
 def _pg_end(also: ColumnElement[bool] | None) -> Any:
-    """The PostgreSQL statement, with ``also`` returned too (built once per condition)."""
-    if also is None:
-        return _PG_END
-    found = _WITH_ALSO.get(id(also))
-    if found is None or found[0] is not also:
-        found = _WITH_ALSO[id(also)] = (also, _PG_END.returning(also.label("also")))
-    return found[1]
+    """The PostgreSQL statement, with ``also`` returned too."""
+    return _PG_END if also is None else _pg_end_with(also)
 
 
 def _ids(values: Any) -> list[int]:
