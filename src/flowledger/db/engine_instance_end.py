@@ -57,8 +57,10 @@ _PG_END = _SET.returning(
 _OPEN_IDS = select(_TASK.c.id).where(
     _TASK.c.instance_id == bindparam("b_instance_id"), _TASK.c.status.in_(OPEN)
 )
-_LIVE_JOBS = select(_JOB.c.id, _JOB.c.type, _JOB.c.status).where(
-    _JOB.c.instance_id == bindparam("b_instance_id")
+_LIVE_JOBS = select(_JOB.c.id).where(
+    _JOB.c.instance_id == bindparam("b_instance_id"),
+    _JOB.c.type.in_(bindparam("b_job_types", expanding=True)),
+    _JOB.c.status.in_(bindparam("b_job_statuses", expanding=True)),
 )
 
 
@@ -107,15 +109,24 @@ async def end_instance_row(
         holds = True if also is None else bool(row.also)
         return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids), holds)
     tasks = (await conn.execute(_OPEN_IDS, {"b_instance_id": instance_id})).scalars().all()
-    found = (await conn.execute(_LIVE_JOBS, {"b_instance_id": instance_id})).all()
+    found = (
+        (
+            await conn.execute(
+                _LIVE_JOBS,
+                {
+                    "b_instance_id": instance_id,
+                    "b_job_types": list(job_types),
+                    "b_job_statuses": list(job_statuses),
+                },
+            )
+        )
+        .scalars()
+        .all()
+    )
     holds = True
     if also is not None:
         probe = select(also).where(workflow_instances.c.id == bindparam("b_instance_id"))
         holds = bool((await conn.execute(probe, {"b_instance_id": instance_id})).scalar_one())
     await conn.execute(_SET, values)
-    live = [
-        row.id
-        for row in found
-        if row.type in job_types and row.status in job_statuses and row.id != keep_job_id
-    ]
+    live = [job_id for job_id in found if job_id != keep_job_id]
     return InstanceEnd(_ids(tasks), _ids(live), holds)

@@ -176,7 +176,7 @@ class Step:
             status=status.value,
             now=self.now,
             job_types=job_types,
-            job_statuses=[s.value for s in transition_sources(JobTransition.CANCEL_FOR_INSTANCE)],
+            job_statuses=_CLEANUP_STATUSES,
             keep_job_id=self.job_id,
             also=self.hooks.instance_ended_when if self.hooks.instance_ended else None,
         )
@@ -189,6 +189,10 @@ class Step:
         self.instance.update(values)
 
 
+# the job statuses an instance's cleanup cancels from (L-22)
+_CLEANUP_STATUSES = tuple(
+    sorted(s.value for s in transition_sources(JobTransition.CANCEL_FOR_INSTANCE))
+)
 # the SET columns are the parameters' keys (one compiled form per key set)
 _SET_INSTANCE = update(workflow_instances).where(
     workflow_instances.c.id == bindparam("b_instance_id")

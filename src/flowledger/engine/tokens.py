@@ -38,7 +38,6 @@ def _token(row: Any) -> Token:
     return Token(int(row.id), row.node_key, list(row.fork_stack or []))
 
 
-_INSERT = workflow_tokens.insert().returning(workflow_tokens.c.id, sort_by_parameter_order=True)
 _GET = select(workflow_tokens).where(workflow_tokens.c.id == bindparam("token_id"))
 _ONE = workflow_tokens.c.id == bindparam("b_token_id")
 _MANY = workflow_tokens.c.id.in_(bindparam("b_token_ids", expanding=True))
@@ -67,26 +66,17 @@ _CONSUME_COUNTING = _UPDATE_ONE.returning(
 
 
 async def create_token(step: Step, node_key: str, fork_stack: list[int]) -> Token:
-    return (await create_tokens(step, [(node_key, fork_stack)]))[0]
-
-
-async def create_tokens(step: Step, places: list[tuple[str, list[int]]]) -> list[Token]:
-    """Create one active token per (node key, fork stack), in one statement."""
-    rows = [
-        {
-            "instance_id": step.instance_id,
-            "node_key": node_key,
-            "state": TokenState.ACTIVE,
-            "fork_stack": fork_stack,
-            "created_at": step.now,
-        }
-        for node_key, fork_stack in places
-    ]
-    ids = (await step.conn.execute(_INSERT, rows)).scalars().all()
-    return [
-        Token(int(token_id), node_key, list(fork_stack))
-        for token_id, (node_key, fork_stack) in zip(ids, places, strict=True)
-    ]
+    """Create one active token at ``node_key`` with ``fork_stack``."""
+    _frame, ids = await replace_tokens(
+        step.conn,
+        instance_id=step.instance_id,
+        consume=[],
+        at_node=None,
+        places=[node_key],
+        fork_stack=fork_stack,
+        now=step.now,
+    )
+    return Token(ids[0], node_key, list(fork_stack))
 
 
 async def move_token(step: Step, token: Token, node_key: str) -> None:
