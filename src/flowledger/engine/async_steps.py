@@ -12,6 +12,7 @@ there is nothing to do (the handler reports that as ``skipped``)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -23,10 +24,19 @@ from flowledger.engine.forms import write_form
 from flowledger.engine.instances import start_instance
 from flowledger.engine.node_failures import NodeFailure, node_failed
 from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.step import Step
-from flowledger.engine.tasks import SYSTEM, finish_held_task, finish_task, lock_task_with_token
+from flowledger.engine.step import FirstLock, Step
+from flowledger.engine.tasks import (
+    SYSTEM,
+    finish_held_first,
+    finish_held_task,
+    finish_task,
+    lock_task_with_token,
+    took_held_task,
+)
 from flowledger.engine.tokens import Token
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
+
+_WAKE_ACTION = "handle"
 
 
 async def held_task(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, Token] | str:
@@ -42,17 +52,38 @@ async def held_task(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, 
     return task, token
 
 
-async def wake_delay(step: Step, task_id: int) -> str | None:
-    if step.instance["status"] != InstanceStatus.RUNNING:
-        return f"instance is {step.instance['status']}"
-    held = await finish_held_task(
-        step,
+def wake_lock(instance_id: int, task_id: int, *, now: datetime) -> FirstLock:
+    """The first lock of a ``delay_wake`` job's step: the instance row, and
+    the delay's task finished in the same statement (on PostgreSQL) when it
+    is still waiting with an active token and the instance is running."""
+    return finish_held_first(
+        instance_id,
         task_id,
         expected=TaskStatus.WAITING,
         status=TaskStatus.COMPLETED,
-        action="handle",
+        action=_WAKE_ACTION,
         by=SYSTEM,
+        now=now,
     )
+
+
+async def wake_delay(step: Step, task_id: int, lock: FirstLock | None = None) -> str | None:
+    """Finish the delay's task and move its token on; ``lock``: the step's
+    :func:`wake_lock`, which has already tried the finish (else it is
+    written here)."""
+    if step.instance["status"] != InstanceStatus.RUNNING:
+        return f"instance is {step.instance['status']}"
+    if lock is not None:
+        held = await took_held_task(step, lock, task_id, TaskStatus.COMPLETED, _WAKE_ACTION)
+    else:
+        held = await finish_held_task(
+            step,
+            task_id,
+            expected=TaskStatus.WAITING,
+            status=TaskStatus.COMPLETED,
+            action=_WAKE_ACTION,
+            by=SYSTEM,
+        )
     if held is None:  # not waiting or without an active token: say which
         found = await held_task(step, task_id, TaskStatus.WAITING)
         assert isinstance(found, str), f"task {task_id} is held but was not finished"

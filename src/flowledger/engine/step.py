@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_instance_end import InstanceEnd, end_instance_row
@@ -30,6 +30,7 @@ from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.write_buffer import add_job, add_outbox, add_trace
+from flowledger.ledger.driver.protocol import FIRST_WRITE
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.receipts import RowLock
 from flowledger.states import InstanceStatus, JobTransition, transition_sources
@@ -205,7 +206,7 @@ _SNAPSHOT = select(workflow_instances.c.snapshot).where(
 
 _LOCK_INSTANCE = (
     select(*_STEP_COLUMNS)
-    .where(workflow_instances.c.id == bindparam("instance_id"))
+    .where(workflow_instances.c.id == bindparam("lock_instance_id"))
     .with_for_update()
 )
 
@@ -213,7 +214,7 @@ _LOCK_INSTANCE = (
 async def lock_instance(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
     """Lock the instance row (always the first lock of a step, L-13); the row
     without its snapshot column."""
-    row = (await conn.execute(_LOCK_INSTANCE, {"instance_id": instance_id})).mappings().first()
+    row = (await conn.execute(_LOCK_INSTANCE, {"lock_instance_id": instance_id})).mappings().first()
     if row is None:
         raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
     return dict(row)
@@ -249,14 +250,25 @@ class FirstLock(RowLock):
 
     query = _LOCK_INSTANCE
 
-    def __init__(self, instance_id: int) -> None:
+    def __init__(
+        self,
+        instance_id: int,
+        *,
+        then: Update | None = None,
+        then_params: dict[str, Any] | None = None,
+    ) -> None:
         self.instance_id = instance_id
-        self.params = {"instance_id": instance_id}
+        # not a column name: an UPDATE of ``then`` may take these parameters too
+        self.params = {"lock_instance_id": instance_id}
+        self.then, self.then_params = then, then_params
         self.row: dict[str, Any] | None = None
+        # the row ``then`` returned (None: it wrote nothing, or there is none)
+        self.written: dict[str, Any] | None = None
 
     def take(self, row: dict[str, Any] | None) -> None:
         if row is None:
             raise InstanceNotFound(f"instance {self.instance_id} not found", field="instanceId")
+        self.written = row.pop(FIRST_WRITE, None)
         self.row = row
 
 

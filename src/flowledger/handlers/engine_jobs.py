@@ -12,6 +12,7 @@ generation) reuses the receipt instead of advancing the instance twice."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -35,14 +36,29 @@ def _outcome(result: Any) -> Any:
 
 
 async def _instance_step(
-    ctx: JobContext, engine: Engine, instance_id: int, body: Callable[[Step], Awaitable[Any]]
+    ctx: JobContext,
+    engine: Engine,
+    instance_id: int,
+    body: Callable[[Step], Awaitable[Any]],
+    *,
+    lock: FirstLock | None = None,
+    now: datetime | None = None,
 ) -> Any:
-
-    lock = FirstLock(instance_id)
+    """``body`` in an engine step on the instance, run in the job's fenced
+    step receipt with ``lock`` (default: the instance row alone) taken
+    first; the step's clock reading is ``now`` (default: read here)."""
+    if lock is None:
+        lock = FirstLock(instance_id)
+    held = lock
 
     async def run(conn: AsyncConnection) -> Any:
         step = await engine.open_step(
-            conn, instance_id, actor=SYSTEM, now=ctx.clock.now(), job_id=ctx.job.id, locked=lock.row
+            conn,
+            instance_id,
+            actor=SYSTEM,
+            now=ctx.clock.now() if now is None else now,
+            job_id=ctx.job.id,
+            locked=held.row,
         )
         return await body(step)
 
@@ -61,11 +77,13 @@ def _skip_or_done(reason: str | None) -> dict[str, Any]:
 
 async def delay_wake(ctx: JobContext, engine: Engine) -> Any:
     instance_id, task_id = _ids(ctx)
+    now = ctx.clock.now()  # the task's finish and the step share one reading
+    lock = async_steps.wake_lock(instance_id, task_id, now=now)
 
     async def body(step: Step) -> dict[str, Any]:
-        return _skip_or_done(await async_steps.wake_delay(step, task_id))
+        return _skip_or_done(await async_steps.wake_delay(step, task_id, lock))
 
-    return await _instance_step(ctx, engine, instance_id, body)
+    return await _instance_step(ctx, engine, instance_id, body, lock=lock, now=now)
 
 
 async def task_timeout(ctx: JobContext, engine: Engine) -> Any:

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Select
+from sqlalchemy import Select, Update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
@@ -36,10 +36,19 @@ class RowLock:
     """A ``lock_first`` that is one row's ``SELECT … FOR UPDATE`` (``query``
     with ``params``; its first column never null), so that the driver can
     take it with the job's fenced lock in one statement, row first (L-13).
-    :meth:`take` receives the locked row (None: not found) and may raise."""
+    :meth:`take` receives the locked row (None: not found) and may raise.
+
+    ``then`` (with ``then_params``), when set: the step's first write, an
+    ``UPDATE … RETURNING`` that reads the locked row as the table named
+    ``FIRST_LOCK`` (:mod:`flowledger.ledger.driver.protocol`) — run after
+    the lock and only when the step has no receipt, in the same statement on
+    PostgreSQL; the row it returned (None: it wrote nothing) is the locked
+    row's ``FIRST_WRITE`` entry."""
 
     query: Select[Any]
     params: dict[str, Any]
+    then: Update | None = None
+    then_params: dict[str, Any] | None = None
 
     def take(self, row: dict[str, Any] | None) -> None:
         raise NotImplementedError
@@ -78,7 +87,15 @@ async def run_step(
     async with db.begin() as conn:
         if isinstance(lock_first, RowLock):  # its row and the job's, in one call
             row, found, result = await driver.job_lock_fenced_receipt_first(
-                conn, lock_first.query, lock_first.params, fence, operation_key, step_key, now=now()
+                conn,
+                lock_first.query,
+                lock_first.params,
+                fence,
+                operation_key,
+                step_key,
+                now=now(),
+                then=lock_first.then,
+                then_params=lock_first.then_params,
             )
             lock_first.take(row)
         else:

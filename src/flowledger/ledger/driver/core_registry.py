@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, delete, func, or_, select, update
+from sqlalchemy import Select, Update, and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.dialects import upsert
@@ -31,6 +31,7 @@ from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_job_effects as effects
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import LeaseLostError
+from flowledger.ledger.driver.protocol import FIRST_LOCK, FIRST_WRITE
 from flowledger.ledger.models import Fence, NodeInfo
 from flowledger.states import JobStatus
 
@@ -133,14 +134,27 @@ class RegistryCore:
         step_key: str,
         *,
         now: datetime,
+        then: Update | None = None,
+        then_params: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any] | None, bool, Any]:
         """``first``'s row lock, then :meth:`job_lock_fenced_receipt`: two
-        statements, in that order (L-13)."""
+        statements, in that order (L-13); then, when the row was found and
+        the step has no receipt, ``then`` with ``first`` as its
+        :data:`FIRST_LOCK` CTE (a third)."""
         row = (await conn.execute(first, dict(first_params))).mappings().first()
         found, result = await self.job_lock_fenced_receipt(
             conn, fence, operation_key, step_key, now=now
         )
-        return (dict(row) if row is not None else None, found, result)
+        locked = dict(row) if row is not None else None
+        if then is not None and locked is not None:
+            written = None
+            if not found:
+                statement = then.add_cte(first.cte(FIRST_LOCK))
+                params = {**first_params, **(then_params or {})}
+                hit = (await conn.execute(statement, params)).mappings().first()
+                written = dict(hit) if hit is not None else None
+            locked[FIRST_WRITE] = written
+        return (locked, found, result)
 
     async def receipt_put(
         self,

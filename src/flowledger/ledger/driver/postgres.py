@@ -19,10 +19,11 @@ prepared statements. One statement per operation, two transports.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, select, true
+from sqlalchemy import Select, Update, bindparam, exists, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
@@ -52,6 +53,7 @@ from flowledger.ledger.driver.core_registry import (
     fence_params,
 )
 from flowledger.ledger.driver.job_values import BATCH_COLUMNS, duration_ms, is_plain_success
+from flowledger.ledger.driver.protocol import FIRST_LOCK, FIRST_WRITE
 from flowledger.ledger.models import Fence, Outcome, OutcomeKind, SuccessRow
 
 
@@ -188,49 +190,89 @@ class PostgresLedger(CoreLedger):
         step_key: str,
         *,
         now: datetime,
+        then: Update | None = None,
+        then_params: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any] | None, bool, Any]:
         """One statement: ``first`` as a ``MATERIALIZED`` CTE joined to the
         fenced job row, which is locked (``FOR UPDATE OF workflow_jobs``) only
         as the joined row leaves the join — after the CTE has locked
-        ``first``'s row, so the lock order stays L-13's."""
-        merged, keys = _with_first(first)
-        params = {**first_params, **fence_params(fence, operation_key, step_key, now)}
-        row = (await conn.execute(merged, params)).mappings().first()
+        ``first``'s row, so the lock order stays L-13's. ``then`` is a CTE
+        too, which reads ``first``'s (locked) row, so it writes after that
+        lock and before the job's; it writes nothing when the step's
+        receipt exists."""
+        merged = _with_first(first, then)
+        params = {**first_params, **(then_params or {})}
+        params.update(fence_params(fence, operation_key, step_key, now))
+        row = (await conn.execute(merged.statement, params)).mappings().first()
         if row is None:
             raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
+        keys = merged.first_keys
         locked = {key: row[key] for key in keys} if row[keys[0]] is not None else None
+        if locked is not None and merged.then_keys:
+            labels = merged.then_keys
+            written = row[labels[0][1]] is not None
+            locked[FIRST_WRITE] = {key: row[label] for key, label in labels} if written else None
         found = row[_RECEIPT_ID] is not None
         return (locked, found, row[_RESULT] if found else None)
 
 
 _JOB_ID, _RECEIPT_ID, _RESULT = "fence_job_id", "fence_receipt_id", "fence_result"
-_MERGED_ATTR = "_flowledger_with_first"  # the merged statement, kept on its first query
+_THEN_PREFIX = "then_"
+_MERGED_ATTR = "_flowledger_with_first"  # the merged statements, kept on their first query
+_PRIOR = effects.alias("prior_receipt")
 
 
-def _with_first(first: Select[Any]) -> tuple[Select[Any], list[str]]:
-    """The merged statement of ``first`` (built once per query object) and
-    ``first``'s column keys."""
-    hit: tuple[Select[Any], list[str]] | None = getattr(first, _MERGED_ATTR, None)
+@dataclass(frozen=True)
+class _Merged:
+    statement: Select[Any]
+    first_keys: list[str]
+    then_keys: list[tuple[str, str]]  # (the write's column key, its label in the row)
+
+
+def _with_first(first: Select[Any], then: Update | None) -> _Merged:
+    """The merged statement of ``first`` (and ``then``), built once per pair
+    of query objects."""
+    built: dict[Update | None, _Merged] = getattr(first, _MERGED_ATTR, None) or {}
+    hit = built.get(then)
     if hit is not None:
         return hit
-    cte = first.cte("first_lock").prefix_with("MATERIALIZED")
+    cte = first.cte(FIRST_LOCK).prefix_with("MATERIALIZED")
     keys = [c.key for c in cte.c]
-    clash = {*keys, *first.compile().params} & {_JOB_ID, _RECEIPT_ID, _RESULT, *FENCE_NAMES}
+    names = {*keys, *first.compile().params}
+    columns: list[Any] = [*cte.c]
+    source = JOB_WITH_RECEIPT.outerjoin(cte, true())
+    then_keys: list[tuple[str, str]] = []
+    if then is not None:
+        # no receipt, no write (a retried operation reuses what it committed)
+        gated = then.where(
+            ~exists().where(
+                _PRIOR.c.operation_key == bindparam("operation_key"),
+                _PRIOR.c.step_key == bindparam("step_key"),
+            )
+        )
+        write = gated.cte(FIRST_WRITE)
+        then_keys = [(c.key, _THEN_PREFIX + c.key) for c in write.c]
+        columns += [write.c[key].label(label) for key, label in then_keys]
+        names |= {label for _, label in then_keys} | set(then.compile().params)
+        source = source.outerjoin(write, true())
+    clash = names & {_JOB_ID, _RECEIPT_ID, _RESULT, *FENCE_NAMES}
     if clash:
         raise ValueError(f"the first lock's names {sorted(clash)} are the fence's")
-    merged = (
+    statement = (
         select(
             jobs.c.id.label(_JOB_ID),
             effects.c.id.label(_RECEIPT_ID),
             effects.c.result.label(_RESULT),
-            *cte.c,
+            *columns,
         )
-        .select_from(JOB_WITH_RECEIPT.outerjoin(cte, true()))
+        .select_from(source)
         .where(*FENCE_HOLDS)
         .with_for_update(of=jobs)
     )
-    setattr(first, _MERGED_ATTR, (merged, keys))  # a statement is immutable: built once
-    return merged, keys
+    merged = _Merged(statement, keys, then_keys)
+    # statements are immutable: built once per pair
+    setattr(first, _MERGED_ATTR, {**built, then: merged})
+    return merged
 
 
 class PostgresFastLedger(PostgresLedger):

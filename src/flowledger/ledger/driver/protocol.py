@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Select
+from sqlalchemy import Select, Update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
@@ -33,6 +33,12 @@ from flowledger.ledger.models import (
     RescueReport,
 )
 from flowledger.ledger.types import JobTypeRegistry
+
+# The names under which a step's first lock (``job_lock_fenced_receipt_first``)
+# offers its locked row to the write that follows it (``then``: the write
+# reads the row as the table FIRST_LOCK), and returns that write's row.
+FIRST_LOCK = "first_lock"
+FIRST_WRITE = "first_write"
 
 
 class LedgerDriver(Protocol):
@@ -237,6 +243,8 @@ class LedgerDriver(Protocol):
         step_key: str,
         *,
         now: datetime,
+        then: Update | None = None,
+        then_params: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any] | None, bool, Any]:
         """Lock ``first``'s row (a ``SELECT … FOR UPDATE`` of one row, its
         first column never null, run with ``first_params``: the caller's
@@ -244,7 +252,15 @@ class LedgerDriver(Protocol):
         :meth:`job_lock_fenced_receipt`: (that row or None, found, result).
         LeaseLostError when ``fence`` no longer owns the job, whether or not
         ``first`` found its row. PostgreSQL: one statement (``first`` as a
-        CTE, locked before the job row)."""
+        CTE, locked before the job row).
+
+        ``then`` (with ``then_params``): an ``UPDATE … RETURNING`` (its first
+        returned column never null) run once ``first``'s row is locked, only
+        when the step has no receipt, reading that row as the table named
+        :data:`FIRST_LOCK`; the row it returned (None: it wrote nothing) is
+        the locked row's :data:`FIRST_WRITE` entry. PostgreSQL: in the same
+        statement, before the job row is locked (a stale fence rolls it back
+        with the transaction)."""
 
     async def receipt_put(
         self,
