@@ -4,7 +4,9 @@ tasks are closed with it — on PostgreSQL the tasks to close and the live
 advancement jobs to cancel (L-22) come back from the instance's own UPDATE,
 so the ending reads them in no statement of its own, and locks jobs only
 when there are some to cancel; the compensation hook runs only when the
-instance has a pending repair ticket, which the same UPDATE reads."""
+instance has a pending repair ticket, which the same UPDATE reads. A token
+reaching an end is consumed in the same UPDATE that approves the instance
+when it was the last live one."""
 
 from __future__ import annotations
 
@@ -12,10 +14,16 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from tests import statement_watch
 from tests.integration.engine_helpers import (
+    END,
+    START,
+    approval,
+    definition,
     forked_approvals,
     instance,
     new_engine,
+    pending_task,
     tasks,
+    tokens,
     trace_events,
 )
 
@@ -60,3 +68,72 @@ async def test_a_canceled_instance_closes_its_open_tasks_with_its_own_update_E6(
         assert task_reads == []
         for read in ("workflow_tasks AS o", "workflow_jobs AS j", "workflow_compensations"):
             assert f"FROM {read}" in updates[0], read
+
+
+EARLY_END = definition(
+    "early_end",
+    [
+        START,
+        {"key": "fork", "type": "parallel"},
+        approval("a", "ann"),
+        approval("b", "bob"),
+        {"key": "route", "type": "exclusive"},
+        {"key": "join", "type": "parallel"},
+        {"key": "endA", "type": "end"},
+        END,
+    ],
+    [
+        ("start", "fork"),
+        ("fork", "a"),
+        ("fork", "b"),
+        ("a", "route"),
+        {"from": "route", "to": "endA", "condition": "form.amount > 1000"},
+        {"from": "route", "to": "join", "default": True},
+        ("b", "join"),
+        ("join", "end"),
+    ],
+    form=[{"key": "amount", "type": "number", "required": True}],
+)
+
+
+async def test_a_token_reaching_an_end_ends_the_instance_only_when_it_was_the_last_E4_E6(
+    db: Database, clock: ManualClock
+) -> None:
+    """The token is consumed at its end node (its move written with it) and
+    the instance is approved only when no other token is live — on
+    PostgreSQL both in the instance's own UPDATE (the token's a CTE of it)."""
+    engine = new_engine(db, clock)
+    await engine.deploy(EARLY_END, actor="a")
+    early = await engine.start("early_end", form={"amount": 5000}, initiator="u")
+    late = await engine.start("early_end", form={"amount": 10}, initiator="u")
+    clock.advance(seconds=5)
+    ends: list[list[str]] = []
+    for iid, node_key in ((early, "a"), (late, "a"), (late, "b")):
+        with statement_watch.watched(db) as seen:
+            task_id = await pending_task(db, iid, node_key)
+            await engine.approve(task_id, actor="ann" if node_key == "a" else "bob")
+        ends.append([s for s in seen if "state = 'consumed'" in s or "consumed AS" in s])
+    # early: a's token ended at endA while b's is live: the instance goes on
+    assert (await instance(db, early))["status"] == "running"
+    assert [t["node_key"] for t in await tokens(db, early, state="active")] == ["b"]
+    [at_end] = [t for t in await tokens(db, early) if t["node_key"] == "endA"]
+    assert (at_end["state"], at_end["consumed_at"]) == ("consumed", clock.now())
+    # late: both branches joined, and the merged token's end approved it
+    ended = await instance(db, late)
+    assert (ended["status"], ended["finished_at"]) == ("approved", clock.now())
+    [merged] = [t for t in await tokens(db, late) if t["node_key"] == "end"]
+    assert (merged["state"], merged["consumed_at"]) == ("consumed", clock.now())
+    events = [(r["event"], r["node_key"]) for r in await trace_events(db, late)]
+    assert events.index(("token_consumed", "end")) < events.index(("instance_finished", None))
+    assert ("instance_finished", None) not in [
+        (r["event"], r["node_key"]) for r in await trace_events(db, early)
+    ]
+    endings = [ends[0], ends[2]]  # the steps whose token reached an end
+    if not db.is_sqlite:  # one statement: the token's consume a CTE of the instance's UPDATE
+        for seen in endings:
+            [statement] = [s for s in seen if "workflow_instances" in s]
+            assert " ".join(statement.split()).startswith(
+                "WITH consumed AS (UPDATE workflow_tokens"
+            )
+            assert "UPDATE workflow_instances" in statement
+            assert not [s for s in seen if s.lstrip().startswith("UPDATE workflow_tokens")]

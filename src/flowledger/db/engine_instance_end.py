@@ -7,7 +7,13 @@ the given types in the given statuses other than the job running the step
 them then, only when there are any). PostgreSQL: one statement (the ids
 come back in its RETURNING, read in the statement's snapshot). SQLite (in
 process): the reads, then the update. A caller's condition on the row (an
-engine hook's: does the ending need it?) is returned with them."""
+engine hook's: does the ending need it?) is returned with them.
+
+:func:`end_instance_with_last_token`: a token reaching an end is consumed
+and, when it was the instance's last live token, the instance ends — one
+statement on PostgreSQL (the token's update a CTE; the ending's condition
+"no other live token" read in the statement's snapshot, the instance row
+being locked by the step)."""
 
 from __future__ import annotations
 
@@ -17,14 +23,25 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, String, any_, bindparam, func, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    String,
+    any_,
+    bindparam,
+    exists,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.dialects import POSTGRESQL, dialect_name
-from flowledger.db.engine_schema import workflow_instances, workflow_tasks
+from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_tokens
+from flowledger.db.engine_tokens import consume_token_row
 from flowledger.db.schema import workflow_jobs
-from flowledger.states import TaskStatus
+from flowledger.states import TaskStatus, TokenState
 
 OPEN = (TaskStatus.PENDING.value, TaskStatus.WAITING.value)
 
@@ -39,7 +56,25 @@ class InstanceEnd:
 _SET = update(workflow_instances).where(workflow_instances.c.id == bindparam("b_instance_id"))
 _TASK = workflow_tasks.alias("o")
 _JOB = workflow_jobs.alias("j")
-_PG_END = _SET.returning(
+_OTHER = workflow_tokens.alias("other")
+_CONSUMED = TokenState.CONSUMED.value
+_TOKEN_CONSUMED = (
+    update(workflow_tokens)
+    .where(workflow_tokens.c.id == bindparam("b_token_id"))
+    .values(
+        state=_CONSUMED,
+        consumed_at=bindparam("b_consumed_at"),
+        node_key=func.coalesce(bindparam("b_at_node", type_=String()), workflow_tokens.c.node_key),
+    )
+    .returning(workflow_tokens.c.id)
+    .cte("consumed")
+)
+_IF_LAST = ~exists().where(
+    _OTHER.c.instance_id == workflow_instances.c.id,
+    _OTHER.c.state != _CONSUMED,
+    _OTHER.c.id != bindparam("b_token_id"),
+)
+_RETURNING = (
     select(func.array_agg(_TASK.c.id))
     .where(_TASK.c.instance_id == workflow_instances.c.id, _TASK.c.status.in_(OPEN))
     .scalar_subquery()
@@ -54,6 +89,8 @@ _PG_END = _SET.returning(
     .scalar_subquery()
     .label("live_job_ids"),
 )
+_PG_END = _SET.returning(*_RETURNING)
+_PG_END_LAST = _SET.where(_IF_LAST).add_cte(_TOKEN_CONSUMED).returning(*_RETURNING)
 _OPEN_IDS = select(_TASK.c.id).where(
     _TASK.c.instance_id == bindparam("b_instance_id"), _TASK.c.status.in_(OPEN)
 )
@@ -65,13 +102,16 @@ _LIVE_JOBS = select(_JOB.c.id).where(
 
 
 @cache  # one statement per condition (an engine hook's constant)
-def _pg_end_with(also: ColumnElement[bool]) -> Any:
-    return _PG_END.returning(also.label("also"))
+def _pg_end_with(also: ColumnElement[bool], last_token: bool) -> Any:
+    return (_PG_END_LAST if last_token else _PG_END).returning(also.label("also"))
 
 
-def _pg_end(also: ColumnElement[bool] | None) -> Any:
-    """The PostgreSQL statement, with ``also`` returned too."""
-    return _PG_END if also is None else _pg_end_with(also)
+def _pg_end(also: ColumnElement[bool] | None, *, last_token: bool = False) -> Any:
+    """The PostgreSQL statement (consuming a token, ending only when it was
+    the last live one, when ``last_token``), with ``also`` returned too."""
+    if also is None:
+        return _PG_END_LAST if last_token else _PG_END
+    return _pg_end_with(also, last_token)
 
 
 def _ids(values: Any) -> list[int]:
@@ -130,3 +170,52 @@ async def end_instance_row(
     await conn.execute(_SET, values)
     live = [job_id for job_id in found if job_id != keep_job_id]
     return InstanceEnd(_ids(tasks), _ids(live), holds)
+
+
+async def end_instance_with_last_token(
+    conn: AsyncConnection,
+    instance_id: int,
+    *,
+    token_id: int,
+    at_node: str | None,
+    status: str,
+    now: datetime,
+    job_types: Collection[str] = (),
+    job_statuses: Collection[str] = (),
+    keep_job_id: int | None = None,
+    also: ColumnElement[bool] | None = None,
+) -> InstanceEnd | None:
+    """Consume token ``token_id`` (moved to ``at_node`` as it is, when
+    given; consumed ``now``); when the instance has no other live token,
+    end it as :func:`end_instance_row` does and return what that returns,
+    else None (the instance goes on)."""
+    if dialect_name(conn) != POSTGRESQL:
+        if await consume_token_row(conn, token_id, now=now, at_node=at_node):
+            return None
+        return await end_instance_row(
+            conn,
+            instance_id,
+            status=status,
+            now=now,
+            job_types=job_types,
+            job_statuses=job_statuses,
+            keep_job_id=keep_job_id,
+            also=also,
+        )
+    params = {
+        "b_instance_id": instance_id,
+        "status": status,
+        "finished_at": now,
+        "updated_at": now,
+        "b_token_id": token_id,
+        "b_at_node": at_node,
+        "b_consumed_at": now,
+        "b_job_types": sorted(job_types),
+        "b_job_statuses": sorted(job_statuses),
+        "b_keep_job_id": keep_job_id,
+    }
+    row = (await conn.execute(_pg_end(also, last_token=True), params)).first()
+    if row is None:  # another token is live: the instance goes on
+        return None
+    holds = True if also is None else bool(row.also)
+    return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids), holds)

@@ -2,7 +2,8 @@
 E-4; issue 16: the dialect choice stays in ``db/``): a fork — its frame
 row, the forking token consumed, one active token per branch with the frame
 on top of its fork stack — and a join firing — the arrived tokens consumed
-at the join, the merged token created.
+at the join, the merged token created — and one token consumed, counting
+the instance's live tokens left (:func:`consume_token_row`).
 
 PostgreSQL: one statement each (data-modifying CTEs: the frame's id goes
 into the branches' fork stacks in the same statement). SQLite (in process):
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, String, bindparam, text, update
+from sqlalchemy import BigInteger, Integer, String, bindparam, literal_column, text, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -144,3 +145,35 @@ async def replace_tokens(
     ]
     ids = (await conn.execute(_INSERT, tokens)).scalars().all()
     return frame_id, [int(token_id) for token_id in ids]
+
+
+# consume one token and count the live ones left, in one statement (the
+# subquery leaves the consumed token out, so it does not matter whether it
+# sees the row before or after the update); spelled out because SQLAlchemy
+# renders RETURNING columns unqualified on SQLite. The SET columns are the
+# parameters' keys.
+_CONSUME_COUNTING = (
+    update(workflow_tokens)
+    .where(workflow_tokens.c.id == bindparam("b_token_id"))
+    .returning(
+        literal_column(
+            "(SELECT count(*) FROM workflow_tokens AS other "
+            "WHERE other.instance_id = workflow_tokens.instance_id "
+            f"AND other.state != '{CONSUMED}' "
+            "AND other.id != workflow_tokens.id)",
+            Integer(),
+        ).label("live_left")
+    )
+)
+
+
+async def consume_token_row(
+    conn: AsyncConnection, token_id: int, *, now: datetime, at_node: str | None = None
+) -> int:
+    """Consume token ``token_id`` (moved to ``at_node`` as it is, when
+    given); the number of its instance's live tokens left."""
+    values: dict[str, Any] = {"b_token_id": token_id, "state": CONSUMED, "consumed_at": now}
+    if at_node is not None:
+        values["node_key"] = at_node
+    row = (await conn.execute(_CONSUME_COUNTING, values)).one()
+    return int(row.live_left)

@@ -5,11 +5,16 @@ transaction, and a parent's ``subprocess_join`` job when a child ends."""
 
 from __future__ import annotations
 
+from flowledger.db.engine_instance_end import InstanceEnd
 from flowledger.engine.errors import InstanceStateError
 from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import close_open_tasks, close_tasks, create_task
-from flowledger.engine.tokens import consume_all_tokens, count_live_tokens, create_token
+from flowledger.engine.tokens import (
+    consume_all_tokens,
+    create_token,
+    take_buffered_move,
+)
 from flowledger.engine.write_buffer import flush_jobs
 from flowledger.ledger.control import (
     jobs_cleanup_for_instance,
@@ -32,13 +37,6 @@ def require_status(step: Step, *allowed: InstanceStatus) -> None:
         )
 
 
-async def finish_if_done(step: Step, *, live: int | None = None) -> None:
-    """Approve the instance once no token is left (every path reached an
-    end); ``live``: the live tokens the caller has just counted."""
-    if (await count_live_tokens(step) if live is None else live) == 0:
-        await finish(step, InstanceStatus.APPROVED, tokens_left=False)
-
-
 async def finish(
     step: Step,
     status: InstanceStatus,
@@ -54,6 +52,41 @@ async def finish(
     parent."""
     await flush_jobs(step.conn)  # the ending's read, and the cleanup, see this step's jobs too
     ended = await step.end_instance(status, job_types=CLEANUP_TYPES)
+    await _ended(
+        step, status, ended, reason=reason, task_status=task_status, tokens_left=tokens_left
+    )
+
+
+async def finish_with_last_token(step: Step, token_id: int) -> None:
+    """A token reached an end: consume it and, when it was the last live
+    one (every path reached an end, E-4), approve the instance as
+    :func:`finish` does — one round trip on PostgreSQL."""
+    await flush_jobs(step.conn)  # as in finish
+    at_node = take_buffered_move(step, token_id)  # the token's move, in the same statement
+    ended = await step.end_with_last_token(
+        InstanceStatus.APPROVED, token_id, at_node=at_node, job_types=CLEANUP_TYPES
+    )
+    if ended is not None:
+        await _ended(
+            step,
+            InstanceStatus.APPROVED,
+            ended,
+            reason=None,
+            task_status=TaskStatus.CANCELED,
+            tokens_left=False,
+        )
+
+
+async def _ended(
+    step: Step,
+    status: InstanceStatus,
+    ended: InstanceEnd,
+    *,
+    reason: str | None,
+    task_status: TaskStatus,
+    tokens_left: bool,
+) -> None:
+    """What follows the instance row's ending: see :func:`finish`."""
     await close_tasks(step, ended.open_task_ids, status=task_status, comment=reason)
     if tokens_left:
         await consume_all_tokens(step)

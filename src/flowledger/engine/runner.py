@@ -31,7 +31,6 @@ from flowledger.engine.step import Step
 from flowledger.engine.tasks import SYSTEM, create_task, resolve_assignees
 from flowledger.engine.tokens import (
     Token,
-    consume_token,
     fork_and_parked,
     fork_tokens,
     join_tokens,
@@ -100,9 +99,8 @@ async def _start(step: Step, token: Token, node: Node) -> list[Token]:
 
 
 async def _end(step: Step, token: Token, node: Node) -> list[Token]:
-    live = await consume_token(step, token.id)
     await step.trace("token_consumed", node_key=node.key, token_id=token.id)
-    await lifecycle.finish_if_done(step, live=live)
+    await lifecycle.finish_with_last_token(step, token.id)
     return []
 
 

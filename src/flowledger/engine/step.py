@@ -22,7 +22,11 @@ from typing import Any
 from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.engine_instance_end import InstanceEnd, end_instance_row
+from flowledger.db.engine_instance_end import (
+    InstanceEnd,
+    end_instance_row,
+    end_instance_with_last_token,
+)
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
@@ -182,6 +186,34 @@ class Step:
             also=self.hooks.instance_ended_when if self.hooks.instance_ended else None,
         )
         self.instance.update(status=status, finished_at=self.now, updated_at=self.now)
+        return ended
+
+    async def end_with_last_token(
+        self,
+        status: InstanceStatus,
+        token_id: int,
+        *,
+        at_node: str | None,
+        job_types: Collection[str] = (),
+    ) -> InstanceEnd | None:
+        """Consume token ``token_id`` (moved to ``at_node``, when given) and,
+        when it was the instance's last live token, end the instance as
+        :meth:`end_instance` does (one round trip on PostgreSQL); None when
+        another token is live."""
+        ended = await end_instance_with_last_token(
+            self.conn,
+            self.instance_id,
+            token_id=token_id,
+            at_node=at_node,
+            status=status.value,
+            now=self.now,
+            job_types=job_types,
+            job_statuses=_CLEANUP_STATUSES,
+            keep_job_id=self.job_id,
+            also=self.hooks.instance_ended_when if self.hooks.instance_ended else None,
+        )
+        if ended is not None:
+            self.instance.update(status=status, finished_at=self.now, updated_at=self.now)
         return ended
 
     async def set_instance(self, **values: Any) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, func, literal_column, select, update
+from sqlalchemy import bindparam, select, update
 
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
 from flowledger.db.engine_tokens import Frame, replace_tokens
@@ -48,21 +48,7 @@ _LIVE = (workflow_tokens.c.instance_id == bindparam("b_instance_id")) & (
 _UPDATE_ONE = update(workflow_tokens).where(_ONE)
 _UPDATE_MANY = update(workflow_tokens).where(_MANY)
 _LIVE_TOKENS = select(workflow_tokens).where(_LIVE).order_by(workflow_tokens.c.id)
-_COUNT_LIVE = select(func.count()).select_from(workflow_tokens).where(_LIVE)
 _CONSUME_LIVE = update(workflow_tokens).where(_LIVE)
-# consume one token and count the live ones left, in one statement (the
-# subquery leaves the consumed token out, so it does not matter whether it
-# sees the row before or after the update); spelled out because SQLAlchemy
-# renders RETURNING columns unqualified on SQLite
-_CONSUME_COUNTING = _UPDATE_ONE.returning(
-    literal_column(
-        "(SELECT count(*) FROM workflow_tokens AS other "
-        "WHERE other.instance_id = workflow_tokens.instance_id "
-        f"AND other.state != '{TokenState.CONSUMED.value}' "
-        "AND other.id != workflow_tokens.id)",
-        Integer(),
-    ).label("live_left")
-)
 
 
 async def create_token(step: Step, node_key: str, fork_stack: list[int]) -> Token:
@@ -128,19 +114,11 @@ async def park_token(step: Step, token: Token, node_key: str) -> None:
     buffer.parks.add(token.id)
 
 
-async def consume_token(step: Step, token_id: int) -> int:
-    """Consume one token (with its buffered move); the number of the
-    instance's live tokens left (E-4: the instance ends when none is)."""
-    values: dict[str, Any] = {
-        "b_token_id": token_id,
-        "state": TokenState.CONSUMED,
-        "consumed_at": step.now,
-    }
+def take_buffered_move(step: Step, token_id: int) -> str | None:
+    """The token's buffered move (and park), taken out of the write buffer
+    to be written with the token's next state change; None without one."""
     buffer = buffer_of(step.conn, create=False)
-    if buffer is not None and token_id in buffer.moves:
-        values["node_key"] = buffer.take_move(token_id)  # the move, in the same statement
-    row = (await step.conn.execute(_CONSUME_COUNTING, values)).one()
-    return int(row.live_left)
+    return buffer.take_move(token_id) if buffer is not None else None
 
 
 async def get_token(step: Step, token_id: int) -> tuple[Token, str] | None:
@@ -153,12 +131,6 @@ async def live_tokens(step: Step) -> list[tuple[Token, str]]:
     await flush_moves(step.conn)
     rows = (await step.conn.execute(_LIVE_TOKENS, {"b_instance_id": step.instance_id})).all()
     return [(_token(row), row.state) for row in rows]
-
-
-async def count_live_tokens(step: Step) -> int:
-    await flush_moves(step.conn)
-    found = await step.conn.execute(_COUNT_LIVE, {"b_instance_id": step.instance_id})
-    return int(found.scalar_one())
 
 
 async def consume_all_tokens(step: Step) -> None:
