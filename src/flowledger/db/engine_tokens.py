@@ -49,9 +49,13 @@ _BRANCHES = (
 _INSERT_TOKENS = (
     "INSERT INTO workflow_tokens (instance_id, node_key, state, fork_stack, created_at) "
 )
+# by instance, then id: an instance's index scan in any cached plan (a bare
+# ``id = ANY(…)`` is planned as a sequential scan while the table is small,
+# and psycopg's prepared statement keeps that plan as the table grows)
 _CONSUME = (
     "UPDATE workflow_tokens SET state = '" + CONSUMED + "', consumed_at = :now, "
-    "node_key = COALESCE(:at_node, node_key) WHERE id = ANY(:consume)"
+    "node_key = COALESCE(:at_node, node_key) "
+    "WHERE instance_id = :instance_id AND id = ANY(:consume)"
 )
 _TYPES = (
     bindparam("now", type_=UTCDateTime()),

@@ -3,10 +3,13 @@ issue 16: the dialect choice stays in ``db/``): token moves (with the parks
 of tokens waiting at a join, E-4), outbox events (E-10), form-write history
 and engine trace rows (E-8), in the order given.
 
-PostgreSQL: one statement writes all four — data-modifying CTEs, each over
-one JSON document of its rows (``json_to_recordset``, in order), one fixed
-text that psycopg prepares once. A JSON document is one C-encoded parameter
-per table; ``unnest`` arrays cost a pure-Python array dump per column.
+PostgreSQL: one statement writes all four — data-modifying CTEs: a
+single-row UPDATE per token move (by primary key, up to
+:data:`MOVES_UNROLLED` moves; one text per number of moves), and for each
+other table one INSERT over one JSON document of its rows
+(``json_to_recordset``, in order), which psycopg prepares once per text. A
+JSON document is one C-encoded parameter per table; ``unnest`` arrays cost
+a pure-Python array dump per column.
 SQLite (in process): one executemany per table that has rows. On
 PostgreSQL the same writes can also ride, as CTEs, on another statement of
 the transaction (:func:`step_rows_rider`)."""
@@ -14,8 +17,9 @@ the transaction (:func:`step_rows_rider`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import bindparam, text, update
@@ -88,34 +92,100 @@ def _rows_of(param: str, columns: Columns) -> str:
     )
 
 
-def _move_rows(param: str) -> str:
-    """The token moves in the JSON array ``param`` (a placeholder); a move
-    row's state is null, or 'parked' for a token parking where it moved."""
-    return (
-        "UPDATE workflow_tokens AS t SET node_key = m.node_key, state = COALESCE(m.state, t.state) "
-        f"FROM json_to_recordset(CAST({param} AS json)) AS m(id bigint, node_key text, state text) "
-        "WHERE t.id = m.id"
+# Up to this many token moves are written as one single-row UPDATE each (a
+# CTE per move, by primary key); more as one UPDATE joined to a JSON
+# document of the moves. The join's plan is not safe to cache: psycopg
+# prepares a statement on its sixth use, PostgreSQL then keeps a generic
+# plan made while the tables are still small, and for a document it
+# estimates at 100 rows that plan is a hash join over a sequential scan of
+# every token there is — kept as the table grows, one full scan per step.
+# A primary-key equality is an index scan in any plan.
+MOVES_UNROLLED = 8
+
+
+def _move_ctes(count: int, param: Callable[[str], str]) -> list[str]:
+    """The CTEs that write ``count`` moves, each named by ``param(name)``
+    placeholders ``mv{i}_id``, ``mv{i}_node``, ``mv{i}_state`` (a move's
+    state is null, or 'parked' for a token parking where it moved); past
+    :data:`MOVES_UNROLLED`, one CTE over the JSON document ``moves``."""
+    if count > MOVES_UNROLLED:
+        return [
+            "moved AS (UPDATE workflow_tokens AS t SET node_key = m.node_key, "
+            "state = COALESCE(m.state, t.state) "
+            f"FROM json_to_recordset(CAST({param('moves')} AS json)) "
+            "AS m(id bigint, node_key text, state text) WHERE t.id = m.id)"
+        ]
+    return [
+        f"moved_{i} AS (UPDATE workflow_tokens "
+        f"SET node_key = CAST({param(f'mv{i}_node')} AS text), "
+        f"state = COALESCE(CAST({param(f'mv{i}_state')} AS text), state) "
+        f"WHERE id = CAST({param(f'mv{i}_id')} AS bigint))"
+        for i in range(count)
+    ]
+
+
+def _moves_params(
+    moves: dict[int, str], parks: Collection[int], prefix: str = ""
+) -> dict[str, Any]:
+    """The parameters of :func:`_move_ctes` for ``moves`` (names prefixed)."""
+    parked = TokenState.PARKED.value
+    if len(moves) > MOVES_UNROLLED:
+        document = [
+            {"id": t, "node_key": n, "state": parked if t in parks else None}
+            for t, n in moves.items()
+        ]
+        return {f"{prefix}moves": json.dumps(document)}
+    params: dict[str, Any] = {}
+    for i, (token_id, node_key) in enumerate(moves.items()):
+        params[f"{prefix}mv{i}_id"] = token_id
+        params[f"{prefix}mv{i}_node"] = node_key
+        params[f"{prefix}mv{i}_state"] = parked if token_id in parks else None
+    return params
+
+
+def _colon(name: str) -> str:
+    return f":{name}"
+
+
+def _step_ctes(moves: int, param: Callable[[str], str]) -> str:
+    events = _rows_of(param("outbox"), OUTBOX_COLUMNS)
+    forms = _rows_of(param("forms"), FORM_WRITE_COLUMNS)
+    return ", ".join(
+        [
+            *_move_ctes(moves, param),
+            f"events AS (INSERT INTO workflow_event_outbox {events})",
+            f"forms AS (INSERT INTO workflow_form_writes {forms})",
+        ]
     )
 
 
-def _step_ctes(moves: str, outbox: str, forms: str) -> str:
-    return (
-        f"moved AS ({_move_rows(moves)}), "
-        f"events AS (INSERT INTO workflow_event_outbox {_rows_of(outbox, OUTBOX_COLUMNS)}), "
-        f"forms AS (INSERT INTO workflow_form_writes {_rows_of(forms, FORM_WRITE_COLUMNS)})"
+@cache  # one text per number of moves (past MOVES_UNROLLED, one)
+def _pg_moves(count: int) -> Any:
+    ctes = _move_ctes(count, _colon)
+    return text(f"WITH {', '.join(ctes)} SELECT 1")
+
+
+@cache
+def _pg_write(moves: int) -> Any:
+    return text(
+        f"WITH {_step_ctes(moves, _colon)} "
+        f"INSERT INTO workflow_trace {_rows_of(':trace', TRACE_COLUMNS)}"
     )
 
 
-_PG_MOVES = text(_move_rows(":moves"))
-_PG_WRITE = text(
-    f"WITH {_step_ctes(':moves', ':outbox', ':forms')} "
-    f"INSERT INTO workflow_trace {_rows_of(':trace', TRACE_COLUMNS)}"
-)
-# the same writes as CTEs another statement carries (driver SQL, prefixed names)
-_RIDER = (
-    _step_ctes("%(step_moves)s", "%(step_outbox)s", "%(step_forms)s")
-    + f", trace AS (INSERT INTO workflow_trace {_rows_of('%(step_trace)s', TRACE_COLUMNS)})"
-)
+def _rider_param(name: str) -> str:
+    return f"%(step_{name})s"
+
+
+@cache
+def _rider(moves: int) -> str:
+    """The same writes as CTEs another statement carries (driver SQL, prefixed names)."""
+    trace = _rows_of(_rider_param("trace"), TRACE_COLUMNS)
+    return f"{_step_ctes(moves, _rider_param)}, trace AS (INSERT INTO workflow_trace {trace})"
+
+
+def _moves_key(moves: dict[int, str]) -> int:
+    return min(len(moves), MOVES_UNROLLED + 1)
 
 
 def _utc(value: datetime) -> str:
@@ -129,16 +199,6 @@ def _document(rows: Sequence[dict[str, Any]]) -> str:
     return json.dumps([{**row, "created_at": _utc(row["created_at"])} for row in rows])
 
 
-def _moves_document(moves: dict[int, str], parks: Collection[int]) -> str:
-    parked = TokenState.PARKED.value
-    return json.dumps(
-        [
-            {"id": t, "node_key": n, "state": parked if t in parks else None}
-            for t, n in moves.items()
-        ]
-    )
-
-
 async def write_moves(
     conn: AsyncConnection, moves: dict[int, str], parks: Collection[int] = ()
 ) -> None:
@@ -147,7 +207,7 @@ async def write_moves(
     if not moves:
         return
     if dialect_name(conn) == POSTGRESQL:
-        await conn.execute(_PG_MOVES, {"moves": _moves_document(moves, parks)})
+        await conn.execute(_pg_moves(_moves_key(moves)), _moves_params(moves, parks))
         return
     for statement, park in ((_MOVE, False), (_MOVE_AND_PARK, True)):
         rows = [{"token_id": t, "to_node": n} for t, n in moves.items() if (t in parks) == park]
@@ -171,12 +231,12 @@ async def write_step_rows(
         return
     if dialect_name(conn) == POSTGRESQL:
         params = {
-            "moves": _moves_document(moves, parks),
+            **_moves_params(moves, parks),
             "outbox": _document(outbox),
             "forms": _document(form_writes),
             "trace": _document(trace),
         }
-        await conn.execute(_PG_WRITE, params)
+        await conn.execute(_pg_write(_moves_key(moves)), params)
         return
     await write_moves(conn, moves, parks)
     for statement, rows in ((_OUTBOX, outbox), (_FORM_WRITES, form_writes), (_TRACE, trace)):
@@ -198,8 +258,8 @@ def step_rows_rider(
     PostgreSQL, when there is anything to write; else None."""
     if not (moves or outbox or form_writes or trace) or dialect_name(conn) != POSTGRESQL:
         return None
-    return _RIDER, {
-        "step_moves": _moves_document(moves, parks),
+    return _rider(_moves_key(moves)), {
+        **_moves_params(moves, parks, prefix="step_"),
         "step_outbox": _document(outbox),
         "step_forms": _document(form_writes),
         "step_trace": _document(trace),

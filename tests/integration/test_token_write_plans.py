@@ -1,0 +1,126 @@
+"""The engine's token writes find their rows by index in any plan (issue 15
+item 2; SPEC E-4): a step's token moves, a fork's consumed token and a
+join's consumed arrivals. On PostgreSQL psycopg prepares a statement on its
+sixth use and the server may then keep one generic plan for it, made while
+the tables are small; an UPDATE joined to a JSON document (estimated at 100
+rows) or filtered by a bare ``id = ANY(…)`` is planned there as a
+sequential scan of every token, kept as the table grows. These tests plan
+the statements as such a cached plan is made — generic, on an empty
+table — and read the plan. On SQLite (no plan cache; its planner sees each
+statement afresh) the same writes are checked to search by key."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import text
+
+from flowledger.db import engine_tokens, engine_writes
+from flowledger.db.database import Database
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+async def _generic_plan(db: Database, sql: str, params: dict[str, Any]) -> str:
+    """EXPLAIN of ``sql`` (driver placeholders ``%(name)s``) as a generic
+    plan of a prepared statement, in a transaction rolled back after."""
+    names: list[str] = []
+
+    def positional(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    prepared = _NAMED.sub(positional, sql)
+    async with db.engine.connect() as conn, conn.begin():
+        await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+        await conn.exec_driver_sql(f"PREPARE probe AS {prepared}".replace("%", "%%"))
+        args = ", ".join(_literal(params[name]) for name in names)
+        rows = await conn.exec_driver_sql(f"EXPLAIN EXECUTE probe({args})".replace("%", "%%"))
+        plan = "\n".join(str(row[0]) for row in rows)
+        await conn.exec_driver_sql("DEALLOCATE probe")
+        await conn.rollback()
+    return plan
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "ARRAY[" + ", ".join(str(v) for v in value) + "]::bigint[]"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _driver_sql(db: Database, statement: Any) -> str:
+    return str(statement.compile(dialect=db.engine.dialect))
+
+
+async def test_token_moves_update_by_primary_key_in_a_generic_plan_E4(db: Database) -> None:
+    moves = {11: "approve", 12: "join"}
+    parks = {12}
+    if db.is_sqlite:
+        # SQLite plans each statement afresh: the moves search by rowid
+        async with db.read() as conn:
+            found = await conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN UPDATE workflow_tokens SET node_key = 'x' WHERE id = 11"
+            )
+            assert "USING INTEGER PRIMARY KEY" in " ".join(str(r[-1]) for r in found)
+        return
+    for count in (1, 2, engine_writes.MOVES_UNROLLED):
+        some = dict(list({**moves, **{100 + i: "n" for i in range(count)}}.items())[:count])
+        params = engine_writes._moves_params(some, parks, prefix="step_")
+        rider = engine_writes._rider(engine_writes._moves_key(some))
+        ctes = rider.split(", events AS")[0]
+        plan = await _generic_plan(db, f"WITH {ctes} SELECT 1", params)
+        assert "Seq Scan on workflow_tokens" not in plan, plan
+        assert plan.count("Index Scan using pk_workflow_tokens") == count, plan
+
+
+async def test_a_forks_and_a_joins_consumed_tokens_are_found_by_instance_E4(
+    db: Database,
+) -> None:
+    if db.is_sqlite:  # the same writes, one statement at a time, by key
+        async with db.read() as conn:
+            found = await conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN UPDATE workflow_tokens SET state = 'consumed' "
+                "WHERE id IN (11, 12)"
+            )
+            assert "USING INTEGER PRIMARY KEY" in " ".join(str(r[-1]) for r in found)
+        return
+    params = {
+        "instance_id": 7,
+        "consume": [11, 12],
+        "at_node": "join",
+        "places": '[{"node_key": "route"}]',
+        "fork_stack": "[]",
+        "now": "2026-12-04T00:00:00Z",
+        "frame_node": "fork",
+        "gateway": "parallel",
+        "expected": 2,
+    }
+    for statement in (engine_tokens._PG_JOIN, engine_tokens._PG_FORK):
+        sql = _driver_sql(db, statement)
+        plan = await _generic_plan(db, sql, params)
+        assert "Seq Scan on workflow_tokens" not in plan, plan
+        assert "ix_workflow_tokens_instance_state" in plan, plan
+
+
+async def test_the_probe_sees_a_sequential_scan_where_there_is_one(db: Database) -> None:
+    """The check above can fail: a bare ``id = ANY(…)`` on the empty table
+    is planned as a sequential scan."""
+    if db.is_sqlite:
+        async with db.read() as conn:
+            found = await conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN UPDATE workflow_tokens SET state = 'x' "
+                "WHERE consumed_at IS NULL"
+            )
+            assert "SCAN workflow_tokens" in " ".join(str(r[-1]) for r in found)
+        return
+    sql = "UPDATE workflow_tokens SET state = 'consumed' WHERE id = ANY(%(consume)s)"
+    plan = await _generic_plan(db, sql, {"consume": [11, 12]})
+    assert "Seq Scan on workflow_tokens" in plan
+    async with db.read() as conn:  # nothing was written
+        assert (await conn.execute(text("SELECT count(*) FROM workflow_tokens"))).scalar() == 0
