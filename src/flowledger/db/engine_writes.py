@@ -76,19 +76,29 @@ FORM_WRITE_COLUMNS = (
 Columns = tuple[tuple[str, str], ...]
 
 
-def _rows_of(param: str, columns: Columns) -> str:
+def _rows_of(param: str, columns: Columns, *, job_refs: bool = False) -> str:
     """``(cols) SELECT …`` of the rows in the JSON array ``param`` (a
     placeholder), in order; a JSON null stays JSON null in a jsonb column, as
-    the JSON type stores it."""
+    the JSON type stores it. ``job_refs``: a row's ``job_id`` may instead be
+    given as ``job_ord``, a job's position in the insert it rides after
+    (``job_ids``)."""
     names = ", ".join(name for name, _ in columns)
     defs = ", ".join(f"{name} {kind}" for name, kind in columns)
     values = ", ".join(
         f"COALESCE(r.{name}, 'null'::jsonb)" if kind == "jsonb" else f"r.{name}"
         for name, kind in columns
     )
+    aliases = names
+    if job_refs:
+        defs += ", job_ord int"
+        aliases += ", job_ord"
+        values = values.replace(
+            "r.job_id",
+            "COALESCE(r.job_id, (SELECT job_ids.id FROM job_ids WHERE job_ids.ord = r.job_ord))",
+        )
     return (
         f"({names}) SELECT {values} FROM ROWS FROM (json_to_recordset(CAST({param} AS json)) "
-        f"AS ({defs})) WITH ORDINALITY AS r({names}, n) ORDER BY r.n"
+        f"AS ({defs})) WITH ORDINALITY AS r({aliases}, n) ORDER BY r.n"
     )
 
 
@@ -184,6 +194,13 @@ def _rider(moves: int) -> str:
     return f"{_step_ctes(moves, _rider_param)}, trace AS (INSERT INTO workflow_trace {trace})"
 
 
+@cache
+def _after_jobs(moves: int) -> str:
+    """The rider's writes, its trace rows naming jobs of the insert it follows."""
+    trace = _rows_of(_rider_param("trace"), TRACE_COLUMNS, job_refs=True)
+    return f"{_step_ctes(moves, _rider_param)}, trace AS (INSERT INTO workflow_trace {trace})"
+
+
 def _moves_key(moves: dict[int, str]) -> int:
     return min(len(moves), MOVES_UNROLLED + 1)
 
@@ -263,6 +280,39 @@ def step_rows_rider(
         "step_outbox": _document(outbox),
         "step_forms": _document(form_writes),
         "step_trace": _document(trace),
+    }
+
+
+def step_rows_after_jobs(
+    conn: AsyncConnection,
+    *,
+    moves: dict[int, str],
+    parks: Collection[int],
+    outbox: Sequence[dict[str, Any]],
+    form_writes: Sequence[dict[str, Any]],
+    trace: Sequence[dict[str, Any]],
+    job_trace_rows: Sequence[dict[str, Any]],
+) -> Rider | None:
+    """What :func:`write_step_rows` writes, as CTEs that ride after an
+    insert of jobs in its statement
+    (:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`): each row of
+    ``job_trace_rows`` — the trace rows of the inserted jobs, in the jobs'
+    order, each one of ``trace`` — takes its job's id from the insert. On
+    PostgreSQL; else None."""
+    if dialect_name(conn) != POSTGRESQL:
+        return None
+    ords = {id(row): position for position, row in enumerate(job_trace_rows, 1)}
+    document = json.dumps(
+        [
+            {**row, "created_at": _utc(row["created_at"]), "job_ord": ords.get(id(row))}
+            for row in trace
+        ]
+    )
+    return _after_jobs(_moves_key(moves)), {
+        **_moves_params(moves, parks, prefix="step_"),
+        "step_outbox": _document(outbox),
+        "step_forms": _document(form_writes),
+        "step_trace": document,
     }
 
 

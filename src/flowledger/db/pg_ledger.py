@@ -276,11 +276,16 @@ def _element_type(column: str) -> str:
     return str(_PG.type_compiler_instance.process(column_type.dialect_impl(_PG)))
 
 
-def _insert_from(input_sql: str, names: str, shared: tuple[str, ...]) -> str:
+def _insert_from(input_sql: str, names: str, shared: tuple[str, ...], then: str = "") -> str:
     """The bulk insert over ``input_sql`` (the rows, ``id`` drawn in input
     order, ``ord`` their 1-based position) with the wake hint of every pool
-    that got a row."""
+    that got a row (and ``then``'s CTEs after it, reading ``job_ids``)."""
     scalars = "".join(f", %({name})s::{_element_type(name)}" for name in shared)
+    after = (
+        f", job_ids AS (SELECT input.ord, inserted.id FROM inserted JOIN input USING (id)), {then}"
+        if then
+        else ""
+    )
     return f"""
 WITH input AS ({input_sql}
 ), inserted AS (
@@ -292,7 +297,7 @@ WITH input AS ({input_sql}
 ), woken AS (
     SELECT count(pg_notify(%(wake_channel)s, pool)) AS pools
     FROM (SELECT DISTINCT pool FROM inserted) AS p
-)
+){after}
 SELECT input.ord, inserted.id, (SELECT pools FROM woken) AS woken
 FROM inserted JOIN input USING (id)
 """
@@ -330,11 +335,13 @@ JSON_INSERT_MAX_ROWS = 64
 
 
 @cache
-def insert_jobs_json_sql(columns: tuple[str, ...], shared: tuple[str, ...]) -> str:
+def insert_jobs_json_sql(columns: tuple[str, ...], shared: tuple[str, ...], then: str = "") -> str:
     """:func:`insert_jobs_sql` over one JSON array of row objects,
     ``%(rows)s`` (``json_to_recordset``, in order): each key a column of
     ``columns`` read as the column's type; a JSON null in a jsonb column
-    stays JSON null, as the array path's bound value is."""
+    stays JSON null, as the array path's bound value is. ``then``: CTEs
+    run after the insert in the same statement, which may read
+    ``job_ids (ord, id)``, the new jobs' positions and ids."""
     names = ", ".join(columns)
     defs = ", ".join(f"{name} {_element_type(name)}" for name in columns)
     values = ", ".join(
@@ -351,6 +358,7 @@ def insert_jobs_json_sql(columns: tuple[str, ...], shared: tuple[str, ...]) -> s
     ORDER BY t.ord""",
         names,
         shared,
+        then,
     )
 
 

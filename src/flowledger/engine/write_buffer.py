@@ -20,7 +20,10 @@ call, so that their ``job_enqueued`` trace rows carry the job ids; then the
 rest in :func:`~flowledger.db.engine_writes.write_step_rows` (one statement
 on PostgreSQL) — or, in a job's step on PostgreSQL, as CTEs of the job's
 settlement (:meth:`WriteBuffer.take_rider`), which commits them with the
-step all the same."""
+step all the same. On PostgreSQL the flush before a commit writes the jobs
+and the rest in one statement (the rest riding after the jobs' insert,
+:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`) when the jobs have no
+idempotencyKeys."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Rider, pre_commit
 from flowledger.db.engine_writes import (
+    step_rows_after_jobs,
     step_rows_rider,
     write_form_writes,
     write_moves,
@@ -39,7 +43,8 @@ from flowledger.db.engine_writes import (
     write_step_rows,
     write_trace,
 )
-from flowledger.ledger.enqueue import enqueue, enqueue_bulk
+from flowledger.db.pg_ledger import JSON_INSERT_MAX_ROWS
+from flowledger.ledger.enqueue import enqueue, enqueue_bulk, enqueue_bulk_then
 from flowledger.ledger.models import JobSpec
 
 _NAME = "engine_writes"
@@ -104,11 +109,47 @@ class WriteBuffer:
             self._clear_rows()
         return rider
 
+    async def _flush_with_jobs(self) -> bool:
+        """PostgreSQL: the buffered jobs and every other buffered row in one
+        statement — the rows ride after the jobs' insert, the jobs'
+        ``job_enqueued`` trace rows taking the new ids there. Only for jobs
+        of one clock reading without idempotencyKeys (a key already taken
+        would leave its job's id to a look-up); False (nothing written) when
+        they cannot."""
+        jobs = self.jobs
+        if (
+            not jobs
+            or len(jobs) > JSON_INSERT_MAX_ROWS
+            or len({job.now for job in jobs}) > 1
+            or any(job.spec.idempotency_key is not None for job in jobs)
+        ):
+            return False
+        rider = step_rows_after_jobs(
+            self.conn,
+            moves=self.moves,
+            parks=self.parks,
+            outbox=self.outbox,
+            form_writes=self.form_writes,
+            trace=self.trace,
+            job_trace_rows=[job.trace_row for job in jobs],
+        )
+        if rider is None:
+            return False
+        self.jobs = []
+        self._clear_rows()
+        specs = [job.spec for job in jobs]
+        results = await enqueue_bulk_then(self.conn, specs, now=jobs[0].now, then=rider)
+        for job, result in zip(jobs, results, strict=True):
+            job.trace_row["job_id"] = result.job_id
+        return True
+
     def _clear_rows(self) -> None:
         self.moves, self.parks = {}, set()
         self.outbox, self.form_writes, self.trace = [], [], []
 
     async def flush(self) -> None:
+        if await self._flush_with_jobs():
+            return
         await self.flush_jobs()
         moves, parks, outbox, form_writes = self.moves, self.parks, self.outbox, self.form_writes
         trace = self.trace

@@ -27,7 +27,7 @@ from sqlalchemy import Select, Update, bindparam, exists, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
-from flowledger.db.database import Database, with_riders
+from flowledger.db.database import Database, Rider, with_riders
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.pg_ledger import (
     CLAIM_SQL,
@@ -86,6 +86,26 @@ class PostgresLedger(CoreLedger):
         else:
             sql = insert_jobs_sql(columns, BATCH_COLUMNS)
             params = insert_jobs_params(columns, BATCH_COLUMNS, rows, conn.dialect)
+        return await self._inserted(conn, sql, params)
+
+    async def _insert_rows_then(
+        self, conn: AsyncConnection, rows: Sequence[dict[str, Any]], then: Rider
+    ) -> dict[int, int]:
+        """The JSON insert with ``then``'s CTEs after it (reading ``job_ids``)."""
+        if len(rows) > JSON_INSERT_MAX_ROWS:
+            raise ValueError(f"rows ride on an insert of at most {JSON_INSERT_MAX_ROWS} jobs")
+        then_sql, then_params = then
+        columns = tuple(name for name in rows[0] if name not in BATCH_COLUMNS)
+        sql = insert_jobs_json_sql(columns, BATCH_COLUMNS, then_sql)
+        params = insert_jobs_json_params(columns, BATCH_COLUMNS, rows, conn.dialect)
+        clash = set(params) & set(then_params)
+        if clash:
+            raise ValueError(f"the riding rows' parameters {sorted(clash)} clash with the insert's")
+        return await self._inserted(conn, sql, {**params, **then_params})
+
+    async def _inserted(
+        self, conn: AsyncConnection, sql: str, params: dict[str, Any]
+    ) -> dict[int, int]:
         result = await conn.exec_driver_sql(sql, params)
         return {int(row["ord"]) - 1: int(row["id"]) for row in result.mappings()}
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from sqlalchemy import Select, Update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Database
+from flowledger.db.database import Database, Rider
 from flowledger.ledger.models import (
     ClaimBatch,
     ClaimedJob,
@@ -65,12 +65,19 @@ class LedgerDriver(Protocol):
         *,
         now: datetime,
         job_types: JobTypeRegistry | None = None,
+        then: Rider | None = None,
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in a few statements, whether or not they carry
         idempotencyKeys; per spec, in order, what :meth:`job_insert` would
         answer (a key already used — in the table or earlier in ``specs`` —
         gives that job with ``created=False``). One wake hint per pool that
-        got a new job, published when the transaction commits."""
+        got a new job, published when the transaction commits.
+
+        ``then`` (PostgreSQL only; specs without idempotencyKeys, at most
+        ``JSON_INSERT_MAX_ROWS``): SQL CTEs and their parameters that run in
+        the insert's own statement, after it, reading ``job_ids (ord, id)``
+        — each new job's 1-based position in ``specs`` and its id — to write
+        rows that name the jobs in the same round trip."""
 
     async def jobs_claim(
         self,
