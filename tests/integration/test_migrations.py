@@ -60,3 +60,28 @@ async def test_upgrade_reaches_head_and_is_idempotent_L1(fresh: Database) -> Non
     assert await current_revision(fresh) == head
     async with fresh.engine.connect() as conn:
         assert await conn.run_sync(_diff) == []
+
+
+async def test_the_last_error_trigram_index_covers_only_jobs_with_an_error_L24(
+    fresh: Database, db: Database
+) -> None:
+    """Migration 0015 and the declared schema agree (alembic's comparison
+    skips expression indexes): on PostgreSQL the keyword filter's
+    ``last_error`` index is partial, so a job that never failed writes no
+    entry into it on insert, claim or settlement (issue 15); SQLite has no
+    trigram index at all."""
+    await upgrade(fresh)
+    for database in (fresh, db):  # migrated; created from the declared schema
+        async with database.engine.connect() as conn:
+            if database.is_sqlite:
+                names = await conn.run_sync(
+                    lambda c: {i["name"] for i in inspect(c).get_indexes("workflow_jobs")}
+                )
+                assert "ix_workflow_jobs_last_error_trgm" not in names
+                continue
+            found = await conn.exec_driver_sql(
+                "SELECT indexdef FROM pg_indexes "
+                "WHERE indexname = 'ix_workflow_jobs_last_error_trgm'"
+            )
+            [definition] = found.scalars().all()
+            assert definition.endswith("WHERE (last_error IS NOT NULL)"), definition
