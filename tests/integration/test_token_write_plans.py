@@ -1,12 +1,14 @@
-"""The engine's token writes find their rows by index in any plan (issue 15
-item 2; SPEC E-4): a step's token moves, a fork's consumed token and a
-join's consumed arrivals. On PostgreSQL psycopg prepares a statement on its
-sixth use and the server may then keep one generic plan for it, made while
-the tables are small; an UPDATE joined to a JSON document (estimated at 100
+"""The engine's token writes find their rows by index in the plans cached
+on a new, never-analyzed table (issue 15 item 2; SPEC E-4): a step's token
+moves, a fork's consumed token and a join's consumed arrivals. On
+PostgreSQL psycopg prepares a statement on its sixth use and the server may
+then keep one generic plan for it, made while the tables are small and
+kept as they grow until an ANALYZE replans (never, with autovacuum off, as
+on the bench host); an UPDATE joined to a JSON document (estimated at 100
 rows) or filtered by a bare ``id = ANY(…)`` is planned there as a
-sequential scan of every token, kept as the table grows. These tests plan
-the statements as such a cached plan is made — generic, on an empty
-table — and read the plan. On SQLite (no plan cache; its planner sees each
+sequential scan of every token. These tests plan the statements as such a
+cached plan is made — generic, on the emptied, never-analyzed table — and
+read the plan. On SQLite (no plan cache; its planner sees each
 statement afresh) the same writes are checked to search by key."""
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ async def _generic_plan(db: Database, sql: str, params: dict[str, Any]) -> str:
 
     prepared = _NAMED.sub(positional, sql)
     async with db.engine.connect() as conn, conn.begin():
+        # the state the bench starts from (and a new installation's before
+        # autovacuum first analyzes): never analyzed, emptied (reltuples -1),
+        # which the planner takes for 10 pages. (A table whose statistics
+        # say it is empty gets sequential scans even for a primary key, until
+        # an ANALYZE replans.) Rolled back with the transaction.
+        await conn.exec_driver_sql("TRUNCATE workflow_tokens CASCADE")
         await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
         await conn.exec_driver_sql(f"PREPARE probe AS {prepared}".replace("%", "%%"))
         args = ", ".join(_literal(params[name]) for name in names)

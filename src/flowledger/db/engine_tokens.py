@@ -49,9 +49,10 @@ _BRANCHES = (
 _INSERT_TOKENS = (
     "INSERT INTO workflow_tokens (instance_id, node_key, state, fork_stack, created_at) "
 )
-# by instance, then id: an instance's index scan in any cached plan (a bare
-# ``id = ANY(…)`` is planned as a sequential scan while the table is small,
-# and psycopg's prepared statement keeps that plan as the table grows)
+# by instance, then id: an index scan of the instance's tokens in the plan
+# cached on a never-analyzed table (a bare ``id = ANY(…)``, estimated at ten
+# rows, is planned there as a sequential scan, and psycopg's prepared
+# statement keeps that plan as the table grows until an ANALYZE replans)
 _CONSUME = (
     "UPDATE workflow_tokens SET state = '" + CONSUMED + "', consumed_at = :now, "
     "node_key = COALESCE(:at_node, node_key) "
