@@ -47,6 +47,21 @@ OPEN = (TaskStatus.PENDING.value, TaskStatus.WAITING.value)
 
 
 @dataclass(frozen=True)
+class Ending:
+    """How an instance ends: its ``status``, finished ``now``; and what the
+    ending reads with it — its jobs of ``job_types`` in ``job_statuses`` but
+    ``keep_job_id``, and whether ``also`` (a condition correlated to
+    ``workflow_instances``) holds."""
+
+    status: str
+    now: datetime
+    job_types: Collection[str] = ()
+    job_statuses: Collection[str] = ()
+    keep_job_id: int | None = None
+    also: ColumnElement[bool] | None = None
+
+
+@dataclass(frozen=True)
 class InstanceEnd:
     open_task_ids: list[int]
     live_job_ids: list[int]
@@ -118,36 +133,14 @@ def _ids(values: Any) -> list[int]:
     return sorted(int(value) for value in values or ())
 
 
-async def end_instance_row(
-    conn: AsyncConnection,
-    instance_id: int,
-    *,
-    status: str,
-    now: datetime,
-    job_types: Collection[str] = (),
-    job_statuses: Collection[str] = (),
-    keep_job_id: int | None = None,
-    also: ColumnElement[bool] | None = None,
-) -> InstanceEnd:
-    """Set the instance's ``status`` and its ``finished_at`` and
-    ``updated_at`` to ``now``; its open tasks and its jobs of ``job_types``
-    in ``job_statuses`` (but ``keep_job_id``), by ascending id, and whether
-    ``also`` (a condition correlated to ``workflow_instances``) holds."""
-    values: dict[str, Any] = {
-        "b_instance_id": instance_id,
-        "status": status,
-        "finished_at": now,
-        "updated_at": now,
-    }
+async def end_instance_row(conn: AsyncConnection, instance_id: int, ending: Ending) -> InstanceEnd:
+    """Set the instance's status and its ``finished_at`` and ``updated_at``
+    as ``ending`` says; its open tasks and the jobs ``ending`` names, by
+    ascending id, and whether its condition holds."""
+    values = _values(instance_id, ending)
     if dialect_name(conn) == POSTGRESQL:
-        jobs = {
-            "b_job_types": sorted(job_types),
-            "b_job_statuses": sorted(job_statuses),
-            "b_keep_job_id": keep_job_id,
-        }
-        row = (await conn.execute(_pg_end(also), {**values, **jobs})).one()
-        holds = True if also is None else bool(row.also)
-        return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids), holds)
+        row = (await conn.execute(_pg_end(ending.also), {**values, **_jobs(ending)})).one()
+        return _ended(row, ending)
     tasks = (await conn.execute(_OPEN_IDS, {"b_instance_id": instance_id})).scalars().all()
     found = (
         (
@@ -155,8 +148,8 @@ async def end_instance_row(
                 _LIVE_JOBS,
                 {
                     "b_instance_id": instance_id,
-                    "b_job_types": list(job_types),
-                    "b_job_statuses": list(job_statuses),
+                    "b_job_types": list(ending.job_types),
+                    "b_job_statuses": list(ending.job_statuses),
                 },
             )
         )
@@ -164,58 +157,55 @@ async def end_instance_row(
         .all()
     )
     holds = True
-    if also is not None:
-        probe = select(also).where(workflow_instances.c.id == bindparam("b_instance_id"))
+    if ending.also is not None:
+        probe = select(ending.also).where(workflow_instances.c.id == bindparam("b_instance_id"))
         holds = bool((await conn.execute(probe, {"b_instance_id": instance_id})).scalar_one())
     await conn.execute(_SET, values)
-    live = [job_id for job_id in found if job_id != keep_job_id]
+    live = [job_id for job_id in found if job_id != ending.keep_job_id]
     return InstanceEnd(_ids(tasks), _ids(live), holds)
 
 
+def _values(instance_id: int, ending: Ending) -> dict[str, Any]:
+    return {
+        "b_instance_id": instance_id,
+        "status": ending.status,
+        "finished_at": ending.now,
+        "updated_at": ending.now,
+    }
+
+
+def _jobs(ending: Ending) -> dict[str, Any]:
+    return {
+        "b_job_types": sorted(ending.job_types),
+        "b_job_statuses": sorted(ending.job_statuses),
+        "b_keep_job_id": ending.keep_job_id,
+    }
+
+
+def _ended(row: Any, ending: Ending) -> InstanceEnd:
+    holds = True if ending.also is None else bool(row.also)
+    return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids), holds)
+
+
 async def end_instance_with_last_token(
-    conn: AsyncConnection,
-    instance_id: int,
-    *,
-    token_id: int,
-    at_node: str | None,
-    status: str,
-    now: datetime,
-    job_types: Collection[str] = (),
-    job_statuses: Collection[str] = (),
-    keep_job_id: int | None = None,
-    also: ColumnElement[bool] | None = None,
+    conn: AsyncConnection, instance_id: int, ending: Ending, *, token_id: int, at_node: str | None
 ) -> InstanceEnd | None:
     """Consume token ``token_id`` (moved to ``at_node`` as it is, when
-    given; consumed ``now``); when the instance has no other live token,
-    end it as :func:`end_instance_row` does and return what that returns,
-    else None (the instance goes on)."""
+    given; consumed ``ending.now``); when the instance has no other live
+    token, end it as :func:`end_instance_row` does and return what that
+    returns, else None (the instance goes on)."""
     if dialect_name(conn) != POSTGRESQL:
-        if await consume_token_row(conn, token_id, now=now, at_node=at_node):
+        if await consume_token_row(conn, token_id, now=ending.now, at_node=at_node):
             return None
-        return await end_instance_row(
-            conn,
-            instance_id,
-            status=status,
-            now=now,
-            job_types=job_types,
-            job_statuses=job_statuses,
-            keep_job_id=keep_job_id,
-            also=also,
-        )
+        return await end_instance_row(conn, instance_id, ending)
     params = {
-        "b_instance_id": instance_id,
-        "status": status,
-        "finished_at": now,
-        "updated_at": now,
+        **_values(instance_id, ending),
+        **_jobs(ending),
         "b_token_id": token_id,
         "b_at_node": at_node,
-        "b_consumed_at": now,
-        "b_job_types": sorted(job_types),
-        "b_job_statuses": sorted(job_statuses),
-        "b_keep_job_id": keep_job_id,
+        "b_consumed_at": ending.now,
     }
-    row = (await conn.execute(_pg_end(also, last_token=True), params)).first()
+    row = (await conn.execute(_pg_end(ending.also, last_token=True), params)).first()
     if row is None:  # another token is live: the instance goes on
         return None
-    holds = True if also is None else bool(row.also)
-    return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids), holds)
+    return _ended(row, ending)

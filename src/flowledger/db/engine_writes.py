@@ -271,46 +271,30 @@ def step_rows_rider(
     outbox: Sequence[dict[str, Any]],
     form_writes: Sequence[dict[str, Any]],
     trace: Sequence[dict[str, Any]],
+    job_trace_rows: Sequence[dict[str, Any]] | None = None,
 ) -> Rider | None:
     """What :func:`write_step_rows` writes, as CTEs another statement of the
     transaction carries (:func:`~flowledger.db.database.with_riders`): on
-    PostgreSQL, when there is anything to write; else None."""
+    PostgreSQL, when there is anything to write; else None.
+
+    With ``job_trace_rows`` the CTEs ride after an insert of jobs in its
+    statement (:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`): each of
+    those rows — the trace rows of the inserted jobs, in the jobs' order,
+    each one of ``trace`` — takes its job's id from the insert."""
     if not (moves or outbox or form_writes or trace) or dialect_name(conn) != POSTGRESQL:
         return None
-    return _rider(_moves_key(moves)), {
-        **_moves_params(moves, parks, prefix="step_"),
-        "step_outbox": _document(outbox),
-        "step_forms": _document(form_writes),
-        "step_trace": _document(trace),
-    }
-
-
-def step_rows_after_jobs(
-    conn: AsyncConnection,
-    *,
-    moves: dict[int, str],
-    parks: Collection[int],
-    outbox: Sequence[dict[str, Any]],
-    form_writes: Sequence[dict[str, Any]],
-    trace: Sequence[dict[str, Any]],
-    job_trace_rows: Sequence[dict[str, Any]],
-) -> Rider | None:
-    """What :func:`write_step_rows` writes, as CTEs that ride after an
-    insert of jobs in its statement
-    (:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`): each row of
-    ``job_trace_rows`` — the trace rows of the inserted jobs, in the jobs'
-    order, each one of ``trace`` — takes its job's id from the insert. On
-    PostgreSQL; else None."""
-    if dialect_name(conn) != POSTGRESQL:
-        return None
-    ords = {id(row): position for position, row in enumerate(job_trace_rows, 1)}
-    document = json.dumps(
-        [
-            {**row, "created_at": _utc(row["created_at"]), "job_ord": ords.get(id(row))}
-            for row in trace
-        ]
-    )
-    return _after_jobs(_moves_key(moves)), {
+    if job_trace_rows is None:
+        sql, document = _rider(_moves_key(moves)), _document(trace)
+    else:
+        ords = {id(row): position for position, row in enumerate(job_trace_rows, 1)}
+        sql = _after_jobs(_moves_key(moves))
+        document = json.dumps(
+            [
+                {**row, "created_at": _utc(row["created_at"]), "job_ord": ords.get(id(row))}
+                for row in trace
+            ]
+        )
+    return sql, {
         **_moves_params(moves, parks, prefix="step_"),
         "step_outbox": _document(outbox),
         "step_forms": _document(form_writes),

@@ -23,6 +23,7 @@ from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_instance_end import (
+    Ending,
     InstanceEnd,
     end_instance_row,
     end_instance_with_last_token,
@@ -168,16 +169,8 @@ class Step:
             ),
         )
 
-    async def end_instance(
-        self, status: InstanceStatus, *, job_types: Collection[str] = ()
-    ) -> InstanceEnd:
-        """Set the instance's terminal ``status`` (finished now); its open
-        tasks and its live jobs of ``job_types`` other than this step's (L-22's
-        cleanup cancels those), and whether the instance-ended hook's
-        condition holds, read in the same round trip on PostgreSQL."""
-        ended = await end_instance_row(
-            self.conn,
-            self.instance_id,
+    def _ending(self, status: InstanceStatus, job_types: Collection[str]) -> Ending:
+        return Ending(
             status=status.value,
             now=self.now,
             job_types=job_types,
@@ -185,7 +178,19 @@ class Step:
             keep_job_id=self.job_id,
             also=self.hooks.instance_ended_when if self.hooks.instance_ended else None,
         )
+
+    def _ended(self, status: InstanceStatus) -> None:
         self.instance.update(status=status, finished_at=self.now, updated_at=self.now)
+
+    async def end_instance(
+        self, status: InstanceStatus, *, job_types: Collection[str] = ()
+    ) -> InstanceEnd:
+        """Set the instance's terminal ``status`` (finished now); its open
+        tasks and its live jobs of ``job_types`` other than this step's (L-22's
+        cleanup cancels those), and whether the instance-ended hook's
+        condition holds, read in the same round trip on PostgreSQL."""
+        ended = await end_instance_row(self.conn, self.instance_id, self._ending(status, job_types))
+        self._ended(status)
         return ended
 
     async def end_with_last_token(
@@ -200,20 +205,12 @@ class Step:
         when it was the instance's last live token, end the instance as
         :meth:`end_instance` does (one round trip on PostgreSQL); None when
         another token is live."""
+        ending = self._ending(status, job_types)
         ended = await end_instance_with_last_token(
-            self.conn,
-            self.instance_id,
-            token_id=token_id,
-            at_node=at_node,
-            status=status.value,
-            now=self.now,
-            job_types=job_types,
-            job_statuses=_CLEANUP_STATUSES,
-            keep_job_id=self.job_id,
-            also=self.hooks.instance_ended_when if self.hooks.instance_ended else None,
+            self.conn, self.instance_id, ending, token_id=token_id, at_node=at_node
         )
         if ended is not None:
-            self.instance.update(status=status, finished_at=self.now, updated_at=self.now)
+            self._ended(status)
         return ended
 
     async def set_instance(self, **values: Any) -> None:

@@ -35,7 +35,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Rider, pre_commit
 from flowledger.db.engine_writes import (
-    step_rows_after_jobs,
     step_rows_rider,
     write_form_writes,
     write_moves,
@@ -97,17 +96,23 @@ class WriteBuffer:
         the job running the step, on PostgreSQL — and nothing left buffered;
         None (all still buffered) when they cannot ride."""
         await self.flush_jobs()
-        rider = step_rows_rider(
+        rider = self._rows_rider()
+        if rider is not None:
+            self._clear_rows()
+        return rider
+
+    def _rows_rider(self, jobs: list[_Job] | None = None) -> Rider | None:
+        """The buffered rows but the jobs as CTEs (:func:`step_rows_rider`),
+        riding after the insert of ``jobs`` when given."""
+        return step_rows_rider(
             self.conn,
             moves=self.moves,
             parks=self.parks,
             outbox=self.outbox,
             form_writes=self.form_writes,
             trace=self.trace,
+            job_trace_rows=None if jobs is None else [job.trace_row for job in jobs],
         )
-        if rider is not None:
-            self._clear_rows()
-        return rider
 
     async def _flush_with_jobs(self) -> bool:
         """PostgreSQL: the buffered jobs and every other buffered row in one
@@ -124,15 +129,7 @@ class WriteBuffer:
             or any(job.spec.idempotency_key is not None for job in jobs)
         ):
             return False
-        rider = step_rows_after_jobs(
-            self.conn,
-            moves=self.moves,
-            parks=self.parks,
-            outbox=self.outbox,
-            form_writes=self.form_writes,
-            trace=self.trace,
-            job_trace_rows=[job.trace_row for job in jobs],
-        )
+        rider = self._rows_rider(jobs)
         if rider is None:
             return False
         self.jobs = []
