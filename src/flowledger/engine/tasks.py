@@ -131,23 +131,6 @@ def _held(column: str, type_: Any) -> Any:
     )
 
 
-# the SET columns are the parameters' keys
-_FINISH_HELD = (
-    update(workflow_tasks)
-    .where(
-        workflow_tasks.c.id == bindparam("b_task_id"),
-        workflow_tasks.c.status == bindparam("b_expected"),
-        exists().where(_HELD.c.id == workflow_tasks.c.token_id, _HELD.c.state == TokenState.ACTIVE),
-    )
-    .returning(
-        workflow_tasks.c.node_key,
-        workflow_tasks.c.token_id,
-        _held("node_key", workflow_tokens.c.node_key.type).label("token_node_key"),
-        _held("fork_stack", workflow_tokens.c.fork_stack.type).label("token_fork_stack"),
-    )
-)
-
-
 # A token's tasks are its instance's: the instance condition lets both
 # sibling counts read only that instance's open tasks (the partial index
 # ix_workflow_tasks_open_instance) instead of every open task there is.
@@ -221,34 +204,6 @@ async def finish_actionable_task(
     return row, Token(int(row.token_id), str(row.node_key), list(row.token_fork_stack or []))
 
 
-async def finish_held_task(
-    step: Step,
-    task_id: int,
-    *,
-    expected: TaskStatus,
-    status: TaskStatus,
-    action: str | None,
-    by: str | None = None,
-) -> tuple[Token, str] | None:
-    """:func:`finish_task` for a task that is still ``expected`` and holds an
-    active token, checked and written in one statement (which locks the task
-    row, as :func:`lock_task_with_token` would): the token and the task's
-    node, or None when the task is not such a task (nothing written; the
-    caller asks :func:`lock_task_with_token` why)."""
-    await flush_moves(step.conn)
-    params = {
-        "b_task_id": task_id,
-        "b_expected": expected,
-        **_finished(step, status, action, None, by),
-    }
-    row = (await step.conn.execute(_FINISH_HELD, params)).first()
-    if row is None:
-        return None
-    await record_finished(step, task_id, status, action)
-    token = Token(int(row.token_id), row.token_node_key, list(row.token_fork_stack or []))
-    return token, str(row.node_key)
-
-
 # The same finish as a job step's first write (FirstLock's ``then``): it
 # reads the instance row the step has just locked (FIRST_LOCK) and finishes
 # the task only while that instance is running. Its own reads are in the
@@ -283,6 +238,10 @@ _FINISH_HELD_FIRST = (
 )
 
 
+# the same statement with its own instance lock (the step's already)
+_FINISH_HELD_IN_STEP = _FINISH_HELD_FIRST.add_cte(FirstLock.query.cte(FIRST_LOCK))
+
+
 def finish_held_first(
     instance_id: int,
     task_id: int,
@@ -306,6 +265,38 @@ def finish_held_first(
         "w_by": by,
     }
     return FirstLock(instance_id, then=_FINISH_HELD_FIRST, then_params=params)
+
+
+async def finish_held_task(
+    step: Step,
+    task_id: int,
+    *,
+    expected: TaskStatus,
+    status: TaskStatus,
+    action: str | None,
+    by: str | None = None,
+) -> tuple[Token, str] | None:
+    """:func:`finish_task` for a task that is still ``expected`` and holds an
+    active token, the instance running, checked and written in one statement
+    (which locks the task row, as :func:`lock_task_with_token` would): the
+    token and the task's node, or None when the task is not such a task
+    (nothing written; the caller asks :func:`lock_task_with_token` why). The
+    statement of :func:`finish_held_first`, here in a step that holds its
+    instance already (its lock a CTE of it, as the ledger's Core path runs it)."""
+    await flush_moves(step.conn)
+    lock = finish_held_first(
+        step.instance_id,
+        task_id,
+        expected=expected,
+        status=status,
+        action=action,
+        by=by or step.actor,
+        now=step.now,
+    )
+    params = {**lock.params, **(lock.then_params or {})}
+    row = (await step.conn.execute(_FINISH_HELD_IN_STEP, params)).first()
+    lock.written = None if row is None else dict(row._mapping)
+    return await took_held_task(step, lock, task_id, status, action)
 
 
 async def took_held_task(

@@ -47,9 +47,7 @@ async def _instance_step(
     """``body`` in an engine step on the instance, run in the job's fenced
     step receipt with ``lock`` (default: the instance row alone) taken
     first; the step's clock reading is ``now`` (default: read here)."""
-    if lock is None:
-        lock = FirstLock(instance_id)
-    held = lock
+    held = lock if lock is not None else FirstLock(instance_id)
 
     async def run(conn: AsyncConnection) -> Any:
         step = await engine.open_step(
@@ -62,7 +60,7 @@ async def _instance_step(
         )
         return await body(step)
 
-    return _outcome(await ctx.step(ctx.job.type, run, lock_first=lock, completes=_outcome))
+    return _outcome(await ctx.step(ctx.job.type, run, lock_first=held, completes=_outcome))
 
 
 def _ids(ctx: JobContext) -> tuple[int, int]:
