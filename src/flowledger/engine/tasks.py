@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     Integer,
     bindparam,
     column,
@@ -143,17 +144,25 @@ _OPEN_SIBLINGS_LEFT = literal_column(
 )
 
 
+# The task's token is active at the task's node. A scalar subquery by the
+# token's primary key, not an EXISTS: PostgreSQL turns an EXISTS into a join
+# and, in the generic plan psycopg's prepared statement keeps (made while the
+# tables are small and never analyzed), may search it by the token's node
+# and state, reading every token waiting at that node for each approval.
+_HELD_ACTIVE_AT_NODE = literal_column(
+    f"(SELECT held.state = '{TokenState.ACTIVE.value}' AND held.node_key = workflow_tasks.node_key "
+    "FROM workflow_tokens AS held WHERE held.id = workflow_tasks.token_id)",
+    Boolean(),
+)
+
+
 def _finish_actionable(by_assignee: bool) -> Any:
     conditions = [
         workflow_tasks.c.id == bindparam("b_task_id"),
         workflow_tasks.c.instance_id == bindparam("b_instance_id"),
         workflow_tasks.c.status == TaskStatus.PENDING,
         workflow_tasks.c.kind.in_(bindparam("b_kinds", expanding=True)),
-        exists().where(
-            _HELD.c.id == workflow_tasks.c.token_id,
-            _HELD.c.state == TokenState.ACTIVE,
-            _HELD.c.node_key == workflow_tasks.c.node_key,
-        ),
+        _HELD_ACTIVE_AT_NODE.is_(True),
     ]
     if by_assignee:
         conditions.append(workflow_tasks.c.assignee == bindparam("b_assignee"))
