@@ -5,7 +5,8 @@ Both copy the snapshot from the version's row inside the instance's
 ``INSERT`` (it never travels through Python). PostgreSQL: one statement —
 the instance's ``INSERT … RETURNING id`` is a data-modifying CTE that the
 token's ``INSERT … SELECT`` reads, so the token gets the new instance's id
-in the same round trip. SQLite: the two inserts in turn.
+in the same round trip, and task ids are reserved for the start's step
+(:mod:`~flowledger.db.task_ids`). SQLite: the two inserts in turn.
 
 ``latest_of`` (a start of "the latest version"): the instance is inserted
 only while its ``definition_id`` is still the latest version of its tenant
@@ -22,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import workflow_definitions, workflow_instances, workflow_tokens
+from flowledger.db.task_ids import reserve_columns, take_reserved
 
 # the instance columns a start sets (the rest keep their defaults)
 INSTANCE_COLUMNS = (
@@ -98,7 +100,7 @@ def _pg_insert_both(insert_instance: Any) -> Any:
                 ),
             ),
         )
-        .returning(workflow_tokens.c.instance_id, workflow_tokens.c.id)
+        .returning(workflow_tokens.c.instance_id, workflow_tokens.c.id, *reserve_columns())
         .add_cte(new_instance)
     )
 
@@ -113,19 +115,24 @@ async def insert_instance_and_start_token(
     token: dict[str, Any],
     *,
     latest_of: bool = False,
-) -> tuple[int, int] | None:
+) -> tuple[int, int, list[int]] | None:
     """Insert the instance (``instance``: :data:`INSTANCE_COLUMNS`) with the
     snapshot of its ``definition_id``, then its first token (``token``:
-    :data:`TOKEN_COLUMNS`); (instance id, token id). ``latest_of``: only if
-    ``definition_id`` is the latest version of the instance's tenant and
-    ``definition_key`` — None (nothing inserted) when it is not."""
+    :data:`TOKEN_COLUMNS`); (instance id, token id, the task ids reserved for
+    the start's step — on PostgreSQL, :mod:`~flowledger.db.task_ids`).
+    ``latest_of``: only if ``definition_id`` is the latest version of the
+    instance's tenant and ``definition_key`` — None (nothing inserted) when
+    it is not."""
     params = {f"i_{name}": instance[name] for name in INSTANCE_COLUMNS}
     params["b_definition_id"] = instance["definition_id"]
     if dialect_name(conn) == POSTGRESQL:
         params.update({f"t_{name}": token[name] for name in TOKEN_COLUMNS})
         both = _PG_INSERT_BOTH_IF_LATEST if latest_of else _PG_INSERT_BOTH
-        row = (await conn.execute(both, params)).first()
-        return None if row is None else (int(row.instance_id), int(row.id))
+        row = (await conn.execute(both, params)).mappings().first()
+        if row is None:
+            return None
+        values = dict(row)
+        return int(values["instance_id"]), int(values["id"]), take_reserved(values)
     insert = _INSERT_INSTANCE_IF_LATEST if latest_of else _INSERT_INSTANCE
     instance_id = (await conn.execute(insert, params)).scalar_one_or_none()
     if instance_id is None:
@@ -133,4 +140,4 @@ async def insert_instance_and_start_token(
     token_id = (
         await conn.execute(_INSERT_TOKEN, {**token, "instance_id": int(instance_id)})
     ).scalar_one()
-    return int(instance_id), int(token_id)
+    return int(instance_id), int(token_id), []

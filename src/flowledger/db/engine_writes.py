@@ -30,6 +30,7 @@ from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import (
     workflow_event_outbox,
     workflow_form_writes,
+    workflow_tasks,
     workflow_tokens,
     workflow_trace,
 )
@@ -38,6 +39,7 @@ from flowledger.states import TokenState
 _TRACE = workflow_trace.insert()
 _OUTBOX = workflow_event_outbox.insert()
 _FORM_WRITES = workflow_form_writes.insert()
+_TASKS = workflow_tasks.insert()
 _MOVE = (
     update(workflow_tokens)
     .where(workflow_tokens.c.id == bindparam("token_id"))
@@ -65,6 +67,21 @@ OUTBOX_COLUMNS = (
     ("status", "text"),
     ("trace_id", "text"),
     ("created_at", "timestamptz"),
+)
+# a task inserted with the step's rows carries its id (reserved by the step)
+TASK_COLUMNS = (
+    ("id", "bigint"),
+    ("instance_id", "int"),
+    ("tenant_id", "text"),
+    ("definition_key", "text"),
+    ("node_key", "text"),
+    ("token_id", "int"),
+    ("kind", "text"),
+    ("status", "text"),
+    ("assignee", "text"),
+    ("due_at", "timestamptz"),
+    ("created_at", "timestamptz"),
+    ("finished_at", "timestamptz"),
 )
 FORM_WRITE_COLUMNS = (
     ("instance_id", "int"),
@@ -159,16 +176,18 @@ def _colon(name: str) -> str:
     return f":{name}"
 
 
-def _step_ctes(moves: int, param: Callable[[str], str]) -> str:
+def _step_ctes(moves: int, param: Callable[[str], str], tasks: bool) -> str:
     events = _rows_of(param("outbox"), OUTBOX_COLUMNS)
     forms = _rows_of(param("forms"), FORM_WRITE_COLUMNS)
-    return ", ".join(
-        [
-            *_move_ctes(moves, param),
-            f"events AS (INSERT INTO workflow_event_outbox {events})",
-            f"forms AS (INSERT INTO workflow_form_writes {forms})",
-        ]
-    )
+    ctes = [
+        *_move_ctes(moves, param),
+        f"events AS (INSERT INTO workflow_event_outbox {events})",
+        f"forms AS (INSERT INTO workflow_form_writes {forms})",
+    ]
+    if tasks:
+        rows = _rows_of(param("tasks"), TASK_COLUMNS)
+        ctes.append(f"tasks AS (INSERT INTO workflow_tasks {rows})")
+    return ", ".join(ctes)
 
 
 @cache  # one text per number of moves (past MOVES_UNROLLED, one)
@@ -177,10 +196,10 @@ def _pg_moves(count: int) -> Any:
     return text(f"WITH {', '.join(ctes)} SELECT 1")
 
 
-@cache
-def _pg_write(moves: int) -> Any:
+@cache  # one text per number of moves and whether tasks come along
+def _pg_write(moves: int, tasks: bool) -> Any:
     return text(
-        f"WITH {_step_ctes(moves, _colon)} "
+        f"WITH {_step_ctes(moves, _colon, tasks)} "
         f"INSERT INTO workflow_trace {_rows_of(':trace', TRACE_COLUMNS)}"
     )
 
@@ -190,17 +209,19 @@ def _rider_param(name: str) -> str:
 
 
 @cache
-def _rider(moves: int) -> str:
+def _rider(moves: int, tasks: bool = False) -> str:
     """The same writes as CTEs another statement carries (driver SQL, prefixed names)."""
     trace = _rows_of(_rider_param("trace"), TRACE_COLUMNS)
-    return f"{_step_ctes(moves, _rider_param)}, trace AS (INSERT INTO workflow_trace {trace})"
+    ctes = _step_ctes(moves, _rider_param, tasks)
+    return f"{ctes}, trace AS (INSERT INTO workflow_trace {trace})"
 
 
 @cache
-def _after_jobs(moves: int) -> str:
+def _after_jobs(moves: int, tasks: bool) -> str:
     """The rider's writes, its trace rows naming jobs of the insert it follows."""
     trace = _rows_of(_rider_param("trace"), TRACE_COLUMNS, job_refs=True)
-    return f"{_step_ctes(moves, _rider_param)}, trace AS (INSERT INTO workflow_trace {trace})"
+    ctes = _step_ctes(moves, _rider_param, tasks)
+    return f"{ctes}, trace AS (INSERT INTO workflow_trace {trace})"
 
 
 def _moves_key(moves: dict[int, str]) -> int:
@@ -216,6 +237,20 @@ def _utc(value: datetime) -> str:
 def _document(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as one JSON array (``created_at`` as an ISO UTC timestamp)."""
     return json.dumps([{**row, "created_at": _utc(row["created_at"])} for row in rows])
+
+
+def _task_document(rows: Sequence[dict[str, Any]]) -> str:
+    """Task rows as one JSON array (their timestamps as ISO UTC ones)."""
+    stamps = ("due_at", "created_at", "finished_at")
+    return json.dumps(
+        [
+            {
+                **row,
+                **{k: None if row.get(k) is None else _utc(row[k]) for k in stamps},
+            }
+            for row in rows
+        ]
+    )
 
 
 async def write_moves(
@@ -242,11 +277,12 @@ async def write_step_rows(
     outbox: Sequence[dict[str, Any]],
     form_writes: Sequence[dict[str, Any]],
     trace: Sequence[dict[str, Any]],
+    tasks: Sequence[dict[str, Any]] = (),
 ) -> None:
     """Write token moves (parking the tokens in ``parks`` where they moved),
-    outbox rows, form writes and trace rows (each table's rows in the order
-    given; ids ascend in that order)."""
-    if not (moves or outbox or form_writes or trace):
+    outbox rows, form writes, trace rows and ``tasks`` (task rows with their
+    ids; each table's rows in the order given; ids ascend in that order)."""
+    if not (moves or outbox or form_writes or trace or tasks):
         return
     if dialect_name(conn) == POSTGRESQL:
         params = {
@@ -255,8 +291,11 @@ async def write_step_rows(
             "forms": _document(form_writes),
             "trace": _document(trace),
         }
-        await conn.execute(_pg_write(_moves_key(moves)), params)
+        if tasks:
+            params["tasks"] = _task_document(tasks)
+        await conn.execute(_pg_write(_moves_key(moves), bool(tasks)), params)
         return
+    await write_tasks(conn, tasks)
     await write_moves(conn, moves, parks)
     for statement, rows in ((_OUTBOX, outbox), (_FORM_WRITES, form_writes), (_TRACE, trace)):
         if rows:
@@ -271,6 +310,7 @@ def step_rows_rider(
     outbox: Sequence[dict[str, Any]],
     form_writes: Sequence[dict[str, Any]],
     trace: Sequence[dict[str, Any]],
+    tasks: Sequence[dict[str, Any]] = (),
     job_trace_rows: Sequence[dict[str, Any]] | None = None,
 ) -> Rider | None:
     """What :func:`write_step_rows` writes, as CTEs another statement of the
@@ -281,25 +321,34 @@ def step_rows_rider(
     statement (:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`): each of
     those rows — the trace rows of the inserted jobs, in the jobs' order,
     each one of ``trace`` — takes its job's id from the insert."""
-    if not (moves or outbox or form_writes or trace) or dialect_name(conn) != POSTGRESQL:
+    if not (moves or outbox or form_writes or trace or tasks) or dialect_name(conn) != POSTGRESQL:
         return None
     if job_trace_rows is None:
-        sql, document = _rider(_moves_key(moves)), _document(trace)
+        sql, document = _rider(_moves_key(moves), bool(tasks)), _document(trace)
     else:
         ords = {id(row): position for position, row in enumerate(job_trace_rows, 1)}
-        sql = _after_jobs(_moves_key(moves))
+        sql = _after_jobs(_moves_key(moves), bool(tasks))
         document = json.dumps(
             [
                 {**row, "created_at": _utc(row["created_at"]), "job_ord": ords.get(id(row))}
                 for row in trace
             ]
         )
-    return sql, {
+    params = {
         **_moves_params(moves, parks, prefix="step_"),
         "step_outbox": _document(outbox),
         "step_forms": _document(form_writes),
         "step_trace": document,
     }
+    if tasks:
+        params["step_tasks"] = _task_document(tasks)
+    return sql, params
+
+
+async def write_tasks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert task rows that carry their ids (one statement)."""
+    if rows:
+        await conn.execute(_TASKS, list(rows))
 
 
 async def write_trace(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:

@@ -32,11 +32,18 @@ tests/integration/test_pg_direct.py compares both paths statement by
 statement, so an upgrade that changes them fails the tests, not production.
 A :class:`DirectEngine`'s ``observers`` let tests and benchmarks see these
 statements (SQLAlchemy's cursor events do not).
+
+A write may be held back on a :class:`DirectConnection`
+(:func:`defer_to_next_statement`) so that a later statement can carry it:
+it runs just before the next statement sent on the connection, either
+path, unless its holder takes it back first (:func:`drop_deferred`: a
+statement carried it). ``Database.begin`` runs one still held before its
+commit and drops it when the transaction rolls back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import psycopg
@@ -49,6 +56,34 @@ from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.util import greenlet_spawn
 
 Observer = Callable[[AsyncConnection, str], None]  # (connection, SQL text), before sending
+
+_BEFORE_NEXT = "flowledger_before_next_statement"
+
+
+def defer_to_next_statement(conn: AsyncConnection, write: Callable[[], Awaitable[None]]) -> bool:
+    """Have ``write`` run just before the next statement sent on ``conn`` (a
+    :class:`DirectConnection`), unless :func:`drop_deferred` takes it back
+    first — a write held back so that a later statement may carry it, which
+    every statement sent meanwhile still sees. False (nothing deferred) on
+    any other connection: the caller writes at once."""
+    if not isinstance(conn, DirectConnection):
+        return False
+    conn.info[_BEFORE_NEXT] = write
+    return True
+
+
+async def run_deferred(conn: AsyncConnection) -> None:
+    """Run the write deferred on ``conn`` now, if one is (before a commit)."""
+    write = conn.info.pop(_BEFORE_NEXT, None)
+    if write is not None:
+        await write()
+
+
+def drop_deferred(conn: AsyncConnection) -> None:
+    """Take back the write :func:`defer_to_next_statement` deferred on ``conn``
+    (it was carried, or its transaction ended)."""
+    conn.info.pop(_BEFORE_NEXT, None)
+
 
 _PLAN_ATTR = "_flowledger_direct_plan"
 
@@ -246,6 +281,8 @@ class DirectConnection(AsyncConnection):
         *,
         execution_options: Any = None,
     ) -> Any:
+        if _BEFORE_NEXT in self.info:
+            await self._run_deferred()
         if isinstance(parameters, list) and len(parameters) == 1:
             parameters = parameters[0]  # one parameter set: an execute, as in SQLAlchemy
         if execution_options is None and (parameters is None or isinstance(parameters, Mapping)):
@@ -262,11 +299,17 @@ class DirectConnection(AsyncConnection):
         parameters: Any = None,
         execution_options: Any = None,
     ) -> Any:
+        if _BEFORE_NEXT in self.info:
+            await self._run_deferred()
         if execution_options is None and (parameters is None or isinstance(parameters, Mapping)):
             driver = self._driver()
             if driver is not None:
                 return await self._send(driver, None, statement.encode(), parameters)
         return await super().exec_driver_sql(statement, parameters, execution_options)
+
+    async def _run_deferred(self) -> None:
+        write = self.info.pop(_BEFORE_NEXT)  # taken first: its own statement runs plainly
+        await write()
 
     async def _send(
         self,

@@ -89,8 +89,16 @@ async def start_instance(
         if inserted is not None:
             break
         snapshots.remember_latest(tenant, key, None)
-    instance["id"], token_id = inserted
-    step = Step(conn=conn, now=now, actor=initiator, instance=instance, defn=defn, hooks=hooks)
+    instance["id"], token_id, task_ids = inserted
+    step = Step(
+        conn=conn,
+        now=now,
+        actor=initiator,
+        instance=instance,
+        defn=defn,
+        hooks=hooks,
+        task_ids=task_ids,
+    )
     await add_form_write(
         conn,
         {

@@ -15,7 +15,7 @@ Statements are built once, with bound parameters."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from flowledger.db.engine_instance_end import (
     end_instance_with_last_token,
 )
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
+from flowledger.db.task_ids import lock_statement, reserving, take_reserved
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
 from flowledger.engine.hooks import EngineHooks
@@ -53,6 +54,12 @@ class Step:
     finished: bool = False
     # the ledger job running this step, if one is (kept out of L-22 cleanup)
     job_id: int | None = None
+    # task ids reserved for this step's new tasks, ascending (db/task_ids.py)
+    task_ids: list[int] = field(default_factory=list)
+
+    def take_task_id(self) -> int | None:
+        """The next reserved task id, or None (the insert draws one)."""
+        return self.task_ids.pop(0) if self.task_ids else None
 
     @property
     def instance_id(self) -> int:
@@ -261,11 +268,17 @@ _LOCK_TASK_INSTANCE = (
 )
 
 
+# the same lock that also reserves task ids for the step (PostgreSQL)
+_LOCK_TASK_INSTANCE_RESERVING = reserving(_LOCK_TASK_INSTANCE)
+
+
 async def lock_task_instance(conn: AsyncConnection, task_id: int) -> dict[str, Any]:
     """Lock the instance row of task ``task_id`` in one statement — the first
     lock of the step (L-13): the task row is only read, not locked. The row
-    is without its snapshot column."""
-    row = (await conn.execute(_LOCK_TASK_INSTANCE, {"task_id": task_id})).mappings().first()
+    is without its snapshot column; on PostgreSQL it also carries task ids
+    reserved for the step (:mod:`~flowledger.db.task_ids`)."""
+    statement = lock_statement(conn, _LOCK_TASK_INSTANCE, _LOCK_TASK_INSTANCE_RESERVING)
+    row = (await conn.execute(statement, {"task_id": task_id})).mappings().first()
     if row is None:
         raise TaskNotFound(f"task {task_id} not found", field="taskId")
     return dict(row)
@@ -319,6 +332,7 @@ async def open_step(
     if locked is not None and int(locked["id"]) != instance_id:
         raise ValueError(f"the locked row is instance {locked['id']}, not {instance_id}")
     instance = locked if locked is not None else await lock_instance(conn, instance_id)
+    task_ids = take_reserved(instance)  # a lock that reserved them (lock_task_instance)
     defn = snapshots.cached(instance["definition_id"])
     if defn is None:
         snapshot = instance.get("snapshot")
@@ -334,4 +348,5 @@ async def open_step(
         defn=defn,
         hooks=hooks,
         job_id=job_id,
+        task_ids=task_ids,
     )

@@ -27,7 +27,7 @@ from flowledger.definitions.expressions import evaluate_value
 from flowledger.definitions.model import Assignees
 from flowledger.engine.step import FirstLock, Step
 from flowledger.engine.tokens import Token
-from flowledger.engine.write_buffer import flush_moves
+from flowledger.engine.write_buffer import buffer_of, flush_moves
 from flowledger.ledger.driver.protocol import FIRST_LOCK
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
@@ -54,6 +54,9 @@ async def create_task(
     assignee: str,
     due_at: datetime | None = None,
 ) -> int:
+    """Create a task of this step's instance; its id. With an id the step
+    reserved (PostgreSQL) the row goes to the transaction's write buffer and
+    is inserted with the step's other rows; else it is inserted now."""
     row = {
         "instance_id": step.instance_id,
         "tenant_id": step.instance["tenant_id"],
@@ -67,7 +70,14 @@ async def create_task(
         "created_at": step.now,
         "finished_at": step.now if status is TaskStatus.CC else None,
     }
-    task_id = int((await step.conn.execute(_INSERT, row)).scalar_one())
+    task_id = step.take_task_id()
+    if task_id is None:
+        task_id = int((await step.conn.execute(_INSERT, row)).scalar_one())
+    else:  # reserved: the insert rides on a later statement, or goes now
+        row["id"] = task_id
+        buffer = buffer_of(step.conn)
+        if buffer is None or not buffer.add_task(row):
+            await step.conn.execute(_INSERT, row)
     await step.trace(
         "task_created",
         node_key=node_key,

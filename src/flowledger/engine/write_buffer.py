@@ -4,7 +4,11 @@ trace rows (E-8), outbox events (E-10), form-write history (E-7), token moves
 before it commits — each table once, in the order the steps produced them.
 
 A token parking at a join is buffered with its move (``parks``) and
-written in the same row of the moves.
+written in the same row of the moves. A task created with an id its step
+reserved (``db/task_ids.py``, PostgreSQL) is buffered too and inserted with
+the other rows; any other statement the transaction sends before them
+inserts it first (:func:`~flowledger.db.pg_direct.defer_to_next_statement`),
+so every read in the transaction sees it.
 
 The buffer exists only inside a :meth:`~flowledger.db.database.Database.begin`
 transaction (it registers as one of its pre-commit buffers); a step on any
@@ -40,8 +44,10 @@ from flowledger.db.engine_writes import (
     write_moves,
     write_outbox,
     write_step_rows,
+    write_tasks,
     write_trace,
 )
+from flowledger.db.pg_direct import defer_to_next_statement, drop_deferred
 from flowledger.db.pg_ledger import JSON_INSERT_MAX_ROWS
 from flowledger.ledger.enqueue import enqueue, enqueue_bulk, enqueue_bulk_then
 from flowledger.ledger.models import JobSpec
@@ -67,6 +73,22 @@ class WriteBuffer:
     # the moved tokens that also park there (a join not yet firing)
     parks: set[int] = field(default_factory=set)
     jobs: list[_Job] = field(default_factory=list)
+    # task rows with the ids their steps reserved, not yet inserted: they
+    # ride on this buffer's last statement, or are inserted just before any
+    # other statement the transaction sends first (so every read sees them)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_task(self, row: dict[str, Any]) -> bool:
+        """Hold back the insert of task ``row`` (its ``id`` reserved); False
+        (nothing held) where no later statement can carry it: insert it now."""
+        if not defer_to_next_statement(self.conn, self._insert_tasks):
+            return False
+        self.tasks.append(row)
+        return True
+
+    async def _insert_tasks(self) -> None:
+        tasks, self.tasks = self.tasks, []
+        await write_tasks(self.conn, tasks)
 
     def take_move(self, token_id: int) -> str | None:
         """Take the token's buffered move (and park) out, to be written with
@@ -111,6 +133,7 @@ class WriteBuffer:
             outbox=self.outbox,
             form_writes=self.form_writes,
             trace=self.trace,
+            tasks=self.tasks,
             job_trace_rows=None if jobs is None else [job.trace_row for job in jobs],
         )
 
@@ -141,18 +164,28 @@ class WriteBuffer:
         return True
 
     def _clear_rows(self) -> None:
+        """Forget the buffered rows (but the jobs): a statement carries them."""
         self.moves, self.parks = {}, set()
         self.outbox, self.form_writes, self.trace = [], [], []
+        if self.tasks:
+            self.tasks = []
+            drop_deferred(self.conn)
 
     async def flush(self) -> None:
         if await self._flush_with_jobs():
             return
         await self.flush_jobs()
         moves, parks, outbox, form_writes = self.moves, self.parks, self.outbox, self.form_writes
-        trace = self.trace
+        trace, tasks = self.trace, self.tasks
         self._clear_rows()
         await write_step_rows(
-            self.conn, moves=moves, parks=parks, outbox=outbox, form_writes=form_writes, trace=trace
+            self.conn,
+            moves=moves,
+            parks=parks,
+            outbox=outbox,
+            form_writes=form_writes,
+            trace=trace,
+            tasks=tasks,
         )
 
 

@@ -1,0 +1,179 @@
+"""A step's new tasks ride on its last statement (issue 15 item 2; SPEC E-5),
+on both backends.
+
+On PostgreSQL a start and a task's step reserve task ids in the statement
+that inserts the instance or locks it (``db/task_ids.py``); a task created
+with a reserved id is inserted with the step's other rows, in the statement
+that writes them, instead of in a round trip of its own — and just before
+any other statement the transaction sends first, so that every read in the
+step sees it. SQLite reserves nothing and inserts each task when it is
+created; the results are the same."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select, text
+
+from flowledger.clock import ManualClock
+from flowledger.db.database import Database
+from flowledger.db.engine_schema import workflow_tasks
+from flowledger.engine.step import lock_task_instance
+from flowledger.engine.tasks import create_task
+from flowledger.states import TaskStatus
+from tests import statement_watch
+from tests.integration.engine_helpers import (
+    jobs,
+    new_engine,
+    parallel_delays,
+    pending_task,
+    tasks,
+    trace_events,
+)
+
+FLOW = parallel_delays("rides")
+
+
+def _task_inserts(seen: list[str]) -> list[str]:
+    return [s for s in seen if "INSERT INTO workflow_tasks" in s]
+
+
+async def test_a_start_and_an_approval_send_their_new_tasks_with_their_rows_E5(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    await engine.deploy(FLOW, actor="a")
+    await engine.start("rides", form={}, initiator="u")  # the definition is cached since
+    with statement_watch.watched(db) as started:
+        iid = await engine.start("rides", form={}, initiator="u")
+    task_id = await pending_task(db, iid, "mgr")
+    with statement_watch.watched(db) as approved:
+        await engine.approve(task_id, actor="al")
+
+    if not db.is_sqlite:
+        # the approval task: inserted in the start's last statement, with its
+        # trace rows and event (the instance's insert is the other one)
+        assert len(started) == 2, started
+        assert [len(_task_inserts([s])) for s in started] == [0, 1]
+        # the two delay tasks: in the statement that inserts their wake jobs
+        assert len(_task_inserts(approved)) == 1, approved
+        (carrier,) = _task_inserts(approved)
+        assert "INSERT INTO workflow_jobs" in carrier
+        # the lock, the task's completion, the fork, and the jobs with every row
+        assert len(approved) == 4, approved
+
+    made = await tasks(db, iid)
+    assert [(t["node_key"], t["kind"], t["status"]) for t in made] == [
+        ("mgr", "approval", "completed"),
+        ("left", "delay", "waiting"),
+        ("right", "delay", "waiting"),
+    ]
+    ids = [t["id"] for t in made]
+    assert ids == sorted(ids) and ids[0] == task_id  # in the order they were created
+    waits = {t["node_key"]: t["id"] for t in made[1:]}
+    wakes = await jobs(db, iid, type="delay_wake")
+    assert sorted((j["node_key"], j["task_id"], j["payload"]["taskId"]) for j in wakes) == [
+        ("left", waits["left"], waits["left"]),
+        ("right", waits["right"], waits["right"]),
+    ]
+    created = [
+        (r["node_key"], r["task_id"])
+        for r in await trace_events(db, iid)
+        if r["event"] == "task_created"
+    ]
+    assert created == [("mgr", task_id), ("left", waits["left"]), ("right", waits["right"])]
+
+
+async def _new_task(db: Database, engine: Any, iid: int, conn: Any) -> int:
+    step = await engine.open_step(conn, iid, actor="t")
+    if not db.is_sqlite:  # a reserved id, as a start's or a task lock's
+        step.task_ids = [
+            int((await conn.execute(text("SELECT nextval('workflow_tasks_id_seq')"))).scalar_one())
+        ]
+    return await create_task(
+        step,
+        node_key="mgr",
+        token_id=None,
+        kind="cc",
+        status=TaskStatus.CC,
+        assignee="zoe",
+    )
+
+
+async def test_a_statement_of_the_step_sees_a_task_held_back_E5(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    await engine.deploy(FLOW, actor="a")
+    iid = await engine.start("rides", form={}, initiator="u")
+    count = (
+        select(func.count()).select_from(workflow_tasks).where(workflow_tasks.c.instance_id == iid)
+    )
+    with statement_watch.watched(db) as seen:
+        async with db.begin() as conn:
+            new_id = await _new_task(db, engine, iid, conn)
+            if not db.is_sqlite:
+                assert not _task_inserts(seen)  # held back so far
+            assert (await conn.execute(count)).scalar_one() == 2  # the read sees it
+    assert len(_task_inserts(seen)) == 1  # inserted once, before that read
+    assert [t["id"] for t in await tasks(db, iid, assignee="zoe")] == [new_id]
+
+
+async def test_a_task_held_back_in_a_rolled_back_step_is_never_sent_E5(
+    db: Database, clock: ManualClock
+) -> None:
+    one = Database(db.raw_url, pool_size=1)  # the next transaction gets the same connection
+    try:
+        engine = new_engine(one, clock)
+        await engine.deploy(FLOW, actor="a")
+        iid = await engine.start("rides", form={}, initiator="u")
+        with pytest.raises(RuntimeError), statement_watch.watched(one) as seen:
+            async with one.begin() as conn:
+                await _new_task(one, engine, iid, conn)
+                raise RuntimeError("the step fails")
+        if not one.is_sqlite:
+            assert not _task_inserts(seen)
+        with statement_watch.watched(one) as later:
+            async with one.begin() as conn:
+                await conn.execute(text("SELECT 1"))
+        assert not _task_inserts(later)
+        assert [t["node_key"] for t in await tasks(one, iid)] == ["mgr"]
+    finally:
+        await one.dispose()
+
+
+async def test_a_task_lock_reserves_its_ids_only_once_it_holds_the_lock_E5(
+    db: Database, clock: ManualClock
+) -> None:
+    """Two steps on one instance: the second waits for the first's lock, and
+    the first creates a task (by a plain insert) while it waits. The
+    second's reserved ids come after that task's: drawn before its wait,
+    they would come before it, and the instance's task ids would no longer
+    follow the order its tasks were made in."""
+    if db.is_sqlite:
+        pytest.skip("SQLite reserves no task ids (one writer at a time)")
+    engine = new_engine(db, clock)
+    await engine.deploy(FLOW, actor="a")
+    iid = await engine.start("rides", form={}, initiator="u")
+    task_id = await pending_task(db, iid, "mgr")
+    async with db.begin() as first:
+        held = await lock_task_instance(first, task_id)
+        reserved_first = [held["reserved_task_0"], held["reserved_task_1"]]
+        waiting = asyncio.ensure_future(_lock_in_own_transaction(db, task_id))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()  # it waits for the instance lock
+        step = await engine.open_step(first, iid, actor="t", locked=held)
+        step.task_ids = []  # the first step's later task draws its own id
+        made = await create_task(
+            step, node_key="mgr", token_id=None, kind="cc", status=TaskStatus.CC, assignee="zoe"
+        )
+    second = await asyncio.wait_for(waiting, 10)
+    assert max(reserved_first) < made < min(second)
+
+
+async def _lock_in_own_transaction(db: Database, task_id: int) -> list[int]:
+    async with db.begin() as conn:
+        row = await lock_task_instance(conn, task_id)
+        return [row["reserved_task_0"], row["reserved_task_1"]]
