@@ -58,31 +58,38 @@ from sqlalchemy.util import greenlet_spawn
 Observer = Callable[[AsyncConnection, str], None]  # (connection, SQL text), before sending
 
 _BEFORE_NEXT = "flowledger_before_next_statement"
+Write = Callable[[], Awaitable[None]]  # a held-back write (defer_to_next_statement)
 
 
-def defer_to_next_statement(conn: AsyncConnection, write: Callable[[], Awaitable[None]]) -> bool:
+def defer_to_next_statement(conn: AsyncConnection, write: Write) -> bool:
     """Have ``write`` run just before the next statement sent on ``conn`` (a
     :class:`DirectConnection`), unless :func:`drop_deferred` takes it back
     first — a write held back so that a later statement may carry it, which
-    every statement sent meanwhile still sees. False (nothing deferred) on
-    any other connection: the caller writes at once."""
+    every statement sent meanwhile still sees. Writes held by several
+    holders run in the order they were first held. False (nothing deferred)
+    on any other connection: the caller writes at once."""
     if not isinstance(conn, DirectConnection):
         return False
-    conn.info[_BEFORE_NEXT] = write
+    held: list[Write] = conn.info.setdefault(_BEFORE_NEXT, [])
+    if write not in held:
+        held.append(write)
     return True
 
 
 async def run_deferred(conn: AsyncConnection) -> None:
-    """Run the write deferred on ``conn`` now, if one is (before a commit)."""
-    write = conn.info.pop(_BEFORE_NEXT, None)
-    if write is not None:
+    """Run the writes deferred on ``conn`` now, if any are (before a commit)."""
+    for write in conn.info.pop(_BEFORE_NEXT, None) or ():
         await write()
 
 
-def drop_deferred(conn: AsyncConnection) -> None:
-    """Take back the write :func:`defer_to_next_statement` deferred on ``conn``
-    (it was carried, or its transaction ended)."""
-    conn.info.pop(_BEFORE_NEXT, None)
+def drop_deferred(conn: AsyncConnection, write: Write | None = None) -> None:
+    """Take back ``write`` (a statement carried it), or every write deferred
+    on ``conn`` (its transaction ended)."""
+    held = conn.info.get(_BEFORE_NEXT)
+    if held is not None and write is not None and write in held:
+        held.remove(write)
+    if held is not None and (write is None or not held):
+        conn.info.pop(_BEFORE_NEXT, None)
 
 
 _PLAN_ATTR = "_flowledger_direct_plan"
@@ -308,8 +315,7 @@ class DirectConnection(AsyncConnection):
         return await super().exec_driver_sql(statement, parameters, execution_options)
 
     async def _run_deferred(self) -> None:
-        write = self.info.pop(_BEFORE_NEXT)  # taken first: its own statement runs plainly
-        await write()
+        await run_deferred(self)  # taken first: their own statements run plainly
 
     async def _send(
         self,

@@ -169,7 +169,7 @@ class WriteBuffer:
         self.outbox, self.form_writes, self.trace = [], [], []
         if self.tasks:
             self.tasks = []
-            drop_deferred(self.conn)
+            drop_deferred(self.conn, self._insert_tasks)
 
     async def flush(self) -> None:
         if await self._flush_with_jobs():
