@@ -2,7 +2,7 @@
 on both backends.
 
 On PostgreSQL a start and a task's step reserve task ids in the statement
-that inserts the instance or locks it (``db/task_ids.py``); a task created
+that inserts the instance or locks it (``db/reserved_ids.py``); a task created
 with a reserved id is inserted with the step's other rows, in the statement
 that writes them, instead of in a round trip of its own — and just before
 any other statement the transaction sends first, so that every read in the
@@ -19,21 +19,80 @@ from sqlalchemy import func, select, text
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.db.engine_schema import workflow_tasks
+from flowledger.db.engine_schema import workflow_forks, workflow_tasks
 from flowledger.engine.step import lock_task_instance
 from flowledger.engine.tasks import create_task
 from flowledger.states import TaskStatus
 from tests import statement_watch
 from tests.integration.engine_helpers import (
+    END,
+    START,
+    approval,
+    definition,
+    instance,
     jobs,
     new_engine,
     parallel_delays,
     pending_task,
+    run_due_jobs,
     tasks,
+    tokens,
     trace_events,
 )
 
 FLOW = parallel_delays("rides")
+# a fork whose one branch goes straight to the join: it parks there in the
+# step that forks, before the fork's rows are written
+SHORT_BRANCH = definition(
+    "short_branch",
+    [
+        START,
+        approval("mgr", "al"),
+        {"key": "fork", "type": "parallel"},
+        approval("a", "ann"),
+        {"key": "join", "type": "parallel"},
+        END,
+    ],
+    [
+        ("start", "mgr"),
+        ("mgr", "fork"),
+        ("fork", "a"),
+        ("fork", "join"),
+        ("a", "join"),
+        ("join", "end"),
+    ],
+)
+# a fork whose branch passes an exclusive gateway in the step that forks:
+# the branch token moves on before the fork's rows are written
+ROUTED_BRANCH = definition(
+    "routed_branch",
+    [
+        START,
+        approval("mgr", "al"),
+        {"key": "fork", "type": "parallel"},
+        {"key": "route", "type": "exclusive"},
+        approval("a", "ann"),
+        approval("b", "bob"),
+        {"key": "join", "type": "parallel"},
+        END,
+    ],
+    [
+        ("start", "mgr"),
+        ("mgr", "fork"),
+        ("fork", "route"),
+        ("fork", "b"),
+        {"from": "route", "to": "a", "default": True},
+        ("a", "join"),
+        ("b", "join"),
+        ("join", "end"),
+    ],
+)
+
+
+async def forks(db: Database, instance_id: int) -> list[dict[str, Any]]:
+    query = select(workflow_forks).where(workflow_forks.c.instance_id == instance_id)
+    async with db.read() as conn:
+        return [dict(r) for r in (await conn.execute(query)).mappings()]
 
 
 def _task_inserts(seen: list[str]) -> list[str]:
@@ -57,12 +116,14 @@ async def test_a_start_and_an_approval_send_their_new_tasks_with_their_rows_E5(
         # trace rows and event (the instance's insert is the other one)
         assert len(started) == 2, started
         assert [len(_task_inserts([s])) for s in started] == [0, 1]
-        # the two delay tasks: in the statement that inserts their wake jobs
+        # the fork and the two delay tasks: in the statement that inserts
+        # their wake jobs
         assert len(_task_inserts(approved)) == 1, approved
         (carrier,) = _task_inserts(approved)
         assert "INSERT INTO workflow_jobs" in carrier
-        # the lock, the task's completion, the fork, and the jobs with every row
-        assert len(approved) == 4, approved
+        assert "INSERT INTO workflow_forks" in carrier
+        # the lock, the task's completion, and the jobs with every row
+        assert len(approved) == 3, approved
 
     made = await tasks(db, iid)
     assert [(t["node_key"], t["kind"], t["status"]) for t in made] == [
@@ -78,6 +139,16 @@ async def test_a_start_and_an_approval_send_their_new_tasks_with_their_rows_E5(
         ("left", waits["left"], waits["left"]),
         ("right", waits["right"], waits["right"]),
     ]
+    all_tokens = await tokens(db, iid)
+    assert [(t["node_key"], t["state"]) for t in all_tokens] == [
+        ("fork", "consumed"),
+        ("left", "active"),
+        ("right", "active"),
+    ]
+    (frame,) = await forks(db, iid)
+    assert (frame["node_key"], frame["expected"]) == ("fork", 2)
+    assert [t["fork_stack"] for t in all_tokens[1:]] == [[frame["id"]], [frame["id"]]]
+    assert [t["token_id"] for t in made[1:]] == [t["id"] for t in all_tokens[1:]]
     created = [
         (r["node_key"], r["task_id"])
         for r in await trace_events(db, iid)
@@ -89,7 +160,7 @@ async def test_a_start_and_an_approval_send_their_new_tasks_with_their_rows_E5(
 async def _new_task(db: Database, engine: Any, iid: int, conn: Any) -> int:
     step = await engine.open_step(conn, iid, actor="t")
     if not db.is_sqlite:  # a reserved id, as a start's or a task lock's
-        step.task_ids = [
+        step.reserved.tasks = [
             int((await conn.execute(text("SELECT nextval('workflow_tasks_id_seq')"))).scalar_one())
         ]
     return await create_task(
@@ -165,7 +236,7 @@ async def test_a_task_lock_reserves_its_ids_only_once_it_holds_the_lock_E5(
         await asyncio.sleep(0.3)
         assert not waiting.done()  # it waits for the instance lock
         step = await engine.open_step(first, iid, actor="t", locked=held)
-        step.task_ids = []  # the first step's later task draws its own id
+        step.reserved.tasks = []  # the first step's later task draws its own id
         made = await create_task(
             step, node_key="mgr", token_id=None, kind="cc", status=TaskStatus.CC, assignee="zoe"
         )
@@ -177,3 +248,36 @@ async def _lock_in_own_transaction(db: Database, task_id: int) -> list[int]:
     async with db.begin() as conn:
         row = await lock_task_instance(conn, task_id)
         return [row["reserved_task_0"], row["reserved_task_1"]]
+
+
+async def test_a_held_forks_branch_that_parks_in_the_same_step_is_inserted_parked_E4(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    await engine.deploy(SHORT_BRANCH, actor="a")
+    iid = await engine.start("short_branch", form={}, initiator="u")
+    await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
+    placed = [(t["node_key"], t["state"]) for t in await tokens(db, iid)]
+    assert placed == [("fork", "consumed"), ("a", "active"), ("join", "parked")]
+    await engine.approve(await pending_task(db, iid, "a"), actor="ann")
+    await run_due_jobs(db, clock)
+    assert (await instance(db, iid))["status"] == "approved"
+    assert [t["state"] for t in await tokens(db, iid)] == ["consumed"] * 4
+
+
+async def test_a_held_forks_branch_that_moves_on_in_the_same_step_is_inserted_there_E4(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    await engine.deploy(ROUTED_BRANCH, actor="a")
+    iid = await engine.start("routed_branch", form={}, initiator="u")
+    mgr = await pending_task(db, iid, "mgr")
+    with statement_watch.watched(db) as approved:
+        await engine.approve(mgr, actor="al")
+    if not db.is_sqlite:  # the fork, its move past the gateway and the tasks: one statement
+        assert len(approved) == 3, approved
+    placed = [(t["node_key"], t["state"]) for t in await tokens(db, iid)]
+    assert placed == [("fork", "consumed"), ("a", "active"), ("b", "active")]
+    await engine.approve(await pending_task(db, iid, "a"), actor="ann")
+    await engine.approve(await pending_task(db, iid, "b"), actor="bob")
+    assert (await instance(db, iid))["status"] == "approved"

@@ -12,12 +12,15 @@ JSON document is one C-encoded parameter per table; ``unnest`` arrays cost
 a pure-Python array dump per column.
 SQLite (in process): one executemany per table that has rows. On
 PostgreSQL the same writes can also ride, as CTEs, on another statement of
-the transaction (:func:`step_rows_rider`)."""
+the transaction (:func:`step_rows_rider`). Rows made with ids their step
+reserved come along: tasks, and forks (frame, the forking token consumed by
+primary key, the branch tokens) — :class:`ForkRows`."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -29,6 +32,7 @@ from flowledger.db.database import Rider
 from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import (
     workflow_event_outbox,
+    workflow_forks,
     workflow_form_writes,
     workflow_tasks,
     workflow_tokens,
@@ -83,6 +87,38 @@ TASK_COLUMNS = (
     ("created_at", "timestamptz"),
     ("finished_at", "timestamptz"),
 )
+# a fork made with reserved ids: its frame, the forking token consumed, its
+# branch tokens — written with the step's rows (engine/write_buffer.py)
+FORK_COLUMNS = (
+    ("id", "bigint"),
+    ("instance_id", "int"),
+    ("node_key", "text"),
+    ("gateway", "text"),
+    ("expected", "int"),
+    ("created_at", "timestamptz"),
+)
+TOKEN_COLUMNS = (
+    ("id", "bigint"),
+    ("instance_id", "int"),
+    ("node_key", "text"),
+    ("state", "text"),
+    ("fork_stack", "jsonb"),
+    ("created_at", "timestamptz"),
+)
+# at most this many forks wait in one buffer (one consume CTE each)
+FORKS_HELD_MAX = 8
+
+
+@dataclass
+class ForkRows:
+    """Forks not yet written: their frames, the tokens they consume (id, the
+    node it is consumed at or None, when) and their new tokens, with ids."""
+
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    consumes: list[tuple[int, str | None, datetime]] = field(default_factory=list)
+    tokens: list[dict[str, Any]] = field(default_factory=list)
+
+
 FORM_WRITE_COLUMNS = (
     ("instance_id", "int"),
     ("written_by", "text"),
@@ -176,10 +212,65 @@ def _colon(name: str) -> str:
     return f":{name}"
 
 
-def _step_ctes(moves: int, param: Callable[[str], str], tasks: bool) -> str:
+def _fork_ctes(consumes: int, param: Callable[[str], str]) -> list[str]:
+    """The CTEs that write held forks: frames, ``consumes`` forking tokens
+    consumed (each by primary key), new tokens."""
+    frames = _rows_of(param("fork_frames"), FORK_COLUMNS)
+    tokens = _rows_of(param("fork_tokens"), TOKEN_COLUMNS)
+    consumed = TokenState.CONSUMED.value
+    return [
+        f"fork_frames AS (INSERT INTO workflow_forks {frames})",
+        *(
+            f"fork_consumed_{i} AS (UPDATE workflow_tokens SET state = '{consumed}', "
+            f"consumed_at = CAST({param(f'fc{i}_at')} AS timestamptz), "
+            f"node_key = COALESCE(CAST({param(f'fc{i}_node')} AS text), node_key) "
+            f"WHERE id = CAST({param(f'fc{i}_id')} AS bigint))"
+            for i in range(consumes)
+        ),
+        f"fork_tokens AS (INSERT INTO workflow_tokens {tokens})",
+    ]
+
+
+def _fork_params(forks: ForkRows, prefix: str = "") -> dict[str, Any]:
+    params: dict[str, Any] = {
+        f"{prefix}fork_frames": _document(forks.frames),
+        f"{prefix}fork_tokens": _document(forks.tokens),
+    }
+    for i, (token_id, at_node, when) in enumerate(forks.consumes):
+        params[f"{prefix}fc{i}_id"] = token_id
+        params[f"{prefix}fc{i}_node"] = at_node
+        params[f"{prefix}fc{i}_at"] = _utc(when)
+    return params
+
+
+@cache  # one text per number of forks
+def _pg_forks(consumes: int) -> Any:
+    return text(f"WITH {', '.join(_fork_ctes(consumes, _colon))} SELECT 1")
+
+
+async def write_forks(conn: AsyncConnection, forks: ForkRows) -> None:
+    """Write held forks now (one statement on PostgreSQL; in turn elsewhere)."""
+    if not forks.frames:
+        return
+    if dialect_name(conn) == POSTGRESQL:
+        await conn.execute(_pg_forks(len(forks.consumes)), _fork_params(forks))
+        return
+    await conn.execute(workflow_forks.insert(), forks.frames)
+    for token_id, at_node, when in forks.consumes:
+        change: dict[str, Any] = {"state": TokenState.CONSUMED.value, "consumed_at": when}
+        if at_node is not None:
+            change["node_key"] = at_node
+        await conn.execute(
+            update(workflow_tokens).where(workflow_tokens.c.id == token_id).values(**change)
+        )
+    await conn.execute(workflow_tokens.insert(), forks.tokens)
+
+
+def _step_ctes(moves: int, param: Callable[[str], str], tasks: bool, forks: int = 0) -> str:
     events = _rows_of(param("outbox"), OUTBOX_COLUMNS)
     forms = _rows_of(param("forms"), FORM_WRITE_COLUMNS)
     ctes = [
+        *(_fork_ctes(forks, param) if forks else []),
         *_move_ctes(moves, param),
         f"events AS (INSERT INTO workflow_event_outbox {events})",
         f"forms AS (INSERT INTO workflow_form_writes {forms})",
@@ -196,10 +287,10 @@ def _pg_moves(count: int) -> Any:
     return text(f"WITH {', '.join(ctes)} SELECT 1")
 
 
-@cache  # one text per number of moves and whether tasks come along
-def _pg_write(moves: int, tasks: bool) -> Any:
+@cache  # one text per number of moves, whether tasks come along, and forks
+def _pg_write(moves: int, tasks: bool, forks: int) -> Any:
     return text(
-        f"WITH {_step_ctes(moves, _colon, tasks)} "
+        f"WITH {_step_ctes(moves, _colon, tasks, forks)} "
         f"INSERT INTO workflow_trace {_rows_of(':trace', TRACE_COLUMNS)}"
     )
 
@@ -209,18 +300,18 @@ def _rider_param(name: str) -> str:
 
 
 @cache
-def _rider(moves: int, tasks: bool = False) -> str:
+def _rider(moves: int, tasks: bool = False, forks: int = 0) -> str:
     """The same writes as CTEs another statement carries (driver SQL, prefixed names)."""
     trace = _rows_of(_rider_param("trace"), TRACE_COLUMNS)
-    ctes = _step_ctes(moves, _rider_param, tasks)
+    ctes = _step_ctes(moves, _rider_param, tasks, forks)
     return f"{ctes}, trace AS (INSERT INTO workflow_trace {trace})"
 
 
 @cache
-def _after_jobs(moves: int, tasks: bool) -> str:
+def _after_jobs(moves: int, tasks: bool, forks: int) -> str:
     """The rider's writes, its trace rows naming jobs of the insert it follows."""
     trace = _rows_of(_rider_param("trace"), TRACE_COLUMNS, job_refs=True)
-    ctes = _step_ctes(moves, _rider_param, tasks)
+    ctes = _step_ctes(moves, _rider_param, tasks, forks)
     return f"{ctes}, trace AS (INSERT INTO workflow_trace {trace})"
 
 
@@ -278,11 +369,14 @@ async def write_step_rows(
     form_writes: Sequence[dict[str, Any]],
     trace: Sequence[dict[str, Any]],
     tasks: Sequence[dict[str, Any]] = (),
+    forks: ForkRows | None = None,
 ) -> None:
-    """Write token moves (parking the tokens in ``parks`` where they moved),
-    outbox rows, form writes, trace rows and ``tasks`` (task rows with their
-    ids; each table's rows in the order given; ids ascend in that order)."""
-    if not (moves or outbox or form_writes or trace or tasks):
+    """Write ``forks`` (held forks, their tokens with their moves folded in),
+    token moves (parking the tokens in ``parks`` where they moved), outbox
+    rows, form writes, trace rows and ``tasks`` (task rows with their ids;
+    each table's rows in the order given; ids ascend in that order)."""
+    forks = forks if forks is not None and forks.frames else None
+    if not (moves or outbox or form_writes or trace or tasks or forks):
         return
     if dialect_name(conn) == POSTGRESQL:
         params = {
@@ -293,8 +387,13 @@ async def write_step_rows(
         }
         if tasks:
             params["tasks"] = _task_document(tasks)
-        await conn.execute(_pg_write(_moves_key(moves), bool(tasks)), params)
+        if forks:
+            params.update(_fork_params(forks))
+        n_forks = len(forks.consumes) if forks else 0
+        await conn.execute(_pg_write(_moves_key(moves), bool(tasks), n_forks), params)
         return
+    if forks:
+        await write_forks(conn, forks)
     await write_tasks(conn, tasks)
     await write_moves(conn, moves, parks)
     for statement, rows in ((_OUTBOX, outbox), (_FORM_WRITES, form_writes), (_TRACE, trace)):
@@ -311,6 +410,7 @@ def step_rows_rider(
     form_writes: Sequence[dict[str, Any]],
     trace: Sequence[dict[str, Any]],
     tasks: Sequence[dict[str, Any]] = (),
+    forks: ForkRows | None = None,
     job_trace_rows: Sequence[dict[str, Any]] | None = None,
 ) -> Rider | None:
     """What :func:`write_step_rows` writes, as CTEs another statement of the
@@ -321,13 +421,16 @@ def step_rows_rider(
     statement (:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`): each of
     those rows — the trace rows of the inserted jobs, in the jobs' order,
     each one of ``trace`` — takes its job's id from the insert."""
-    if not (moves or outbox or form_writes or trace or tasks) or dialect_name(conn) != POSTGRESQL:
+    forks = forks if forks is not None and forks.frames else None
+    n_forks = len(forks.consumes) if forks else 0
+    anything = moves or outbox or form_writes or trace or tasks or forks
+    if not anything or dialect_name(conn) != POSTGRESQL:
         return None
     if job_trace_rows is None:
-        sql, document = _rider(_moves_key(moves), bool(tasks)), _document(trace)
+        sql, document = _rider(_moves_key(moves), bool(tasks), n_forks), _document(trace)
     else:
         ords = {id(row): position for position, row in enumerate(job_trace_rows, 1)}
-        sql = _after_jobs(_moves_key(moves), bool(tasks))
+        sql = _after_jobs(_moves_key(moves), bool(tasks), n_forks)
         document = json.dumps(
             [
                 {**row, "created_at": _utc(row["created_at"]), "job_ord": ords.get(id(row))}
@@ -342,6 +445,8 @@ def step_rows_rider(
     }
     if tasks:
         params["step_tasks"] = _task_document(tasks)
+    if forks:
+        params.update(_fork_params(forks, prefix="step_"))
     return sql, params
 
 

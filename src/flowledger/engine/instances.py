@@ -89,7 +89,7 @@ async def start_instance(
         if inserted is not None:
             break
         snapshots.remember_latest(tenant, key, None)
-    instance["id"], token_id, task_ids = inserted
+    instance["id"], token_id, reserved = inserted
     step = Step(
         conn=conn,
         now=now,
@@ -97,7 +97,7 @@ async def start_instance(
         instance=instance,
         defn=defn,
         hooks=hooks,
-        task_ids=task_ids,
+        reserved=reserved,
     )
     await add_form_write(
         conn,

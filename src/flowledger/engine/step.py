@@ -29,7 +29,7 @@ from flowledger.db.engine_instance_end import (
     end_instance_with_last_token,
 )
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
-from flowledger.db.task_ids import lock_statement, reserving, take_reserved
+from flowledger.db.reserved_ids import Reserved, lock_statement, reserving, take_reserved
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
 from flowledger.engine.hooks import EngineHooks
@@ -54,12 +54,22 @@ class Step:
     finished: bool = False
     # the ledger job running this step, if one is (kept out of L-22 cleanup)
     job_id: int | None = None
-    # task ids reserved for this step's new tasks, ascending (db/task_ids.py)
-    task_ids: list[int] = field(default_factory=list)
+    # ids reserved for this step's new tasks, fork frames and branch tokens
+    # (db/reserved_ids.py; PostgreSQL), ascending per kind
+    reserved: Reserved = field(default_factory=Reserved)
 
     def take_task_id(self) -> int | None:
         """The next reserved task id, or None (the insert draws one)."""
-        return self.task_ids.pop(0) if self.task_ids else None
+        return self.reserved.tasks.pop(0) if self.reserved.tasks else None
+
+    def take_fork_ids(self, branches: int) -> tuple[int, list[int]] | None:
+        """A reserved frame id and ``branches`` reserved token ids for a fork,
+        or None (too few reserved: the fork's insert draws its own)."""
+        held = self.reserved
+        if not held.forks or len(held.tokens) < branches:
+            return None
+        tokens, held.tokens = held.tokens[:branches], held.tokens[branches:]
+        return held.forks.pop(0), tokens
 
     @property
     def instance_id(self) -> int:
@@ -276,7 +286,7 @@ async def lock_task_instance(conn: AsyncConnection, task_id: int) -> dict[str, A
     """Lock the instance row of task ``task_id`` in one statement — the first
     lock of the step (L-13): the task row is only read, not locked. The row
     is without its snapshot column; on PostgreSQL it also carries task ids
-    reserved for the step (:mod:`~flowledger.db.task_ids`)."""
+    reserved for the step (:mod:`~flowledger.db.reserved_ids`)."""
     statement = lock_statement(conn, _LOCK_TASK_INSTANCE, _LOCK_TASK_INSTANCE_RESERVING)
     row = (await conn.execute(statement, {"task_id": task_id})).mappings().first()
     if row is None:
@@ -332,7 +342,7 @@ async def open_step(
     if locked is not None and int(locked["id"]) != instance_id:
         raise ValueError(f"the locked row is instance {locked['id']}, not {instance_id}")
     instance = locked if locked is not None else await lock_instance(conn, instance_id)
-    task_ids = take_reserved(instance)  # a lock that reserved them (lock_task_instance)
+    reserved = take_reserved(instance)  # a lock that reserved them (lock_task_instance)
     defn = snapshots.cached(instance["definition_id"])
     if defn is None:
         snapshot = instance.get("snapshot")
@@ -348,5 +358,5 @@ async def open_step(
         defn=defn,
         hooks=hooks,
         job_id=job_id,
-        task_ids=task_ids,
+        reserved=reserved,
     )

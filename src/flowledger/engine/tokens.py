@@ -158,8 +158,13 @@ async def fork_tokens(
     """Fork ``token`` at the gateway ``node_key``: push a frame expecting
     ``len(places)`` branches, consume the token (with its buffered move) and
     create one active token per place with the frame on top of its stack —
-    one statement on PostgreSQL. The branch tokens, in the order of places."""
+    one statement on PostgreSQL, or none of its own when the step reserved
+    the ids (the rows then ride on the step's last statement). The branch
+    tokens, in the order of places."""
     at_node = await _take_move(step, token.id)
+    held = _held_fork(step, token, node_key, gateway, places, at_node)
+    if held is not None:
+        return held
     frame_id, ids = await replace_tokens(
         step.conn,
         instance_id=step.instance_id,
@@ -173,6 +178,45 @@ async def fork_tokens(
     assert frame_id is not None  # a fork pushes its frame
     stack = [*token.fork_stack, frame_id]
     return [Token(i, key, list(stack)) for i, key in zip(ids, places, strict=True)]
+
+
+def _held_fork(
+    step: Step, token: Token, node_key: str, gateway: str, places: list[str], at_node: str | None
+) -> list[Token] | None:
+    """The fork made with ids the step reserved (PostgreSQL), its rows held in
+    the write buffer to ride on the step's last statement; None when it
+    cannot be (too few ids reserved, no buffer, the forking token itself
+    still held): the caller writes it now."""
+    buffer = buffer_of(step.conn)
+    if buffer is None or buffer.holds_token(token.id):
+        return None
+    ids = step.take_fork_ids(len(places))
+    if ids is None:
+        return None
+    frame_id, token_ids = ids
+    stack = [*token.fork_stack, frame_id]
+    frame = {
+        "id": frame_id,
+        "instance_id": step.instance_id,
+        "node_key": node_key,
+        "gateway": gateway,
+        "expected": len(places),
+        "created_at": step.now,
+    }
+    rows = [
+        {
+            "id": token_id,
+            "instance_id": step.instance_id,
+            "node_key": key,
+            "state": TokenState.ACTIVE.value,
+            "fork_stack": stack,
+            "created_at": step.now,
+        }
+        for token_id, key in zip(token_ids, places, strict=True)
+    ]
+    if not buffer.add_fork(frame, (token.id, at_node, step.now), rows):
+        return None
+    return [Token(i, key, list(stack)) for i, key in zip(token_ids, places, strict=True)]
 
 
 async def join_tokens(

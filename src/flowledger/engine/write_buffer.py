@@ -4,11 +4,13 @@ trace rows (E-8), outbox events (E-10), form-write history (E-7), token moves
 before it commits — each table once, in the order the steps produced them.
 
 A token parking at a join is buffered with its move (``parks``) and
-written in the same row of the moves. A task created with an id its step
-reserved (``db/task_ids.py``, PostgreSQL) is buffered too and inserted with
-the other rows; any other statement the transaction sends before them
-inserts it first (:func:`~flowledger.db.pg_direct.defer_to_next_statement`),
-so every read in the transaction sees it.
+written in the same row of the moves. A task or a fork made with ids its
+step reserved (``db/reserved_ids.py``, PostgreSQL) is buffered too and
+inserted with the other rows (a held fork's token that moved since is
+inserted where it now is); any other statement the transaction sends
+before them inserts them first
+(:func:`~flowledger.db.pg_direct.defer_to_next_statement`), so every read in
+the transaction sees them.
 
 The buffer exists only inside a :meth:`~flowledger.db.database.Database.begin`
 transaction (it registers as one of its pre-commit buffers); a step on any
@@ -39,7 +41,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Rider, pre_commit
 from flowledger.db.engine_writes import (
+    FORKS_HELD_MAX,
+    ForkRows,
     step_rows_rider,
+    write_forks,
     write_form_writes,
     write_moves,
     write_outbox,
@@ -51,6 +56,7 @@ from flowledger.db.pg_direct import defer_to_next_statement, drop_deferred
 from flowledger.db.pg_ledger import JSON_INSERT_MAX_ROWS
 from flowledger.ledger.enqueue import enqueue, enqueue_bulk, enqueue_bulk_then
 from flowledger.ledger.models import JobSpec
+from flowledger.states import TokenState
 
 _NAME = "engine_writes"
 
@@ -77,6 +83,8 @@ class WriteBuffer:
     # ride on this buffer's last statement, or are inserted just before any
     # other statement the transaction sends first (so every read sees them)
     tasks: list[dict[str, Any]] = field(default_factory=list)
+    # forks made with reserved ids, not yet written (held as the tasks are)
+    forks: ForkRows = field(default_factory=ForkRows)
 
     def add_task(self, row: dict[str, Any]) -> bool:
         """Hold back the insert of task ``row`` (its ``id`` reserved); False
@@ -89,6 +97,45 @@ class WriteBuffer:
     async def _insert_tasks(self) -> None:
         tasks, self.tasks = self.tasks, []
         await write_tasks(self.conn, tasks)
+
+    def holds_token(self, token_id: int) -> bool:
+        """Whether token ``token_id`` is a held fork's, not yet inserted."""
+        return any(row["id"] == token_id for row in self.forks.tokens)
+
+    def add_fork(
+        self,
+        frame: dict[str, Any],
+        consume: tuple[int, str | None, datetime],
+        tokens: list[dict[str, Any]],
+    ) -> bool:
+        """Hold back a fork made with reserved ids: its ``frame`` row, the
+        forking token to consume (id, the node it is consumed at, when) and
+        its new token rows. False (nothing held) where no later statement can
+        carry it, or too many are held already: write it now."""
+        if len(self.forks.frames) >= FORKS_HELD_MAX or self.holds_token(consume[0]):
+            return False
+        if not defer_to_next_statement(self.conn, self._insert_forks):
+            return False
+        self.forks.frames.append(frame)
+        self.forks.consumes.append(consume)
+        self.forks.tokens.extend(tokens)
+        return True
+
+    async def _insert_forks(self) -> None:
+        forks, self.forks = self.forks, ForkRows()
+        await write_forks(self.conn, forks)
+
+    def _fold_moves(self) -> None:
+        """A held fork's token that moved (and parked) since: inserted where
+        it is now, instead of moved in the statement that inserts it (which
+        would not see the new row)."""
+        for row in self.forks.tokens:
+            node = self.moves.pop(row["id"], None)
+            if node is not None:
+                row["node_key"] = node
+            if row["id"] in self.parks:
+                self.parks.discard(row["id"])
+                row["state"] = TokenState.PARKED.value
 
     def take_move(self, token_id: int) -> str | None:
         """Take the token's buffered move (and park) out, to be written with
@@ -126,6 +173,7 @@ class WriteBuffer:
     def _rows_rider(self, jobs: list[_Job] | None = None) -> Rider | None:
         """The buffered rows but the jobs as CTEs (:func:`step_rows_rider`),
         riding after the insert of ``jobs`` when given."""
+        self._fold_moves()
         return step_rows_rider(
             self.conn,
             moves=self.moves,
@@ -134,6 +182,7 @@ class WriteBuffer:
             form_writes=self.form_writes,
             trace=self.trace,
             tasks=self.tasks,
+            forks=self.forks,
             job_trace_rows=None if jobs is None else [job.trace_row for job in jobs],
         )
 
@@ -170,13 +219,17 @@ class WriteBuffer:
         if self.tasks:
             self.tasks = []
             drop_deferred(self.conn, self._insert_tasks)
+        if self.forks.frames:
+            self.forks = ForkRows()
+            drop_deferred(self.conn, self._insert_forks)
 
     async def flush(self) -> None:
         if await self._flush_with_jobs():
             return
         await self.flush_jobs()
+        self._fold_moves()
         moves, parks, outbox, form_writes = self.moves, self.parks, self.outbox, self.form_writes
-        trace, tasks = self.trace, self.tasks
+        trace, tasks, forks = self.trace, self.tasks, self.forks
         self._clear_rows()
         await write_step_rows(
             self.conn,
@@ -186,6 +239,7 @@ class WriteBuffer:
             form_writes=form_writes,
             trace=trace,
             tasks=tasks,
+            forks=forks,
         )
 
 
