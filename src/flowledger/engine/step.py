@@ -278,14 +278,14 @@ _LOCK_TASK_INSTANCE = (
 )
 
 
-# the same lock that also reserves task ids for the step (PostgreSQL)
+# the same lock that also reserves ids for the step (PostgreSQL)
 _LOCK_TASK_INSTANCE_RESERVING = reserving(_LOCK_TASK_INSTANCE)
 
 
 async def lock_task_instance(conn: AsyncConnection, task_id: int) -> dict[str, Any]:
     """Lock the instance row of task ``task_id`` in one statement — the first
     lock of the step (L-13): the task row is only read, not locked. The row
-    is without its snapshot column; on PostgreSQL it also carries task ids
+    is without its snapshot column; on PostgreSQL it also carries the ids
     reserved for the step (:mod:`~flowledger.db.reserved_ids`)."""
     statement = lock_statement(conn, _LOCK_TASK_INSTANCE, _LOCK_TASK_INSTANCE_RESERVING)
     row = (await conn.execute(statement, {"task_id": task_id})).mappings().first()
