@@ -42,7 +42,7 @@ from tests.integration.engine_helpers import (
 
 FLOW = parallel_delays("rides")
 # a fork whose one branch goes straight to the join: it parks there in the
-# step that forks, before the fork's rows are written
+# step that forks (the join's read there writes the held fork first)
 SHORT_BRANCH = definition(
     "short_branch",
     [
@@ -250,7 +250,7 @@ async def _lock_in_own_transaction(db: Database, task_id: int) -> list[int]:
         return [row["reserved_task_0"], row["reserved_task_1"]]
 
 
-async def test_a_held_forks_branch_that_parks_in_the_same_step_is_inserted_parked_E4(
+async def test_a_held_forks_branch_that_reaches_the_join_in_the_same_step_parks_there_E4(
     db: Database, clock: ManualClock
 ) -> None:
     engine = new_engine(db, clock)

@@ -32,7 +32,6 @@ from flowledger.db.database import Rider
 from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import (
     workflow_event_outbox,
-    workflow_forks,
     workflow_form_writes,
     workflow_tasks,
     workflow_tokens,
@@ -249,21 +248,11 @@ def _pg_forks(consumes: int) -> Any:
 
 
 async def write_forks(conn: AsyncConnection, forks: ForkRows) -> None:
-    """Write held forks now (one statement on PostgreSQL; in turn elsewhere)."""
-    if not forks.frames:
-        return
-    if dialect_name(conn) == POSTGRESQL:
+    """Write held forks now, in one statement. PostgreSQL only: rows are held
+    only there (ids are reserved only there; elsewhere a fork is written by
+    :func:`~flowledger.db.engine_tokens.replace_tokens` when it is made)."""
+    if forks.frames:
         await conn.execute(_pg_forks(len(forks.consumes)), _fork_params(forks))
-        return
-    await conn.execute(workflow_forks.insert(), forks.frames)
-    for token_id, at_node, when in forks.consumes:
-        change: dict[str, Any] = {"state": TokenState.CONSUMED.value, "consumed_at": when}
-        if at_node is not None:
-            change["node_key"] = at_node
-        await conn.execute(
-            update(workflow_tokens).where(workflow_tokens.c.id == token_id).values(**change)
-        )
-    await conn.execute(workflow_tokens.insert(), forks.tokens)
 
 
 def _step_ctes(moves: int, param: Callable[[str], str], tasks: bool, forks: int = 0) -> str:
@@ -325,23 +314,14 @@ def _utc(value: datetime) -> str:
     return value.astimezone(UTC).isoformat()
 
 
-def _document(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows as one JSON array (``created_at`` as an ISO UTC timestamp)."""
-    return json.dumps([{**row, "created_at": _utc(row["created_at"])} for row in rows])
-
-
-def _task_document(rows: Sequence[dict[str, Any]]) -> str:
-    """Task rows as one JSON array (their timestamps as ISO UTC ones)."""
-    stamps = ("due_at", "created_at", "finished_at")
+def _document(rows: Sequence[dict[str, Any]], stamps: tuple[str, ...] = ("created_at",)) -> str:
+    """The rows as one JSON array (the ``stamps`` columns as ISO UTC timestamps)."""
     return json.dumps(
-        [
-            {
-                **row,
-                **{k: None if row.get(k) is None else _utc(row[k]) for k in stamps},
-            }
-            for row in rows
-        ]
+        [{**row, **{k: None if row[k] is None else _utc(row[k]) for k in stamps}} for row in rows]
     )
+
+
+_TASK_STAMPS = ("due_at", "created_at", "finished_at")
 
 
 async def write_moves(
@@ -386,15 +366,13 @@ async def write_step_rows(
             "trace": _document(trace),
         }
         if tasks:
-            params["tasks"] = _task_document(tasks)
+            params["tasks"] = _document(tasks, _TASK_STAMPS)
         if forks:
             params.update(_fork_params(forks))
         n_forks = len(forks.consumes) if forks else 0
         await conn.execute(_pg_write(_moves_key(moves), bool(tasks), n_forks), params)
         return
-    if forks:
-        await write_forks(conn, forks)
-    await write_tasks(conn, tasks)
+    assert not (tasks or forks), "rows with reserved ids are held on PostgreSQL only"
     await write_moves(conn, moves, parks)
     for statement, rows in ((_OUTBOX, outbox), (_FORM_WRITES, form_writes), (_TRACE, trace)):
         if rows:
@@ -444,7 +422,7 @@ def step_rows_rider(
         "step_trace": document,
     }
     if tasks:
-        params["step_tasks"] = _task_document(tasks)
+        params["step_tasks"] = _document(tasks, _TASK_STAMPS)
     if forks:
         params.update(_fork_params(forks, prefix="step_"))
     return sql, params

@@ -64,11 +64,11 @@ def reserving(lock: Select[Any]) -> Select[Any]:
     """``lock`` (a ``SELECT … FOR UPDATE``) that also reserves ids: drawn in
     an outer query over the materialized lock, so after the lock is held
     (in the lock's own projection they would be drawn before any wait for it)."""
-    locked = lock.cte("task_lock").prefix_with("MATERIALIZED")
+    locked = lock.cte("reserving_lock").prefix_with("MATERIALIZED")
     return select(locked, *reserve_columns())
 
 
-def lock_statement(conn: AsyncConnection, plain: Select[Any], reserving: Select[Any]) -> Any:
-    """The lock to send on ``conn``: the ``reserving`` form on PostgreSQL,
-    ``plain`` elsewhere (nothing to reserve)."""
-    return reserving if dialect_name(conn) == POSTGRESQL else plain
+def lock_statement(conn: AsyncConnection, plain: Select[Any], with_ids: Select[Any]) -> Any:
+    """The lock to send on ``conn``: ``with_ids`` (its :func:`reserving` form)
+    on PostgreSQL, ``plain`` elsewhere (nothing to reserve)."""
+    return with_ids if dialect_name(conn) == POSTGRESQL else plain
