@@ -19,12 +19,12 @@ from sqlalchemy import func, select, text
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.db.pg_ledger import CLAIM_SQL, claim_params
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError
 from flowledger.ledger.claim import claim_order, jobs_claim
 from flowledger.ledger.driver import PostgresFastLedger, ledger_driver
+from flowledger.ledger.driver.postgres_sql import CLAIM_SQL, claim_params
 from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
 from tests.integration.ledger_helpers import (

@@ -2,7 +2,7 @@
 on both backends.
 
 On PostgreSQL a start and a task's step reserve task ids in the statement
-that inserts the instance or locks it (``db/reserved_ids.py``); a task created
+that inserts the instance or locks it (``engine/store/reserved_ids.py``); a task created
 with a reserved id is inserted with the step's other rows, in the statement
 that writes them, instead of in a round trip of its own — and just before
 any other statement the transaction sends first, so that every read in the

@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from flowledger.db import engine_tokens, engine_writes
 from flowledger.db.database import Database
 from flowledger.engine import tasks
+from flowledger.engine.store import tokens as engine_tokens
+from flowledger.engine.store import writes as engine_writes
 
 _NAMED = re.compile(r"%\((\w+)\)s")
 

@@ -17,10 +17,10 @@ from sqlalchemy.exc import DBAPIError
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.db.pg_ledger import JSON_INSERT_MAX_ROWS
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.db.wake import WAKE_CHANNEL
 from flowledger.ledger.driver import LedgerDriver
+from flowledger.ledger.driver.postgres_sql import JSON_INSERT_MAX_ROWS
 from flowledger.ledger.enqueue import enqueue_bulk, enqueue_many
 from flowledger.ledger.models import EnqueueResult, JobSpec
 from flowledger.states import Pool

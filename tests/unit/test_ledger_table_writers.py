@@ -4,8 +4,9 @@ driver"; SPEC L-1).
 
 ``workflow_jobs``, ``workflow_job_executions``, ``workflow_job_effects`` and
 ``system_scheduler_nodes`` are written by ``ledger/driver/`` and by the SQL
-its fast paths run (``db/pg_ledger.py`` through ``db/pg_hotpath.py``,
-``db/sqlite_ledger.py``, ``db/sqlite_hotpath.py``) and created by the migrations; everyone else —
+its fast paths run (``ledger/driver/postgres_sql.py`` through
+``db/pg_hotpath.py``, ``ledger/driver/sqlite_sql.py`` through
+``db/sqlite_hotpath.py``) and created by the migrations; everyone else —
 ``ops/`` read models, the engine, compensation — may read them (select,
 join) but never insert, update or delete. The scan is over the AST of
 ``src/flowledger``: a Core ``insert/update/delete/upsert`` of a name bound to
@@ -26,9 +27,9 @@ TABLES = frozenset(
     {"workflow_jobs", "workflow_job_executions", "workflow_job_effects", "system_scheduler_nodes"}
 )
 WRITERS = (
+    # the driver, with its statements (postgres_sql.py, run by db/pg_hotpath.py;
+    # sqlite_sql.py, run by db/sqlite_hotpath.py)
     "ledger/driver/",
-    "db/pg_ledger.py",  # the PostgreSQL driver's statements, run by db/pg_hotpath.py
-    "db/sqlite_ledger.py",  # the SQLite fast path's statements
     "db/sqlite_hotpath.py",
 )
 EXEMPT = ("db/migrations/",)  # the schema's own history
@@ -110,7 +111,7 @@ def test_the_driver_is_where_the_writes_are() -> None:
         if (relative := _relative(path)).startswith(WRITERS)
         and writes(path.read_text(encoding="utf-8"))
     }
-    assert {"db/pg_ledger.py", "db/sqlite_ledger.py"} <= seen
+    assert {"ledger/driver/postgres_sql.py", "ledger/driver/sqlite_sql.py"} <= seen
     assert any(r.startswith("ledger/driver/") for r in seen)
 
 

@@ -1,7 +1,7 @@
 """A dedicated PostgreSQL connection for the ledger's fast path: psycopg,
 autocommit, server-side prepared statements (one fixed shape each), without
 the per-call cost of pool checkout and statement construction. It only
-transports statements; what it runs is :mod:`flowledger.db.pg_ledger`, the
+transports statements; what it runs is :mod:`flowledger.ledger.driver.postgres_sql`, the
 same text :class:`~flowledger.ledger.driver.postgres.PostgresLedger` sends
 over a pooled connection. A worker opens one per pool and one for its
 settler (through ``PostgresFastLedger``).

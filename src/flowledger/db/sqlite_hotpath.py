@@ -11,7 +11,7 @@ checkpoint at commit); when another process holds the file's write lock
 it runs instead on the hot path's own thread, retried every 0.5 ms (then 5 ms) for as
 long as the usual busy timeout, so the loop never waits for another
 process. What it runs is
-:mod:`flowledger.db.sqlite_ledger`. A worker opens one per pool and one for
+:mod:`flowledger.ledger.driver.sqlite_sql`. A worker opens one per pool and one for
 its settler.
 """
 

@@ -58,7 +58,7 @@ def take_pending(conn: AsyncConnection) -> set[str]:
 def mark_hinted(conn: AsyncConnection, pool: str) -> None:
     """Record that the caller's own statement has just issued ``pg_notify``
     for ``pool`` in the current transaction (PostgreSQL's bulk insert does,
-    :func:`flowledger.db.pg_ledger.insert_jobs_sql`): in-process waiters are
+    :func:`flowledger.ledger.driver.postgres_sql.insert_jobs_sql`): in-process waiters are
     signalled after commit as for :func:`hint`, and a later hint of the
     same pool in this transaction is coalesced."""
     pending: set[str] | None = conn.info.get(_PENDING_KEY)

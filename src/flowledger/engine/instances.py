@@ -1,7 +1,7 @@
 """Starting instances (SPEC E-2, E-7): validate the form, freeze the
 definition version into the instance, put a token on the start node and run
 to the first wait state — all in one transaction. The instance and its first
-token are one statement on PostgreSQL (:mod:`flowledger.db.engine_start`),
+token are one statement on PostgreSQL (:mod:`flowledger.engine.store.start`),
 which copies the snapshot from the version's row (it never travels through
 Python); the form-write history row goes to the write buffer. A start of
 the latest version starts from the version the engine's snapshot cache
@@ -18,7 +18,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.engine_start import insert_instance_and_start_token
 from flowledger.engine import runner
 from flowledger.engine.deployments import source_of, version_ref
 from flowledger.engine.errors import FormInvalidError
@@ -26,6 +25,7 @@ from flowledger.engine.forms import validate_form
 from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step
+from flowledger.engine.store.start import insert_instance_and_start_token
 from flowledger.engine.tokens import Token
 from flowledger.engine.write_buffer import add_form_write
 from flowledger.states import InstanceStatus, TokenState

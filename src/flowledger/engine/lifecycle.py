@@ -5,10 +5,10 @@ transaction, and a parent's ``subprocess_join`` job when a child ends."""
 
 from __future__ import annotations
 
-from flowledger.db.engine_instance_end import InstanceEnd
 from flowledger.engine.errors import InstanceStateError
 from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.engine.step import Step
+from flowledger.engine.store.instance_end import InstanceEnd
 from flowledger.engine.tasks import close_open_tasks, close_tasks, create_task
 from flowledger.engine.tokens import (
     consume_all_tokens,

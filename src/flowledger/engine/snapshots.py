@@ -8,7 +8,7 @@ cached yet.
 It also remembers, per tenant and key, the latest version a start has seen
 (:meth:`SnapshotCache.latest`): a start of the latest version inserts from
 the remembered one, and its insert checks that it is still the latest
-(``db/engine_start``); when it is not, the start reads the latest and
+(``engine/store/start``); when it is not, the start reads the latest and
 remembers that instead. Versions are immutable and never deleted, so a
 remembered one is never wrong, only possibly superseded."""
 

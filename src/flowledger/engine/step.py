@@ -22,19 +22,19 @@ from typing import Any
 from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.engine_instance_end import (
-    Ending,
-    InstanceEnd,
-    end_instance_row,
-    end_instance_with_last_token,
-)
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
-from flowledger.db.reserved_ids import Reserved, lock_statement, reserving, take_reserved
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
 from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.snapshots import SnapshotCache
+from flowledger.engine.store.instance_end import (
+    Ending,
+    InstanceEnd,
+    end_instance_row,
+    end_instance_with_last_token,
+)
+from flowledger.engine.store.reserved_ids import Reserved, lock_statement, reserving, take_reserved
 from flowledger.engine.write_buffer import add_job, add_outbox, add_trace
 from flowledger.ledger.driver.protocol import FIRST_WRITE
 from flowledger.ledger.models import JobSpec
@@ -55,7 +55,7 @@ class Step:
     # the ledger job running this step, if one is (kept out of L-22 cleanup)
     job_id: int | None = None
     # ids reserved for this step's new tasks, fork frames and branch tokens
-    # (db/reserved_ids.py; PostgreSQL), ascending per kind
+    # (engine/store/reserved_ids.py; PostgreSQL), ascending per kind
     reserved: Reserved = field(default_factory=Reserved)
 
     def take_task_id(self) -> int | None:
@@ -286,7 +286,7 @@ async def lock_task_instance(conn: AsyncConnection, task_id: int) -> dict[str, A
     """Lock the instance row of task ``task_id`` in one statement — the first
     lock of the step (L-13): the task row is only read, not locked. The row
     is without its snapshot column; on PostgreSQL it also carries the ids
-    reserved for the step (:mod:`~flowledger.db.reserved_ids`)."""
+    reserved for the step (:mod:`~flowledger.engine.store.reserved_ids`)."""
     statement = lock_statement(conn, _LOCK_TASK_INSTANCE, _LOCK_TASK_INSTANCE_RESERVING)
     row = (await conn.execute(statement, {"task_id": task_id})).mappings().first()
     if row is None:

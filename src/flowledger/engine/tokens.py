@@ -10,7 +10,7 @@ just before the commit — whichever comes first (issue 15 item 2); so is a
 token's park at a join that does not fire yet. A fork (its frame, the
 consumed token, the branches) and a join firing (the consumed arrivals, the
 merged token) are one statement each on PostgreSQL
-(:mod:`~flowledger.db.engine_tokens`). The
+(:mod:`~flowledger.engine.store.tokens`). The
 statements are built once, with bound parameters."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
-from flowledger.db.engine_tokens import Frame, replace_tokens
 from flowledger.engine.step import Step
+from flowledger.engine.store.tokens import Frame, replace_tokens
 from flowledger.engine.write_buffer import buffer_of, flush_moves
 from flowledger.states import TokenState
 

@@ -5,7 +5,7 @@ before it commits — each table once, in the order the steps produced them.
 
 A token parking at a join is buffered with its move (``parks``) and
 written in the same row of the moves. A task or a fork made with ids its
-step reserved (``db/reserved_ids.py``, PostgreSQL) is buffered too and
+step reserved (``engine/store/reserved_ids.py``, PostgreSQL) is buffered too and
 inserted with the other rows (a held fork's token that moved since is
 inserted where it now is); any other statement the transaction sends
 before them inserts them first
@@ -23,7 +23,7 @@ locked before any job is written (L-13).
 
 The jobs go first, in one :func:`~flowledger.ledger.enqueue.enqueue_bulk`
 call, so that their ``job_enqueued`` trace rows carry the job ids; then the
-rest in :func:`~flowledger.db.engine_writes.write_step_rows` (one statement
+rest in :func:`~flowledger.engine.store.writes.write_step_rows` (one statement
 on PostgreSQL) — or, in a job's step on PostgreSQL, as CTEs of the job's
 settlement (:meth:`WriteBuffer.take_rider`), which commits them with the
 step all the same. On PostgreSQL the flush before a commit writes the jobs
@@ -40,7 +40,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Rider, pre_commit
-from flowledger.db.engine_writes import (
+from flowledger.db.pg_direct import defer_to_next_statement, drop_deferred
+from flowledger.engine.store.writes import (
     FORKS_HELD_MAX,
     ForkRows,
     step_rows_rider,
@@ -52,8 +53,7 @@ from flowledger.db.engine_writes import (
     write_tasks,
     write_trace,
 )
-from flowledger.db.pg_direct import defer_to_next_statement, drop_deferred
-from flowledger.db.pg_ledger import JSON_INSERT_MAX_ROWS
+from flowledger.ledger.driver.postgres_sql import JSON_INSERT_MAX_ROWS
 from flowledger.ledger.enqueue import enqueue, enqueue_bulk, enqueue_bulk_then
 from flowledger.ledger.models import JobSpec
 from flowledger.states import TokenState

@@ -1,6 +1,6 @@
 """The ledger on PostgreSQL. What differs from the portable Core is claim
 and batch success settlement: each is one data-modifying CTE
-(:mod:`flowledger.db.pg_ledger`), atomic on its own, run in autocommit in one
+(:mod:`flowledger.ledger.driver.postgres_sql`), atomic on its own, run in autocommit in one
 round trip. A bulk insert is one statement of fixed text per batch
 (``unnest`` arrays; a JSON document up to 64 rows), in the caller's
 transaction, which also publishes the wake hints of the pools it gave jobs.
@@ -29,7 +29,18 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db import wake
 from flowledger.db.database import Database, Rider, with_riders
 from flowledger.db.pg_hotpath import PgHotPath
-from flowledger.db.pg_ledger import (
+from flowledger.db.schema import workflow_job_effects as effects
+from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.errors import LeaseLostError
+from flowledger.ledger.driver.core import CoreLedger
+from flowledger.ledger.driver.core_registry import (
+    FENCE_HOLDS,
+    FENCE_NAMES,
+    JOB_WITH_RECEIPT,
+    fence_params,
+)
+from flowledger.ledger.driver.job_values import BATCH_COLUMNS, duration_ms, is_plain_success
+from flowledger.ledger.driver.postgres_sql import (
     CLAIM_SQL,
     JSON_INSERT_MAX_ROWS,
     SETTLE_ONE_WITH_RECEIPT_SQL,
@@ -42,17 +53,6 @@ from flowledger.db.pg_ledger import (
     settle_one_with_receipt_params,
     settle_success_params,
 )
-from flowledger.db.schema import workflow_job_effects as effects
-from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.errors import LeaseLostError
-from flowledger.ledger.driver.core import CoreLedger
-from flowledger.ledger.driver.core_registry import (
-    FENCE_HOLDS,
-    FENCE_NAMES,
-    JOB_WITH_RECEIPT,
-    fence_params,
-)
-from flowledger.ledger.driver.job_values import BATCH_COLUMNS, duration_ms, is_plain_success
 from flowledger.ledger.driver.protocol import FIRST_LOCK, FIRST_WRITE
 from flowledger.ledger.models import Fence, Outcome, OutcomeKind, SuccessRow
 

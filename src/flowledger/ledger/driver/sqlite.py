@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from flowledger.db import sqlite_ledger
 from flowledger.db.database import Database
 from flowledger.db.sqlite_hotpath import SqliteHotPath
+from flowledger.ledger.driver import sqlite_sql
 from flowledger.ledger.driver.core import CoreLedger
 from flowledger.ledger.models import SuccessRow
 
@@ -50,7 +50,7 @@ class SqliteFastLedger(SqliteLedger):
         order: str,
     ) -> tuple[list[dict[str, Any]], bool, datetime | None]:
         rows, due = await self.hot.run(
-            lambda conn: sqlite_ledger.claim(
+            lambda conn: sqlite_sql.claim(
                 conn,
                 pool=pool,
                 limit=limit,
@@ -66,7 +66,7 @@ class SqliteFastLedger(SqliteLedger):
         self, db: Database, rows: Sequence[SuccessRow], *, now: datetime
     ) -> set[int]:
         return await self.hot.run(
-            lambda conn: sqlite_ledger.settle_successes(
+            lambda conn: sqlite_sql.settle_successes(
                 conn,
                 ids=[r.job_id for r in rows],
                 gens=[r.generation for r in rows],

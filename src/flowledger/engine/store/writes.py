@@ -1,5 +1,5 @@
 """The statements that write an engine step's buffered rows (issue 15 item 2,
-issue 16: the dialect choice stays in ``db/``): token moves (with the parks
+issue 28 item 5: the dialect choice stays in the engine store): token moves (with the parks
 of tokens waiting at a join, E-4), outbox events (E-10), form-write history
 and engine trace rows (E-8), in the order given.
 
@@ -250,7 +250,7 @@ def _pg_forks(consumes: int) -> Any:
 async def write_forks(conn: AsyncConnection, forks: ForkRows) -> None:
     """Write held forks now, in one statement. PostgreSQL only: rows are held
     only there (ids are reserved only there; elsewhere a fork is written by
-    :func:`~flowledger.db.engine_tokens.replace_tokens` when it is made)."""
+    :func:`~flowledger.engine.store.tokens.replace_tokens` when it is made)."""
     if forks.frames:
         await conn.execute(_pg_forks(len(forks.consumes)), _fork_params(forks))
 

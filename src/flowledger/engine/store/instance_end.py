@@ -1,5 +1,5 @@
 """The statement that ends an instance's row (SPEC E-6, L-22; issue 15 item
-2; issue 16: the dialect choice stays in ``db/``): its status,
+2; issue 28 item 5: the dialect choice stays in the engine store): its status,
 ``finished_at`` and ``updated_at`` set, and what the ending must clean up
 read — the ids of its open (pending or waiting) tasks, and of its jobs of
 the given types in the given statuses other than the job running the step
@@ -39,8 +39,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_tokens
-from flowledger.db.engine_tokens import consume_token_row
 from flowledger.db.schema import workflow_jobs
+from flowledger.engine.store.tokens import consume_token_row
 from flowledger.states import TaskStatus, TokenState
 
 OPEN = (TaskStatus.PENDING.value, TaskStatus.WAITING.value)

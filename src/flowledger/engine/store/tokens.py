@@ -1,5 +1,5 @@
 """The statements that replace tokens at a gateway (issue 15 item 2, SPEC
-E-4; issue 16: the dialect choice stays in ``db/``): a fork — its frame
+E-4; issue 28 item 5: the dialect choice stays in the engine store): a fork — its frame
 row, the forking token consumed, one active token per branch with the frame
 on top of its fork stack — and a join firing — the arrived tokens consumed
 at the join, the merged token created — and one token consumed, counting

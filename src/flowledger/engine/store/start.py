@@ -1,12 +1,12 @@
 """The statements that create an instance and the token on its start node
-(SPEC E-2, E-7; issue 15 item 2: the dialect choice stays in ``db/``).
+(SPEC E-2, E-7; issue 28 item 5: the dialect choice stays in the engine store).
 
 Both copy the snapshot from the version's row inside the instance's
 ``INSERT`` (it never travels through Python). PostgreSQL: one statement —
 the instance's ``INSERT … RETURNING id`` is a data-modifying CTE that the
 token's ``INSERT … SELECT`` reads, so the token gets the new instance's id
 in the same round trip, and ids are reserved for the start's step
-(:mod:`~flowledger.db.reserved_ids`). SQLite: the two inserts in turn.
+(:mod:`~flowledger.engine.store.reserved_ids`). SQLite: the two inserts in turn.
 
 ``latest_of`` (a start of "the latest version"): the instance is inserted
 only while its ``definition_id`` is still the latest version of its tenant
@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import workflow_definitions, workflow_instances, workflow_tokens
-from flowledger.db.reserved_ids import Reserved, reserve_columns, take_reserved
+from flowledger.engine.store.reserved_ids import Reserved, reserve_columns, take_reserved
 
 # the instance columns a start sets (the rest keep their defaults)
 INSTANCE_COLUMNS = (
@@ -119,7 +119,7 @@ async def insert_instance_and_start_token(
     """Insert the instance (``instance``: :data:`INSTANCE_COLUMNS`) with the
     snapshot of its ``definition_id``, then its first token (``token``:
     :data:`TOKEN_COLUMNS`); (instance id, token id, the ids reserved for the
-    start's step — on PostgreSQL, :mod:`~flowledger.db.reserved_ids`).
+    start's step — on PostgreSQL, :mod:`~flowledger.engine.store.reserved_ids`).
     ``latest_of``: only if ``definition_id`` is the latest version of the
     instance's tenant and ``definition_key`` — None (nothing inserted) when
     it is not."""
