@@ -3,7 +3,7 @@ plan's effect differs between them").
 
 - A write that only the SQLite path makes is changed for one run — the
   consumption of an instance's last token when it ends
-  (``db/engine_instance_end.end_instance_with_last_token``: PostgreSQL
+  (``engine/store/instance_end.end_instance_with_last_token``: PostgreSQL
   consumes it and ends the instance in one statement, SQLite calls
   ``consume_token_row`` first) stamps ``consumed_at`` one second late —
   and the comparison of the join plan (SPEC E-4, E-6) reports exactly
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db import engine_tokens
+from flowledger.engine.store import tokens as engine_tokens
 from tests.engine_conformance import flows
 from tests.engine_conformance.support import (
     Side,
@@ -48,8 +48,8 @@ async def test_a_changed_sqlite_only_write_is_reported_in_its_table_E4_E6(
         used_by.append(conn.dialect.name)
         return await original(conn, token_id, now=now + timedelta(seconds=1), at_node=at_node)
 
-    # the name as db/engine_instance_end.py imported it: its SQLite branch only
-    monkeypatch.setattr("flowledger.db.engine_instance_end.consume_token_row", one_second_late)
+    # the name as engine/store/instance_end.py imported it: its SQLite branch only
+    monkeypatch.setattr("flowledger.engine.store.instance_end.consume_token_row", one_second_late)
     dumps = await run_on_both(sides, flows.join_plan)
 
     assert used_by == ["sqlite"]  # the instance's end, on the SQLite side only
