@@ -47,6 +47,7 @@ from flowledger.compensation.policies import compensation_hooks
 from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.engine.hooks import NO_HOOKS, EngineHooks
+from flowledger.engine.step import Step
 from flowledger.handlers import builtin_handlers
 from flowledger.handlers.services import engine_services
 from flowledger.ledger.enqueue import enqueue_bulk
@@ -76,7 +77,7 @@ class Runtime:
     settings: Settings
     db: Database
     clock: Clock
-    hooks: EngineHooks
+    hooks: EngineHooks[Step]
     engine: Engine
     handlers: HandlerRegistry
     channels: Channels

@@ -22,7 +22,7 @@ note               any ticket status                            —
 
 - resume completes the repair task (the other administrators' copies are
   canceled), resolves the ticket and continues the failed node's token along
-  the node's first outgoing edge (``runner.leave``), running the flow to its
+  the node's first outgoing edge (``moves.leave``), running the flow to its
   next wait state in the same transaction.
 - retry enqueues a **new** ``compensation_action`` job (a new id and
   operationKey); the earlier job and its attempts stay as they were.
@@ -62,6 +62,7 @@ from flowledger.compensation.tickets import (
 from flowledger.db.compensation_schema import ActionStatus, LogKind, TicketStatus
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine import Engine, lifecycle, runner
+from flowledger.engine.moves import leave
 from flowledger.engine.step import Step, lock_instance
 from flowledger.engine.tasks import close_open_tasks, finish_task, lock_task, open_tasks
 from flowledger.engine.tokens import get_token
@@ -173,7 +174,7 @@ async def _continue(step: Step, ticket: dict[str, Any], reason: str | None) -> N
         detail={"ticketId": ticket["id"], "reason": reason},
     )
     node = step.defn.node(task.node_key)
-    await runner.run(step, await runner.leave(step, token, node))
+    await runner.run(step, await leave(step, token, node))
 
 
 async def _job_status(conn: AsyncConnection, job_id: int | None) -> str | None:

@@ -68,8 +68,8 @@ from flowledger.db.engine_schema import workflow_tasks
 from flowledger.definitions.model import CompensationAction, Node
 from flowledger.engine import lifecycle
 from flowledger.engine.hooks import EngineHooks
+from flowledger.engine.moves import leave
 from flowledger.engine.node_failures import NodeFailure, effective_action
-from flowledger.engine.runner import leave
 from flowledger.engine.step import Step
 from flowledger.engine.task_notices import notify_assignee
 from flowledger.engine.tokens import Token, move_token
@@ -261,7 +261,7 @@ async def apply_failure_policy(
     return await _repair(step, token, node, failure, action, admin_users)
 
 
-def compensation_hooks(admin_users: str = "") -> EngineHooks:
+def compensation_hooks(admin_users: str = "") -> EngineHooks[Step]:
     """The engine hooks of the failure policies: :func:`apply_failure_policy`
     decides node failures,
     :func:`~flowledger.compensation.repair.resolve_for_repair_task` closes a

@@ -21,6 +21,7 @@ from flowledger.engine import lifecycle, node_failures, runner
 from flowledger.engine.assignees import require_tenant_user
 from flowledger.engine.errors import NotAssignee, TaskNotFound, TaskStateError, TaskWithoutToken
 from flowledger.engine.forms import write_form
+from flowledger.engine.moves import leave
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import (
     close_open_tasks,
@@ -125,7 +126,7 @@ async def complete(
             token_id=token.id,
             comment="completed by another assignee",
         )
-    await runner.run(step, await runner.leave(step, token, node))
+    await runner.run(step, await leave(step, token, node))
 
 
 async def transfer(

@@ -22,6 +22,7 @@ from flowledger.definitions.expressions import evaluate_value
 from flowledger.engine import actions, runner, task_notices
 from flowledger.engine.forms import write_form
 from flowledger.engine.instances import start_instance
+from flowledger.engine.moves import leave
 from flowledger.engine.node_failures import NodeFailure, node_failed
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import FirstLock, Step
@@ -89,7 +90,7 @@ async def wake_delay(step: Step, task_id: int, lock: FirstLock | None = None) ->
         assert isinstance(found, str), f"task {task_id} is held but was not finished"
         return found
     token, node_key = held
-    await runner.run(step, await runner.leave(step, token, step.defn.node(node_key)))
+    await runner.run(step, await leave(step, token, step.defn.node(node_key)))
     return None
 
 
@@ -191,5 +192,5 @@ async def join_child(step: Step, task_id: int, child_instance_id: int) -> str | 
         task_id=task_id,
         detail={"childInstanceId": child_instance_id},
     )
-    await runner.run(step, await runner.leave(step, token, node))
+    await runner.run(step, await leave(step, token, node))
     return None

@@ -44,7 +44,7 @@ class Engine:
         db: Database,
         clock: Clock | None = None,
         *,
-        hooks: EngineHooks = NO_HOOKS,
+        hooks: EngineHooks[Step] = NO_HOOKS,
         settings: Settings | None = None,
     ) -> None:
         self.db = db

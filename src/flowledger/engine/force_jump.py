@@ -36,6 +36,7 @@ from flowledger.db.engine_schema import workflow_tasks, workflow_tokens, workflo
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine import lifecycle, runner, write_buffer
 from flowledger.engine.job_types import ADVANCEMENT_TYPES
+from flowledger.engine.moves import leave
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import Token, create_token
 from flowledger.errors import ConflictError, FlowledgerError
@@ -382,6 +383,6 @@ async def skip_and_advance(step: Step, *, node_key: str, reason: str) -> Recover
     moving: list[Token] = []
     for row in rows:
         token = Token(int(row["id"]), str(row["node_key"]), list(row["fork_stack"] or []))
-        moving.extend(await runner.leave(step, token, node))
+        moving.extend(await leave(step, token, node))
     await runner.run(step, moving)
     return RecoveryOutcome(step.instance_id, node_key, skipped, canceled, token_ids, [edges[0].to])

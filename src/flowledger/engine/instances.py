@@ -40,7 +40,7 @@ async def start_instance(
     tenant: str,
     now: datetime,
     snapshots: SnapshotCache,
-    hooks: EngineHooks,
+    hooks: EngineHooks[Step],
     version: int | None = None,
     parent_instance_id: int | None = None,
     parent_task_id: int | None = None,

@@ -13,12 +13,15 @@ hook returning ``None`` leaves the failure to the built-in behaviour:
   ``policy: continue``, a ``node.failed`` event) and leaves the node: the flow
   passes it and the instance shows no error;
 - anything else (``retry`` once its attempts are spent, no policy, or a policy
-  whose action only the hook implements) is :func:`runner.fail
-  <flowledger.engine.runner.fail>`: the token follows the node's exception
+  whose action only the hook implements) is :func:`moves.fail
+  <flowledger.engine.moves.fail>`: the token follows the node's exception
   edge to a catch node, or stays at the node with the error on the instance.
 
 Either way the returned tokens keep moving: the caller runs them
-(``runner.run``) or, inside a node's ``enter``, returns them.
+(``runner.run``) or, inside a node's ``enter``, returns them. This module
+sits below the runner and the node kinds (:mod:`flowledger.engine.nodes`),
+which call it; :class:`NodeFailure` is :mod:`~flowledger.engine.values`'
+(re-exported here).
 
 L-17 is not a node failure: an unsafe call whose outcome is unknown leaves the
 job dead and the token at the node, and never reaches this module.
@@ -26,26 +29,12 @@ job dead and the token at the node, and never reaches this module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from flowledger.definitions.model import Node
-from flowledger.engine import runner
+from flowledger.engine.moves import fail, leave
 from flowledger.engine.step import Step
-from flowledger.engine.tokens import Token
+from flowledger.engine.values import NodeFailure as NodeFailure
+from flowledger.engine.values import Token
 from flowledger.engine.write_buffer import flush_jobs
-
-
-@dataclass(frozen=True)
-class NodeFailure:
-    """Why a node failed: a machine ``code``, a human ``message``, the job
-    whose attempt failed (if a job did), and whether the failure came after
-    the job's attempt budget was used up (``retries_exhausted``) rather than
-    from a permanent error or a callback."""
-
-    code: str
-    message: str
-    job_id: int | None
-    retries_exhausted: bool
 
 
 async def repair_handled(step: Step, task_id: int) -> None:
@@ -90,5 +79,5 @@ async def node_failed(step: Step, token: Token, node: Node, failure: NodeFailure
             detail=detail,
         )
         await step.emit("node.failed", {"nodeKey": node.key, **detail})
-        return await runner.leave(step, token, node)
-    return await runner.fail(step, token, node, failure.code, failure.message)
+        return await leave(step, token, node)
+    return await fail(step, token, node, failure.code, failure.message)

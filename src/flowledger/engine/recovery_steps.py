@@ -9,7 +9,7 @@ skipped).
 
 - ``delay_wake``: due at the task's ``due_at`` (or ``run_at`` when that is
   later: a recovery staggers its jobs), no idempotency key, as
-  :func:`runner._delay` enqueues it.
+  :func:`~flowledger.engine.nodes.waits.enter_delay` enqueues it.
 - ``task_timeout``: due at the task's ``due_at`` (or later).
 - ``subprocess_spawn``: key ``spawn:<taskId>``.
 - ``subprocess_join``: for a child that already ended, key

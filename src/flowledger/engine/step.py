@@ -1,7 +1,9 @@
 """One engine step: the transaction, its clock reading, the locked instance
 and its frozen definition, and the writes every step makes — engine trace
 rows (E-8), outbox events (E-10) and ledger jobs (L-13: instance row locked
-first, jobs after) — and the engine's hooks the step runs with. Trace rows,
+first, jobs after) — and the engine's hooks the step runs with
+(:class:`~flowledger.engine.hooks.EngineHooks`, generic in the step: the
+hooks' module knows no step, so it sits below this one). Trace rows,
 outbox rows and jobs go to the transaction's write buffer
 (:mod:`~flowledger.engine.write_buffer`), written once per table just
 before the commit (issue 15 item 2).
@@ -49,8 +51,9 @@ class Step:
     actor: str
     instance: dict[str, Any]
     defn: ProcessDefinition
-    # the engine's hooks (failure policies, instance-ended): NO_HOOKS for none
-    hooks: EngineHooks
+    # the engine's hooks (failure policies, instance-ended): NO_HOOKS for none;
+    # generic in the step (engine/hooks.py imports nothing that knows a step)
+    hooks: EngineHooks[Step]
     finished: bool = False
     # the ledger job running this step, if one is (kept out of L-22 cleanup)
     job_id: int | None = None
@@ -331,7 +334,7 @@ async def open_step(
     now: datetime,
     actor: str,
     snapshots: SnapshotCache,
-    hooks: EngineHooks,
+    hooks: EngineHooks[Step],
     job_id: int | None = None,
     locked: dict[str, Any] | None = None,
 ) -> Step:

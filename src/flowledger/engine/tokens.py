@@ -11,11 +11,11 @@ token's park at a join that does not fire yet. A fork (its frame, the
 consumed token, the branches) and a join firing (the consumed arrivals, the
 merged token) are one statement each on PostgreSQL
 (:mod:`~flowledger.engine.store.tokens`). The
-statements are built once, with bound parameters."""
+statements are built once, with bound parameters. The :class:`Token` value
+itself is :mod:`~flowledger.engine.values`' (re-exported here)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
@@ -23,15 +23,9 @@ from sqlalchemy import bindparam, select, update
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
 from flowledger.engine.step import Step
 from flowledger.engine.store.tokens import Frame, replace_tokens
+from flowledger.engine.values import Token as Token
 from flowledger.engine.write_buffer import buffer_of, flush_moves
 from flowledger.states import TokenState
-
-
-@dataclass
-class Token:
-    id: int
-    node_key: str
-    fork_stack: list[int]
 
 
 def _token(row: Any) -> Token:

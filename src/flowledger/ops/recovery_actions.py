@@ -45,7 +45,7 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.recovery_steps import recreate_job, waiting_task
 from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.step import lock_instance, open_step
+from flowledger.engine.step import Step, lock_instance, open_step
 from flowledger.errors import FlowledgerError, InvalidStateError
 from flowledger.events import outbox
 from flowledger.ledger.nudge import jobs_wake
@@ -136,7 +136,7 @@ class _Runner:
         *,
         now: datetime,
         snapshots: SnapshotCache,
-        hooks: EngineHooks,
+        hooks: EngineHooks[Step],
         actor: str,
     ) -> None:
         self.db, self.run, self.now, self.snapshots, self.actor = db, run, now, snapshots, actor
@@ -256,7 +256,7 @@ async def recovery_run(
     *,
     now: datetime,
     snapshots: SnapshotCache,
-    hooks: EngineHooks,
+    hooks: EngineHooks[Step],
     actor: str,
     rate: int = DEFAULT_RATE,
     batch_id: str | None = None,
