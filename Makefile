@@ -1,6 +1,7 @@
 # flowledger: `make run` builds the web console if needed and starts it on the
-# embedded SQLite; `make test` runs lint, types, the console checks and the
-# whole test suite (SQLite + PostgreSQL, browser tests included).
+# embedded SQLite; `make test` runs lint (ruff, the import contracts), types,
+# the console checks and the whole test suite (SQLite + PostgreSQL, browser
+# tests included).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -53,6 +54,7 @@ run: install web/dist/index.html
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports  # the import contracts: [tool.importlinter] in pyproject.toml
 
 typecheck: install
 	$(BIN)/mypy
@@ -68,4 +70,4 @@ bench: install
 	case "$${FLOWLEDGER_BENCH_DB:-sqlite}" in postgresql*) bench/pg_ceiling.sh 20000;; esac
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache web/node_modules web/dist
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache web/node_modules web/dist

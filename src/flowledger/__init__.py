@@ -3,7 +3,8 @@ row in a durable job ledger.
 
 Layers, top first (a module imports its own package and lower layers only;
 packages on one line are independent of each other — the contract is
-``tests/unit/test_layers.py``, the picture ``docs/architecture.md``)::
+``[tool.importlinter]`` in ``pyproject.toml``, checked by ``lint-imports``;
+the picture ``docs/architecture.md``)::
 
     __main__
     cli                      the commands

@@ -1,117 +1,164 @@
-"""The import contract of flowledger's layers (issue 16 item 5;
-docs/architecture.md draws them).
+"""flowledger's import contracts (issue 16 item 5, issue 28 item 7): they are
+import-linter's, in ``[tool.importlinter]`` of ``pyproject.toml``, and
+``make lint`` runs ``lint-imports``; docs/architecture.md draws them.
 
-A module may import its own package and any package of a LOWER layer, never
-one of its own layer's other packages nor a higher layer — a package listed
-in a layer is independent of its neighbours there. Every ``import`` counts:
-top-level, inside functions and under ``TYPE_CHECKING``. import-linter is
-not in the project's environment, so the contract is checked here with the
-standard library's :mod:`ast` over ``src/flowledger``; it runs in ``make
-test`` with the rest of the suite.
+- ``layers``: a module imports its own package and lower layers only, never
+  a package of its own layer nor a higher one; exhaustive, so a new
+  top-level package must be placed;
+- ``acyclic``: the modules (and sub-packages, each taken whole) of every
+  package form a DAG, with the cycles other packages still have named as
+  ignored imports;
+- ``engine-init``: no module of ``engine/`` imports the package's own
+  ``__init__`` (which re-exports ``Engine``, and so everything).
+
+grimp counts every import: top-level, inside functions, under
+``TYPE_CHECKING``. These tests run the linter over the tree, and run the
+project's own contracts over small stand-in packages to show that each one
+catches what it forbids.
 """
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterable
+import json
+import os
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "flowledger"
-
-# top first; each layer's packages are independent of one another
-LAYERS: list[set[str]] = [
-    {"__main__"},  # python -m flowledger
-    {"cli"},  # the commands
-    {"api", "demo"},  # the HTTP API; the demo loader
-    {"runtime"},  # wires everything below from the settings
-    {"handlers"},  # the job handlers and maintenance services of the engine
-    {"compensation", "ops"},  # failure policies and repair; operations read models
-    {"events"},  # outbox, subscriptions, webhooks, automation
-    {"actions"},  # the action runner of compensation and automation actions
-    {"engine", "worker"},  # the process engine; the worker role
-    {"access", "notify"},  # users, tokens, permissions, audit; in-app, e-mail, SMS
-    {"outbound", "ledger"},  # outbound calls; the job ledger
-    {"definitions"},  # parsing and validating process definitions
-    {"db", "clock", "settings"},  # storage; time; configuration
-    {"errors", "states"},  # the shared vocabulary
-]
-LAYER_OF = {package: rank for rank, layer in enumerate(LAYERS) for package in layer}
+ROOT = Path(__file__).resolve().parents[2]
+# the lint-imports script, run by this interpreter
+LINT = "import sys, importlinter.cli as cli; sys.exit(cli.lint_imports_command())"
 
 
-def package_of(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).parts
-    return parts[0].removesuffix(".py")
+def lint_imports(cwd: Path, src: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` in ``cwd`` over the ``flowledger`` package in ``src``."""
+    path = [str(src), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    return subprocess.run(
+        [sys.executable, "-c", LINT, "--no-cache", "--no-logo", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
-def imported(tree: ast.AST) -> Iterable[tuple[int, str]]:
-    """(line, imported flowledger package) for every import in ``tree``."""
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "flowledger" and len(parts) > 1:
-                yield node.lineno, parts[1]
+def contracts() -> dict[str, Any]:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        config: dict[str, Any] = tomllib.load(f)["tool"]["importlinter"]
+    return config
 
 
-def violations(sources: dict[str, str]) -> list[str]:
-    """The imports that break the contract in ``sources`` (a path inside the
-    package, like ``engine/step.py``, mapped to its text)."""
-    found: list[str] = []
-    for name, text in sorted(sources.items()):
-        own = package_of(Path(name), Path())
-        if own not in LAYER_OF:
-            found.append(f"{name}: package {own!r} is in no layer")
-            continue
-        for line, target in imported(ast.parse(text)):
-            if target == own:
-                continue
-            if target not in LAYER_OF:
-                found.append(f"{name}:{line}: imports {target!r}, which is in no layer")
-            elif LAYER_OF[target] <= LAYER_OF[own]:
-                way = "across its layer" if LAYER_OF[target] == LAYER_OF[own] else "upward"
-                found.append(f"{name}:{line}: {own} imports {target} ({way})")
+def test_the_tree_keeps_every_contract() -> None:
+    done = lint_imports(ROOT, ROOT / "src")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for contract in contracts()["contracts"]:
+        assert f"{contract['name']} KEPT" in done.stdout
+
+
+# ------------------------------------------------- the contracts catch violations
+
+TYPE_CHECKED = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import {}\n"
+IN_FUNCTION = "def f() -> None:\n    import {}\n"
+
+
+def stand_in(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A ``flowledger`` with one empty package per name the layers list, plus
+    ``files``; the project's contracts, their ignored imports (made for the
+    real tree) not required to match."""
+    config = contracts()
+    package = tmp_path / "src" / "flowledger"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (layers,) = (c for c in config["contracts"] if c["id"] == "layers")
+    for layer in layers["layers"]:
+        for name in (n.strip() for n in layer.split("|")):
+            if name == "__main__":
+                (package / "__main__.py").write_text("")
+            else:
+                (package / name).mkdir()
+                (package / name / "__init__.py").write_text("")
+    for name, text in files.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not (path.parent / "__init__.py").exists():
+            (path.parent / "__init__.py").write_text("")
+        path.write_text(text)
+    lines = ["[tool.importlinter]", 'root_package = "flowledger"']
+    for contract in config["contracts"]:
+        lines.append("[[tool.importlinter.contracts]]")
+        contract = {**contract, "unmatched_ignore_imports_alerting": "none"}
+        lines += [f"{key} = {json.dumps(value)}" for key, value in contract.items()]
+    (tmp_path / "pyproject.toml").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def broken(tmp_path: Path, files: dict[str, str]) -> set[str]:
+    """The ids of the contracts the stand-in with ``files`` breaks."""
+    done = lint_imports(stand_in(tmp_path, files), tmp_path / "src")
+    found = {c["id"] for c in contracts()["contracts"] if f"{c['name']} BROKEN" in done.stdout}
+    assert done.returncode == (1 if found else 0), done.stdout + done.stderr  # not an error
     return found
 
 
-def tree_sources() -> dict[str, str]:
-    return {
-        str(path.relative_to(SRC)): path.read_text(encoding="utf-8")
-        for path in SRC.rglob("*.py")
-        if "__init__.py" != path.name or path.parent != SRC
-    }
-
-
-def test_no_module_imports_upward_or_across_its_layer() -> None:
-    assert violations(tree_sources()) == []
-
-
-def test_every_package_has_a_layer() -> None:
-    packages = {package_of(p, SRC) for p in SRC.iterdir() if p.suffix == ".py" or p.is_dir()}
-    packages -= {"__init__", "__pycache__"}
-    assert packages - set(LAYER_OF) == set()
-
-
-TYPE_CHECKED = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import flowledger.api\n"
-
-
 @pytest.mark.parametrize(
-    ("name", "text", "expected"),
+    ("files", "contract"),
     [
-        ("ledger/x.py", "from flowledger.engine import Engine\n", "ledger imports engine (upward)"),
-        ("engine/x.py", "def f():\n    import flowledger.worker.pool\n", "(across its layer)"),
-        ("db/x.py", TYPE_CHECKED, "db imports api (upward)"),
+        pytest.param(
+            {"ledger/x.py": "from flowledger.engine import x\n", "engine/x.py": ""},
+            "layers",
+            id="upward",
+        ),
+        pytest.param(
+            {"engine/x.py": IN_FUNCTION.format("flowledger.worker")},
+            "layers",
+            id="across-a-layer-in-a-function",
+        ),
+        pytest.param(
+            {"db/x.py": TYPE_CHECKED.format("flowledger.api")},
+            "layers",
+            id="upward-under-type-checking",
+        ),
+        pytest.param({"newcomer/__init__.py": ""}, "layers", id="a-package-in-no-layer"),
+        pytest.param(
+            {
+                "engine/runner.py": "import flowledger.engine.nodes.x\n",
+                "engine/nodes/x.py": IN_FUNCTION.format("flowledger.engine.runner"),
+            },
+            "acyclic",
+            id="a-lazy-import-closing-a-cycle",
+        ),
+        pytest.param(
+            {
+                "engine/step.py": "import flowledger.engine.hooks\n",
+                "engine/hooks.py": TYPE_CHECKED.format("flowledger.engine.step"),
+            },
+            "acyclic",
+            id="a-cycle-under-type-checking",
+        ),
+        pytest.param(
+            {"ops/a.py": "import flowledger.ops.b\n", "ops/b.py": "import flowledger.ops.a\n"},
+            "acyclic",
+            id="a-cycle-in-another-package",
+        ),
+        pytest.param(
+            {"engine/x.py": "from flowledger.engine import Engine\n"},
+            "engine-init",
+            id="engine-init",
+        ),
     ],
 )
-def test_the_contract_catches_an_upward_import(name: str, text: str, expected: str) -> None:
-    (found,) = violations({name: text})
-    assert expected in found
+def test_a_contract_catches_its_violation(
+    tmp_path: Path, files: dict[str, str], contract: str
+) -> None:
+    assert broken(tmp_path, files) == {contract}
 
 
-def test_a_downward_import_passes() -> None:
-    assert violations({"api/x.py": "from flowledger.engine.step import Step\n"}) == []
+def test_a_downward_import_passes(tmp_path: Path) -> None:
+    files = {"api/x.py": "from flowledger.engine import step\n", "engine/step.py": ""}
+    assert broken(tmp_path, files) == set()
