@@ -8,6 +8,8 @@ kind (``tests/unit/test_dialect_branches.py``).
   statement it sends anyway (PostgreSQL);
 - :mod:`~flowledger.engine.store.tokens`: a fork, a join firing, one token
   consumed;
+- :mod:`~flowledger.engine.store.json_rows`: one table's rows as a JSON document,
+  its columns from the table's definition;
 - :mod:`~flowledger.engine.store.writes`: a step's buffered rows (token
   moves, outbox, form writes, trace, held tasks and forks);
 - :mod:`~flowledger.engine.store.instance_end`: the statement that ends an

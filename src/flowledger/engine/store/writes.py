@@ -7,7 +7,9 @@ PostgreSQL: one statement writes all four — data-modifying CTEs: a
 single-row UPDATE per token move (by primary key, up to
 :data:`MOVES_UNROLLED` moves; one text per number of moves), and for each
 other table one INSERT over one JSON document of its rows
-(``json_to_recordset``, in order), which psycopg prepares once per text. A
+(``json_to_recordset``, in order; the columns and their types are the
+table's own, :class:`~flowledger.engine.store.json_rows.JsonRows`), which
+psycopg prepares once per text. A
 JSON document is one C-encoded parameter per table; ``unnest`` arrays cost
 a pure-Python array dump per column.
 SQLite (in process): one executemany per table that has rows. On
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -32,11 +34,13 @@ from flowledger.db.database import Rider
 from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import (
     workflow_event_outbox,
+    workflow_forks,
     workflow_form_writes,
     workflow_tasks,
     workflow_tokens,
     workflow_trace,
 )
+from flowledger.engine.store.json_rows import JsonRows, utc_text
 from flowledger.states import TokenState
 
 _TRACE = workflow_trace.insert()
@@ -50,60 +54,23 @@ _MOVE = (
 )
 _MOVE_AND_PARK = _MOVE.values(state=TokenState.PARKED.value)
 
-TRACE_COLUMNS = (
-    ("instance_id", "int"),
-    ("trace_id", "text"),
-    ("event", "text"),
-    ("node_key", "text"),
-    ("token_id", "int"),
-    ("task_id", "int"),
-    ("job_id", "int"),
-    ("detail", "jsonb"),
-    ("created_at", "timestamptz"),
-)
-OUTBOX_COLUMNS = (
-    ("tenant_id", "text"),
-    ("instance_id", "int"),
-    ("definition_key", "text"),
-    ("event_type", "text"),
-    ("payload", "jsonb"),
-    ("status", "text"),
-    ("trace_id", "text"),
-    ("created_at", "timestamptz"),
-)
-# a task inserted with the step's rows carries its id (reserved by the step)
-TASK_COLUMNS = (
-    ("id", "bigint"),
-    ("instance_id", "int"),
-    ("tenant_id", "text"),
-    ("definition_key", "text"),
-    ("node_key", "text"),
-    ("token_id", "int"),
-    ("kind", "text"),
-    ("status", "text"),
-    ("assignee", "text"),
-    ("due_at", "timestamptz"),
-    ("created_at", "timestamptz"),
-    ("finished_at", "timestamptz"),
-)
-# a fork made with reserved ids: its frame, the forking token consumed, its
-# branch tokens — written with the step's rows (engine/write_buffer.py)
-FORK_COLUMNS = (
-    ("id", "bigint"),
-    ("instance_id", "int"),
-    ("node_key", "text"),
-    ("gateway", "text"),
-    ("expected", "int"),
-    ("created_at", "timestamptz"),
-)
-TOKEN_COLUMNS = (
-    ("id", "bigint"),
-    ("instance_id", "int"),
-    ("node_key", "text"),
-    ("state", "text"),
-    ("fork_stack", "jsonb"),
-    ("created_at", "timestamptz"),
-)
+# the rows each table gets from a step, as JSON documents: every column of
+# its definition but those named (json_rows.JsonRows)
+TRACE = JsonRows(workflow_trace, omit=("id",))
+OUTBOX = JsonRows(workflow_event_outbox, omit=("id", "dispatched_at"))
+# (a form write's reason is an operator's correction's: ops/form_corrections)
+FORM_WRITES = JsonRows(workflow_form_writes, omit=("id", "reason"))
+# a task or a fork inserted with the step's rows carries its id (reserved by
+# the step); a fork's rows are its frame, the forking token consumed and its
+# branch tokens (engine/write_buffer.py)
+TASKS = JsonRows(workflow_tasks, omit=("action", "comment", "finished_by"))
+FORKS = JsonRows(workflow_forks)
+TOKENS = JsonRows(workflow_tokens, omit=("consumed_at",))
+# a trace row of a job inserted by the statement it rides on names the job by
+# its position in that insert (``job_ord``): its id comes from ``job_ids``
+_JOB_ID_FROM_INSERT = {
+    "job_id": "COALESCE(r.job_id, (SELECT job_ids.id FROM job_ids WHERE job_ids.ord = r.job_ord))"
+}
 # at most this many forks wait in one buffer (one consume CTE each)
 FORKS_HELD_MAX = 8
 
@@ -116,42 +83,6 @@ class ForkRows:
     frames: list[dict[str, Any]] = field(default_factory=list)
     consumes: list[tuple[int, str | None, datetime]] = field(default_factory=list)
     tokens: list[dict[str, Any]] = field(default_factory=list)
-
-
-FORM_WRITE_COLUMNS = (
-    ("instance_id", "int"),
-    ("written_by", "text"),
-    ("source", "text"),
-    ("changes", "jsonb"),
-    ("created_at", "timestamptz"),
-)
-Columns = tuple[tuple[str, str], ...]
-
-
-def _rows_of(param: str, columns: Columns, *, job_refs: bool = False) -> str:
-    """``(cols) SELECT …`` of the rows in the JSON array ``param`` (a
-    placeholder), in order; a JSON null stays JSON null in a jsonb column, as
-    the JSON type stores it. ``job_refs``: a row's ``job_id`` may instead be
-    given as ``job_ord``, a job's position in the insert it rides after
-    (``job_ids``)."""
-    names = ", ".join(name for name, _ in columns)
-    defs = ", ".join(f"{name} {kind}" for name, kind in columns)
-    values = ", ".join(
-        f"COALESCE(r.{name}, 'null'::jsonb)" if kind == "jsonb" else f"r.{name}"
-        for name, kind in columns
-    )
-    aliases = names
-    if job_refs:
-        defs += ", job_ord int"
-        aliases += ", job_ord"
-        values = values.replace(
-            "r.job_id",
-            "COALESCE(r.job_id, (SELECT job_ids.id FROM job_ids WHERE job_ids.ord = r.job_ord))",
-        )
-    return (
-        f"({names}) SELECT {values} FROM ROWS FROM (json_to_recordset(CAST({param} AS json)) "
-        f"AS ({defs})) WITH ORDINALITY AS r({aliases}, n) ORDER BY r.n"
-    )
 
 
 # Up to this many token moves are written as one single-row UPDATE each (a
@@ -214,11 +145,9 @@ def _colon(name: str) -> str:
 def _fork_ctes(consumes: int, param: Callable[[str], str]) -> list[str]:
     """The CTEs that write held forks: frames, ``consumes`` forking tokens
     consumed (each by primary key), new tokens."""
-    frames = _rows_of(param("fork_frames"), FORK_COLUMNS)
-    tokens = _rows_of(param("fork_tokens"), TOKEN_COLUMNS)
     consumed = TokenState.CONSUMED.value
     return [
-        f"fork_frames AS (INSERT INTO workflow_forks {frames})",
+        f"fork_frames AS ({FORKS.insert(param('fork_frames'))})",
         *(
             f"fork_consumed_{i} AS (UPDATE workflow_tokens SET state = '{consumed}', "
             f"consumed_at = CAST({param(f'fc{i}_at')} AS timestamptz), "
@@ -226,19 +155,19 @@ def _fork_ctes(consumes: int, param: Callable[[str], str]) -> list[str]:
             f"WHERE id = CAST({param(f'fc{i}_id')} AS bigint))"
             for i in range(consumes)
         ),
-        f"fork_tokens AS (INSERT INTO workflow_tokens {tokens})",
+        f"fork_tokens AS ({TOKENS.insert(param('fork_tokens'))})",
     ]
 
 
 def _fork_params(forks: ForkRows, prefix: str = "") -> dict[str, Any]:
     params: dict[str, Any] = {
-        f"{prefix}fork_frames": _document(forks.frames),
-        f"{prefix}fork_tokens": _document(forks.tokens),
+        f"{prefix}fork_frames": FORKS.document(forks.frames),
+        f"{prefix}fork_tokens": TOKENS.document(forks.tokens),
     }
     for i, (token_id, at_node, when) in enumerate(forks.consumes):
         params[f"{prefix}fc{i}_id"] = token_id
         params[f"{prefix}fc{i}_node"] = at_node
-        params[f"{prefix}fc{i}_at"] = _utc(when)
+        params[f"{prefix}fc{i}_at"] = utc_text(when)
     return params
 
 
@@ -256,17 +185,14 @@ async def write_forks(conn: AsyncConnection, forks: ForkRows) -> None:
 
 
 def _step_ctes(moves: int, param: Callable[[str], str], tasks: bool, forks: int = 0) -> str:
-    events = _rows_of(param("outbox"), OUTBOX_COLUMNS)
-    forms = _rows_of(param("forms"), FORM_WRITE_COLUMNS)
     ctes = [
         *(_fork_ctes(forks, param) if forks else []),
         *_move_ctes(moves, param),
-        f"events AS (INSERT INTO workflow_event_outbox {events})",
-        f"forms AS (INSERT INTO workflow_form_writes {forms})",
+        f"events AS ({OUTBOX.insert(param('outbox'))})",
+        f"forms AS ({FORM_WRITES.insert(param('forms'))})",
     ]
     if tasks:
-        rows = _rows_of(param("tasks"), TASK_COLUMNS)
-        ctes.append(f"tasks AS (INSERT INTO workflow_tasks {rows})")
+        ctes.append(f"tasks AS ({TASKS.insert(param('tasks'))})")
     return ", ".join(ctes)
 
 
@@ -278,10 +204,7 @@ def _pg_moves(count: int) -> Any:
 
 @cache  # one text per number of moves, whether tasks come along, and forks
 def _pg_write(moves: int, tasks: bool, forks: int) -> Any:
-    return text(
-        f"WITH {_step_ctes(moves, _colon, tasks, forks)} "
-        f"INSERT INTO workflow_trace {_rows_of(':trace', TRACE_COLUMNS)}"
-    )
+    return text(f"WITH {_step_ctes(moves, _colon, tasks, forks)} {TRACE.insert(':trace')}")
 
 
 def _rider_param(name: str) -> str:
@@ -291,37 +214,23 @@ def _rider_param(name: str) -> str:
 @cache
 def _rider(moves: int, tasks: bool = False, forks: int = 0) -> str:
     """The same writes as CTEs another statement carries (driver SQL, prefixed names)."""
-    trace = _rows_of(_rider_param("trace"), TRACE_COLUMNS)
+    trace = TRACE.insert(_rider_param("trace"))
     ctes = _step_ctes(moves, _rider_param, tasks, forks)
-    return f"{ctes}, trace AS (INSERT INTO workflow_trace {trace})"
+    return f"{ctes}, trace AS ({trace})"
 
 
 @cache
 def _after_jobs(moves: int, tasks: bool, forks: int) -> str:
     """The rider's writes, its trace rows naming jobs of the insert it follows."""
-    trace = _rows_of(_rider_param("trace"), TRACE_COLUMNS, job_refs=True)
+    trace = TRACE.insert(
+        _rider_param("trace"), record_keys={"job_ord": "int"}, values=_JOB_ID_FROM_INSERT
+    )
     ctes = _step_ctes(moves, _rider_param, tasks, forks)
-    return f"{ctes}, trace AS (INSERT INTO workflow_trace {trace})"
+    return f"{ctes}, trace AS ({trace})"
 
 
 def _moves_key(moves: dict[int, str]) -> int:
     return min(len(moves), MOVES_UNROLLED + 1)
-
-
-def _utc(value: datetime) -> str:
-    if value.tzinfo is None:
-        raise ValueError("naive datetimes are not accepted; use UTC-aware values")
-    return value.astimezone(UTC).isoformat()
-
-
-def _document(rows: Sequence[dict[str, Any]], stamps: tuple[str, ...] = ("created_at",)) -> str:
-    """The rows as one JSON array (the ``stamps`` columns as ISO UTC timestamps)."""
-    return json.dumps(
-        [{**row, **{k: None if row[k] is None else _utc(row[k]) for k in stamps}} for row in rows]
-    )
-
-
-_TASK_STAMPS = ("due_at", "created_at", "finished_at")
 
 
 async def write_moves(
@@ -361,12 +270,12 @@ async def write_step_rows(
     if dialect_name(conn) == POSTGRESQL:
         params = {
             **_moves_params(moves, parks),
-            "outbox": _document(outbox),
-            "forms": _document(form_writes),
-            "trace": _document(trace),
+            "outbox": OUTBOX.document(outbox),
+            "forms": FORM_WRITES.document(form_writes),
+            "trace": TRACE.document(trace),
         }
         if tasks:
-            params["tasks"] = _document(tasks, _TASK_STAMPS)
+            params["tasks"] = TASKS.document(tasks)
         if forks:
             params.update(_fork_params(forks))
         n_forks = len(forks.consumes) if forks else 0
@@ -405,24 +314,19 @@ def step_rows_rider(
     if not anything or dialect_name(conn) != POSTGRESQL:
         return None
     if job_trace_rows is None:
-        sql, document = _rider(_moves_key(moves), bool(tasks), n_forks), _document(trace)
+        sql, document = _rider(_moves_key(moves), bool(tasks), n_forks), TRACE.document(trace)
     else:
         ords = {id(row): position for position, row in enumerate(job_trace_rows, 1)}
         sql = _after_jobs(_moves_key(moves), bool(tasks), n_forks)
-        document = json.dumps(
-            [
-                {**row, "created_at": _utc(row["created_at"]), "job_ord": ords.get(id(row))}
-                for row in trace
-            ]
-        )
+        document = TRACE.document(trace, job_ord=[ords.get(id(row)) for row in trace])
     params = {
         **_moves_params(moves, parks, prefix="step_"),
-        "step_outbox": _document(outbox),
-        "step_forms": _document(form_writes),
+        "step_outbox": OUTBOX.document(outbox),
+        "step_forms": FORM_WRITES.document(form_writes),
         "step_trace": document,
     }
     if tasks:
-        params["step_tasks"] = _document(tasks, _TASK_STAMPS)
+        params["step_tasks"] = TASKS.document(tasks)
     if forks:
         params.update(_fork_params(forks, prefix="step_"))
     return sql, params
