@@ -159,6 +159,7 @@ async def test_an_instance_ended_in_the_step_that_enqueued_cancels_the_job_L22(
             now=clock.now(),
             snapshots=engine.snapshots,
             hooks=engine.hooks,
+            store=engine.store,
         )
         step = await engine.open_step(conn, iid, actor="ops")
         await lifecycle.terminate(step, InstanceStatus.CANCELED, "changed my mind")
@@ -184,6 +185,7 @@ async def test_a_step_outside_database_begin_enqueues_at_once(
             now=clock.now(),
             snapshots=engine.snapshots,
             hooks=engine.hooks,
+            store=engine.store,
         )
         # no write buffer here: the job is written before the transaction ends
         found: Any = (

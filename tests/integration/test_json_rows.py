@@ -22,9 +22,17 @@ from sqlalchemy.exc import DBAPIError, StatementError
 
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_trace
-from flowledger.engine.store import writes
+from flowledger.engine.store import engine_store, writes
 from flowledger.engine.store.json_rows import JsonRows
-from flowledger.engine.store.writes import FORKS, FORM_WRITES, OUTBOX, TASKS, TOKENS, TRACE
+from flowledger.engine.store.writes import (
+    FORKS,
+    FORM_WRITES,
+    OUTBOX,
+    TASKS,
+    TOKENS,
+    TRACE,
+    StepRows,
+)
 
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 SHAPES = {"trace": TRACE, "outbox": OUTBOX, "forms": FORM_WRITES, "tasks": TASKS}
@@ -85,7 +93,7 @@ def _trace(event: str, detail: Any = None) -> dict[str, Any]:
 async def test_step_rows_are_written_with_their_tables_columns_E8(db: Database) -> None:
     rows = [_trace("first", {"a": 1}), _trace("second")]
     async with db.begin() as conn:
-        await writes.write_step_rows(conn, moves={}, outbox=[], form_writes=[], trace=rows)
+        await engine_store(db).step_rows_write(conn, StepRows(trace=rows))
     async with db.engine.connect() as conn:
         found = (await conn.execute(select(workflow_trace).order_by(workflow_trace.c.id))).all()
     assert [(r.event, r.detail, r.created_at) for r in found] == [
@@ -100,6 +108,4 @@ async def test_a_value_too_long_for_its_column_is_refused_not_cut_E8(db: Databas
         pytest.skip("SQLite does not enforce a string's length (its columns are untyped)")
     with pytest.raises((DBAPIError, StatementError), match="too long"):
         async with db.begin() as conn:
-            await writes.write_step_rows(
-                conn, moves={}, outbox=[], form_writes=[], trace=[too_long]
-            )
+            await engine_store(db).step_rows_write(conn, StepRows(trace=[too_long]))

@@ -15,7 +15,7 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_trace
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine.job_types import engine_job_type
-from flowledger.engine.write_buffer import add_job, add_trace
+from flowledger.engine.write_buffer import add_job, add_trace, open_buffer
 from flowledger.ledger.models import JobSpec
 from tests import statement_watch
 from tests.integration.engine_helpers import (
@@ -90,6 +90,7 @@ async def test_jobs_with_idempotency_keys_are_inserted_before_the_rows_L1_L15(
         }
         with statement_watch.watched(db) as seen:
             async with db.begin() as conn:
+                assert open_buffer(conn, engine.store) is not None  # as a step opens it
                 await add_job(conn, spec, now=now, trace_row=row)
                 await add_trace(conn, {**row, "event": "after", "detail": None})
         assert not [s for s in seen if "INSERT INTO workflow_trace" in s and "workflow_jobs" in s]

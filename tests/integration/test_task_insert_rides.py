@@ -20,6 +20,7 @@ from sqlalchemy import func, select, text
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_forks, workflow_tasks
+from flowledger.engine import Engine
 from flowledger.engine.step import lock_task_instance
 from flowledger.engine.tasks import create_task
 from flowledger.states import TaskStatus
@@ -230,9 +231,9 @@ async def test_a_task_lock_reserves_its_ids_only_once_it_holds_the_lock_E5(
     iid = await engine.start("rides", form={}, initiator="u")
     task_id = await pending_task(db, iid, "mgr")
     async with db.begin() as first:
-        held = await lock_task_instance(first, task_id)
+        held = await lock_task_instance(first, task_id, engine.store)
         reserved_first = [held["reserved_task_0"], held["reserved_task_1"]]
-        waiting = asyncio.ensure_future(_lock_in_own_transaction(db, task_id))
+        waiting = asyncio.ensure_future(_lock_in_own_transaction(db, task_id, engine))
         await asyncio.sleep(0.3)
         assert not waiting.done()  # it waits for the instance lock
         step = await engine.open_step(first, iid, actor="t", locked=held)
@@ -244,9 +245,9 @@ async def test_a_task_lock_reserves_its_ids_only_once_it_holds_the_lock_E5(
     assert max(reserved_first) < made < min(second)
 
 
-async def _lock_in_own_transaction(db: Database, task_id: int) -> list[int]:
+async def _lock_in_own_transaction(db: Database, task_id: int, engine: Engine) -> list[int]:
     async with db.begin() as conn:
-        row = await lock_task_instance(conn, task_id)
+        row = await lock_task_instance(conn, task_id, engine.store)
         return [row["reserved_task_0"], row["reserved_task_1"]]
 
 

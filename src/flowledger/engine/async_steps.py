@@ -141,6 +141,7 @@ async def spawn_child(step: Step, task_id: int, *, snapshots: SnapshotCache) -> 
         now=step.now,
         snapshots=snapshots,
         hooks=step.hooks,
+        store=step.store,
         version=node.definition_version,
         parent_instance_id=step.instance_id,
         parent_task_id=task_id,

@@ -21,6 +21,7 @@ from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.engine.instances import start_instance
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step, lock_task_instance, open_step
+from flowledger.engine.store import engine_store
 from flowledger.settings import Settings
 from flowledger.states import InstanceStatus
 
@@ -51,6 +52,8 @@ class Engine:
         self.clock = clock or SystemClock()
         self.snapshots = SnapshotCache()
         self.hooks = hooks
+        # how its steps' writes are sent on this database, chosen once
+        self.store = engine_store(db)
         # the runtime's settings (document limits, schedule period); an engine
         # built without any reads them from the environment, once, here
         self.settings = settings if settings is not None else Settings()
@@ -77,6 +80,7 @@ class Engine:
             actor=actor,
             snapshots=self.snapshots,
             hooks=self.hooks,
+            store=self.store,
             job_id=job_id,
             locked=locked,
         )
@@ -127,6 +131,7 @@ class Engine:
                 now=self.clock.now(),
                 snapshots=self.snapshots,
                 hooks=self.hooks,
+                store=self.store,
                 version=version,
             )
 
@@ -226,7 +231,7 @@ class Engine:
         """Run ``fn`` in a step on the instance of task ``task_id``, found and
         locked in one statement (no separate read transaction first)."""
         async with self.db.begin() as conn:
-            locked = await lock_task_instance(conn, task_id)
+            locked = await lock_task_instance(conn, task_id, self.store)
             step = await self.open_step(conn, int(locked["id"]), actor=actor, locked=locked)
             return await fn(step)
 

@@ -25,7 +25,7 @@ from flowledger.engine.forms import validate_form
 from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step
-from flowledger.engine.store.start import insert_instance_and_start_token
+from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.tokens import Token
 from flowledger.engine.write_buffer import add_form_write
 from flowledger.states import InstanceStatus, TokenState
@@ -41,6 +41,7 @@ async def start_instance(
     now: datetime,
     snapshots: SnapshotCache,
     hooks: EngineHooks[Step],
+    store: EngineStore,
     version: int | None = None,
     parent_instance_id: int | None = None,
     parent_task_id: int | None = None,
@@ -83,9 +84,7 @@ async def start_instance(
             "fork_stack": [],
             "created_at": now,
         }
-        inserted = await insert_instance_and_start_token(
-            conn, instance, token, latest_of=version is None
-        )
+        inserted = await store.instance_insert(conn, instance, token, latest_of=version is None)
         if inserted is not None:
             break
         snapshots.remember_latest(tenant, key, None)
@@ -97,8 +96,9 @@ async def start_instance(
         instance=instance,
         defn=defn,
         hooks=hooks,
+        store=store,
         reserved=reserved,
-    )
+    ).opened()
     await add_form_write(
         conn,
         {

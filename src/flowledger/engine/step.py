@@ -30,14 +30,10 @@ from flowledger.engine.errors import InstanceNotFound, TaskNotFound
 from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.store.instance_end import (
-    Ending,
-    InstanceEnd,
-    end_instance_row,
-    end_instance_with_last_token,
-)
-from flowledger.engine.store.reserved_ids import Reserved, lock_statement, reserving, take_reserved
-from flowledger.engine.write_buffer import add_job, add_outbox, add_trace
+from flowledger.engine.store.instance_end import Ending, InstanceEnd
+from flowledger.engine.store.protocol import EngineStore
+from flowledger.engine.store.reserved_ids import Reserved, take_reserved
+from flowledger.engine.write_buffer import add_job, add_outbox, add_trace, open_buffer
 from flowledger.ledger.driver.protocol import FIRST_WRITE
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.receipts import RowLock
@@ -54,6 +50,8 @@ class Step:
     # the engine's hooks (failure policies, instance-ended): NO_HOOKS for none;
     # generic in the step (engine/hooks.py imports nothing that knows a step)
     hooks: EngineHooks[Step]
+    # how the step's writes are sent: the engine's store, chosen once
+    store: EngineStore
     finished: bool = False
     # the ledger job running this step, if one is (kept out of L-22 cleanup)
     job_id: int | None = None
@@ -73,6 +71,12 @@ class Step:
             return None
         tokens, held.tokens = held.tokens[:branches], held.tokens[branches:]
         return held.forks.pop(0), tokens
+
+    def opened(self) -> Step:
+        """This step, with its transaction's write buffer opened (inside a
+        :meth:`~flowledger.db.database.Database.begin` transaction)."""
+        open_buffer(self.conn, self.store)
+        return self
 
     @property
     def instance_id(self) -> int:
@@ -209,7 +213,8 @@ class Step:
         tasks and its live jobs of ``job_types`` other than this step's (L-22's
         cleanup cancels those), and whether the instance-ended hook's
         condition holds, read in the same round trip on PostgreSQL."""
-        ended = await end_instance_row(self.conn, self.instance_id, self._ending(status, job_types))
+        ending = self._ending(status, job_types)
+        ended = await self.store.instance_end(self.conn, self.instance_id, ending)
         self._ended(status)
         return ended
 
@@ -226,7 +231,7 @@ class Step:
         :meth:`end_instance` does (one round trip on PostgreSQL); None when
         another token is live."""
         ending = self._ending(status, job_types)
-        ended = await end_instance_with_last_token(
+        ended = await self.store.instance_end_with_last_token(
             self.conn, self.instance_id, ending, token_id=token_id, at_node=at_node
         )
         if ended is not None:
@@ -281,16 +286,15 @@ _LOCK_TASK_INSTANCE = (
 )
 
 
-# the same lock that also reserves ids for the step (PostgreSQL)
-_LOCK_TASK_INSTANCE_RESERVING = reserving(_LOCK_TASK_INSTANCE)
-
-
-async def lock_task_instance(conn: AsyncConnection, task_id: int) -> dict[str, Any]:
+async def lock_task_instance(
+    conn: AsyncConnection, task_id: int, store: EngineStore
+) -> dict[str, Any]:
     """Lock the instance row of task ``task_id`` in one statement — the first
     lock of the step (L-13): the task row is only read, not locked. The row
-    is without its snapshot column; on PostgreSQL it also carries the ids
-    reserved for the step (:mod:`~flowledger.engine.store.reserved_ids`)."""
-    statement = lock_statement(conn, _LOCK_TASK_INSTANCE, _LOCK_TASK_INSTANCE_RESERVING)
+    is without its snapshot column; where ``store`` reserves ids for the
+    step (PostgreSQL) it also carries them
+    (:mod:`~flowledger.engine.store.reserved_ids`)."""
+    statement = store.lock_reserving(_LOCK_TASK_INSTANCE)
     row = (await conn.execute(statement, {"task_id": task_id})).mappings().first()
     if row is None:
         raise TaskNotFound(f"task {task_id} not found", field="taskId")
@@ -335,6 +339,7 @@ async def open_step(
     actor: str,
     snapshots: SnapshotCache,
     hooks: EngineHooks[Step],
+    store: EngineStore,
     job_id: int | None = None,
     locked: dict[str, Any] | None = None,
 ) -> Step:
@@ -360,6 +365,7 @@ async def open_step(
         instance=instance,
         defn=defn,
         hooks=hooks,
+        store=store,
         job_id=job_id,
         reserved=reserved,
-    )
+    ).opened()

@@ -22,7 +22,7 @@ from sqlalchemy import bindparam, select, update
 
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
 from flowledger.engine.step import Step
-from flowledger.engine.store.tokens import Frame, replace_tokens
+from flowledger.engine.store.tokens import Frame
 from flowledger.engine.values import Token as Token
 from flowledger.engine.write_buffer import buffer_of, flush_moves
 from flowledger.states import TokenState
@@ -47,7 +47,7 @@ _CONSUME_LIVE = update(workflow_tokens).where(_LIVE)
 
 async def create_token(step: Step, node_key: str, fork_stack: list[int]) -> Token:
     """Create one active token at ``node_key`` with ``fork_stack``."""
-    _frame, ids = await replace_tokens(
+    _frame, ids = await step.store.tokens_replace(
         step.conn,
         instance_id=step.instance_id,
         consume=[],
@@ -79,7 +79,7 @@ async def set_token_state(
     values: dict[str, Any] = {"state": state}
     if state is TokenState.CONSUMED:
         values["consumed_at"] = step.now
-    buffer = buffer_of(step.conn, create=False)
+    buffer = buffer_of(step.conn)
     if buffer is not None and at_node is not None:
         for token_id in token_ids:
             buffer.take_move(token_id)
@@ -99,7 +99,7 @@ async def park_token(step: Step, token: Token, node_key: str) -> None:
     Buffered with its move when the transaction has a write buffer: written
     with the moves, before the next token query (:func:`fork_and_parked`
     included) or just before the commit."""
-    buffer = buffer_of(step.conn, create=False)
+    buffer = buffer_of(step.conn)
     if buffer is None:
         await set_token_state(step, [token.id], TokenState.PARKED)
         return
@@ -111,7 +111,7 @@ async def park_token(step: Step, token: Token, node_key: str) -> None:
 def take_buffered_move(step: Step, token_id: int) -> str | None:
     """The token's buffered move (and park), taken out of the write buffer
     to be written with the token's next state change; None without one."""
-    buffer = buffer_of(step.conn, create=False)
+    buffer = buffer_of(step.conn)
     return buffer.take_move(token_id) if buffer is not None else None
 
 
@@ -139,7 +139,7 @@ async def _take_move(step: Step, token_id: int) -> str | None:
     """The buffered move of ``token_id``, taken out of the buffer to be
     written with the token's state change; without one, the other buffered
     moves are written first (as :func:`set_token_state` does)."""
-    buffer = buffer_of(step.conn, create=False)
+    buffer = buffer_of(step.conn)
     if buffer is not None and token_id in buffer.moves:
         return buffer.take_move(token_id)
     await flush_moves(step.conn)
@@ -159,7 +159,7 @@ async def fork_tokens(
     held = _held_fork(step, token, node_key, gateway, places, at_node)
     if held is not None:
         return held
-    frame_id, ids = await replace_tokens(
+    frame_id, ids = await step.store.tokens_replace(
         step.conn,
         instance_id=step.instance_id,
         consume=[token.id],
@@ -219,11 +219,11 @@ async def join_tokens(
     """A join firing: consume the ``joined`` tokens where they stand, at
     ``node_key`` (their buffered moves go with it), and create the merged
     token there with ``fork_stack`` — one statement on PostgreSQL."""
-    buffer = buffer_of(step.conn, create=False)
+    buffer = buffer_of(step.conn)
     if buffer is not None:
         for token in joined:
             buffer.take_move(token.id)
-    _frame, ids = await replace_tokens(
+    _frame, ids = await step.store.tokens_replace(
         step.conn,
         instance_id=step.instance_id,
         consume=[token.id for token in joined],
@@ -261,7 +261,7 @@ async def fork_and_parked(step: Step, fork_id: int, node_key: str) -> tuple[Any,
     ``node_key`` with that frame on top, in one statement. Buffered moves
     stay buffered unless a park is among them (this reads parked tokens
     only: a token without a buffered park is active or written)."""
-    buffer = buffer_of(step.conn, create=False)
+    buffer = buffer_of(step.conn)
     if buffer is not None and buffer.parks:
         await buffer.flush_moves()
     rows = (

@@ -13,8 +13,12 @@ before them inserts them first
 the transaction sees them.
 
 The buffer exists only inside a :meth:`~flowledger.db.database.Database.begin`
-transaction (it registers as one of its pre-commit buffers); a step on any
-other connection writes at once, as before. A read in the step that must see
+transaction (it registers as one of its pre-commit buffers; the first step
+opened in the transaction opens it with its engine store,
+:func:`open_buffer`); a step on any other connection writes at once, as
+before. What the buffer holds but its jobs is a
+:class:`~flowledger.engine.store.writes.StepRows`; how it is written is the
+engine store's (:mod:`~flowledger.engine.store`). A read in the step that must see
 buffered rows flushes first (:func:`flush`; the token queries do it for the
 moves, :func:`flush_jobs` comes before anything that reads or changes the
 instance's jobs). Nothing changes in what commits: the rows commit with the
@@ -23,7 +27,7 @@ locked before any job is written (L-13).
 
 The jobs go first, in one :func:`~flowledger.ledger.enqueue.enqueue_bulk`
 call, so that their ``job_enqueued`` trace rows carry the job ids; then the
-rest in :func:`~flowledger.engine.store.writes.write_step_rows` (one statement
+rest with the store's ``step_rows_write`` (one statement
 on PostgreSQL) — or, in a job's step on PostgreSQL, as CTEs of the job's
 settlement (:meth:`WriteBuffer.take_rider`), which commits them with the
 step all the same. On PostgreSQL the flush before a commit writes the jobs
@@ -41,15 +45,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Rider, pre_commit
 from flowledger.db.pg_direct import defer_to_next_statement, drop_deferred
+from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.writes import (
     FORKS_HELD_MAX,
     ForkRows,
-    step_rows_rider,
-    write_forks,
+    StepRows,
     write_form_writes,
-    write_moves,
     write_outbox,
-    write_step_rows,
     write_tasks,
     write_trace,
 )
@@ -71,36 +73,30 @@ class _Job:
 @dataclass
 class WriteBuffer:
     conn: AsyncConnection
-    trace: list[dict[str, Any]] = field(default_factory=list)
-    outbox: list[dict[str, Any]] = field(default_factory=list)
-    form_writes: list[dict[str, Any]] = field(default_factory=list)
-    # token id -> the node it moved to, not yet written
-    moves: dict[int, str] = field(default_factory=dict)
-    # the moved tokens that also park there (a join not yet firing)
-    parks: set[int] = field(default_factory=set)
+    store: EngineStore
+    # the rows but the jobs: token moves (and the moved tokens that also park
+    # there, a join not yet firing), outbox, form writes, trace, and the
+    # rows made with reserved ids — tasks and forks, which ride on this
+    # buffer's last statement or are inserted just before any other
+    # statement the transaction sends first (so every read sees them)
+    rows: StepRows = field(default_factory=StepRows)
     jobs: list[_Job] = field(default_factory=list)
-    # task rows with the ids their steps reserved, not yet inserted: they
-    # ride on this buffer's last statement, or are inserted just before any
-    # other statement the transaction sends first (so every read sees them)
-    tasks: list[dict[str, Any]] = field(default_factory=list)
-    # forks made with reserved ids, not yet written (held as the tasks are)
-    forks: ForkRows = field(default_factory=ForkRows)
 
     def add_task(self, row: dict[str, Any]) -> bool:
         """Hold back the insert of task ``row`` (its ``id`` reserved); False
         (nothing held) where no later statement can carry it: insert it now."""
         if not defer_to_next_statement(self.conn, self._insert_tasks):
             return False
-        self.tasks.append(row)
+        self.rows.tasks.append(row)
         return True
 
     async def _insert_tasks(self) -> None:
-        tasks, self.tasks = self.tasks, []
+        tasks, self.rows.tasks = self.rows.tasks, []
         await write_tasks(self.conn, tasks)
 
     def holds_token(self, token_id: int) -> bool:
         """Whether token ``token_id`` is a held fork's, not yet inserted."""
-        return any(row["id"] == token_id for row in self.forks.tokens)
+        return any(row["id"] == token_id for row in self.rows.forks.tokens)
 
     def add_fork(
         self,
@@ -112,41 +108,55 @@ class WriteBuffer:
         forking token to consume (id, the node it is consumed at, when) and
         its new token rows. False (nothing held) where no later statement can
         carry it, or too many are held already: write it now."""
-        if len(self.forks.frames) >= FORKS_HELD_MAX or self.holds_token(consume[0]):
+        forks = self.rows.forks
+        if len(forks.frames) >= FORKS_HELD_MAX or self.holds_token(consume[0]):
             return False
         if not defer_to_next_statement(self.conn, self._insert_forks):
             return False
-        self.forks.frames.append(frame)
-        self.forks.consumes.append(consume)
-        self.forks.tokens.extend(tokens)
+        forks.frames.append(frame)
+        forks.consumes.append(consume)
+        forks.tokens.extend(tokens)
         return True
 
     async def _insert_forks(self) -> None:
-        forks, self.forks = self.forks, ForkRows()
-        await write_forks(self.conn, forks)
+        forks, self.rows.forks = self.rows.forks, ForkRows()
+        await self.store.forks_write(self.conn, forks)
 
     def _fold_moves(self) -> None:
         """A held fork's token that moved (and parked) since: inserted where
         it is now, instead of moved in the statement that inserts it (which
         would not see the new row)."""
-        for row in self.forks.tokens:
-            node = self.moves.pop(row["id"], None)
+        rows = self.rows
+        for row in rows.forks.tokens:
+            node = rows.moves.pop(row["id"], None)
             if node is not None:
                 row["node_key"] = node
-            if row["id"] in self.parks:
-                self.parks.discard(row["id"])
+            if row["id"] in rows.parks:
+                rows.parks.discard(row["id"])
                 row["state"] = TokenState.PARKED.value
+
+    @property
+    def moves(self) -> dict[int, str]:
+        """The token moves not yet written (id → node)."""
+        return self.rows.moves
+
+    @property
+    def parks(self) -> set[int]:
+        """The moved tokens that also park where they moved."""
+        return self.rows.parks
 
     def take_move(self, token_id: int) -> str | None:
         """Take the token's buffered move (and park) out, to be written with
         the token's next state change, which supersedes the park."""
-        self.parks.discard(token_id)
-        return self.moves.pop(token_id, None)
+        self.rows.parks.discard(token_id)
+        return self.rows.moves.pop(token_id, None)
 
     async def flush_moves(self) -> None:
-        if self.moves:
-            moves, parks, self.moves, self.parks = self.moves, self.parks, {}, set()
-            await write_moves(self.conn, moves, parks)
+        rows = self.rows
+        if rows.moves:
+            moves, parks = rows.moves, rows.parks
+            rows.moves, rows.parks = {}, set()
+            await self.store.token_moves_write(self.conn, moves, parks)
 
     async def flush_jobs(self) -> None:
         """Insert the buffered jobs (one call per clock reading) and fill in
@@ -165,26 +175,11 @@ class WriteBuffer:
         the job running the step, on PostgreSQL — and nothing left buffered;
         None (all still buffered) when they cannot ride."""
         await self.flush_jobs()
-        rider = self._rows_rider()
-        if rider is not None:
-            self._clear_rows()
-        return rider
-
-    def _rows_rider(self, jobs: list[_Job] | None = None) -> Rider | None:
-        """The buffered rows but the jobs as CTEs (:func:`step_rows_rider`),
-        riding after the insert of ``jobs`` when given."""
         self._fold_moves()
-        return step_rows_rider(
-            self.conn,
-            moves=self.moves,
-            parks=self.parks,
-            outbox=self.outbox,
-            form_writes=self.form_writes,
-            trace=self.trace,
-            tasks=self.tasks,
-            forks=self.forks,
-            job_trace_rows=None if jobs is None else [job.trace_row for job in jobs],
-        )
+        rider = self.store.step_rows_rider(self.rows)
+        if rider is not None:
+            self._take_rows()
+        return rider
 
     async def _flush_with_jobs(self) -> bool:
         """PostgreSQL: the buffered jobs and every other buffered row in one
@@ -201,58 +196,56 @@ class WriteBuffer:
             or any(job.spec.idempotency_key is not None for job in jobs)
         ):
             return False
-        rider = self._rows_rider(jobs)
+        self._fold_moves()
+        rider = self.store.step_rows_rider(self.rows, [job.trace_row for job in jobs])
         if rider is None:
             return False
         self.jobs = []
-        self._clear_rows()
+        self._take_rows()
         specs = [job.spec for job in jobs]
         results = await enqueue_bulk_then(self.conn, specs, now=jobs[0].now, then=rider)
         for job, result in zip(jobs, results, strict=True):
             job.trace_row["job_id"] = result.job_id
         return True
 
-    def _clear_rows(self) -> None:
-        """Forget the buffered rows (but the jobs): a statement carries them."""
-        self.moves, self.parks = {}, set()
-        self.outbox, self.form_writes, self.trace = [], [], []
-        if self.tasks:
-            self.tasks = []
+    def _take_rows(self) -> StepRows:
+        """The buffered rows but the jobs, forgotten here (a statement
+        carries them, or the caller writes them); held tasks and forks are
+        no longer to be written before the next statement."""
+        rows, self.rows = self.rows, StepRows()
+        if rows.tasks:
             drop_deferred(self.conn, self._insert_tasks)
-        if self.forks.frames:
-            self.forks = ForkRows()
+        if rows.forks.frames:
             drop_deferred(self.conn, self._insert_forks)
+        return rows
 
     async def flush(self) -> None:
         if await self._flush_with_jobs():
             return
         await self.flush_jobs()
         self._fold_moves()
-        moves, parks, outbox, form_writes = self.moves, self.parks, self.outbox, self.form_writes
-        trace, tasks, forks = self.trace, self.tasks, self.forks
-        self._clear_rows()
-        await write_step_rows(
-            self.conn,
-            moves=moves,
-            parks=parks,
-            outbox=outbox,
-            form_writes=form_writes,
-            trace=trace,
-            tasks=tasks,
-            forks=forks,
-        )
+        await self.store.step_rows_write(self.conn, self._take_rows())
 
 
-def buffer_of(conn: AsyncConnection, *, create: bool = True) -> WriteBuffer | None:
-    """The write buffer of the transaction on ``conn`` (None outside a
-    :meth:`Database.begin` transaction, or when ``create`` is false and no
-    step has opened one)."""
+def open_buffer(conn: AsyncConnection, store: EngineStore) -> WriteBuffer | None:
+    """The write buffer of the transaction on ``conn``, opened with ``store``
+    by the transaction's first step (None outside a
+    :meth:`Database.begin` transaction: its steps write at once)."""
     registry = pre_commit(conn)
     if registry is None:
         return None
     found = registry.get(_NAME)
-    if found is None and create:
-        found = registry[_NAME] = WriteBuffer(conn)
+    if found is None:
+        found = registry[_NAME] = WriteBuffer(conn, store)
+    assert isinstance(found, WriteBuffer)
+    return found
+
+
+def buffer_of(conn: AsyncConnection) -> WriteBuffer | None:
+    """The write buffer a step opened in the transaction on ``conn`` (None
+    when none did: write at once)."""
+    registry = pre_commit(conn)
+    found = None if registry is None else registry.get(_NAME)
     assert found is None or isinstance(found, WriteBuffer)
     return found
 
@@ -263,7 +256,7 @@ async def add_trace(conn: AsyncConnection, row: dict[str, Any]) -> None:
     if buffer is None:
         await write_trace(conn, [row])
     else:
-        buffer.trace.append(row)
+        buffer.rows.trace.append(row)
 
 
 async def add_outbox(conn: AsyncConnection, row: dict[str, Any]) -> None:
@@ -272,7 +265,7 @@ async def add_outbox(conn: AsyncConnection, row: dict[str, Any]) -> None:
     if buffer is None:
         await write_outbox(conn, [row])
     else:
-        buffer.outbox.append(row)
+        buffer.rows.outbox.append(row)
 
 
 async def add_form_write(conn: AsyncConnection, row: dict[str, Any]) -> None:
@@ -282,7 +275,7 @@ async def add_form_write(conn: AsyncConnection, row: dict[str, Any]) -> None:
     if buffer is None:
         await write_form_writes(conn, [row])
     else:
-        buffer.form_writes.append(row)
+        buffer.rows.form_writes.append(row)
 
 
 async def add_job(
@@ -297,19 +290,19 @@ async def add_job(
         await write_trace(conn, [{**trace_row, "job_id": result.job_id}])
         return
     buffer.jobs.append(_Job(spec, now, trace_row))
-    buffer.trace.append(trace_row)
+    buffer.rows.trace.append(trace_row)
 
 
 async def flush(conn: AsyncConnection) -> None:
     """Write what is buffered now (before a read that must see it)."""
-    buffer = buffer_of(conn, create=False)
+    buffer = buffer_of(conn)
     if buffer is not None:
         await buffer.flush()
 
 
 async def flush_moves(conn: AsyncConnection) -> None:
     """Write the buffered token moves now (before a token query)."""
-    buffer = buffer_of(conn, create=False)
+    buffer = buffer_of(conn)
     if buffer is not None:
         await buffer.flush_moves()
 
@@ -317,6 +310,6 @@ async def flush_moves(conn: AsyncConnection) -> None:
 async def flush_jobs(conn: AsyncConnection) -> None:
     """Insert the buffered jobs now (before anything reads or changes the
     instance's jobs: the ledger's control calls, the engine's hooks)."""
-    buffer = buffer_of(conn, create=False)
+    buffer = buffer_of(conn)
     if buffer is not None:
         await buffer.flush_jobs()

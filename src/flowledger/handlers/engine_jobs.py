@@ -130,6 +130,7 @@ async def schedule_launch(ctx: JobContext, engine: Engine) -> Any:
             now=ctx.clock.now(),
             snapshots=engine.snapshots,
             hooks=engine.hooks,
+            store=engine.store,
             trace_id=ctx.job.trace_id,
         )
         return {"instanceId": instance_id}

@@ -46,6 +46,7 @@ from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.recovery_steps import recreate_job, waiting_task
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.step import Step, lock_instance, open_step
+from flowledger.engine.store import engine_store
 from flowledger.errors import FlowledgerError, InvalidStateError
 from flowledger.events import outbox
 from flowledger.ledger.nudge import jobs_wake
@@ -141,6 +142,7 @@ class _Runner:
     ) -> None:
         self.db, self.run, self.now, self.snapshots, self.actor = db, run, now, snapshots, actor
         self.hooks = hooks
+        self.store = engine_store(db)  # the engine's writes on this database, chosen once
 
     def _next_run_at(self) -> datetime:
         return staggered_run_at(self.now, self.run.submitted, self.run.rate)
@@ -185,6 +187,7 @@ class _Runner:
             actor=self.actor,
             snapshots=self.snapshots,
             hooks=self.hooks,
+            store=self.store,
         )
         if item.canceled_job_id is not None:
             task = await waiting_task(step, item.job_type, item.task_id)

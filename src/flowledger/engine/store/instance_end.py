@@ -37,7 +37,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_tokens
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine.store.tokens import consume_token_row
@@ -133,14 +132,24 @@ def _ids(values: Any) -> list[int]:
     return sorted(int(value) for value in values or ())
 
 
-async def end_instance_row(conn: AsyncConnection, instance_id: int, ending: Ending) -> InstanceEnd:
+async def pg_end_instance_row(
+    conn: AsyncConnection, instance_id: int, ending: Ending
+) -> InstanceEnd:
+    """:func:`core_end_instance_row` in one statement (its reads in the
+    UPDATE's RETURNING)."""
+    values = _values(instance_id, ending)
+    row = (await conn.execute(_pg_end(ending.also), {**values, **_jobs(ending)})).one()
+    return _ended(row, ending)
+
+
+async def core_end_instance_row(
+    conn: AsyncConnection, instance_id: int, ending: Ending
+) -> InstanceEnd:
     """Set the instance's status and its ``finished_at`` and ``updated_at``
     as ``ending`` says; its open tasks and the jobs ``ending`` names, by
-    ascending id, and whether its condition holds."""
+    ascending id, and whether its condition holds (the reads, then the
+    update)."""
     values = _values(instance_id, ending)
-    if dialect_name(conn) == POSTGRESQL:
-        row = (await conn.execute(_pg_end(ending.also), {**values, **_jobs(ending)})).one()
-        return _ended(row, ending)
     tasks = (await conn.execute(_OPEN_IDS, {"b_instance_id": instance_id})).scalars().all()
     found = (
         (
@@ -187,17 +196,23 @@ def _ended(row: Any, ending: Ending) -> InstanceEnd:
     return InstanceEnd(_ids(row.open_task_ids), _ids(row.live_job_ids), holds)
 
 
-async def end_instance_with_last_token(
+async def core_end_instance_with_last_token(
     conn: AsyncConnection, instance_id: int, ending: Ending, *, token_id: int, at_node: str | None
 ) -> InstanceEnd | None:
     """Consume token ``token_id`` (moved to ``at_node`` as it is, when
     given; consumed ``ending.now``); when the instance has no other live
-    token, end it as :func:`end_instance_row` does and return what that
-    returns, else None (the instance goes on)."""
-    if dialect_name(conn) != POSTGRESQL:
-        if await consume_token_row(conn, token_id, now=ending.now, at_node=at_node):
-            return None
-        return await end_instance_row(conn, instance_id, ending)
+    token, end it as :func:`core_end_instance_row` does and return what
+    that returns, else None (the instance goes on)."""
+    if await consume_token_row(conn, token_id, now=ending.now, at_node=at_node):
+        return None
+    return await core_end_instance_row(conn, instance_id, ending)
+
+
+async def pg_end_instance_with_last_token(
+    conn: AsyncConnection, instance_id: int, ending: Ending, *, token_id: int, at_node: str | None
+) -> InstanceEnd | None:
+    """:func:`core_end_instance_with_last_token` in one statement (the
+    consume a CTE; the ending conditional on no other live token)."""
     params = {
         **_values(instance_id, ending),
         **_jobs(ending),

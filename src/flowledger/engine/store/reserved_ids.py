@@ -19,9 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Select, func, literal_column, select
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from flowledger.db.dialects import POSTGRESQL, dialect_name
 
 # per kind: the id sequence and how many a reserving statement draws (a
 # start's first task, a fork's frame and its two branches and their waits)
@@ -66,9 +63,3 @@ def reserving(lock: Select[Any]) -> Select[Any]:
     (in the lock's own projection they would be drawn before any wait for it)."""
     locked = lock.cte("reserving_lock").prefix_with("MATERIALIZED")
     return select(locked, *reserve_columns())
-
-
-def lock_statement(conn: AsyncConnection, plain: Select[Any], with_ids: Select[Any]) -> Any:
-    """The lock to send on ``conn``: ``with_ids`` (its :func:`reserving` form)
-    on PostgreSQL, ``plain`` elsewhere (nothing to reserve)."""
-    return with_ids if dialect_name(conn) == POSTGRESQL else plain

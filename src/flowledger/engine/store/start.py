@@ -21,7 +21,6 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import workflow_definitions, workflow_instances, workflow_tokens
 from flowledger.engine.store.reserved_ids import Reserved, reserve_columns, take_reserved
 
@@ -109,30 +108,49 @@ _PG_INSERT_BOTH = _pg_insert_both(_INSERT_INSTANCE)
 _PG_INSERT_BOTH_IF_LATEST = _pg_insert_both(_INSERT_INSTANCE_IF_LATEST)
 
 
-async def insert_instance_and_start_token(
+Started = tuple[int, int, Reserved]  # (instance id, start token id, ids reserved)
+
+
+def _instance_params(instance: dict[str, Any]) -> dict[str, Any]:
+    params = {f"i_{name}": instance[name] for name in INSTANCE_COLUMNS}
+    params["b_definition_id"] = instance["definition_id"]
+    return params
+
+
+async def pg_insert_instance_and_start_token(
     conn: AsyncConnection,
     instance: dict[str, Any],
     token: dict[str, Any],
     *,
     latest_of: bool = False,
-) -> tuple[int, int, Reserved] | None:
+) -> Started | None:
+    """:func:`core_insert_instance_and_start_token` in one statement, which
+    also reserves ids for the start's step
+    (:mod:`~flowledger.engine.store.reserved_ids`)."""
+    params = _instance_params(instance)
+    params.update({f"t_{name}": token[name] for name in TOKEN_COLUMNS})
+    both = _PG_INSERT_BOTH_IF_LATEST if latest_of else _PG_INSERT_BOTH
+    row = (await conn.execute(both, params)).mappings().first()
+    if row is None:
+        return None
+    values = dict(row)
+    return int(values["instance_id"]), int(values["id"]), take_reserved(values)
+
+
+async def core_insert_instance_and_start_token(
+    conn: AsyncConnection,
+    instance: dict[str, Any],
+    token: dict[str, Any],
+    *,
+    latest_of: bool = False,
+) -> Started | None:
     """Insert the instance (``instance``: :data:`INSTANCE_COLUMNS`) with the
     snapshot of its ``definition_id``, then its first token (``token``:
     :data:`TOKEN_COLUMNS`); (instance id, token id, the ids reserved for the
-    start's step — on PostgreSQL, :mod:`~flowledger.engine.store.reserved_ids`).
-    ``latest_of``: only if ``definition_id`` is the latest version of the
-    instance's tenant and ``definition_key`` — None (nothing inserted) when
-    it is not."""
-    params = {f"i_{name}": instance[name] for name in INSTANCE_COLUMNS}
-    params["b_definition_id"] = instance["definition_id"]
-    if dialect_name(conn) == POSTGRESQL:
-        params.update({f"t_{name}": token[name] for name in TOKEN_COLUMNS})
-        both = _PG_INSERT_BOTH_IF_LATEST if latest_of else _PG_INSERT_BOTH
-        row = (await conn.execute(both, params)).mappings().first()
-        if row is None:
-            return None
-        values = dict(row)
-        return int(values["instance_id"]), int(values["id"]), take_reserved(values)
+    start's step: none here). ``latest_of``: only if ``definition_id`` is the
+    latest version of the instance's tenant and ``definition_key`` — None
+    (nothing inserted) when it is not."""
+    params = _instance_params(instance)
     insert = _INSERT_INSTANCE_IF_LATEST if latest_of else _INSERT_INSTANCE
     instance_id = (await conn.execute(insert, params)).scalar_one_or_none()
     if instance_id is None:

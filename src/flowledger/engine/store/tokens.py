@@ -22,7 +22,6 @@ from sqlalchemy import BigInteger, Integer, String, bindparam, literal_column, t
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import workflow_forks, workflow_tokens
 from flowledger.db.types import UTCDateTime
 from flowledger.states import TokenState
@@ -86,7 +85,7 @@ _CONSUME_MANY = update(workflow_tokens).where(
 _INSERT = workflow_tokens.insert().returning(workflow_tokens.c.id, sort_by_parameter_order=True)
 
 
-async def replace_tokens(
+async def pg_replace_tokens(
     conn: AsyncConnection,
     *,
     instance_id: int,
@@ -97,12 +96,9 @@ async def replace_tokens(
     now: datetime,
     frame: Frame | None = None,
 ) -> tuple[int | None, list[int]]:
-    """Consume the tokens ``consume`` (moved to ``at_node`` as they are, when
-    given) and create one active token per node key in ``places``, whose
-    fork stack is ``fork_stack`` with the new frame on top when ``frame`` is
-    given (a fork). The frame's id (None without one) and the new tokens'
-    ids, in the order of ``places``."""
-    if places and dialect_name(conn) == POSTGRESQL:  # (a fork's frame id comes back on its tokens)
+    """:func:`core_replace_tokens` in one statement (PostgreSQL: a fork's
+    frame id comes back on its tokens); without places, as the core does."""
+    if places:
         params: dict[str, Any] = {
             "instance_id": instance_id,
             "consume": consume,
@@ -119,6 +115,34 @@ async def replace_tokens(
         frame_ids = {int(row.fork_stack[-1]) for row in forked}
         assert len(frame_ids) == 1, "every branch carries the one new frame"
         return frame_ids.pop(), sorted(int(row.id) for row in forked)
+    return await core_replace_tokens(
+        conn,
+        instance_id=instance_id,
+        consume=consume,
+        at_node=at_node,
+        places=places,
+        fork_stack=fork_stack,
+        now=now,
+        frame=frame,
+    )
+
+
+async def core_replace_tokens(
+    conn: AsyncConnection,
+    *,
+    instance_id: int,
+    consume: list[int],
+    at_node: str | None,
+    places: list[str],
+    fork_stack: list[int],
+    now: datetime,
+    frame: Frame | None = None,
+) -> tuple[int | None, list[int]]:
+    """Consume the tokens ``consume`` (moved to ``at_node`` as they are, when
+    given) and create one active token per node key in ``places``, whose
+    fork stack is ``fork_stack`` with the new frame on top when ``frame`` is
+    given (a fork), one statement at a time. The frame's id (None without
+    one) and the new tokens' ids, in the order of ``places``."""
     frame_id: int | None = None
     stack = list(fork_stack)
     if frame is not None:

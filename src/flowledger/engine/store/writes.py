@@ -31,7 +31,6 @@ from sqlalchemy import bindparam, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Rider
-from flowledger.db.dialects import POSTGRESQL, dialect_name
 from flowledger.db.engine_schema import (
     workflow_event_outbox,
     workflow_forks,
@@ -176,10 +175,11 @@ def _pg_forks(consumes: int) -> Any:
     return text(f"WITH {', '.join(_fork_ctes(consumes, _colon))} SELECT 1")
 
 
-async def write_forks(conn: AsyncConnection, forks: ForkRows) -> None:
+async def pg_write_forks(conn: AsyncConnection, forks: ForkRows) -> None:
     """Write held forks now, in one statement. PostgreSQL only: rows are held
     only there (ids are reserved only there; elsewhere a fork is written by
-    :func:`~flowledger.engine.store.tokens.replace_tokens` when it is made)."""
+    :func:`~flowledger.engine.store.tokens.core_replace_tokens` when it is
+    made)."""
     if forks.frames:
         await conn.execute(_pg_forks(len(forks.consumes)), _fork_params(forks))
 
@@ -233,102 +233,118 @@ def _moves_key(moves: dict[int, str]) -> int:
     return min(len(moves), MOVES_UNROLLED + 1)
 
 
-async def write_moves(
+@dataclass
+class StepRows:
+    """A step's rows but its jobs, not yet written: token moves (id → node)
+    and the moved tokens that park there, outbox events, form writes, trace
+    rows, and the rows made with reserved ids (tasks, forks)."""
+
+    moves: dict[int, str] = field(default_factory=dict)
+    parks: set[int] = field(default_factory=set)
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+    form_writes: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    forks: ForkRows = field(default_factory=ForkRows)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.moves
+            or self.outbox
+            or self.form_writes
+            or self.trace
+            or self.tasks
+            or self.forks.frames
+        )
+
+
+async def core_write_moves(
     conn: AsyncConnection, moves: dict[int, str], parks: Collection[int] = ()
 ) -> None:
-    """Move each token (id → node key), parking those in ``parks`` there: one
-    statement on PostgreSQL, an executemany per kind on SQLite."""
-    if not moves:
-        return
-    if dialect_name(conn) == POSTGRESQL:
-        await conn.execute(_pg_moves(_moves_key(moves)), _moves_params(moves, parks))
-        return
+    """Move each token (id → node key), parking those in ``parks`` there: an
+    executemany per kind."""
     for statement, park in ((_MOVE, False), (_MOVE_AND_PARK, True)):
         rows = [{"token_id": t, "to_node": n} for t, n in moves.items() if (t in parks) == park]
         if rows:
             await conn.execute(statement, rows)
 
 
-async def write_step_rows(
-    conn: AsyncConnection,
-    *,
-    moves: dict[int, str],
-    parks: Collection[int] = (),
-    outbox: Sequence[dict[str, Any]],
-    form_writes: Sequence[dict[str, Any]],
-    trace: Sequence[dict[str, Any]],
-    tasks: Sequence[dict[str, Any]] = (),
-    forks: ForkRows | None = None,
+async def pg_write_moves(
+    conn: AsyncConnection, moves: dict[int, str], parks: Collection[int] = ()
 ) -> None:
-    """Write ``forks`` (held forks, their tokens with their moves folded in),
-    token moves (parking the tokens in ``parks`` where they moved), outbox
-    rows, form writes, trace rows and ``tasks`` (task rows with their ids;
-    each table's rows in the order given; ids ascend in that order)."""
-    forks = forks if forks is not None and forks.frames else None
-    if not (moves or outbox or form_writes or trace or tasks or forks):
-        return
-    if dialect_name(conn) == POSTGRESQL:
-        params = {
-            **_moves_params(moves, parks),
-            "outbox": OUTBOX.document(outbox),
-            "forms": FORM_WRITES.document(form_writes),
-            "trace": TRACE.document(trace),
-        }
-        if tasks:
-            params["tasks"] = TASKS.document(tasks)
-        if forks:
-            params.update(_fork_params(forks))
-        n_forks = len(forks.consumes) if forks else 0
-        await conn.execute(_pg_write(_moves_key(moves), bool(tasks), n_forks), params)
-        return
-    assert not (tasks or forks), "rows with reserved ids are held on PostgreSQL only"
-    await write_moves(conn, moves, parks)
-    for statement, rows in ((_OUTBOX, outbox), (_FORM_WRITES, form_writes), (_TRACE, trace)):
-        if rows:
-            await conn.execute(statement, list(rows))
+    """:func:`core_write_moves` in one statement."""
+    if moves:
+        await conn.execute(_pg_moves(_moves_key(moves)), _moves_params(moves, parks))
 
 
-def step_rows_rider(
-    conn: AsyncConnection,
-    *,
-    moves: dict[int, str],
-    parks: Collection[int],
-    outbox: Sequence[dict[str, Any]],
-    form_writes: Sequence[dict[str, Any]],
-    trace: Sequence[dict[str, Any]],
-    tasks: Sequence[dict[str, Any]] = (),
-    forks: ForkRows | None = None,
-    job_trace_rows: Sequence[dict[str, Any]] | None = None,
+async def core_write_step_rows(conn: AsyncConnection, rows: StepRows) -> None:
+    """Write token moves (parking the tokens in ``parks`` where they moved),
+    outbox rows, form writes and trace rows, each table's rows in the order
+    given, a statement per table. Rows with reserved ids are held on
+    PostgreSQL only (ids are reserved only there)."""
+    assert not (rows.tasks or rows.forks.frames), "rows with reserved ids are PostgreSQL's"
+    await core_write_moves(conn, rows.moves, rows.parks)
+    for statement, some in (
+        (_OUTBOX, rows.outbox),
+        (_FORM_WRITES, rows.form_writes),
+        (_TRACE, rows.trace),
+    ):
+        if some:
+            await conn.execute(statement, list(some))
+
+
+async def pg_write_step_rows(conn: AsyncConnection, rows: StepRows) -> None:
+    """Write ``rows`` in one statement: held forks (their tokens with their
+    moves folded in), token moves, outbox rows, form writes, trace rows and
+    held tasks (each table's rows in the order given; ids ascend in that
+    order)."""
+    if not rows:
+        return
+    params = {
+        **_moves_params(rows.moves, rows.parks),
+        "outbox": OUTBOX.document(rows.outbox),
+        "forms": FORM_WRITES.document(rows.form_writes),
+        "trace": TRACE.document(rows.trace),
+    }
+    if rows.tasks:
+        params["tasks"] = TASKS.document(rows.tasks)
+    if rows.forks.frames:
+        params.update(_fork_params(rows.forks))
+    n_forks = len(rows.forks.consumes)
+    await conn.execute(_pg_write(_moves_key(rows.moves), bool(rows.tasks), n_forks), params)
+
+
+def pg_step_rows_rider(
+    rows: StepRows, job_trace_rows: Sequence[dict[str, Any]] | None = None
 ) -> Rider | None:
-    """What :func:`write_step_rows` writes, as CTEs another statement of the
-    transaction carries (:func:`~flowledger.db.database.with_riders`): on
-    PostgreSQL, when there is anything to write; else None.
+    """What :func:`pg_write_step_rows` writes, as CTEs another statement of
+    the transaction carries (:func:`~flowledger.db.database.with_riders`);
+    None when there is nothing to write.
 
     With ``job_trace_rows`` the CTEs ride after an insert of jobs in its
     statement (:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`): each of
     those rows — the trace rows of the inserted jobs, in the jobs' order,
-    each one of ``trace`` — takes its job's id from the insert."""
-    forks = forks if forks is not None and forks.frames else None
-    n_forks = len(forks.consumes) if forks else 0
-    anything = moves or outbox or form_writes or trace or tasks or forks
-    if not anything or dialect_name(conn) != POSTGRESQL:
+    each one of ``rows.trace`` — takes its job's id from the insert."""
+    if not rows:
         return None
+    n_forks = len(rows.forks.consumes)
+    key = (_moves_key(rows.moves), bool(rows.tasks), n_forks)
     if job_trace_rows is None:
-        sql, document = _rider(_moves_key(moves), bool(tasks), n_forks), TRACE.document(trace)
+        sql, document = _rider(*key), TRACE.document(rows.trace)
     else:
         ords = {id(row): position for position, row in enumerate(job_trace_rows, 1)}
-        sql = _after_jobs(_moves_key(moves), bool(tasks), n_forks)
-        document = TRACE.document(trace, job_ord=[ords.get(id(row)) for row in trace])
+        sql = _after_jobs(*key)
+        document = TRACE.document(rows.trace, job_ord=[ords.get(id(row)) for row in rows.trace])
     params = {
-        **_moves_params(moves, parks, prefix="step_"),
-        "step_outbox": OUTBOX.document(outbox),
-        "step_forms": FORM_WRITES.document(form_writes),
+        **_moves_params(rows.moves, rows.parks, prefix="step_"),
+        "step_outbox": OUTBOX.document(rows.outbox),
+        "step_forms": FORM_WRITES.document(rows.form_writes),
         "step_trace": document,
     }
-    if tasks:
-        params["step_tasks"] = TASKS.document(tasks)
-    if forks:
-        params.update(_fork_params(forks, prefix="step_"))
+    if rows.tasks:
+        params["step_tasks"] = TASKS.document(rows.tasks)
+    if rows.forks.frames:
+        params.update(_fork_params(rows.forks, prefix="step_"))
     return sql, params
 
 

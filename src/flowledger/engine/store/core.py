@@ -1,0 +1,108 @@
+"""The portable engine store (issue 28 item 2): every write one statement
+at a time, in order, with SQLAlchemy Core — what
+:class:`~flowledger.engine.store.sqlite.SqliteEngineStore` runs, and what
+:class:`~flowledger.engine.store.postgres.PostgresEngineStore` does not
+override. Nothing is reserved and nothing rides on another statement."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.database import Rider
+from flowledger.engine.store.instance_end import (
+    Ending,
+    InstanceEnd,
+    core_end_instance_row,
+    core_end_instance_with_last_token,
+)
+from flowledger.engine.store.start import Started, core_insert_instance_and_start_token
+from flowledger.engine.store.tokens import Frame, core_replace_tokens
+from flowledger.engine.store.writes import (
+    ForkRows,
+    StepRows,
+    core_write_moves,
+    core_write_step_rows,
+)
+
+
+class CoreEngineStore:
+    """The engine's writes in portable Core, one statement at a time."""
+
+    name = "core"
+
+    async def instance_insert(
+        self,
+        conn: AsyncConnection,
+        instance: dict[str, Any],
+        token: dict[str, Any],
+        *,
+        latest_of: bool = False,
+    ) -> Started | None:
+        return await core_insert_instance_and_start_token(
+            conn, instance, token, latest_of=latest_of
+        )
+
+    def lock_reserving(self, lock: Select[Any]) -> Select[Any]:
+        return lock  # nothing to reserve
+
+    async def tokens_replace(
+        self,
+        conn: AsyncConnection,
+        *,
+        instance_id: int,
+        consume: list[int],
+        at_node: str | None,
+        places: list[str],
+        fork_stack: list[int],
+        now: datetime,
+        frame: Frame | None = None,
+    ) -> tuple[int | None, list[int]]:
+        return await core_replace_tokens(
+            conn,
+            instance_id=instance_id,
+            consume=consume,
+            at_node=at_node,
+            places=places,
+            fork_stack=fork_stack,
+            now=now,
+            frame=frame,
+        )
+
+    async def instance_end(
+        self, conn: AsyncConnection, instance_id: int, ending: Ending
+    ) -> InstanceEnd:
+        return await core_end_instance_row(conn, instance_id, ending)
+
+    async def instance_end_with_last_token(
+        self,
+        conn: AsyncConnection,
+        instance_id: int,
+        ending: Ending,
+        *,
+        token_id: int,
+        at_node: str | None,
+    ) -> InstanceEnd | None:
+        return await core_end_instance_with_last_token(
+            conn, instance_id, ending, token_id=token_id, at_node=at_node
+        )
+
+    async def token_moves_write(
+        self, conn: AsyncConnection, moves: dict[int, str], parks: Collection[int] = ()
+    ) -> None:
+        await core_write_moves(conn, moves, parks)
+
+    async def step_rows_write(self, conn: AsyncConnection, rows: StepRows) -> None:
+        await core_write_step_rows(conn, rows)
+
+    def step_rows_rider(
+        self, rows: StepRows, job_trace_rows: Sequence[dict[str, Any]] | None = None
+    ) -> Rider | None:
+        return None  # Core statements carry no riders
+
+    async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:
+        raise AssertionError("forks are held with reserved ids, and only PostgreSQL reserves")

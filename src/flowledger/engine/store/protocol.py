@@ -1,0 +1,93 @@
+"""The engine store's protocol (issue 28 item 2): one method per kind of
+write an engine step sends, with the dialect chosen once — the engine holds
+one store (:func:`~flowledger.engine.store.engine_store`) and every step
+carries it, as the worker holds its ledger driver. The portable
+implementation is :class:`~flowledger.engine.store.core.CoreEngineStore`;
+:class:`~flowledger.engine.store.postgres.PostgresEngineStore` and
+:class:`~flowledger.engine.store.sqlite.SqliteEngineStore` override what
+differs."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from flowledger.db.database import Rider
+from flowledger.engine.store.instance_end import Ending, InstanceEnd
+from flowledger.engine.store.start import Started
+from flowledger.engine.store.tokens import Frame
+from flowledger.engine.store.writes import ForkRows, StepRows
+
+
+class EngineStore(Protocol):
+    """What an engine step writes, and how, on one kind of database."""
+
+    name: str
+
+    async def instance_insert(
+        self,
+        conn: AsyncConnection,
+        instance: dict[str, Any],
+        token: dict[str, Any],
+        *,
+        latest_of: bool = False,
+    ) -> Started | None:
+        """A new instance and its start token (and, where the store can,
+        ids reserved for the start's step); None when ``latest_of`` and the
+        version is no longer the latest."""
+
+    def lock_reserving(self, lock: Select[Any]) -> Select[Any]:
+        """``lock`` (a ``SELECT … FOR UPDATE`` of an instance row) as this
+        store sends it: reserving ids for the step where it can."""
+
+    async def tokens_replace(
+        self,
+        conn: AsyncConnection,
+        *,
+        instance_id: int,
+        consume: list[int],
+        at_node: str | None,
+        places: list[str],
+        fork_stack: list[int],
+        now: datetime,
+        frame: Frame | None = None,
+    ) -> tuple[int | None, list[int]]:
+        """A fork or a join firing: consume tokens, create one per place."""
+
+    async def instance_end(
+        self, conn: AsyncConnection, instance_id: int, ending: Ending
+    ) -> InstanceEnd:
+        """End the instance's row; what the ending must clean up."""
+
+    async def instance_end_with_last_token(
+        self,
+        conn: AsyncConnection,
+        instance_id: int,
+        ending: Ending,
+        *,
+        token_id: int,
+        at_node: str | None,
+    ) -> InstanceEnd | None:
+        """Consume a token; end the instance when it was the last live one."""
+
+    async def token_moves_write(
+        self, conn: AsyncConnection, moves: dict[int, str], parks: Collection[int] = ()
+    ) -> None:
+        """Write token moves (and parks) now."""
+
+    async def step_rows_write(self, conn: AsyncConnection, rows: StepRows) -> None:
+        """Write a step's rows but its jobs now."""
+
+    def step_rows_rider(
+        self, rows: StepRows, job_trace_rows: Sequence[dict[str, Any]] | None = None
+    ) -> Rider | None:
+        """A step's rows as CTEs another statement carries; None where
+        nothing rides (nothing to write, or a store whose statements carry
+        none)."""
+
+    async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:
+        """Write held forks now."""

@@ -1,0 +1,82 @@
+"""The engine store is chosen once and carried by every step (issue 28
+items 2 and 4: "Runtime holds the ledger driver and the engine store;
+nothing looks a driver up by dialect per call"; SPEC E-3, E-4, E-6).
+
+An engine picks the store of its database's kind when it is built; each step
+it opens carries that very object, and a step's writes go through it: an
+engine given a recording store sees a start, an approval that forks and the
+wakes that join and end the instance all write through the methods of that
+one store. Both backends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowledger.clock import ManualClock
+from flowledger.db.database import Database
+from flowledger.engine.store import engine_store
+from flowledger.engine.store.postgres import PostgresEngineStore
+from flowledger.engine.store.sqlite import SqliteEngineStore
+from tests.integration.engine_helpers import (
+    _run_due,
+    instance,
+    new_engine,
+    parallel_delays,
+    pending_task,
+)
+from tests.runtime_support import runtime_for
+
+FLOW = parallel_delays("chosen")
+
+
+def _recording(store: Any, calls: list[str]) -> Any:
+    """A store of ``store``'s class that records the name of every write."""
+
+    class Recording(type(store)):  # type: ignore[misc]
+        def __getattribute__(self, name: str) -> Any:
+            found = super().__getattribute__(name)
+            if callable(found) and not name.startswith("_"):
+                calls.append(name)
+            return found
+
+    return Recording()
+
+
+async def test_the_engine_holds_its_databases_store_and_every_step_carries_it(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    kind = SqliteEngineStore if db.is_sqlite else PostgresEngineStore
+    assert type(engine.store) is kind
+    assert engine_store(db) is engine.store  # one shared, stateless store per kind
+    await engine.deploy(FLOW, actor="admin")
+    iid = await engine.start("chosen", form={}, initiator="u")
+    async with db.begin() as conn:
+        step = await engine.open_step(conn, iid, actor="ops")
+        assert step.store is engine.store
+
+
+async def test_a_steps_writes_go_through_the_engines_store_E3_E4_E6(
+    db: Database, clock: ManualClock
+) -> None:
+    calls: list[str] = []
+    engine = new_engine(db, clock)
+    engine.store = _recording(engine.store, calls)
+    await engine.deploy(FLOW, actor="admin")
+    iid = await engine.start("chosen", form={}, initiator="u")
+    assert "instance_insert" in calls
+    await engine.approve(await pending_task(db, iid, "mgr"), actor="al")  # forks two delays
+    assert "lock_reserving" in calls  # the task's lock, as the store sends it
+    if db.is_sqlite:  # the fork at once (PostgreSQL holds it with reserved ids)
+        assert "tokens_replace" in calls
+    runtime = runtime_for(db, clock, engine=engine)  # the handlers run this engine's steps
+    try:
+        await _run_due(db, clock, runtime.handlers, 10)  # both wakes: join, end
+    finally:
+        await runtime.aclose()
+    assert (await instance(db, iid))["status"] == "approved"
+    assert "instance_end_with_last_token" in calls
+    if db.is_sqlite:  # one statement at a time: the rows are written, never ridden
+        assert "step_rows_write" in calls
+    else:  # the rows ride on the jobs' insert or the settlement
+        assert "step_rows_rider" in calls
