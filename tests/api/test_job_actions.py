@@ -18,7 +18,7 @@ from typing import Any
 
 from flowledger.db.engine_schema import operation_audit
 from flowledger.engine.job_types import PAUSABLE_TYPES
-from flowledger.ledger.control import jobs_pause_for_instance
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import Outcome
 from tests.api.conftest import BASE, Api, People
 from tests.integration.ledger_helpers import add_job, claim_one, force_status, settle_single
@@ -76,7 +76,7 @@ async def test_pending_and_paused_jobs_refuse_a_retry(api: Api, people: People) 
         api.db, api.clock.now(), "delay_wake", tenant_id="default", instance_id=9
     )
     async with api.db.begin() as conn:
-        await jobs_pause_for_instance(conn, 9, types=PAUSABLE_TYPES, now=api.clock.now())
+        await ledger_driver(api.db).jobs_pause(conn, 9, types=PAUSABLE_TYPES, now=api.clock.now())
     response = await api.post(f"{JOBS}/{paused}/retry", people.ops)
     assert response.status_code == 409
     assert "resume the instance" in response.json()["message"]

@@ -17,6 +17,7 @@ from flowledger.db.database import Database
 from flowledger.engine.store import engine_store
 from flowledger.engine.store.postgres import PostgresEngineStore
 from flowledger.engine.store.sqlite import SqliteEngineStore
+from flowledger.ledger.driver import ledger_driver
 from tests.integration.engine_helpers import (
     _run_due,
     instance,
@@ -30,16 +31,17 @@ FLOW = parallel_delays("chosen")
 
 
 def _recording(store: Any, calls: list[str]) -> Any:
-    """A store of ``store``'s class that records the name of every write."""
+    """A store of ``store``'s class, over its ledger driver, that records the
+    name of every method called and every attribute read (``ledger``)."""
 
     class Recording(type(store)):  # type: ignore[misc]
         def __getattribute__(self, name: str) -> Any:
             found = super().__getattribute__(name)
-            if callable(found) and not name.startswith("_"):
+            if not name.startswith("_"):
                 calls.append(name)
             return found
 
-    return Recording()
+    return Recording(store.ledger)
 
 
 async def test_the_engine_holds_its_databases_store_and_every_step_carries_it(
@@ -48,7 +50,9 @@ async def test_the_engine_holds_its_databases_store_and_every_step_carries_it(
     engine = new_engine(db, clock)
     kind = SqliteEngineStore if db.is_sqlite else PostgresEngineStore
     assert type(engine.store) is kind
-    assert engine_store(db) is engine.store  # one shared, stateless store per kind
+    assert type(engine_store(db)) is kind
+    # the store's ledger driver is the database's: the step's jobs go through it
+    assert type(engine.store.ledger) is type(ledger_driver(db))
     await engine.deploy(FLOW, actor="admin")
     iid = await engine.start("chosen", form={}, initiator="u")
     async with db.begin() as conn:
@@ -76,6 +80,7 @@ async def test_a_steps_writes_go_through_the_engines_store_E3_E4_E6(
         await runtime.aclose()
     assert (await instance(db, iid))["status"] == "approved"
     assert "instance_end_with_last_token" in calls
+    assert "ledger" in calls  # the wakes' jobs and the ending's cleanup: the store's driver
     if db.is_sqlite:  # one statement at a time: the rows are written, never ridden
         assert "step_rows_write" in calls
     else:  # the rows ride on the jobs' insert or the settlement

@@ -24,13 +24,8 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.errors import InvalidStateError
 from flowledger.handlers import BUILTIN_JOB_TYPES
-from flowledger.ledger.control import (
-    job_cancel,
-    job_retry,
-    jobs_cleanup_for_instance,
-    jobs_pause_for_instance,
-    jobs_resume_for_instance,
-)
+from flowledger.ledger.control import job_cancel, job_retry
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.fencing import job_mark_side_effect, jobs_renew_leases
 from flowledger.ledger.models import JobSpec, Outcome
@@ -140,12 +135,16 @@ async def test_concurrent_duplicate_enqueue_creates_one_row_L15(
 
 async def _pause(db: Database, clock: ManualClock, instance: int = INSTANCE) -> list[int]:
     async with db.begin() as conn:
-        return await jobs_pause_for_instance(conn, instance, types=PAUSABLE_TYPES, now=clock.now())
+        return await ledger_driver(db).jobs_pause(
+            conn, instance, types=PAUSABLE_TYPES, now=clock.now()
+        )
 
 
 async def _resume(db: Database, clock: ManualClock, instance: int = INSTANCE) -> list[int]:
     async with db.begin() as conn:
-        return await jobs_resume_for_instance(conn, instance, types=PAUSABLE_TYPES, now=clock.now())
+        return await ledger_driver(db).jobs_resume(
+            conn, instance, types=PAUSABLE_TYPES, now=clock.now()
+        )
 
 
 async def test_pause_resume_keeps_remaining_time_L18(db: Database, clock: ManualClock) -> None:
@@ -240,7 +239,7 @@ async def test_cleanup_cancels_exactly_advancement_types_L22(
     ids = [running, pending, paused, dead, elsewhere]
     before = {i: await job_row(db, i) for i in ids}
     async with db.begin() as conn:
-        canceled = await jobs_cleanup_for_instance(
+        canceled = await ledger_driver(db).jobs_cancel_for_instance(
             conn, INSTANCE, types=CLEANUP_TYPES, now=clock.now()
         )
     after = {i: await job_row(db, i) for i in ids}

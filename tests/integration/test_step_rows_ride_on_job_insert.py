@@ -91,7 +91,7 @@ async def test_jobs_with_idempotency_keys_are_inserted_before_the_rows_L1_L15(
         with statement_watch.watched(db) as seen:
             async with db.begin() as conn:
                 assert open_buffer(conn, engine.store) is not None  # as a step opens it
-                await add_job(conn, spec, now=now, trace_row=row)
+                await add_job(conn, spec, now=now, trace_row=row, ledger=engine.store.ledger)
                 await add_trace(conn, {**row, "event": "after", "detail": None})
         assert not [s for s in seen if "INSERT INTO workflow_trace" in s and "workflow_jobs" in s]
     async with db.read() as conn:

@@ -23,7 +23,8 @@ from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine.job_types import PAUSABLE_TYPES
 from flowledger.errors import InvalidStateError, NotFoundError
-from flowledger.ledger.control import job_cancel, jobs_pause_for_instance, jobs_resume_for_instance
+from flowledger.ledger.control import job_cancel
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import Outcome
 from flowledger.ops.job_actions import batch_retry, batch_skip, retry_job, skip_job
 from tests.integration.ledger_helpers import (
@@ -66,7 +67,7 @@ async def make_job(db: Database, clock: ManualClock, state: str, **spec: Any) ->
     if state == "paused":
         job_id = await add_job(db, clock.now(), "delay_wake", instance_id=INSTANCE, **spec)
         async with db.begin() as conn:
-            assert await jobs_pause_for_instance(
+            assert await ledger_driver(db).jobs_pause(
                 conn, INSTANCE, types=PAUSABLE_TYPES, now=clock.now()
             ) == [job_id]
         return job_id
@@ -153,7 +154,7 @@ async def test_a_paused_job_refuses_retry_until_its_instance_resumes(
         await retry_job(db, job_id, now=clock.now())
     assert (await job_row(db, job_id)).status == "paused"
     async with db.begin() as conn:
-        await jobs_resume_for_instance(conn, INSTANCE, types=PAUSABLE_TYPES, now=clock.now())
+        await ledger_driver(db).jobs_resume(conn, INSTANCE, types=PAUSABLE_TYPES, now=clock.now())
     assert (await job_row(db, job_id)).status == "pending"
 
 

@@ -40,7 +40,6 @@ from flowledger.engine.moves import leave
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import Token, create_token
 from flowledger.errors import ConflictError, FlowledgerError
-from flowledger.ledger.control import jobs_cancel_advancement
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
 MAX_REASON = 2000
@@ -295,7 +294,7 @@ async def force_jump(
     tasks = await _open_tasks(step, token_ids, from_node)
     comment = jump_comment(target, reason)
     await write_buffer.flush_jobs(step.conn)
-    outcome.canceled_jobs = await jobs_cancel_advancement(
+    outcome.canceled_jobs = await step.store.ledger.jobs_cancel_advancement(
         step.conn,
         step.instance_id,
         types=ADVANCEMENT_TYPES,
@@ -361,7 +360,7 @@ async def skip_and_advance(step: Step, *, node_key: str, reason: str) -> Recover
     tasks = await _open_tasks(step, token_ids, node_key)
     comment = recovery_comment(reason)
     await write_buffer.flush_jobs(step.conn)
-    canceled = await jobs_cancel_advancement(
+    canceled = await step.store.ledger.jobs_cancel_advancement(
         step.conn,
         step.instance_id,
         types=ADVANCEMENT_TYPES,

@@ -16,11 +16,6 @@ from flowledger.engine.tokens import (
     take_buffered_move,
 )
 from flowledger.engine.write_buffer import flush_jobs
-from flowledger.ledger.control import (
-    jobs_cleanup_for_instance,
-    jobs_pause_for_instance,
-    jobs_resume_for_instance,
-)
 from flowledger.states import InstanceStatus, TaskStatus
 
 LIVE = (InstanceStatus.RUNNING, InstanceStatus.SUSPENDED)
@@ -92,7 +87,7 @@ async def _ended(
         await consume_all_tokens(step)
     canceled: list[int] = []
     if ended.live_job_ids:  # the cleanup locks them (and any committed since) and cancels
-        canceled = await jobs_cleanup_for_instance(
+        canceled = await step.store.ledger.jobs_cancel_for_instance(
             step.conn,
             step.instance_id,
             types=CLEANUP_TYPES,
@@ -131,7 +126,7 @@ async def return_to_initiator(step: Step, reason: str | None) -> int:
     await close_open_tasks(step, status=TaskStatus.CANCELED, comment=reason)
     await consume_all_tokens(step)
     await flush_jobs(step.conn)
-    await jobs_cleanup_for_instance(
+    await step.store.ledger.jobs_cancel_for_instance(
         step.conn,
         step.instance_id,
         types=CLEANUP_TYPES,
@@ -156,7 +151,7 @@ async def return_to_initiator(step: Step, reason: str | None) -> int:
 async def suspend(step: Step, reason: str | None) -> list[int]:
     require_status(step, InstanceStatus.RUNNING)
     await flush_jobs(step.conn)
-    paused = await jobs_pause_for_instance(
+    paused = await step.store.ledger.jobs_pause(
         step.conn, step.instance_id, types=PAUSABLE_TYPES, now=step.now
     )
     await step.set_instance(status=InstanceStatus.SUSPENDED)
@@ -168,7 +163,7 @@ async def suspend(step: Step, reason: str | None) -> list[int]:
 async def resume(step: Step) -> list[int]:
     require_status(step, InstanceStatus.SUSPENDED)
     await flush_jobs(step.conn)
-    resumed = await jobs_resume_for_instance(
+    resumed = await step.store.ledger.jobs_resume(
         step.conn, step.instance_id, types=PAUSABLE_TYPES, now=step.now
     )
     await step.set_instance(status=InstanceStatus.RUNNING)

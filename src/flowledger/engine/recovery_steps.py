@@ -39,7 +39,6 @@ from flowledger.engine.outbound_requests import (
     trigger_max_attempts,
 )
 from flowledger.engine.step import Step
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.outbound.ssrf import OutboundRefused
 from flowledger.states import TaskStatus
@@ -65,7 +64,7 @@ async def _enqueue(
     idempotency_key: str | None = None,
     max_attempts: int | None = None,
 ) -> int | str:
-    result = await enqueue(
+    result = await step.store.ledger.job_insert(
         step.conn,
         JobSpec(
             type=engine_job_type(job_type),

@@ -191,6 +191,7 @@ class Step:
             trace_row=self._trace_row(
                 "job_enqueued", node_key=node_key, task_id=task_id, detail={"type": job_type}
             ),
+            ledger=self.store.ledger,
         )
 
     def _ending(self, status: InstanceStatus, job_types: Collection[str]) -> Ending:

@@ -32,7 +32,7 @@ on PostgreSQL) — or, in a job's step on PostgreSQL, as CTEs of the job's
 settlement (:meth:`WriteBuffer.take_rider`), which commits them with the
 step all the same. On PostgreSQL the flush before a commit writes the jobs
 and the rest in one statement (the rest riding after the jobs' insert,
-:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`) when the jobs have no
+the ledger driver's ``jobs_insert(…, then=…)``) when the jobs have no
 idempotencyKeys."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from flowledger.engine.store.writes import (
     write_trace,
 )
 from flowledger.ledger.driver.postgres_sql import JSON_INSERT_MAX_ROWS
-from flowledger.ledger.enqueue import enqueue, enqueue_bulk, enqueue_bulk_then
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
 from flowledger.states import TokenState
 
@@ -165,7 +165,9 @@ class WriteBuffer:
             now = self.jobs[0].now
             same = [job for job in self.jobs if job.now == now]
             self.jobs = [job for job in self.jobs if job.now != now]
-            results = await enqueue_bulk(self.conn, [job.spec for job in same], now=now)
+            results = await self.store.ledger.jobs_insert(
+                self.conn, [job.spec for job in same], now=now
+            )
             for job, result in zip(same, results, strict=True):
                 job.trace_row["job_id"] = result.job_id
 
@@ -203,7 +205,7 @@ class WriteBuffer:
         self.jobs = []
         self._take_rows()
         specs = [job.spec for job in jobs]
-        results = await enqueue_bulk_then(self.conn, specs, now=jobs[0].now, then=rider)
+        results = await self.store.ledger.jobs_insert(self.conn, specs, now=jobs[0].now, then=rider)
         for job, result in zip(jobs, results, strict=True):
             job.trace_row["job_id"] = result.job_id
         return True
@@ -279,14 +281,19 @@ async def add_form_write(conn: AsyncConnection, row: dict[str, Any]) -> None:
 
 
 async def add_job(
-    conn: AsyncConnection, spec: JobSpec, *, now: datetime, trace_row: dict[str, Any]
+    conn: AsyncConnection,
+    spec: JobSpec,
+    *,
+    now: datetime,
+    trace_row: dict[str, Any],
+    ledger: LedgerDriver,
 ) -> None:
     """Enqueue one job and record its ``job_enqueued`` trace row (``trace_row``,
     whose ``job_id`` is filled in): both buffered when the transaction has a
-    write buffer, else written at once."""
+    write buffer, else written at once (through ``ledger``)."""
     buffer = buffer_of(conn)
     if buffer is None:
-        result = await enqueue(conn, spec, now=now)
+        result = await ledger.job_insert(conn, spec, now=now)
         await write_trace(conn, [{**trace_row, "job_id": result.job_id}])
         return
     buffer.jobs.append(_Job(spec, now, trace_row))

@@ -13,7 +13,6 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Rider
 from flowledger.ledger.driver import ledger_for
 from flowledger.ledger.models import EnqueueResult, JobSpec, new_key
 from flowledger.ledger.types import JobTypeRegistry
@@ -62,16 +61,6 @@ async def enqueue_bulk(
     (on SQLite: the database's write lock) for as long as it runs.
     """
     return await ledger_for(conn).jobs_insert(conn, specs, now=now, job_types=job_types)
-
-
-async def enqueue_bulk_then(
-    conn: AsyncConnection, specs: Sequence[JobSpec], *, now: datetime, then: Rider
-) -> list[EnqueueResult]:
-    """:func:`enqueue_bulk` of specs without idempotencyKeys (at most
-    ``JSON_INSERT_MAX_ROWS``), with ``then``'s rows written in the insert's
-    own statement (PostgreSQL only; they read ``job_ids (ord, id)``). For
-    the engine's write buffer: a step's rows that name its new jobs."""
-    return await ledger_for(conn).jobs_insert(conn, specs, now=now, then=then)
 
 
 async def enqueue_many(

@@ -45,7 +45,6 @@ from flowledger.engine.step import Step
 from flowledger.engine.tasks import SYSTEM, create_task, finish_task
 from flowledger.engine.tokens import Token
 from flowledger.engine.values import NodeFailure
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.outbound.ssrf import OutboundRefused
 from flowledger.states import TaskStatus
@@ -63,7 +62,7 @@ async def _enqueue(
     idempotency_key: str,
     max_attempts: int | None,
 ) -> int:
-    result = await enqueue(
+    result = await step.store.ledger.job_insert(
         step.conn,
         JobSpec(
             type=engine_job_type(job_type),

@@ -33,17 +33,22 @@ imported from here."""
 
 from flowledger.db.database import Database
 from flowledger.db.dialects import POSTGRESQL, SQLITE
+from flowledger.engine.store.core import CoreEngineStore
 from flowledger.engine.store.postgres import PostgresEngineStore
 from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.sqlite import SqliteEngineStore
+from flowledger.ledger.driver import ledger_driver
 
 __all__ = ["EngineStore", "engine_store"]
 
-# stateless: one shared store per kind of database
-_STORES: dict[str, EngineStore] = {SQLITE: SqliteEngineStore(), POSTGRESQL: PostgresEngineStore()}
+_KINDS: dict[str, type[CoreEngineStore]] = {
+    SQLITE: SqliteEngineStore,
+    POSTGRESQL: PostgresEngineStore,
+}
 
 
 def engine_store(db: Database) -> EngineStore:
-    """The engine store of ``db``'s kind of database, chosen once by whoever
-    builds an engine (the runtime, an :class:`~flowledger.engine.Engine`)."""
-    return _STORES[db.dialect]
+    """The engine store of ``db``'s kind of database, with ``db``'s ledger
+    driver, chosen once by whoever builds an engine (an
+    :class:`~flowledger.engine.Engine`, a recovery run)."""
+    return _KINDS[db.dialect](ledger_driver(db))

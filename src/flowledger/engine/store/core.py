@@ -28,12 +28,18 @@ from flowledger.engine.store.writes import (
     core_write_moves,
     core_write_step_rows,
 )
+from flowledger.ledger.driver.protocol import LedgerDriver
 
 
 class CoreEngineStore:
     """The engine's writes in portable Core, one statement at a time."""
 
     name = "core"
+
+    def __init__(self, ledger: LedgerDriver) -> None:
+        # the ledger driver of the same database: the step's jobs (enqueue,
+        # pause, resume, cleanup) go through it
+        self.ledger = ledger
 
     async def instance_insert(
         self,

@@ -21,12 +21,15 @@ from flowledger.engine.store.instance_end import Ending, InstanceEnd
 from flowledger.engine.store.start import Started
 from flowledger.engine.store.tokens import Frame
 from flowledger.engine.store.writes import ForkRows, StepRows
+from flowledger.ledger.driver.protocol import LedgerDriver
 
 
 class EngineStore(Protocol):
     """What an engine step writes, and how, on one kind of database."""
 
     name: str
+    # the ledger driver of the same database, for the step's jobs
+    ledger: LedgerDriver
 
     async def instance_insert(
         self,

@@ -322,7 +322,7 @@ def pg_step_rows_rider(
     None when there is nothing to write.
 
     With ``job_trace_rows`` the CTEs ride after an insert of jobs in its
-    statement (:func:`~flowledger.ledger.enqueue.enqueue_bulk_then`): each of
+    statement (the ledger driver's ``jobs_insert(…, then=…)``): each of
     those rows — the trace rows of the inserted jobs, in the jobs' order,
     each one of ``rows.trace`` — takes its job's id from the insert."""
     if not rows:
