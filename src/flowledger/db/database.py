@@ -20,15 +20,17 @@ batch settlement) that are atomic on their own.
 A writing transaction can hold buffers (:func:`pre_commit`) that are flushed
 just before it commits: the engine writes a step's trace and outbox rows
 that way, once per table per transaction (issue 15 item 2) — or earlier,
-as CTEs in front of another statement of the transaction (:func:`with_riders`:
-the ledger's settlement of the job that ran the step carries them).
+as CTEs in front of another statement whose caller hands them over
+explicitly (:data:`RiderSource`, :func:`ride_in_front`: the ledger's
+settlement of the job that ran the step carries them when the job's handler
+says so). No statement looks into these buffers by itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
 from functools import partial
@@ -143,45 +145,30 @@ def _close_without_greenlet(engine: AsyncEngine) -> None:
 Rider = tuple[str, dict[str, Any]]
 
 
+# where a statement's riders come from, asked only when that statement
+# carries them (None: nothing to carry)
+RiderSource = Callable[[], Awaitable[Rider | None]]
+
+
 class PreCommit(Protocol):
-    """Work buffered in a transaction and written just before it commits —
-    or earlier, carried by another statement of the transaction
-    (:func:`with_riders`): ``take_rider`` hands over what can ride as CTEs
-    (and counts it written), or None."""
+    """Work buffered in a transaction and written just before it commits."""
 
     async def flush(self) -> None: ...
 
-    async def take_rider(self) -> Rider | None: ...
 
-
-async def with_riders(conn: AsyncConnection, sql: str, params: dict[str, Any]) -> Rider:
+def ride_in_front(sql: str, params: dict[str, Any], rider: Rider) -> Rider:
     """``sql`` (driver SQL that begins with ``WITH``, PostgreSQL) with the
-    buffered writes of the transaction on ``conn`` that can ride along put
-    in front of its CTEs: one round trip for both (issue 15). Unreferenced
-    data-modifying CTEs still run, to completion, in the same statement, so
-    they commit or roll back with it. Unchanged outside :meth:`Database.begin`
-    or with nothing buffered."""
-    registry = pre_commit(conn)
-    if not registry:
-        return sql, params
-    ctes: list[str] = []
-    merged = dict(params)
-    for buffer in list(registry.values()):
-        rider = await buffer.take_rider()
-        if rider is None:
-            continue
-        text_, extra = rider
-        clash = merged.keys() & extra.keys()
-        if clash:
-            raise ValueError(f"a rider's parameters {sorted(clash)} clash with the statement's")
-        ctes.append(text_)
-        merged.update(extra)
-    if not ctes:
-        return sql, params
+    ``rider``'s CTEs put in front of its own: one round trip for both (issue
+    15). Unreferenced data-modifying CTEs still run, to completion, in the
+    same statement, so they commit or roll back with it."""
+    text_, extra = rider
+    clash = params.keys() & extra.keys()
+    if clash:
+        raise ValueError(f"a rider's parameters {sorted(clash)} clash with the statement's")
     body = sql.lstrip()
     if body[:5].upper() != "WITH ":
         raise ValueError("riders go in front of a statement's own WITH list")
-    return "WITH " + ", ".join(ctes) + ", " + body[5:], merged
+    return "WITH " + text_ + ", " + body[5:], {**params, **extra}
 
 
 def pre_commit(conn: AsyncConnection) -> dict[str, PreCommit] | None:

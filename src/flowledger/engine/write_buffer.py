@@ -25,11 +25,12 @@ instance's jobs). Nothing changes in what commits: the rows commit with the
 step's other writes or roll back with them, and the instance row is still
 locked before any job is written (L-13).
 
-The jobs go first, in one :func:`~flowledger.ledger.enqueue.enqueue_bulk`
-call, so that their ``job_enqueued`` trace rows carry the job ids; then the
+The jobs go first, in one ``jobs_insert`` of the store's ledger driver,
+so that their ``job_enqueued`` trace rows carry the job ids; then the
 rest with the store's ``step_rows_write`` (one statement
 on PostgreSQL) — or, in a job's step on PostgreSQL, as CTEs of the job's
-settlement (:meth:`WriteBuffer.take_rider`), which commits them with the
+settlement (:func:`take_rider`, which a job step's handler hands to its
+settlement: ``ctx.step(…, rides=take_rider)``), which commits them with the
 step all the same. On PostgreSQL the flush before a commit writes the jobs
 and the rest in one statement (the rest riding after the jobs' insert,
 the ledger driver's ``jobs_insert(…, then=…)``) when the jobs have no
@@ -298,6 +299,16 @@ async def add_job(
         return
     buffer.jobs.append(_Job(spec, now, trace_row))
     buffer.rows.trace.append(trace_row)
+
+
+async def take_rider(conn: AsyncConnection) -> Rider | None:
+    """The buffered rows of the transaction on ``conn`` as CTEs another
+    statement carries — handed over, so no longer buffered — after writing
+    its jobs; None (nothing handed over) when there is no buffer or they
+    cannot ride. A job step passes this to its settlement
+    (``ctx.step(…, rides=take_rider)``)."""
+    buffer = buffer_of(conn)
+    return None if buffer is None else await buffer.take_rider()
 
 
 async def flush(conn: AsyncConnection) -> None:

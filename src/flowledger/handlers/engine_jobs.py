@@ -22,6 +22,7 @@ from flowledger.engine.facade import Engine
 from flowledger.engine.instances import start_instance
 from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.step import FirstLock, Step
+from flowledger.engine.write_buffer import take_rider
 from flowledger.errors import PermanentError
 from flowledger.worker import JobContext, Skip
 from flowledger.worker.registry import Handler, HandlerFn, define_handler
@@ -60,7 +61,10 @@ async def _instance_step(
         )
         return await body(step)
 
-    return _outcome(await ctx.step(ctx.job.type, run, lock_first=held, completes=_outcome))
+    # the step settles its job, its rows riding on that settlement where they can
+    return _outcome(
+        await ctx.step(ctx.job.type, run, lock_first=held, completes=_outcome, rides=take_rider)
+    )
 
 
 def _ids(ctx: JobContext) -> tuple[int, int]:
@@ -135,7 +139,7 @@ async def schedule_launch(ctx: JobContext, engine: Engine) -> Any:
         )
         return {"instanceId": instance_id}
 
-    return _outcome(await ctx.step("schedule_launch", run, completes=_outcome))
+    return _outcome(await ctx.step("schedule_launch", run, completes=_outcome, rides=take_rider))
 
 
 EngineJobFn = Callable[[JobContext, Engine], Awaitable[Any]]

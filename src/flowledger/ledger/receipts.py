@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from sqlalchemy import Select, Update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Database
+from flowledger.db.database import Database, Rider
 from flowledger.errors import LeaseLostError
 from flowledger.ledger.driver import ledger_driver, ledger_for
 from flowledger.ledger.models import Fence, Outcome
@@ -74,6 +75,7 @@ async def run_step(
     confirm_side_effect: bool = False,
     settle: Callable[[Any], Outcome | None] | None = None,
     started_at: datetime | None = None,
+    rides: Callable[[AsyncConnection], Awaitable[Rider | None]] | None = None,
 ) -> Any:
     """Run ``fn(conn)`` once per operation: in one transaction, lock (the
     caller's instance row via ``lock_first``, then) the job row fenced — one
@@ -81,7 +83,10 @@ async def run_step(
     return the committed receipt's result if there is one, else run ``fn`` and
     commit its result as the receipt. ``fn``'s result must be JSON-serialisable.
     With ``settle``, the attempt (which started at ``started_at``) also
-    settles in that transaction with ``settle(result)``, unless that is None.
+    settles in that transaction with ``settle(result)``, unless that is None;
+    ``rides(conn)`` then hands over the step's own writes that may ride on
+    that settlement (asked only when it is one statement, PostgreSQL's plain
+    success; what it keeps, the step writes before its commit).
     Raises :class:`~flowledger.errors.LeaseLostError` when the executor is stale."""
     driver = ledger_driver(db)
     async with db.begin() as conn:
@@ -121,6 +126,7 @@ async def run_step(
                 now=now(),
                 started_at=started_at,
                 confirm_side_effect=confirm_side_effect,
+                then=None if rides is None else partial(rides, conn),
             )
         else:
             if not found:

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import Clock
-from flowledger.db.database import Database
+from flowledger.db.database import Database, Rider
 from flowledger.ledger.fencing import job_mark_side_effect
 from flowledger.ledger.models import ClaimedJob, Outcome, OutcomeKind
 from flowledger.ledger.receipts import LockFirst, run_step
@@ -102,6 +102,7 @@ class JobContext:
         *,
         lock_first: LockFirst | None = None,
         completes: Callable[[Any], Any] | None = None,
+        rides: Callable[[AsyncConnection], Awaitable[Rider | None]] | None = None,
     ) -> Any:
         """Run the internal step ``key`` once per operation: its business write
         and its receipt commit together; a retry returns the committed result.
@@ -114,7 +115,9 @@ class JobContext:
         a :class:`Skip`). The attempt then settles as succeeded (or skipped)
         in the step's own transaction, so the job is finished exactly when
         its work commits (an instance's cleanup never finds it running with
-        its work done); the worker writes no settlement of its own for it."""
+        its work done); the worker writes no settlement of its own for it.
+        ``rides(conn)``: the step's own rows that may ride on that settlement
+        (see :func:`~flowledger.ledger.receipts.run_step`)."""
 
         decided: list[Outcome] = []  # what the step settled, once its transaction ran
         settle: Callable[[Any], Outcome | None] | None = None
@@ -137,6 +140,7 @@ class JobContext:
             confirm_side_effect=self.side_effect_marked,
             settle=settle,
             started_at=self.job.started_at,
+            rides=rides,
         )
         self.side_effect_marked = False
         self.settled = self.settled or bool(decided)  # its transaction committed

@@ -318,7 +318,7 @@ def pg_step_rows_rider(
     rows: StepRows, job_trace_rows: Sequence[dict[str, Any]] | None = None
 ) -> Rider | None:
     """What :func:`pg_write_step_rows` writes, as CTEs another statement of
-    the transaction carries (:func:`~flowledger.db.database.with_riders`);
+    the transaction carries (:func:`~flowledger.db.database.ride_in_front`);
     None when there is nothing to write.
 
     With ``job_trace_rows`` the CTEs ride after an insert of jobs in its

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.database import RiderSource
 from flowledger.ledger.driver.core_control import ControlCore
 from flowledger.ledger.driver.core_jobs import JobsCore
 from flowledger.ledger.driver.core_maintenance import MaintenanceCore
@@ -36,8 +37,10 @@ class CoreLedger(JobsCore, ControlCore, MaintenanceCore, RegistryCore):
         now: datetime,
         started_at: datetime | None = None,
         confirm_side_effect: bool = False,
+        then: RiderSource | None = None,
     ) -> bool:
-        """The receipt, then the settlement: two statements in portable Core."""
+        """The receipt, then the settlement: two statements in portable Core
+        (nothing rides on them: ``then`` is not asked)."""
         await self.receipt_put(
             conn,
             fence,

@@ -27,7 +27,7 @@ from sqlalchemy import Select, Update, bindparam, exists, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
-from flowledger.db.database import Database, Rider, with_riders
+from flowledger.db.database import Database, Rider, RiderSource, ride_in_front
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.schema import workflow_job_effects as effects
 from flowledger.db.schema import workflow_jobs as jobs
@@ -166,10 +166,12 @@ class PostgresLedger(CoreLedger):
         now: datetime,
         started_at: datetime | None = None,
         confirm_side_effect: bool = False,
+        then: RiderSource | None = None,
     ) -> bool:
         """A plain success and the receipt in one statement (the receipt only
-        when the fenced settlement took); other outcomes, and a receipt that
-        confirms a side effect, as in Core."""
+        when the fenced settlement took), with what ``then`` hands over riding
+        in front of it; other outcomes, and a receipt that confirms a side
+        effect, as in Core."""
         if confirm_side_effect or not is_plain_success(outcome):
             return await super().receipt_put_and_settle(
                 conn,
@@ -195,8 +197,10 @@ class PostgresLedger(CoreLedger):
             receipt=result,
             now=now,
         )
-        # the step's buffered rows ride on the settlement: one round trip
-        sql, params = await with_riders(conn, SETTLE_ONE_WITH_RECEIPT_SQL, params)
+        sql = SETTLE_ONE_WITH_RECEIPT_SQL
+        rider = None if then is None else await then()
+        if rider is not None:  # the caller's rows ride on the settlement: one round trip
+            sql, params = ride_in_front(sql, params, rider)
         settled = await conn.exec_driver_sql(sql, params)
         return settled.first() is not None
 

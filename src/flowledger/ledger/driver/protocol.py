@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from sqlalchemy import Select, Update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Database, Rider
+from flowledger.db.database import Database, Rider, RiderSource
 from flowledger.ledger.models import (
     ClaimBatch,
     ClaimedJob,
@@ -294,10 +294,14 @@ class LedgerDriver(Protocol):
         now: datetime,
         started_at: datetime | None = None,
         confirm_side_effect: bool = False,
+        then: RiderSource | None = None,
     ) -> bool:
         """:meth:`receipt_put` and :meth:`job_settle` of the same attempt in
         the caller's (fenced) transaction — one statement on PostgreSQL for a
-        plain success. False when fenced out: the caller must roll back."""
+        plain success. False when fenced out: the caller must roll back.
+        ``then``: where the caller's own writes that may ride on that one
+        statement come from (asked only when it is sent; what it does not
+        hand over the caller writes itself, e.g. before its commit)."""
 
     # --- nodes and the leader lease -----------------------------------------------
     async def node_register(self, conn: AsyncConnection, node: NodeInfo, *, now: datetime) -> None:
