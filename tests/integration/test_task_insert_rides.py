@@ -4,10 +4,13 @@ on both backends.
 On PostgreSQL a start and a task's step reserve task ids in the statement
 that inserts the instance or locks it (``engine/store/reserved_ids.py``); a task created
 with a reserved id is inserted with the step's other rows, in the statement
-that writes them, instead of in a round trip of its own — and just before
-any other statement the transaction sends first, so that every read in the
-step sees it. SQLite reserves nothing and inserts each task when it is
-created; the results are the same."""
+that writes them, instead of in a round trip of its own. Nothing writes it
+behind a statement's back (issue 28 item 3): a plain read sends only
+itself and does not see it; the engine's reads of tasks, forks and tokens
+write the held rows first, at their call site (``write_held``,
+``flush_for_read``), and the commit writes what is still held. SQLite
+reserves nothing and inserts each task when it is created; the results
+are the same."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from sqlalchemy import func, select, text
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_forks, workflow_tasks
-from flowledger.engine import Engine
+from flowledger.engine import Engine, write_buffer
 from flowledger.engine.step import lock_task_instance
 from flowledger.engine.tasks import create_task
 from flowledger.states import TaskStatus
@@ -174,7 +177,7 @@ async def _new_task(db: Database, engine: Any, iid: int, conn: Any) -> int:
     )
 
 
-async def test_a_statement_of_the_step_sees_a_task_held_back_E5(
+async def test_a_read_never_writes_a_held_task_the_steps_task_read_writes_it_first_E5(
     db: Database, clock: ManualClock
 ) -> None:
     engine = new_engine(db, clock)
@@ -186,10 +189,26 @@ async def test_a_statement_of_the_step_sees_a_task_held_back_E5(
     with statement_watch.watched(db) as seen:
         async with db.begin() as conn:
             new_id = await _new_task(db, engine, iid, conn)
+            plain = (await conn.execute(count)).scalar_one()
             if not db.is_sqlite:
-                assert not _task_inserts(seen)  # held back so far
-            assert (await conn.execute(count)).scalar_one() == 2  # the read sees it
-    assert len(_task_inserts(seen)) == 1  # inserted once, before that read
+                assert plain == 1  # a plain read sends itself only: the task is still held
+                assert not _task_inserts(seen)
+            await write_buffer.flush_for_read(conn)  # what a task read of the engine does first
+            assert (await conn.execute(count)).scalar_one() == 2
+    assert len(_task_inserts(seen)) == 1  # inserted once, by the named flush
+    assert [t["id"] for t in await tasks(db, iid, assignee="zoe")] == [new_id]
+
+
+async def test_a_task_still_held_at_commit_is_written_with_it_E5(
+    db: Database, clock: ManualClock
+) -> None:
+    engine = new_engine(db, clock)
+    await engine.deploy(FLOW, actor="a")
+    iid = await engine.start("rides", form={}, initiator="u")
+    with statement_watch.watched(db) as seen:
+        async with db.begin() as conn:
+            new_id = await _new_task(db, engine, iid, conn)
+    assert len(_task_inserts(seen)) == 1
     assert [t["id"] for t in await tasks(db, iid, assignee="zoe")] == [new_id]
 
 

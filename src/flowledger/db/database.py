@@ -44,7 +44,7 @@ from sqlalchemy.util.concurrency import in_greenlet
 
 from flowledger.db import wake
 from flowledger.db.idle_ping import ping_when_idle
-from flowledger.db.pg_direct import DirectEngine, drop_deferred, run_deferred
+from flowledger.db.pg_direct import DirectEngine
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.sqlite_hotpath import SqliteHotPath
 from flowledger.db.sqlite_inline import BEGIN_IMMEDIATE, InlineWriterConnection
@@ -208,7 +208,6 @@ class Database:
                     yield conn
                     for buffer in list(buffers.values()):
                         await buffer.flush()
-                    await run_deferred(conn)  # a held-back write no statement carried
             finally:
                 # a connection invalidated by a disconnect has lost its info
                 # with its pool record, and reading it would reconnect here
@@ -217,7 +216,6 @@ class Database:
                     pools = set()
                 else:
                     conn.info.pop(_PRE_COMMIT, None)
-                    drop_deferred(conn)  # a rolled-back transaction's, never to be sent
                     pools = wake.take_pending(conn)
         # reached only when the transaction committed
         for pool in pools:

@@ -32,18 +32,11 @@ tests/integration/test_pg_direct.py compares both paths statement by
 statement, so an upgrade that changes them fails the tests, not production.
 A :class:`DirectEngine`'s ``observers`` let tests and benchmarks see these
 statements (SQLAlchemy's cursor events do not).
-
-A write may be held back on a :class:`DirectConnection`
-(:func:`defer_to_next_statement`) so that a later statement can carry it:
-it runs just before the next statement sent on the connection, either
-path, unless its holder takes it back first (:func:`drop_deferred`: a
-statement carried it). ``Database.begin`` runs one still held before its
-commit and drops it when the transaction rolls back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import psycopg
@@ -56,41 +49,6 @@ from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.util import greenlet_spawn
 
 Observer = Callable[[AsyncConnection, str], None]  # (connection, SQL text), before sending
-
-_BEFORE_NEXT = "flowledger_before_next_statement"
-Write = Callable[[], Awaitable[None]]  # a held-back write (defer_to_next_statement)
-
-
-def defer_to_next_statement(conn: AsyncConnection, write: Write) -> bool:
-    """Have ``write`` run just before the next statement sent on ``conn`` (a
-    :class:`DirectConnection`), unless :func:`drop_deferred` takes it back
-    first — a write held back so that a later statement may carry it, which
-    every statement sent meanwhile still sees. Writes held by several
-    holders run in the order they were first held. False (nothing deferred)
-    on any other connection: the caller writes at once."""
-    if not isinstance(conn, DirectConnection):
-        return False
-    held: list[Write] = conn.info.setdefault(_BEFORE_NEXT, [])
-    if write not in held:
-        held.append(write)
-    return True
-
-
-async def run_deferred(conn: AsyncConnection) -> None:
-    """Run the writes deferred on ``conn`` now, if any are (before a commit)."""
-    for write in conn.info.pop(_BEFORE_NEXT, None) or ():
-        await write()
-
-
-def drop_deferred(conn: AsyncConnection, write: Write | None = None) -> None:
-    """Take back ``write`` (a statement carried it), or every write deferred
-    on ``conn`` (its transaction ended)."""
-    held = conn.info.get(_BEFORE_NEXT)
-    if held is not None and write is not None and write in held:
-        held.remove(write)
-    if held is not None and (write is None or not held):
-        conn.info.pop(_BEFORE_NEXT, None)
-
 
 _PLAN_ATTR = "_flowledger_direct_plan"
 
@@ -288,8 +246,6 @@ class DirectConnection(AsyncConnection):
         *,
         execution_options: Any = None,
     ) -> Any:
-        if _BEFORE_NEXT in self.info:
-            await self._run_deferred()
         if isinstance(parameters, list) and len(parameters) == 1:
             parameters = parameters[0]  # one parameter set: an execute, as in SQLAlchemy
         if execution_options is None and (parameters is None or isinstance(parameters, Mapping)):
@@ -306,16 +262,11 @@ class DirectConnection(AsyncConnection):
         parameters: Any = None,
         execution_options: Any = None,
     ) -> Any:
-        if _BEFORE_NEXT in self.info:
-            await self._run_deferred()
         if execution_options is None and (parameters is None or isinstance(parameters, Mapping)):
             driver = self._driver()
             if driver is not None:
                 return await self._send(driver, None, statement.encode(), parameters)
         return await super().exec_driver_sql(statement, parameters, execution_options)
-
-    async def _run_deferred(self) -> None:
-        await run_deferred(self)  # taken first: their own statements run plainly
 
     async def _send(
         self,

@@ -118,7 +118,7 @@ def _node(step: Step, key: str, field_name: str) -> None:
 
 
 async def _live_tokens(step: Step, node_key: str | None) -> list[Any]:
-    await write_buffer.flush_moves(step.conn)
+    await write_buffer.flush_for_read(step.conn)
     t = workflow_tokens.c
     query = select(workflow_tokens).where(
         t.instance_id == step.instance_id, t.state != TokenState.CONSUMED
@@ -137,6 +137,7 @@ async def _open_tasks(step: Step, token_ids: list[int], node_key: str | None) ->
     )
     if node_key is not None:
         query = query.where(t.token_id.in_(token_ids) | (t.node_key == node_key))
+    await write_buffer.write_held(step.conn)
     rows = (await step.conn.execute(query.order_by(t.id).with_for_update())).mappings().all()
     return list(rows)
 

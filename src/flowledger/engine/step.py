@@ -33,7 +33,7 @@ from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.store.instance_end import Ending, InstanceEnd
 from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.reserved_ids import Reserved, take_reserved
-from flowledger.engine.write_buffer import add_job, add_outbox, add_trace, open_buffer
+from flowledger.engine.write_buffer import add_job, add_outbox, add_trace, open_buffer, write_held
 from flowledger.ledger.driver.protocol import FIRST_WRITE
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.receipts import RowLock
@@ -215,6 +215,7 @@ class Step:
         cleanup cancels those), and whether the instance-ended hook's
         condition holds, read in the same round trip on PostgreSQL."""
         ending = self._ending(status, job_types)
+        await write_held(self.conn)  # the open tasks it ends may be held
         ended = await self.store.instance_end(self.conn, self.instance_id, ending)
         self._ended(status)
         return ended
@@ -232,6 +233,7 @@ class Step:
         :meth:`end_instance` does (one round trip on PostgreSQL); None when
         another token is live."""
         ending = self._ending(status, job_types)
+        await write_held(self.conn)  # the live tokens and open tasks may be held
         ended = await self.store.instance_end_with_last_token(
             self.conn, self.instance_id, ending, token_id=token_id, at_node=at_node
         )
@@ -268,7 +270,9 @@ _LOCK_INSTANCE = (
 
 async def lock_instance(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
     """Lock the instance row (always the first lock of a step, L-13); the row
-    without its snapshot column."""
+    without its snapshot column. Rows an earlier step of the transaction
+    holds are written first (this step may read them)."""
+    await write_held(conn)
     row = (await conn.execute(_LOCK_INSTANCE, {"lock_instance_id": instance_id})).mappings().first()
     if row is None:
         raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
@@ -296,6 +300,7 @@ async def lock_task_instance(
     step (PostgreSQL) it also carries them
     (:mod:`~flowledger.engine.store.reserved_ids`)."""
     statement = store.lock_reserving(_LOCK_TASK_INSTANCE)
+    await write_held(conn)  # the task may be one an earlier step holds
     row = (await conn.execute(statement, {"task_id": task_id})).mappings().first()
     if row is None:
         raise TaskNotFound(f"task {task_id} not found", field="taskId")

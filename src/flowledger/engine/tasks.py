@@ -27,7 +27,7 @@ from flowledger.definitions.expressions import evaluate_value
 from flowledger.definitions.model import Assignees
 from flowledger.engine.step import FirstLock, Step
 from flowledger.engine.tokens import Token
-from flowledger.engine.write_buffer import buffer_of, flush_moves
+from flowledger.engine.write_buffer import buffer_of, flush_for_read, write_held
 from flowledger.ledger.driver.protocol import FIRST_LOCK
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
@@ -73,11 +73,13 @@ async def create_task(
     task_id = step.take_task_id()
     if task_id is None:
         task_id = int((await step.conn.execute(_INSERT, row)).scalar_one())
-    else:  # reserved: the insert rides on a later statement, or goes now
+    else:  # reserved: held, to ride on a later statement, or inserted now
         row["id"] = task_id
         buffer = buffer_of(step.conn)
-        if buffer is None or not buffer.add_task(row):
+        if buffer is None:
             await step.conn.execute(_INSERT, row)
+        else:
+            buffer.add_task(row)
     await step.trace(
         "task_created",
         node_key=node_key,
@@ -102,6 +104,7 @@ async def finish_task(
     comment: str | None = None,
     by: str | None = None,
 ) -> None:
+    await write_held(step.conn)  # the task may be held
     await step.conn.execute(
         _UPDATE_ONE,
         {"b_task_id": task_id, **_finished(step, status, action, comment, by)},
@@ -208,7 +211,7 @@ async def finish_actionable_task(
     ``node_key`` and ``open_siblings`` and its token, or None when it is not
     such a task (nothing written; the caller finds out why). The caller
     records the completion (:func:`record_finished`)."""
-    await flush_moves(step.conn)
+    await flush_for_read(step.conn)
     params: dict[str, Any] = {
         "b_task_id": task_id,
         "b_instance_id": step.instance_id,
@@ -302,7 +305,7 @@ async def finish_held_task(
     (nothing written; the caller asks :func:`lock_task_with_token` why). The
     statement of :func:`finish_held_first`, here in a step that holds its
     instance already (its lock a CTE of it, as the ledger's Core path runs it)."""
-    await flush_moves(step.conn)
+    await flush_for_read(step.conn)
     lock = finish_held_first(
         step.instance_id,
         task_id,
@@ -364,7 +367,7 @@ async def lock_task_with_token(step: Step, task_id: int) -> tuple[Any, Token | N
     task (None if missing; ``open_siblings`` counts the other pending or
     waiting tasks of its token), its token and the token's state (None, None
     when it holds none)."""
-    await flush_moves(step.conn)
+    await flush_for_read(step.conn)
     row = (await step.conn.execute(_LOCK_WITH_TOKEN, {"task_id": task_id})).first()
     if row is None or row.token_id is None or row.token_state is None:
         return row, None, None
@@ -373,6 +376,7 @@ async def lock_task_with_token(step: Step, task_id: int) -> tuple[Any, Token | N
 
 
 async def lock_task(step: Step, task_id: int) -> Any:
+    await write_held(step.conn)
     return (await step.conn.execute(_LOCK, {"b_task_id": task_id})).first()
 
 
@@ -408,6 +412,7 @@ async def open_tasks(
         params["b_node_key"] = node_key
     if token_id is not None:
         params["b_token_id"] = token_id
+    await write_held(step.conn)
     return list((await step.conn.execute(query, params)).all())
 
 

@@ -24,7 +24,7 @@ from flowledger.db.engine_schema import workflow_forks, workflow_tokens
 from flowledger.engine.step import Step
 from flowledger.engine.store.tokens import Frame
 from flowledger.engine.values import Token as Token
-from flowledger.engine.write_buffer import buffer_of, flush_moves
+from flowledger.engine.write_buffer import buffer_of, flush_for_read, write_held
 from flowledger.states import TokenState
 
 
@@ -79,6 +79,7 @@ async def set_token_state(
     values: dict[str, Any] = {"state": state}
     if state is TokenState.CONSUMED:
         values["consumed_at"] = step.now
+    await write_held(step.conn)  # the tokens may be a held fork's
     buffer = buffer_of(step.conn)
     if buffer is not None and at_node is not None:
         for token_id in token_ids:
@@ -87,7 +88,7 @@ async def set_token_state(
     elif buffer is not None and len(token_ids) == 1 and token_ids[0] in buffer.moves:
         values["node_key"] = buffer.take_move(token_ids[0])  # the move, in the same statement
     else:
-        await flush_moves(step.conn)
+        await flush_for_read(step.conn)
     if len(token_ids) == 1:
         await step.conn.execute(_UPDATE_ONE, {"b_token_id": token_ids[0], **values})
     else:
@@ -116,19 +117,19 @@ def take_buffered_move(step: Step, token_id: int) -> str | None:
 
 
 async def get_token(step: Step, token_id: int) -> tuple[Token, str] | None:
-    await flush_moves(step.conn)
+    await flush_for_read(step.conn)
     row = (await step.conn.execute(_GET, {"token_id": token_id})).first()
     return None if row is None else (_token(row), row.state)
 
 
 async def live_tokens(step: Step) -> list[tuple[Token, str]]:
-    await flush_moves(step.conn)
+    await flush_for_read(step.conn)
     rows = (await step.conn.execute(_LIVE_TOKENS, {"b_instance_id": step.instance_id})).all()
     return [(_token(row), row.state) for row in rows]
 
 
 async def consume_all_tokens(step: Step) -> None:
-    await flush_moves(step.conn)
+    await flush_for_read(step.conn)
     await step.conn.execute(
         _CONSUME_LIVE,
         {"b_instance_id": step.instance_id, "state": TokenState.CONSUMED, "consumed_at": step.now},
@@ -142,7 +143,7 @@ async def _take_move(step: Step, token_id: int) -> str | None:
     buffer = buffer_of(step.conn)
     if buffer is not None and token_id in buffer.moves:
         return buffer.take_move(token_id)
-    await flush_moves(step.conn)
+    await flush_for_read(step.conn)
     return None
 
 
@@ -159,6 +160,7 @@ async def fork_tokens(
     held = _held_fork(step, token, node_key, gateway, places, at_node)
     if held is not None:
         return held
+    await write_held(step.conn)  # the forking token may be a held fork's
     frame_id, ids = await step.store.tokens_replace(
         step.conn,
         instance_id=step.instance_id,
@@ -223,6 +225,7 @@ async def join_tokens(
     if buffer is not None:
         for token in joined:
             buffer.take_move(token.id)
+        await buffer.write_held()  # the joined tokens may be a held fork's
     _frame, ids = await step.store.tokens_replace(
         step.conn,
         instance_id=step.instance_id,
@@ -260,10 +263,14 @@ async def fork_and_parked(step: Step, fork_id: int, node_key: str) -> tuple[Any,
     """The fork frame ``fork_id`` (None if missing) and the tokens parked at
     ``node_key`` with that frame on top, in one statement. Buffered moves
     stay buffered unless a park is among them (this reads parked tokens
-    only: a token without a buffered park is active or written)."""
+    only: a token without a buffered park is active or written); held
+    forks are written first (the frame, or the parked tokens, may be
+    theirs)."""
     buffer = buffer_of(step.conn)
     if buffer is not None and buffer.parks:
-        await buffer.flush_moves()
+        await buffer.flush_for_read()
+    elif buffer is not None:
+        await buffer.write_held()
     rows = (
         await step.conn.execute(_FORK_AND_PARKED, {"fork_id": fork_id, "node_key": node_key})
     ).all()

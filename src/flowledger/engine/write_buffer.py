@@ -5,12 +5,13 @@ before it commits — each table once, in the order the steps produced them.
 
 A token parking at a join is buffered with its move (``parks``) and
 written in the same row of the moves. A task or a fork made with ids its
-step reserved (``engine/store/reserved_ids.py``, PostgreSQL) is buffered too and
-inserted with the other rows (a held fork's token that moved since is
-inserted where it now is); any other statement the transaction sends
-before them inserts them first
-(:func:`~flowledger.db.pg_direct.defer_to_next_statement`), so every read in
-the transaction sees them.
+step reserved (``engine/store/reserved_ids.py``, PostgreSQL) is held too
+(``rows.tasks``, ``rows.forks``) and inserted with the other rows (a held
+fork's token that moved since is inserted where it now is). Nothing writes
+them behind a statement's back: a statement that reads or changes tasks,
+forks or tokens is preceded, at its call site, by :func:`flush_for_read`
+(the held rows and the token moves) or :func:`write_held` (the held rows
+alone), so every read in the transaction sees them.
 
 The buffer exists only inside a :meth:`~flowledger.db.database.Database.begin`
 transaction (it registers as one of its pre-commit buffers; the first step
@@ -19,9 +20,9 @@ opened in the transaction opens it with its engine store,
 before. What the buffer holds but its jobs is a
 :class:`~flowledger.engine.store.writes.StepRows`; how it is written is the
 engine store's (:mod:`~flowledger.engine.store`). A read in the step that must see
-buffered rows flushes first (:func:`flush`; the token queries do it for the
-moves, :func:`flush_jobs` comes before anything that reads or changes the
-instance's jobs). Nothing changes in what commits: the rows commit with the
+buffered rows flushes first (:func:`flush`; the task and token queries call
+:func:`flush_for_read`, :func:`flush_jobs` comes before anything that reads
+or changes the instance's jobs). Nothing changes in what commits: the rows commit with the
 step's other writes or roll back with them, and the instance row is still
 locked before any job is written (L-13).
 
@@ -45,7 +46,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Rider, pre_commit
-from flowledger.db.pg_direct import defer_to_next_statement, drop_deferred
 from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.writes import (
     FORKS_HELD_MAX,
@@ -78,22 +78,16 @@ class WriteBuffer:
     # the rows but the jobs: token moves (and the moved tokens that also park
     # there, a join not yet firing), outbox, form writes, trace, and the
     # rows made with reserved ids — tasks and forks, which ride on this
-    # buffer's last statement or are inserted just before any other
-    # statement the transaction sends first (so every read sees them)
+    # buffer's last statement unless a read's call site writes them first
+    # (write_held, flush_for_read)
     rows: StepRows = field(default_factory=StepRows)
     jobs: list[_Job] = field(default_factory=list)
 
-    def add_task(self, row: dict[str, Any]) -> bool:
-        """Hold back the insert of task ``row`` (its ``id`` reserved); False
-        (nothing held) where no later statement can carry it: insert it now."""
-        if not defer_to_next_statement(self.conn, self._insert_tasks):
-            return False
+    def add_task(self, row: dict[str, Any]) -> None:
+        """Hold the insert of task ``row`` (its ``id`` reserved): it rides on
+        this buffer's last statement unless :meth:`write_held` writes it
+        first."""
         self.rows.tasks.append(row)
-        return True
-
-    async def _insert_tasks(self) -> None:
-        tasks, self.rows.tasks = self.rows.tasks, []
-        await write_tasks(self.conn, tasks)
 
     def holds_token(self, token_id: int) -> bool:
         """Whether token ``token_id`` is a held fork's, not yet inserted."""
@@ -105,23 +99,35 @@ class WriteBuffer:
         consume: tuple[int, str | None, datetime],
         tokens: list[dict[str, Any]],
     ) -> bool:
-        """Hold back a fork made with reserved ids: its ``frame`` row, the
-        forking token to consume (id, the node it is consumed at, when) and
-        its new token rows. False (nothing held) where no later statement can
-        carry it, or too many are held already: write it now."""
+        """Hold a fork made with reserved ids: its ``frame`` row, the forking
+        token to consume (id, the node it is consumed at, when) and its new
+        token rows. False (nothing held) when the forking token is itself a
+        held one, or too many are held already: write it now."""
         forks = self.rows.forks
         if len(forks.frames) >= FORKS_HELD_MAX or self.holds_token(consume[0]):
-            return False
-        if not defer_to_next_statement(self.conn, self._insert_forks):
             return False
         forks.frames.append(frame)
         forks.consumes.append(consume)
         forks.tokens.extend(tokens)
         return True
 
-    async def _insert_forks(self) -> None:
-        forks, self.rows.forks = self.rows.forks, ForkRows()
-        await self.store.forks_write(self.conn, forks)
+    @property
+    def holds_rows(self) -> bool:
+        """Whether tasks or forks made with reserved ids are held."""
+        return bool(self.rows.tasks or self.rows.forks.frames)
+
+    async def write_held(self) -> None:
+        """Insert the held tasks and forks now (a held fork's token that
+        moved since is inserted where it now is): before a statement that
+        reads or changes tasks, forks or tokens."""
+        rows = self.rows
+        if rows.tasks:
+            tasks, rows.tasks = rows.tasks, []
+            await write_tasks(self.conn, tasks)
+        if rows.forks.frames:
+            self._fold_moves()
+            forks, rows.forks = rows.forks, ForkRows()
+            await self.store.forks_write(self.conn, forks)
 
     def _fold_moves(self) -> None:
         """A held fork's token that moved (and parked) since: inserted where
@@ -152,7 +158,10 @@ class WriteBuffer:
         self.rows.parks.discard(token_id)
         return self.rows.moves.pop(token_id, None)
 
-    async def flush_moves(self) -> None:
+    async def flush_for_read(self) -> None:
+        """Write what a read of tasks, forks or tokens must see: the held
+        rows, then the buffered token moves."""
+        await self.write_held()
         rows = self.rows
         if rows.moves:
             moves, parks = rows.moves, rows.parks
@@ -213,13 +222,8 @@ class WriteBuffer:
 
     def _take_rows(self) -> StepRows:
         """The buffered rows but the jobs, forgotten here (a statement
-        carries them, or the caller writes them); held tasks and forks are
-        no longer to be written before the next statement."""
+        carries them, or the caller writes them)."""
         rows, self.rows = self.rows, StepRows()
-        if rows.tasks:
-            drop_deferred(self.conn, self._insert_tasks)
-        if rows.forks.frames:
-            drop_deferred(self.conn, self._insert_forks)
         return rows
 
     async def flush(self) -> None:
@@ -318,11 +322,20 @@ async def flush(conn: AsyncConnection) -> None:
         await buffer.flush()
 
 
-async def flush_moves(conn: AsyncConnection) -> None:
-    """Write the buffered token moves now (before a token query)."""
+async def flush_for_read(conn: AsyncConnection) -> None:
+    """Write the held tasks and forks and the buffered token moves now
+    (before a statement that reads or changes tasks, forks or tokens)."""
     buffer = buffer_of(conn)
     if buffer is not None:
-        await buffer.flush_moves()
+        await buffer.flush_for_read()
+
+
+async def write_held(conn: AsyncConnection) -> None:
+    """Write the held tasks and forks now (before a statement that reads or
+    changes tasks, forks or tokens; the token moves stay buffered)."""
+    buffer = buffer_of(conn)
+    if buffer is not None:
+        await buffer.write_held()
 
 
 async def flush_jobs(conn: AsyncConnection) -> None:
