@@ -1,41 +1,48 @@
 """Core statements on PostgreSQL without SQLAlchemy's per-statement execution
-machinery (issue 15: the engine's write path).
+machinery (issue 15: the engine's write path), on SQLAlchemy's public API
+only (issue 28 item 3).
 
 SQLAlchemy's asyncio layer spends about 90 µs of CPU per statement on top of
 psycopg's own 75 µs (a greenlet hop, an execution context, a cursor wrapper,
 a result built from cursor metadata); an engine step runs about ten
 statements, so that layer was a third of a worker's CPU. A
-:class:`DirectConnection` compiles a statement exactly as SQLAlchemy does
-(same compiled cache, same SQL text, same bind processors, so psycopg's
-prepared statements are shared) and sends it on the connection's own
-psycopg ``AsyncConnection``; rows come back as SQLAlchemy ``Row`` objects
-(with the result processors of the columns' types applied) in a
-:class:`DirectResult`.
+:class:`DirectConnection` compiles a statement object once
+(``ClauseElement.compile`` with the connection's dialect, kept while the
+object lives: the engine's statements are module constants, built once),
+binds its parameters with the bind processors of their types
+(``TypeEngine.dialect_impl(…).bind_processor``), expands ``IN`` lists with
+``SQLCompiler.construct_expanded_state`` and sends the text on the
+connection's own psycopg ``AsyncConnection`` (the same text SQLAlchemy
+sends, so psycopg's prepared statements are shared). Rows come back as
+SQLAlchemy ``Row`` objects, with the result processors of the statement's
+columns (``exported_columns``) applied, in a :class:`DirectResult`.
 
 It takes the direct path only where the result is the same: one parameter
 set (a dict, or a list of one); no execution options; a connection inside a
 transaction that SQLAlchemy began (or in autocommit), so SQLAlchemy's commit
 and rollback still end it; a statement without Python-side defaults,
-implicit RETURNING or schema translation. ``IN`` lists are expanded as
-SQLAlchemy expands them. Everything else (an executemany, a statement on a
-connection SQLAlchemy has not begun), and every statement on SQLite, goes
-through SQLAlchemy as before. psycopg errors, and values a bind processor
-refuses, are raised as SQLAlchemy raises them (``IntegrityError``,
-``OperationalError``, ``StatementError`` …); a psycopg error goes through
-SQLAlchemy's own handler, so a lost connection is invalidated as on
-SQLAlchemy's path (its rollback and check-in then never touch the dropped
-socket).
+implicit RETURNING, schema translation or tuple-typed parameters.
+Everything else (an executemany, a statement on a connection SQLAlchemy has
+not begun), and every statement on SQLite, goes through SQLAlchemy as
+before. psycopg errors, and values a bind processor refuses, are raised as
+SQLAlchemy raises them (``DBAPIError.instance``: ``IntegrityError``,
+``OperationalError``, ``StatementError`` …); when the error is a lost
+connection (the dialect's ``is_disconnect``) the connection is invalidated
+first (``AsyncConnection.invalidate``), so the rollback and check-in that
+follow never touch the dropped socket. SQLAlchemy's own path also makes its
+pool recycle the connections opened before a disconnect; here the idle ping
+(``db/idle_ping.py``) finds those after a restart.
 
-This reads SQLAlchemy internals (``_compile_w_cache``, ``_bind_processors``,
-``_result_columns``, ``Connection._handle_dbapi_exception``); pyproject pins the minor version and
-tests/integration/test_pg_direct.py compares both paths statement by
-statement, so an upgrade that changes them fails the tests, not production.
-A :class:`DirectEngine`'s ``observers`` let tests and benchmarks see these
-statements (SQLAlchemy's cursor events do not).
+No private attribute of SQLAlchemy is read (the ``<2.2`` pin that guarded
+them is lifted); tests/integration/test_pg_direct.py compares both paths
+statement by statement, so an upgrade that changes a result fails the
+tests, not production. A :class:`DirectEngine`'s ``observers`` let tests
+and benchmarks see these statements (SQLAlchemy's cursor events do not).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,13 +51,10 @@ from psycopg.rows import tuple_row
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine.result import IteratorResult, SimpleResultMetaData
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-from sqlalchemy.sql import compiler
 from sqlalchemy.sql.elements import ClauseElement
-from sqlalchemy.util import greenlet_spawn
+from sqlalchemy.sql.sqltypes import TupleType
 
 Observer = Callable[[AsyncConnection, str], None]  # (connection, SQL text), before sending
-
-_PLAN_ATTR = "_flowledger_direct_plan"
 
 
 class DirectResult(IteratorResult[Any]):
@@ -69,14 +73,15 @@ _MAX_SHAPES = 64  # expanded texts and result shapes kept per compiled statement
 
 
 class _Plan:
-    """What is fixed per compiled statement: its text, its bind processors and
-    escaped names, its result columns (keys, extra keys, types) and, as they
-    are met, its ``IN``-list expansions by list lengths and its result
-    metadata by column type codes."""
+    """What is fixed per statement object and parameter keys: its compiled
+    form, text, bind processors and escaped names, its result columns and,
+    as they are met, its ``IN``-list expansions by list lengths and its
+    result metadata by column type codes."""
 
     __slots__ = (
         "binds",
         "columns",
+        "compiled",
         "escaped",
         "expanding",
         "expansions",
@@ -85,26 +90,34 @@ class _Plan:
         "sql",
     )
 
-    def __init__(self, compiled: compiler.SQLCompiler) -> None:
+    def __init__(self, statement: Any, compiled: Any, dialect: Any) -> None:
+        self.compiled = compiled
         self.expanding = bool(compiled.literal_execute_params or compiled.post_compile_params)
         self.sql: bytes = compiled.string.encode()
-        self.binds: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors  # type: ignore[assignment]
+        binds: dict[str, Callable[[Any], Any]] = {}
+        for param, name in compiled.bind_names.items():
+            if param in compiled.literal_execute_params:
+                continue  # rendered into the text, never bound
+            process = param.type.dialect_impl(dialect).bind_processor(dialect)
+            if process is not None:
+                binds[name] = process
+        self.binds: Mapping[str, Callable[[Any], Any]] = binds
         self.escaped: Mapping[str, str] | None = compiled.escaped_bind_names or None
-        self.columns = compiled._result_columns
+        self.columns: list[Any] = list(getattr(statement, "exported_columns", None) or [])
         # the expanding parameters whose expansion depends on their lengths
-        # alone (scalar IN lists; not literal_execute, not tuples): cacheable
+        # alone (scalar IN lists; not literal_execute): cacheable
         self.lists: tuple[str, ...] | None = None
         if compiled.post_compile_params and not compiled.literal_execute_params:
-            params = compiled.post_compile_params
-            if not any(p.type._is_tuple_type for p in params):
-                self.lists = tuple(compiled.bind_names[p] for p in params)
+            self.lists = tuple(compiled.bind_names[p] for p in compiled.post_compile_params)
         self.expansions: dict[tuple[int, ...], tuple[bytes, dict[str, Any], dict[str, list[str]]]]
         self.expansions = {}
-        self.results: dict[tuple[Any, ...], SimpleResultMetaData] = {}
+        self.results: dict[tuple[Any, ...], tuple[SimpleResultMetaData, list[Any] | None]] = {}
 
-    def expand(self, compiled: Any, values: dict[str, Any]) -> tuple[bytes, Mapping[str, Any]]:
-        """The text and bind processors of this call's ``IN`` lists; replaces
-        each list in ``values`` by its numbered elements, as SQLAlchemy does."""
+    def expand(
+        self, parameters: Mapping[str, Any] | None, values: dict[str, Any]
+    ) -> tuple[bytes, Mapping[str, Any], dict[str, Any]]:
+        """The text, bind processors and values of this call's ``IN`` lists,
+        each list replaced by its numbered elements, as SQLAlchemy expands them."""
         shape: tuple[int, ...] | None = None
         if self.lists is not None and all(
             isinstance(values.get(name), list | tuple) for name in self.lists
@@ -115,23 +128,39 @@ class _Plan:
                 sql, binds, expansion = hit
                 for name, keys in expansion.items():
                     values.update(zip(keys, values.pop(name), strict=True))
-                return sql, binds
-        expanded = compiled._process_parameters_for_postcompile(values)  # updates values
-        sql = expanded.statement.encode()
-        binds = {**self.binds, **expanded.processors}
+                return sql, binds, values
+        state = self.compiled.construct_expanded_state(parameters or None, escape_names=False)
+        sql = state.statement.encode()
+        binds = {**self.binds, **state.processors}
         if shape is not None and len(self.expansions) < _MAX_SHAPES:
-            self.expansions[shape] = (sql, binds, dict(expanded.parameter_expansion))
-        return sql, binds
+            self.expansions[shape] = (sql, binds, dict(state.parameter_expansion))
+        return sql, binds, dict(state.parameters)
 
 
-def _usable(compiled: Any) -> bool:
+def _usable(statement: Any, compiled: Any) -> bool:
     return not (
         compiled.insert_prefetch
         or compiled.update_prefetch
         or compiled.implicit_returning
         or compiled.schema_translate_map
         or compiled.for_executemany
+        or (compiled.escaped_bind_names and compiled.post_compile_params)
+        or any(isinstance(p.type, TupleType) for p in compiled.bind_names)
     )
+
+
+# per live statement object (by identity: a statement's ``==`` may build
+# SQL): its plans by parameter keys, False where it must go through SQLAlchemy
+_PLANS: dict[int, dict[tuple[str, ...], _Plan | bool]] = {}
+
+
+def _plans_of(statement: Any) -> dict[tuple[str, ...], _Plan | bool]:
+    key = id(statement)
+    found = _PLANS.get(key)
+    if found is None:
+        found = _PLANS[key] = {}
+        weakref.finalize(statement, _PLANS.pop, key, None)
+    return found
 
 
 def _plan(
@@ -139,39 +168,27 @@ def _plan(
 ) -> tuple[_Plan, bytes, dict[str, Any]] | None:
     """The plan, the SQL text and the DBAPI parameters of ``statement``, or
     None when it must go through SQLAlchemy."""
-    if not isinstance(statement, ClauseElement) or statement._execution_options:  # type: ignore[attr-defined]
+    if not isinstance(statement, ClauseElement) or statement.get_execution_options():  # type: ignore[attr-defined]
         return None
     sync = conn.sync_connection
-    if sync is None or sync._execution_options.get("compiled_cache", True) is None:
+    if sync is None or sync.get_execution_options().get("compiled_cache", True) is None:
         return None
     dialect = sync.dialect
-    keys = sorted(parameters) if parameters else []
-    compiled: Any
-    compiled, extracted, param_dict, _hit = statement._compile_w_cache(
-        dialect=dialect,
-        compiled_cache=sync.engine._compiled_cache,
-        column_keys=keys,
-        for_executemany=False,
-        schema_translate_map=None,
-        linting=dialect.compiler_linting | compiler.WARN_LINTING,
-    )
-    plan: _Plan | bool | None = getattr(compiled, _PLAN_ATTR, None)
-    if plan is None:  # first use of this compiled form: decide once
-        plan = _Plan(compiled) if _usable(compiled) else False
-        setattr(compiled, _PLAN_ATTR, plan)
+    keys = tuple(sorted(parameters)) if parameters else ()
+    plans = _plans_of(statement)
+    plan = plans.get(keys)
+    if plan is None:  # first use of this statement with these keys: decide once
+        compiled: Any = statement.compile(dialect=dialect, column_keys=list(keys))
+        plan = _Plan(statement, compiled, dialect) if _usable(statement, compiled) else False
+        plans[keys] = plan
     if not isinstance(plan, _Plan):
         return None
     try:
-        values = compiled.construct_params(
-            parameters or None,
-            escape_names=False,
-            extracted_parameters=extracted,
-            _collected_params=param_dict,
-        )
+        values = plan.compiled.construct_params(parameters or None, escape_names=False)
         binds: Mapping[str, Any] = plan.binds
         sql = plan.sql
         if plan.expanding:  # IN lists: the text depends on their lengths, as in SQLAlchemy
-            sql, binds = plan.expand(compiled, values)
+            sql, binds, values = plan.expand(parameters, values)
         escaped = plan.escaped or {}
         params = {
             escaped.get(key, key): (binds[key](value) if key in binds else value)
@@ -179,7 +196,7 @@ def _plan(
         }
     except Exception as error:  # a bind processor refused a value: as SQLAlchemy reports it
         raise sa_exc.DBAPIError.instance(
-            compiled.string, parameters, error, psycopg.Error, dialect=dialect
+            plan.compiled.string, parameters, error, psycopg.Error, dialect=dialect
         ) from error
     return plan, sql, params
 
@@ -189,35 +206,38 @@ def _metadata(
     description: Any,
     dialect: Any,
     text_results: dict[tuple[str, ...], SimpleResultMetaData],
-) -> SimpleResultMetaData:
+) -> tuple[SimpleResultMetaData, list[Any] | None]:
     """Row keys (and column objects, so ``row._mapping[column]`` works) and
-    the columns' result processors, as SQLAlchemy would build them; built
-    once per statement and result shape."""
+    the columns' result processors (None: none to apply), as SQLAlchemy
+    would build them; built once per statement and result shape."""
     columns = plan.columns if plan is not None else []
+    names = tuple(d.name for d in description)
     if len(columns) != len(description):  # text: keys only, as SQLAlchemy has them
-        names = tuple(d.name for d in description)
         found = text_results.get(names)
         if found is None:
             found = SimpleResultMetaData(names)
             if len(text_results) < 1024:
                 text_results[names] = found
-        return found
+        return found, None
     assert plan is not None
     shape = tuple(d.type_code for d in description)
-    found = plan.results.get(shape)
-    if found is None:
+    hit = plan.results.get(shape)
+    if hit is None:
         processors = [
-            entry.type._cached_result_processor(dialect, code)
-            for entry, code in zip(columns, shape, strict=True)
+            column.type.dialect_impl(dialect).result_processor(dialect, code)
+            for column, code in zip(columns, shape, strict=True)
         ]
-        found = SimpleResultMetaData(
-            [entry.keyname for entry in columns],
-            extra=[entry.objects for entry in columns],
-            _processors=processors if any(processors) else None,
+        extra = [
+            (column, *((column.key,) if column.key != name else ()))
+            for column, name in zip(columns, names, strict=True)
+        ]
+        hit = (
+            SimpleResultMetaData(names, extra=extra),
+            processors if any(processors) else None,
         )
         if len(plan.results) < _MAX_SHAPES:
-            plan.results[shape] = found
-    return found
+            plan.results[shape] = hit
+    return hit
 
 
 class DirectConnection(AsyncConnection):
@@ -226,12 +246,9 @@ class DirectConnection(AsyncConnection):
 
     def _driver(self) -> psycopg.AsyncConnection[Any] | None:
         sync = self.sync_connection
-        if sync is None or sync.invalidated:
+        if sync is None or sync.invalidated or sync.closed:
             return None
-        fairy = sync._dbapi_connection
-        if fairy is None:
-            return None
-        driver = fairy.driver_connection
+        driver = sync.connection.driver_connection
         if not isinstance(driver, psycopg.AsyncConnection) or driver.closed:
             return None
         # inside SQLAlchemy's transaction (so its commit ends ours) or autocommit
@@ -284,22 +301,44 @@ class DirectConnection(AsyncConnection):
             description = cursor.description
             rows = await cursor.fetchall() if description is not None else []
         except psycopg.Error as error:
-            # SQLAlchemy's own handler: the same exception class, handle_error
-            # events, and on a disconnect the connection (and the pool's older
-            # connections) invalidated, so the rollback and check-in that
-            # follow do not talk to a socket the server dropped. It always
-            # raises; it needs the greenlet its rollback and close run in.
-            sync = self.sync_connection
-            assert sync is not None
-            await greenlet_spawn(
-                sync._handle_dbapi_exception, error, sql.decode(), params, None, None
-            )
-            raise  # not reached: the handler raises
+            raise await self._raised(driver, error, sql, params) from error
         if description is None:
             return DirectResult(SimpleResultMetaData([]), [], cursor.rowcount, False)
         dialect = self.sync_connection.dialect  # type: ignore[union-attr]
-        metadata = _metadata(plan, description, dialect, engine.text_results)
+        metadata, processors = _metadata(plan, description, dialect, engine.text_results)
+        if processors is not None:
+            rows = [
+                tuple(v if p is None else p(v) for p, v in zip(processors, row, strict=True))
+                for row in rows
+            ]
         return DirectResult(metadata, rows, cursor.rowcount, True)
+
+    async def _raised(
+        self,
+        driver: psycopg.AsyncConnection[Any],
+        error: psycopg.Error,
+        sql: bytes,
+        params: Mapping[str, Any] | None,
+    ) -> sa_exc.DBAPIError:
+        """``error`` as SQLAlchemy raises it; on a lost connection the
+        connection is invalidated first, so the rollback and check-in that
+        follow do not talk to a socket the server dropped."""
+        sync = self.sync_connection
+        assert sync is not None
+        dialect = sync.dialect
+        lost = driver.closed or driver.broken
+        if lost:
+            await self.invalidate(error)
+        wrapped = sa_exc.DBAPIError.instance(
+            sql.decode(),
+            params,
+            error,
+            psycopg.Error,
+            connection_invalidated=lost,
+            dialect=dialect,
+        )
+        assert isinstance(wrapped, sa_exc.DBAPIError)
+        return wrapped
 
 
 class DirectEngine(AsyncEngine):
@@ -307,8 +346,6 @@ class DirectEngine(AsyncEngine):
     ``observers`` are called before each statement sent directly; engines
     derived by ``execution_options`` keep the class, the observers and the
     result metadata of text statements (by column names)."""
-
-    _connection_cls = DirectConnection
 
     def __init__(
         self,
@@ -319,6 +356,9 @@ class DirectEngine(AsyncEngine):
         super().__init__(sync_engine)
         self.observers: list[Observer] = observers if observers is not None else []
         self.text_results = text_results if text_results is not None else {}
+
+    def connect(self) -> DirectConnection:
+        return DirectConnection(self)
 
     def execution_options(self, **options: Any) -> DirectEngine:
         return DirectEngine(
