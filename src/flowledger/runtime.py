@@ -48,9 +48,10 @@ from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.engine.step import Step
+from flowledger.engine.store import EngineStore
 from flowledger.handlers import builtin_handlers
 from flowledger.handlers.services import engine_services
-from flowledger.ledger.enqueue import enqueue_bulk
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import EnqueueResult, JobSpec
 from flowledger.ledger.types import JobTypeRegistry
 from flowledger.notify.sms import SmsGateway, gateway_from_settings
@@ -91,6 +92,18 @@ class Runtime:
     # the web console's one-time login codes: the CLI mints, the API redeems
     login_codes: LoginCodes = field(default_factory=LoginCodes)
 
+    @property
+    def store(self) -> EngineStore:
+        """The engine store: how the engine's steps write on this database
+        (PostgreSQL's or SQLite's), chosen once when the engine was built."""
+        return self.engine.store
+
+    @property
+    def ledger(self) -> LedgerDriver:
+        """The ledger driver of this database, chosen once: the engine store
+        holds it, and the runtime's workers run their steps with it."""
+        return self.engine.store.ledger
+
     async def enqueue(self, *specs: JobSpec) -> list[EnqueueResult]:
         """Enqueue ``specs`` in one transaction of their own (at the engine's
         clock); a spec may name its type, which :attr:`job_types` resolves.
@@ -98,7 +111,7 @@ class Runtime:
         :func:`flowledger.ledger.enqueue.enqueue_bulk` with its connection
         (and ``job_types=runtime.job_types`` for types given by name)."""
         async with self.db.begin() as conn:
-            return await enqueue_bulk(
+            return await self.ledger.jobs_insert(
                 conn, list(specs), now=self.clock.now(), job_types=self.job_types
             )
 
@@ -131,6 +144,7 @@ class Runtime:
             roles=roles,
             handlers=self.handlers,
             extra_services=services if maintenance else None,
+            ledger=self.ledger,
         )
 
 

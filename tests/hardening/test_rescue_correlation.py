@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.receipts import run_step
 from tests.integration.ledger_helpers import add_job, claim, claim_one, job_row, rescue
 
@@ -28,7 +29,7 @@ async def test_committed_receipt_replays_at_once_despite_later_attempts_of_other
     other = await add_job(db, clock.now())
     (job,) = await claim(db, clock.now(), limit=1)
     assert job.id == last_try
-    await run_step(db, job.fence, job.operation_key, "s1", _noop, now=clock.now)
+    await run_step(db, ledger_driver(db), job.fence, job.operation_key, "s1", _noop, now=clock.now)
     # the executor dies before settling; meanwhile other jobs start attempts
     clock.advance(seconds=5)
     started = {j.id for j in await claim(db, clock.now(), limit=2)}

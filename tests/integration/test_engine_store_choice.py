@@ -18,6 +18,7 @@ from flowledger.engine.store import engine_store
 from flowledger.engine.store.postgres import PostgresEngineStore
 from flowledger.engine.store.sqlite import SqliteEngineStore
 from flowledger.ledger.driver import ledger_driver
+from flowledger.ledger.models import JobSpec
 from tests.integration.engine_helpers import (
     _run_due,
     instance,
@@ -85,3 +86,35 @@ async def test_a_steps_writes_go_through_the_engines_store_E3_E4_E6(
         assert "step_rows_write" in calls
     else:  # the rows ride on the jobs' insert or the settlement
         assert "step_rows_rider" in calls
+
+
+async def test_the_runtime_holds_the_store_and_the_ledger_driver_its_workers_use(
+    db: Database, clock: ManualClock
+) -> None:
+    """Issue 28 item 4: the runtime holds the engine store and its ledger
+    driver; a worker it builds runs its job steps (each pool's contexts),
+    its leases, heartbeat, drain and leader elections with that very driver,
+    and the runtime's own enqueue writes through it."""
+    runtime = runtime_for(db, clock)
+    assert runtime.store is runtime.engine.store
+    assert runtime.ledger is runtime.store.ledger
+    worker = runtime.worker()
+    holders = [worker, worker.elector, worker.renewer, worker.heartbeat, worker.drain]
+    assert all(holder.ledger is runtime.ledger for holder in holders)
+    assert all(pool.steps_ledger is runtime.ledger for pool in worker.pools)
+
+    calls: list[str] = []
+    driver = runtime.ledger
+    original = driver.jobs_insert
+
+    async def recorded(*args: Any, **kwargs: Any) -> Any:
+        calls.append("jobs_insert")
+        return await original(*args, **kwargs)
+
+    driver.jobs_insert = recorded  # type: ignore[method-assign]
+    try:
+        (result,) = await runtime.enqueue(JobSpec(type="delay_wake", payload={"taskId": 0}))
+    finally:
+        del driver.jobs_insert  # type: ignore[method-assign]
+    assert calls == ["jobs_insert"]
+    assert result.job_id > 0

@@ -22,6 +22,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import LeaseLostError
 from flowledger.ledger.control import job_cancel, job_retry
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import ClaimedJob, Outcome
 from flowledger.ledger.receipts import receipt_get, run_step
 from tests.integration.ledger_helpers import (
@@ -77,7 +78,9 @@ async def _business_count(db: Database) -> int:
 async def _step(
     db: Database, job: ClaimedJob, fn: Step, clock: ManualClock, key: str = "s1"
 ) -> Any:
-    return await run_step(db, job.fence, job.operation_key, key, fn, now=clock.now)
+    return await run_step(
+        db, ledger_driver(db), job.fence, job.operation_key, key, fn, now=clock.now
+    )
 
 
 async def test_step_commits_business_write_and_receipt_together_L14(
@@ -98,7 +101,14 @@ async def test_step_commits_business_write_and_receipt_together_L14(
 
     key = job.operation_key
     result = await run_step(
-        bdb, job.fence, key, "create-child", fn, now=clock.now, lock_first=lock_instance
+        bdb,
+        ledger_driver(bdb),
+        job.fence,
+        key,
+        "create-child",
+        fn,
+        now=clock.now,
+        lock_first=lock_instance,
     )
     assert order == ["instance", "step"]
     assert result == {"row_id": 1, "note": "created"}
@@ -124,7 +134,15 @@ async def test_receipt_insert_failure_rolls_back_business_write_L14(
         return {"not-json": {1, 2}}  # the receipt cannot be written
 
     with pytest.raises((StatementError, TypeError)):
-        await run_step(bdb, job.fence, job.operation_key, "s1", unserialisable, now=clock.now)
+        await run_step(
+            bdb,
+            ledger_driver(bdb),
+            job.fence,
+            job.operation_key,
+            "s1",
+            unserialisable,
+            now=clock.now,
+        )
     assert await _business_count(bdb) == 0
     assert await effect_rows(bdb) == []
 

@@ -149,17 +149,18 @@ def _usable(statement: Any, compiled: Any) -> bool:
     )
 
 
-# per live statement object (by identity: a statement's ``==`` may build
-# SQL): its plans by parameter keys, False where it must go through SQLAlchemy
-_PLANS: dict[int, dict[tuple[str, ...], _Plan | bool]] = {}
+# a statement object's plans by parameter keys (False: it must go through
+# SQLAlchemy), kept by the engine per live statement object (by identity: a
+# statement's ``==`` may build SQL) and dropped when the object is collected
+Plans = dict[int, dict[tuple[str, ...], "_Plan | bool"]]
 
 
-def _plans_of(statement: Any) -> dict[tuple[str, ...], _Plan | bool]:
+def _plans_of(plans: Plans, statement: Any) -> dict[tuple[str, ...], _Plan | bool]:
     key = id(statement)
-    found = _PLANS.get(key)
+    found = plans.get(key)
     if found is None:
-        found = _PLANS[key] = {}
-        weakref.finalize(statement, _PLANS.pop, key, None)
+        found = plans[key] = {}
+        weakref.finalize(statement, plans.pop, key, None)
     return found
 
 
@@ -175,7 +176,8 @@ def _plan(
         return None
     dialect = sync.dialect
     keys = tuple(sorted(parameters)) if parameters else ()
-    plans = _plans_of(statement)
+    engine: DirectEngine = conn.engine  # type: ignore[assignment]
+    plans = _plans_of(engine.plans, statement)
     plan = plans.get(keys)
     if plan is None:  # first use of this statement with these keys: decide once
         compiled: Any = statement.compile(dialect=dialect, column_keys=list(keys))
@@ -344,23 +346,29 @@ class DirectConnection(AsyncConnection):
 class DirectEngine(AsyncEngine):
     """An ``AsyncEngine`` whose connections are :class:`DirectConnection`.
     ``observers`` are called before each statement sent directly; engines
-    derived by ``execution_options`` keep the class, the observers and the
-    result metadata of text statements (by column names)."""
+    derived by ``execution_options`` keep the class, the observers, the
+    result metadata of text statements (by column names) and the plans of
+    the statements compiled so far."""
 
     def __init__(
         self,
         sync_engine: Any,
         observers: list[Observer] | None = None,
         text_results: dict[tuple[str, ...], SimpleResultMetaData] | None = None,
+        plans: Plans | None = None,
     ) -> None:
         super().__init__(sync_engine)
         self.observers: list[Observer] = observers if observers is not None else []
         self.text_results = text_results if text_results is not None else {}
+        self.plans: Plans = plans if plans is not None else {}
 
     def connect(self) -> DirectConnection:
         return DirectConnection(self)
 
     def execution_options(self, **options: Any) -> DirectEngine:
         return DirectEngine(
-            self.sync_engine.execution_options(**options), self.observers, self.text_results
+            self.sync_engine.execution_options(**options),
+            self.observers,
+            self.text_results,
+            self.plans,
         )

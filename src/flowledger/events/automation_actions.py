@@ -68,7 +68,6 @@ from flowledger.events.automation_rules import (
 )
 from flowledger.events.automation_store import rule_enabled
 from flowledger.events.automation_templates import render_text, render_value, template_values
-from flowledger.ledger.receipts import receipt_get
 from flowledger.notify.messages import post_message
 from flowledger.outbound.records import redacting
 from flowledger.outbound.resources import Outbound
@@ -115,7 +114,7 @@ async def run_automation_action(
         raise PermanentError(f"not an automation job payload: {exc.errors()[0]['msg']}") from None
     step_key = STEP_KEYS[job.action.type]
     async with ctx.db.read() as conn:
-        found, stored = await receipt_get(conn, ctx.job.operation_key, step_key)
+        found, stored = await ctx.ledger.receipt_get(conn, ctx.job.operation_key, step_key)
         enabled = None if found else await rule_enabled(conn, job.rule_id)
     if found:
         return _outcome(stored)

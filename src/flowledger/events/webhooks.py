@@ -39,7 +39,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.errors import PermanentError
 from flowledger.events import hits
 from flowledger.events.subscriptions import get_subscription, subscription_secret
-from flowledger.ledger.receipts import receipt_get
 from flowledger.ledger.types import JobType
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.outbound.resources import Outbound
@@ -115,7 +114,7 @@ async def deliver_webhook(ctx: JobContext, outbound: Outbound) -> Any:
     except (KeyError, TypeError, ValueError):
         raise PermanentError(f"webhook_delivery job {ctx.job.id} has a malformed payload") from None
     async with ctx.db.read() as conn:
-        found, receipt = await receipt_get(conn, ctx.job.operation_key, DELIVERED_STEP)
+        found, receipt = await ctx.ledger.receipt_get(conn, ctx.job.operation_key, DELIVERED_STEP)
         subscription = None if found else await get_subscription(conn, subscription_id)
     if found:
         return receipt

@@ -31,7 +31,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.alert_schema import workflow_alert_events as events
 from flowledger.errors import PermanentError
-from flowledger.ledger.receipts import receipt_get
 from flowledger.notify.email import send_email
 from flowledger.notify.messages import post_message
 from flowledger.ops.alerts import notices
@@ -106,7 +105,7 @@ async def alert_notification(ctx: JobContext, settings: Settings, outbound: Outb
     except (KeyError, TypeError, ValueError):
         raise PermanentError(f"alert_notification job {ctx.job.id}: malformed payload") from None
     async with ctx.db.read() as conn:
-        found, receipt = await receipt_get(conn, ctx.job.operation_key, DONE_STEP)
+        found, receipt = await ctx.ledger.receipt_get(conn, ctx.job.operation_key, DONE_STEP)
         row = (
             None
             if found

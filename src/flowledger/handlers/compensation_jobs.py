@@ -49,8 +49,6 @@ from flowledger.errors import (
     RetryableError,
 )
 from flowledger.handlers.engine_jobs import bind
-from flowledger.ledger.fencing import job_lock_fenced
-from flowledger.ledger.receipts import receipt_get
 from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
 from flowledger.worker import JobContext, Skip
@@ -132,7 +130,7 @@ async def _mark(
             await lock_instance(conn, run.instance_id)
         except InstanceNotFound:
             raise PermanentError(f"instance {run.instance_id} does not exist") from None
-        await job_lock_fenced(conn, ctx.job.fence, now=ctx.clock.now())
+        await ctx.ledger.job_lock_fenced(conn, ctx.job.fence, now=ctx.clock.now())
         await _write_status(conn, ctx, run, status, message, detail)
 
 
@@ -147,7 +145,7 @@ async def compensation_action(
 ) -> Any:
     run = _run_of(ctx)
     async with ctx.db.read() as conn:
-        found, stored = await receipt_get(conn, ctx.job.operation_key, RESULT_STEP)
+        found, stored = await ctx.ledger.receipt_get(conn, ctx.job.operation_key, RESULT_STEP)
     if found:
         return _outcome(stored)
     attempt = f"attempt {ctx.job.attempt} of {ctx.job.max_attempts}"

@@ -69,7 +69,6 @@ from flowledger.errors import (
     RetryableError,
 )
 from flowledger.handlers.engine_jobs import bind
-from flowledger.ledger.receipts import receipt_get
 from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
 from flowledger.outbound.resources import Outbound
 from flowledger.outbound.signing import sign_headers
@@ -129,7 +128,7 @@ def attempt_key(ctx: JobContext, key: str) -> str:
 async def recorded_success(ctx: JobContext, step_key: str) -> dict[str, Any] | None:
     """The committed result of this operation's success step, if any."""
     async with ctx.db.read() as conn:
-        found, result = await receipt_get(conn, ctx.job.operation_key, step_key)
+        found, result = await ctx.ledger.receipt_get(conn, ctx.job.operation_key, step_key)
     return dict(result) if found else None
 
 

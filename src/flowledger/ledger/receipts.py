@@ -25,7 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database, Rider
 from flowledger.errors import LeaseLostError
-from flowledger.ledger.driver import ledger_driver, ledger_for
+from flowledger.ledger.driver import ledger_for
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import Fence, Outcome
 
 T = TypeVar("T")
@@ -65,6 +66,7 @@ async def receipt_get(conn: AsyncConnection, operation_key: str, step_key: str) 
 
 async def run_step(
     db: Database,
+    ledger: LedgerDriver,
     fence: Fence,
     operation_key: str,
     step_key: str,
@@ -87,8 +89,10 @@ async def run_step(
     ``rides(conn)`` then hands over the step's own writes that may ride on
     that settlement (asked only when it is one statement, PostgreSQL's plain
     success; what it keeps, the step writes before its commit).
-    Raises :class:`~flowledger.errors.LeaseLostError` when the executor is stale."""
-    driver = ledger_driver(db)
+    ``ledger`` is the driver of ``db``, chosen once by the caller (the
+    worker). Raises :class:`~flowledger.errors.LeaseLostError` when the
+    executor is stale."""
+    driver = ledger
     async with db.begin() as conn:
         if isinstance(lock_first, RowLock):  # its row and the job's, in one call
             row, found, result = await driver.job_lock_fenced_receipt_first(

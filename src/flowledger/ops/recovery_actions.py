@@ -11,8 +11,8 @@ write goes through the ledger's and the engine's own functions:
 - ``retry``: :func:`~flowledger.ops.job_batching.retry_checked` (the
   ledger's manual retry, refused for a suspended instance), only while the
   job is still dead or failed and not unconfirmed;
-- ``wake``: :func:`~flowledger.ledger.nudge.jobs_wake`;
-- ``reclaim``: :func:`~flowledger.ledger.rescue.jobs_reclaim`;
+- ``wake``: the ledger driver's ``jobs_wake``;
+- ``reclaim``: the ledger driver's ``jobs_reclaim``;
 - ``recreate``: :func:`~flowledger.engine.recovery_steps.recreate_job` in an
   engine step, or — when the job's idempotency key is held by a canceled job
   of the task — the manual retry of that job; outbox rows through
@@ -49,8 +49,6 @@ from flowledger.engine.step import Step, lock_instance, open_step
 from flowledger.engine.store import engine_store
 from flowledger.errors import FlowledgerError, InvalidStateError
 from flowledger.events import outbox
-from flowledger.ledger.nudge import jobs_wake
-from flowledger.ledger.rescue import jobs_reclaim
 from flowledger.ops.job_batching import (
     DEFAULT_RATE,
     check_rate,
@@ -221,12 +219,12 @@ class _Runner:
             return "retried: pending in a new generation", item.job_id
         if item.action == WAKE:
             assert item.job_id is not None
-            if not await jobs_wake(conn, [item.job_id], now=self.now):
+            if not await self.store.ledger.jobs_wake(conn, [item.job_id], now=self.now):
                 raise _Skip(f"job {item.job_id} is no longer pending and due")
             return "its pool was hinted", item.job_id
         if item.action == RECLAIM:
             assert item.job_id is not None
-            report = await jobs_reclaim(conn, [item.job_id], now=self.now)
+            report = await self.store.ledger.jobs_reclaim(conn, [item.job_id], now=self.now)
             if report.retried:
                 return "reclaimed: pending again", item.job_id
             if report.dead:

@@ -17,7 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database, Rider
-from flowledger.ledger.fencing import job_mark_side_effect
+from flowledger.ledger.driver import ledger_driver
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import ClaimedJob, Outcome, OutcomeKind
 from flowledger.ledger.receipts import LockFirst, run_step
 
@@ -58,10 +59,15 @@ class AbortReason:
 class JobContext:
     """The execution context of one attempt."""
 
-    def __init__(self, job: ClaimedJob, db: Database, clock: Clock) -> None:
+    def __init__(
+        self, job: ClaimedJob, db: Database, clock: Clock, *, ledger: LedgerDriver | None = None
+    ) -> None:
         self.job = job
         self.db = db
         self.clock = clock
+        # the ledger driver of the steps' transactions: the worker's, chosen
+        # once (a context built without one chooses it here)
+        self.ledger = ledger or ledger_driver(db)
         self.abort = asyncio.Event()
         self.abort_reason: str | None = None
         self.on_abort: list[Callable[[], None]] = []  # called once, when the abort fires
@@ -131,6 +137,7 @@ class JobContext:
 
         result = await run_step(
             self.db,
+            self.ledger,
             self.job.fence,
             self.job.operation_key,
             key,
@@ -149,5 +156,5 @@ class JobContext:
     async def mark_side_effect(self) -> None:
         """Record, before sending, that an unsafe external write is about to go
         out; from then on an unknown outcome dead-letters the job (L-17)."""
-        await job_mark_side_effect(self.db, self.job.fence, now=self.clock.now())
+        await self.ledger.job_mark_side_effect(self.db, self.job.fence, now=self.clock.now())
         self.side_effect_marked = True

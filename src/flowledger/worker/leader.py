@@ -17,7 +17,8 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
-from flowledger.ledger.nodes import leader_acquire, leader_release
+from flowledger.ledger.driver import ledger_driver
+from flowledger.ledger.driver.protocol import LedgerDriver
 
 log = structlog.get_logger("flowledger.worker")
 
@@ -30,8 +31,11 @@ def new_holder() -> str:
 class LeaderElector:
     """Takes and extends leases for ``holder``; remembers which it won."""
 
-    def __init__(self, db: Database, holder: str | None = None) -> None:
+    def __init__(
+        self, db: Database, holder: str | None = None, *, ledger: LedgerDriver | None = None
+    ) -> None:
         self.db = db
+        self.ledger = ledger or ledger_driver(db)  # chosen once
         self.holder = holder or new_holder()
         self.held: set[str] = set()
 
@@ -40,7 +44,7 @@ class LeaderElector:
     ) -> bool:
         """Take or extend lease ``name`` in ``conn``'s transaction; True when
         this holder leads it now."""
-        leads = await leader_acquire(conn, name, self.holder, now=now, ttl=ttl)
+        leads = await self.ledger.leader_acquire(conn, name, self.holder, now=now, ttl=ttl)
         if leads:
             self.held.add(name)
         else:
@@ -55,7 +59,7 @@ class LeaderElector:
             return []
         async with self.db.begin() as conn:
             for name in names:
-                await leader_release(conn, name, self.holder)
+                await self.ledger.leader_release(conn, name, self.holder)
         self.held.clear()
         log.info("leader_resigned", holder=self.holder, leases=names)
         return names

@@ -23,6 +23,7 @@ from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.ledger.claim import claim_order
 from flowledger.ledger.driver import ledger_driver
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import ClaimBatch, ClaimedJob
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
@@ -52,6 +53,8 @@ class PoolRunner:
         node_id: str,
         config: PoolConfig,
         handlers: HandlerRegistry,
+        *,
+        ledger: LedgerDriver | None = None,
     ) -> None:
         self.db, self.clock, self.settler, self.node_id = db, clock, settler, node_id
         self.handlers = handlers
@@ -62,6 +65,8 @@ class PoolRunner:
         self._tasks: set[asyncio.Task[None]] = set()
         self.contexts: dict[int, JobContext] = {}
         self.ledger = ledger_driver(db, fast=True)  # the pool's own fast path where offered
+        # the driver of its jobs' steps (transactions on the pooled connections)
+        self.steps_ledger = ledger or ledger_driver(db)
 
     async def run(self, stop_claiming: asyncio.Event) -> None:
         try:
@@ -124,7 +129,7 @@ class PoolRunner:
 
     def _spawn(self, job: ClaimedJob) -> None:
         self.busy += 1
-        ctx = JobContext(job, self.db, self.clock)
+        ctx = JobContext(job, self.db, self.clock, ledger=self.steps_ledger)
         self.contexts[job.id] = ctx
         task = asyncio.ensure_future(self._run_job(ctx))
         self._tasks.add(task)

@@ -20,9 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.errors import ConfigurationError
-from flowledger.ledger.fencing import jobs_renew_leases
-from flowledger.ledger.nodes import node_heartbeat
-from flowledger.ledger.rescue import RescueReport, jobs_rescue
+from flowledger.ledger.driver import ledger_driver
+from flowledger.ledger.driver.protocol import LedgerDriver
+from flowledger.ledger.models import RescueReport
 from flowledger.ledger.task_runs import task_run_record
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.leader import LeaderElector
@@ -127,9 +127,11 @@ class LeaseRenewer(PeriodicService):
         *,
         interval_s: float,
         lease_ms: int,
+        ledger: LedgerDriver | None = None,
     ) -> None:
         super().__init__(interval_s)
         self.db, self.clock, self.inflight, self.lease_ms = db, clock, inflight, lease_ms
+        self.ledger = ledger or ledger_driver(db)  # chosen once
 
     async def run_once(self) -> None:
         now = self.clock.now()
@@ -138,7 +140,7 @@ class LeaseRenewer(PeriodicService):
             if ctx.job.execution_deadline <= now:
                 ctx.fire_abort(AbortReason.DEADLINE)
         alive = [ctx for ctx in contexts if not ctx.aborted]
-        owned = await jobs_renew_leases(
+        owned = await self.ledger.jobs_renew_leases(
             self.db, [c.job for c in alive], now=now, lease_ms=self.lease_ms
         )
         for ctx in alive:
@@ -157,13 +159,15 @@ class Heartbeat(PeriodicService):
         slots_in_use: Callable[[], int],
         *,
         interval_s: float,
+        ledger: LedgerDriver | None = None,
     ) -> None:
         super().__init__(interval_s)
         self.db, self.clock, self.node_id, self.slots_in_use = db, clock, node_id, slots_in_use
+        self.ledger = ledger or ledger_driver(db)  # chosen once
 
     async def run_once(self) -> None:
         async with self.db.begin() as conn:
-            await node_heartbeat(
+            await self.ledger.node_heartbeat(
                 conn, self.node_id, slots_in_use=self.slots_in_use(), now=self.clock.now()
             )
 
@@ -198,9 +202,11 @@ class Drain(LeaderService):
         *,
         interval_s: float,
         elector: LeaderElector | None = None,
+        ledger: LedgerDriver | None = None,
     ) -> None:
         super().__init__(db, interval_s, elector=elector or LeaderElector(db, node_id))
         self.db, self.clock, self.node_id = db, clock, node_id
+        self.ledger = ledger or ledger_driver(db)  # chosen once
         self.last_report: RescueReport | None = None
 
     async def run_once(self) -> None:
@@ -208,7 +214,7 @@ class Drain(LeaderService):
         async with self.db.begin() as conn:
             if not await self.lead(conn, now=now):
                 return
-            self.last_report = await jobs_rescue(conn, now=now)
+            self.last_report = await self.ledger.jobs_rescue(conn, now=now)
             await task_run_record(
                 conn,
                 DRAIN_TASK,

@@ -20,7 +20,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError
 from flowledger.clock import Clock, DatabaseClock, SystemClock
 from flowledger.db.database import Database
 from flowledger.errors import ConfigurationError
-from flowledger.ledger.nodes import NodeInfo, new_node, node_register, node_stop
+from flowledger.ledger.driver import ledger_driver
+from flowledger.ledger.driver.protocol import LedgerDriver
+from flowledger.ledger.nodes import NodeInfo, new_node
 from flowledger.ledger.types import MAX_POOL_SLOTS, parse_pools, validate_pool_name
 from flowledger.settings import Settings
 from flowledger.states import Pool
@@ -110,19 +112,23 @@ class Worker:
         handlers: HandlerRegistry | None = None,
         extra_services: Callable[[Database, Clock, LeaderElector], list[PeriodicService]]
         | None = None,
+        ledger: LedgerDriver | None = None,
     ) -> None:
         """A worker over ``db`` running ``handlers`` (none when not given: a
         job of a type it has no handler for ends dead). ``extra_services``
         builds the maintenance services from the database, the clock and this
-        process's leader elector (the runtime passes the engine's)."""
+        process's leader elector (the runtime passes the engine's). ``ledger``:
+        the database's ledger driver, when the caller chose it already (the
+        runtime's); else the worker chooses it once here."""
         self.db = db
+        self.ledger = ledger or ledger_driver(db)  # chosen once: steps, node, leases
         self.config = config or WorkerConfig()
         # the database's clock (issue 16: no dialect branch here): on SQLite
         # it is the host's, and the calibration measures an offset of ~0
         self.clock: Clock = clock or DatabaseClock()
         self.node: NodeInfo = new_node(roles or ["worker"], dict(self.config.pools))
         self.handlers = handlers or HandlerRegistry()
-        self.elector = LeaderElector(db, self.node.id)
+        self.elector = LeaderElector(db, self.node.id, ledger=self.ledger)
         self.settler = Settler(db, self.clock)
         self.pools = [
             PoolRunner(
@@ -138,6 +144,7 @@ class Worker:
                     self.config.abort_grace_s,
                 ),
                 self.handlers,
+                ledger=self.ledger,
             )
             for name, slots in self.config.pools.items()
         ]
@@ -148,6 +155,7 @@ class Worker:
             self.inflight,
             interval_s=self.config.lease_renew_interval_s,
             lease_ms=self.config.lease_ms,
+            ledger=self.ledger,
         )
         self.heartbeat = Heartbeat(
             db,
@@ -155,6 +163,7 @@ class Worker:
             self.node.id,
             self.slots_in_use,
             interval_s=self.config.heartbeat_interval_s,
+            ledger=self.ledger,
         )
         self.drain = Drain(
             db,
@@ -162,6 +171,7 @@ class Worker:
             self.node.id,
             interval_s=self.config.drain_interval_s,
             elector=self.elector,
+            ledger=self.ledger,
         )
         self.extra_services = extra_services(db, self.clock, self.elector) if extra_services else []
         self.started = asyncio.Event()
@@ -188,7 +198,7 @@ class Worker:
             try:
                 await self._calibrate_clock()
                 async with self.db.begin() as conn:
-                    await node_register(conn, self.node, now=self.clock.now())
+                    await self.ledger.node_register(conn, self.node, now=self.clock.now())
                 return True
             except (OSError, DBAPIError, InterfaceError) as exc:
                 log.warning(
@@ -245,7 +255,7 @@ class Worker:
                 log.warning("leader_resign_failed", error=str(exc))
             try:
                 async with self.db.begin() as conn:
-                    await node_stop(conn, self.node.id, now=self.clock.now())
+                    await self.ledger.node_stop(conn, self.node.id, now=self.clock.now())
             except Exception as exc:
                 log.warning("node_stop_failed", error=str(exc))
             log.info("worker_stopped", node=self.node.id)
