@@ -166,6 +166,12 @@ STRING_REFS: dict[tuple[str, str], list[tuple[re.Pattern[str], str]]] = {
     ("workflow_compensation_logs", "message"): [
         (re.compile(r"\bas job (\d+)\b"), JOBS),  # "http action enqueued as job 2"
     ],
+    # the form write of a trigger's response names the job that called
+    ("workflow_form_writes", "source"): [(re.compile(r"^trigger:(\d+)$"), JOBS)],
+}
+# (table, column, JSON key) -> the same, for ids inside strings of a JSON column
+JSON_STRING_REFS: dict[tuple[str, str, str], list[tuple[re.Pattern[str], str]]] = {
+    ("workflow_trace", "detail", "source"): STRING_REFS[("workflow_form_writes", "source")],
 }
 # columns whose every digit must be covered by a STRING_REFS rule
 STRICT_STRING_COLUMNS = {(JOBS, "idempotency_key")}
@@ -349,6 +355,8 @@ class _Normalizer:
             return {k: self.json(v, where, k) for k, v in value.items()}
         if isinstance(value, list):
             return [self.json(v, where) for v in value]
+        if isinstance(value, str) and key is not None and (table, column, key) in JSON_STRING_REFS:
+            return self._renumbered(JSON_STRING_REFS[(table, column, key)], value, where)[0]
         if isinstance(value, str):
             return self.text(value)
         if key is not None and _looks_like_id(key, value):
@@ -391,6 +399,16 @@ class _Normalizer:
 
     def embedded(self, name: str, column: str, value: str) -> str:
         where = f"{name}.{column}"
+        value, matched = self._renumbered(STRING_REFS[(name, column)], value, where)
+        if (name, column) in STRICT_STRING_COLUMNS and not matched and re.search(r"\d", value):
+            raise UndeclaredReference(f"{where}: no rule for {value!r}")
+        return value
+
+    def _renumbered(
+        self, rules: list[tuple[re.Pattern[str], str]], value: str, where: str
+    ) -> tuple[str, bool]:
+        """``value`` with every id a rule matches renumbered (then its opaque
+        values renamed), and whether any rule matched."""
 
         def renumber(table: str) -> Callable[[re.Match[str]], str]:
             def one(match: re.Match[str]) -> str:
@@ -401,12 +419,10 @@ class _Normalizer:
             return one
 
         matched = False
-        for pattern, table in STRING_REFS[(name, column)]:
+        for pattern, table in rules:
             value, n = pattern.subn(renumber(table), value)
             matched = matched or n > 0
-        if (name, column) in STRICT_STRING_COLUMNS and not matched and re.search(r"\d", value):
-            raise UndeclaredReference(f"{where}: no rule for {value!r}")
-        return self.text(value)
+        return self.text(value), matched
 
     def dump(self) -> Dump:
         out: Dump = {}

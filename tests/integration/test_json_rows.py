@@ -6,10 +6,10 @@ E-5, E-8, E-10).
 A step's trace, outbox, form-write, task, fork and token rows go to
 PostgreSQL as one JSON document per table; which columns the document
 carries, and their types, are the table's own, less the columns a shape
-names as left out. A trace row of a job inserted by the same statement
-names the job by position (``job_ord``) through an explicit value, not an
-edited string. The statements run on both backends (SQLite writes the same
-rows with Core inserts)."""
+names as left out. A trace row names its job by the id the step reserved
+for it, a plain column value (issue 28: no position matching). The
+statements run on both backends (SQLite writes the same rows with Core
+inserts)."""
 
 from __future__ import annotations
 
@@ -67,13 +67,11 @@ def test_strings_are_read_unbounded_so_the_insert_refuses_a_value_too_long() -> 
     assert "event text" in TRACE.insert(":rows") and "VARCHAR" not in TRACE.insert(":rows")
 
 
-def test_a_job_trace_rows_id_comes_from_the_insert_it_rides_on_by_an_explicit_value() -> None:
-    sql = writes._after_jobs(0, False, 0)
-    assert "job_ord int" in sql
-    assert (
-        "COALESCE(r.job_id, (SELECT job_ids.id FROM job_ids WHERE job_ids.ord = r.job_ord))" in sql
-    )
-    assert "r.job_id, r.detail" not in sql  # job_id is not read from the document alone
+def test_a_trace_rows_job_id_is_read_from_its_document_as_any_column() -> None:
+    sql = writes.pg_step_rows_rider(StepRows(trace=[_trace("job_enqueued")]))
+    assert sql is not None
+    text_sql, _params = sql
+    assert "r.job_id" in text_sql and "job_ids" not in text_sql and "job_ord" not in text_sql
 
 
 def _trace(event: str, detail: Any = None) -> dict[str, Any]:

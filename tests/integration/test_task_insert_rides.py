@@ -301,3 +301,59 @@ async def test_a_held_forks_branch_that_moves_on_in_the_same_step_is_inserted_th
     await engine.approve(await pending_task(db, iid, "a"), actor="ann")
     await engine.approve(await pending_task(db, iid, "b"), actor="bob")
     assert (await instance(db, iid))["status"] == "approved"
+
+
+async def test_a_steps_jobs_are_named_by_reserved_ids_in_their_trace_rows_E8_L1(
+    db: Database, clock: ManualClock
+) -> None:
+    """Issue 28: the approval's two wake jobs take ids its lock reserved; their
+    job_enqueued trace rows name those ids, and they ride in the jobs' own
+    insert with the rest of the step's rows (no position matching)."""
+    engine = new_engine(db, clock)
+    await engine.deploy(FLOW, actor="a")
+    iid = await engine.start("rides", form={}, initiator="u")
+    with statement_watch.watched(db) as approved:
+        await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
+    wakes = await jobs(db, iid, type="delay_wake")
+    named = [r["job_id"] for r in await trace_events(db, iid) if r["event"] == "job_enqueued"]
+    assert named == sorted(j["id"] for j in wakes)  # in the order made, ascending
+    if not db.is_sqlite:
+        (carrier,) = [s for s in approved if "INSERT INTO workflow_jobs" in s]
+        assert "id bigint" in carrier  # the ids come with the rows
+        assert "job_ids" not in carrier and "job_ord" not in carrier
+
+
+async def test_job_ids_ascend_in_the_order_a_step_made_its_jobs_E8_L1(
+    db: Database, clock: ManualClock
+) -> None:
+    """A job with an idempotencyKey, or one inserted at once, draws its id at
+    its insert: the jobs made before it keep lower ids, the ids reserved for
+    later ones are forgone, so an instance's job ids follow the order its
+    jobs were made on both backends."""
+    engine = new_engine(db, clock)
+    await engine.deploy(FLOW, actor="a")
+    iid = await engine.start("rides", form={}, initiator="u")
+    task_id = await pending_task(db, iid, "mgr")
+    async with db.begin() as conn:
+        held = await lock_task_instance(conn, task_id, engine.store)
+        step = await engine.open_step(conn, iid, actor="t", locked=held)
+        await step.enqueue("delay_wake", payload={"n": 1}, node_key="a")
+        await step.enqueue("delay_wake", payload={"n": 2}, node_key="b", idempotency_key="k-2")
+        await step.insert_job_now(_spec(step, 3))
+        await step.enqueue("delay_wake", payload={"n": 4}, node_key="d")
+    made = sorted(await jobs(db, iid, type="delay_wake"), key=lambda j: j["id"])
+    assert [j["payload"]["n"] for j in made] == [1, 2, 3, 4]
+
+
+def _spec(step: Any, n: int) -> Any:
+    from flowledger.engine.job_types import engine_job_type
+    from flowledger.ledger.models import JobSpec
+
+    return JobSpec(
+        type=engine_job_type("delay_wake"),
+        payload={"n": n},
+        trace_id=step.trace_id,
+        tenant_id=step.instance["tenant_id"],
+        instance_id=step.instance_id,
+        node_key="c",
+    )

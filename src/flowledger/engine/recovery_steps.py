@@ -64,8 +64,7 @@ async def _enqueue(
     idempotency_key: str | None = None,
     max_attempts: int | None = None,
 ) -> int | str:
-    result = await step.store.ledger.job_insert(
-        step.conn,
+    result = await step.insert_job_now(
         JobSpec(
             type=engine_job_type(job_type),
             payload=payload,
@@ -78,7 +77,6 @@ async def _enqueue(
             task_id=task.id,
             node_key=task.node_key,
         ),
-        now=step.now,
     )
     if not result.created:
         return f"job {result.job_id} already holds the key {idempotency_key}"

@@ -33,9 +33,16 @@ from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.store.instance_end import Ending, InstanceEnd
 from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.reserved_ids import Reserved, take_reserved
-from flowledger.engine.write_buffer import add_job, add_outbox, add_trace, open_buffer, write_held
+from flowledger.engine.write_buffer import (
+    add_job,
+    add_outbox,
+    add_trace,
+    flush_jobs,
+    open_buffer,
+    write_held,
+)
 from flowledger.ledger.driver.protocol import FIRST_WRITE
-from flowledger.ledger.models import JobSpec
+from flowledger.ledger.models import EnqueueResult, JobSpec
 from flowledger.ledger.receipts import RowLock
 from flowledger.states import InstanceStatus, JobTransition, transition_sources
 
@@ -55,13 +62,35 @@ class Step:
     finished: bool = False
     # the ledger job running this step, if one is (kept out of L-22 cleanup)
     job_id: int | None = None
-    # ids reserved for this step's new tasks, fork frames and branch tokens
-    # (engine/store/reserved_ids.py; PostgreSQL), ascending per kind
+    # ids reserved for this step's new tasks, fork frames, branch tokens and
+    # jobs (engine/store/reserved_ids.py; PostgreSQL), ascending per kind
     reserved: Reserved = field(default_factory=Reserved)
 
     def take_task_id(self) -> int | None:
         """The next reserved task id, or None (the insert draws one)."""
         return self.reserved.tasks.pop(0) if self.reserved.tasks else None
+
+    def take_job_id(self) -> int | None:
+        """The next reserved job id, or None (the insert draws one)."""
+        return self.reserved.jobs.pop(0) if self.reserved.jobs else None
+
+    def forgo_reserved_job_ids(self) -> None:
+        """A job of this step draws its id at its insert (one with an
+        idempotencyKey, or one inserted at once): the ids reserved for later
+        jobs were drawn before it, so they go unused (gaps) and every later
+        job draws its own — the instance's job ids keep ascending in the
+        order its jobs were made."""
+        self.reserved.jobs.clear()
+
+    async def insert_job_now(self, spec: JobSpec) -> EnqueueResult:
+        """Insert one job at once (a caller that needs its id, or to know
+        whether its idempotencyKey named a job already). The jobs this step
+        buffered before go first, and the ids reserved for later ones are
+        forgone, so job ids ascend in the order the step made its jobs, on
+        both backends."""
+        await flush_jobs(self.conn)
+        self.forgo_reserved_job_ids()
+        return await self.store.ledger.job_insert(self.conn, spec, now=self.now)
 
     def take_fork_ids(self, branches: int) -> tuple[int, list[int]] | None:
         """A reserved frame id and ``branches`` reserved token ids for a fork,
@@ -184,12 +213,21 @@ class Step:
             task_id=task_id,
             node_key=node_key,
         )
+        # a reserved id names the job in its trace row before it is inserted
+        # (a job with an idempotencyKey may turn out to be an existing one)
+        if idempotency_key is not None:
+            self.forgo_reserved_job_ids()
+        job_id = self.take_job_id()
         await add_job(
             self.conn,
             spec,
             now=self.now,
             trace_row=self._trace_row(
-                "job_enqueued", node_key=node_key, task_id=task_id, detail={"type": job_type}
+                "job_enqueued",
+                node_key=node_key,
+                task_id=task_id,
+                job_id=job_id,
+                detail={"type": job_type},
             ),
             ledger=self.store.ledger,
         )
@@ -307,6 +345,21 @@ async def lock_task_instance(
     return dict(row)
 
 
+async def lock_step_instance(
+    conn: AsyncConnection, instance_id: int, store: EngineStore
+) -> dict[str, Any]:
+    """:func:`lock_instance` for a step: where ``store`` reserves ids for the
+    step (PostgreSQL) the row also carries them
+    (:mod:`~flowledger.engine.store.reserved_ids`)."""
+    await write_held(conn)  # rows an earlier step of the transaction holds
+    statement = store.lock_reserving(_LOCK_INSTANCE)
+    found = await conn.execute(statement, {"lock_instance_id": instance_id})
+    row = found.mappings().first()
+    if row is None:
+        raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
+    return dict(row)
+
+
 class FirstLock(RowLock):
     """A job step's ``lock_first`` that locks the instance row and keeps it,
     so the engine step opened after it in the same transaction (``open_step(...,
@@ -355,8 +408,8 @@ async def open_step(
     step's ``lock_first``)."""
     if locked is not None and int(locked["id"]) != instance_id:
         raise ValueError(f"the locked row is instance {locked['id']}, not {instance_id}")
-    instance = locked if locked is not None else await lock_instance(conn, instance_id)
-    reserved = take_reserved(instance)  # a lock that reserved them (lock_task_instance)
+    instance = locked if locked is not None else await lock_step_instance(conn, instance_id, store)
+    reserved = take_reserved(instance)  # a lock that reserved them (not a job's first lock)
     defn = snapshots.cached(instance["definition_id"])
     if defn is None:
         snapshot = instance.get("snapshot")

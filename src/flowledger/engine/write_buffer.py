@@ -26,16 +26,18 @@ or changes the instance's jobs). Nothing changes in what commits: the rows commi
 step's other writes or roll back with them, and the instance row is still
 locked before any job is written (L-13).
 
-The jobs go first, in one ``jobs_insert`` of the store's ledger driver,
-so that their ``job_enqueued`` trace rows carry the job ids; then the
-rest with the store's ``step_rows_write`` (one statement
-on PostgreSQL) — or, in a job's step on PostgreSQL, as CTEs of the job's
-settlement (:func:`take_rider`, which a job step's handler hands to its
-settlement: ``ctx.step(…, rides=take_rider)``), which commits them with the
-step all the same. On PostgreSQL the flush before a commit writes the jobs
-and the rest in one statement (the rest riding after the jobs' insert,
-the ledger driver's ``jobs_insert(…, then=…)``) when the jobs have no
-idempotencyKeys."""
+A job whose id the step reserved (PostgreSQL; a job without an
+idempotencyKey) is named by that id in its ``job_enqueued`` trace row from
+the start. The jobs go first, in one ``jobs_insert`` of the store's ledger
+driver (``ids=`` the reserved ones), so that the trace rows of the others
+carry the ids the insert drew; then the rest with the store's
+``step_rows_write`` (one statement on PostgreSQL) — or, in a job's step on
+PostgreSQL, as CTEs of the job's settlement (:func:`take_rider`, which a
+job step's handler hands to its settlement: ``ctx.step(…,
+rides=take_rider)``), which commits them with the step all the same. On
+PostgreSQL the flush before a commit writes the jobs and the rest in one
+statement (the rest riding after the jobs' insert, the ledger driver's
+``jobs_insert(…, ids=…, then=…)``) when every job has a reserved id."""
 
 from __future__ import annotations
 
@@ -69,6 +71,9 @@ class _Job:
     spec: JobSpec
     now: datetime
     trace_row: dict[str, Any]  # its job_enqueued row: job_id is set when written
+    # its id, when the step reserved one (engine/store/reserved_ids.py): the
+    # trace row names the job by it before the insert
+    reserved_id: int | None = None
 
 
 @dataclass
@@ -169,17 +174,28 @@ class WriteBuffer:
             await self.store.token_moves_write(self.conn, moves, parks)
 
     async def flush_jobs(self) -> None:
-        """Insert the buffered jobs (one call per clock reading) and fill in
-        the job ids of their trace rows."""
+        """Insert the buffered jobs (one call per clock reading, and apart
+        the jobs with reserved ids) and fill in the job ids of the trace rows
+        of the others."""
         while self.jobs:
-            now = self.jobs[0].now
-            same = [job for job in self.jobs if job.now == now]
-            self.jobs = [job for job in self.jobs if job.now != now]
-            results = await self.store.ledger.jobs_insert(
-                self.conn, [job.spec for job in same], now=now
-            )
-            for job, result in zip(same, results, strict=True):
-                job.trace_row["job_id"] = result.job_id
+            first = self.jobs[0]
+            key = (first.now, first.reserved_id is None)
+            same = [job for job in self.jobs if (job.now, job.reserved_id is None) == key]
+            self.jobs = [job for job in self.jobs if (job.now, job.reserved_id is None) != key]
+            await self._insert_jobs(same)
+
+    async def _insert_jobs(self, jobs: list[_Job], then: Rider | None = None) -> None:
+        """Insert ``jobs`` (one clock reading; all with reserved ids or none),
+        with ``then`` riding after them; the others' trace rows take the ids."""
+        reserved = [job.reserved_id for job in jobs]
+        ids = None if reserved[0] is None else [int(i) for i in reserved if i is not None]
+        results = await self.store.ledger.jobs_insert(
+            self.conn, [job.spec for job in jobs], now=jobs[0].now, ids=ids, then=then
+        )
+        for job, result in zip(jobs, results, strict=True):
+            if job.reserved_id is not None and result.job_id != job.reserved_id:
+                raise RuntimeError(f"job {job.reserved_id} was inserted as {result.job_id}")
+            job.trace_row["job_id"] = result.job_id
 
     async def take_rider(self) -> Rider | None:
         """After writing the buffered jobs (their trace rows need the jobs'
@@ -195,29 +211,26 @@ class WriteBuffer:
 
     async def _flush_with_jobs(self) -> bool:
         """PostgreSQL: the buffered jobs and every other buffered row in one
-        statement — the rows ride after the jobs' insert, the jobs'
-        ``job_enqueued`` trace rows taking the new ids there. Only for jobs
-        of one clock reading without idempotencyKeys (a key already taken
-        would leave its job's id to a look-up); False (nothing written) when
-        they cannot."""
+        statement — the rows ride after the jobs' insert. Only for jobs of
+        one clock reading whose ids the step reserved (their ``job_enqueued``
+        trace rows name them already; a job with an idempotencyKey is never
+        given one: the key may name an existing job); False (nothing
+        written) when they cannot."""
         jobs = self.jobs
         if (
             not jobs
             or len(jobs) > JSON_INSERT_MAX_ROWS
             or len({job.now for job in jobs}) > 1
-            or any(job.spec.idempotency_key is not None for job in jobs)
+            or any(job.reserved_id is None for job in jobs)
         ):
             return False
         self._fold_moves()
-        rider = self.store.step_rows_rider(self.rows, [job.trace_row for job in jobs])
+        rider = self.store.step_rows_rider(self.rows)
         if rider is None:
             return False
         self.jobs = []
         self._take_rows()
-        specs = [job.spec for job in jobs]
-        results = await self.store.ledger.jobs_insert(self.conn, specs, now=jobs[0].now, then=rider)
-        for job, result in zip(jobs, results, strict=True):
-            job.trace_row["job_id"] = result.job_id
+        await self._insert_jobs(jobs, then=rider)
         return True
 
     def _take_rows(self) -> StepRows:
@@ -301,7 +314,7 @@ async def add_job(
         result = await ledger.job_insert(conn, spec, now=now)
         await write_trace(conn, [{**trace_row, "job_id": result.job_id}])
         return
-    buffer.jobs.append(_Job(spec, now, trace_row))
+    buffer.jobs.append(_Job(spec, now, trace_row, trace_row.get("job_id")))
     buffer.rows.trace.append(trace_row)
 
 

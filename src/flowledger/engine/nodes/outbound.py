@@ -62,8 +62,7 @@ async def _enqueue(
     idempotency_key: str,
     max_attempts: int | None,
 ) -> int:
-    result = await step.store.ledger.job_insert(
-        step.conn,
+    result = await step.insert_job_now(
         JobSpec(
             type=engine_job_type(job_type),
             payload=payload,
@@ -75,7 +74,6 @@ async def _enqueue(
             task_id=task_id,
             node_key=node.key,
         ),
-        now=step.now,
     )
     await step.trace(
         "job_enqueued",

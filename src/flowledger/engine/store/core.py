@@ -6,7 +6,7 @@ override. Nothing is reserved and nothing rides on another statement."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -105,9 +105,7 @@ class CoreEngineStore:
     async def step_rows_write(self, conn: AsyncConnection, rows: StepRows) -> None:
         await core_write_step_rows(conn, rows)
 
-    def step_rows_rider(
-        self, rows: StepRows, job_trace_rows: Sequence[dict[str, Any]] | None = None
-    ) -> Rider | None:
+    def step_rows_rider(self, rows: StepRows) -> Rider | None:
         return None  # Core statements carry no riders
 
     async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:

@@ -54,35 +54,21 @@ class JsonRows:
         """The timestamp columns (sent as ISO UTC text)."""
         return tuple(c.name for c in self.columns if isinstance(c.type, UTCDateTime))
 
-    def document(self, rows: Sequence[Mapping[str, Any]], **extra: Sequence[Any]) -> str:
-        """``rows`` as one JSON array, timestamps as ISO UTC text; ``extra``
-        adds one key per row (a value per row, in order)."""
+    def document(self, rows: Sequence[Mapping[str, Any]]) -> str:
+        """``rows`` as one JSON array, timestamps as ISO UTC text."""
         out = []
-        for position, row in enumerate(rows):
+        for row in rows:
             item = {**row, **{k: None if row[k] is None else utc_text(row[k]) for k in self.stamps}}
-            item.update({key: values[position] for key, values in extra.items()})
             out.append(item)
         return json.dumps(out)
 
-    def insert(
-        self,
-        param: str,
-        *,
-        record_keys: Mapping[str, str] | None = None,
-        values: Mapping[str, str] | None = None,
-    ) -> str:
+    def insert(self, param: str) -> str:
         """``INSERT INTO <table> (cols) SELECT … `` of the rows in the JSON
-        document ``param`` (a placeholder), in their order. ``record_keys``:
-        keys the document's rows carry besides the columns (name → SQL type);
-        ``values``: the SQL that gives a column's value instead of the
-        document's (reading the row as ``r``), e.g. from another CTE of the
-        same statement."""
-        record_keys, values = record_keys or {}, values or {}
+        document ``param`` (a placeholder), in their order."""
         names = [c.name for c in self.columns]
         definitions = [f"{c.name} {_record_type(c)}" for c in self.columns]
-        definitions += [f"{key} {kind}" for key, kind in record_keys.items()]
-        selected = [values.get(c.name) or _value(c) for c in self.columns]
-        aliases = ", ".join([*names, *record_keys])
+        selected = [_value(c) for c in self.columns]
+        aliases = ", ".join(names)
         return (
             f"INSERT INTO {self.table.name} ({', '.join(names)}) SELECT {', '.join(selected)} "
             f"FROM ROWS FROM (json_to_recordset(CAST({param} AS json)) "

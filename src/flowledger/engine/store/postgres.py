@@ -9,7 +9,7 @@ statement, or riding on another one as CTEs
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -108,10 +108,8 @@ class PostgresEngineStore(CoreEngineStore):
     async def step_rows_write(self, conn: AsyncConnection, rows: StepRows) -> None:
         await pg_write_step_rows(conn, rows)
 
-    def step_rows_rider(
-        self, rows: StepRows, job_trace_rows: Sequence[dict[str, Any]] | None = None
-    ) -> Rider | None:
-        return pg_step_rows_rider(rows, job_trace_rows)
+    def step_rows_rider(self, rows: StepRows) -> Rider | None:
+        return pg_step_rows_rider(rows)
 
     async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:
         await pg_write_forks(conn, forks)

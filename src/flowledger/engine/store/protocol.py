@@ -9,7 +9,7 @@ differs."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -85,9 +85,7 @@ class EngineStore(Protocol):
     async def step_rows_write(self, conn: AsyncConnection, rows: StepRows) -> None:
         """Write a step's rows but its jobs now."""
 
-    def step_rows_rider(
-        self, rows: StepRows, job_trace_rows: Sequence[dict[str, Any]] | None = None
-    ) -> Rider | None:
+    def step_rows_rider(self, rows: StepRows) -> Rider | None:
         """A step's rows as CTEs another statement carries; None where
         nothing rides (nothing to write, or a store whose statements carry
         none)."""

@@ -1,8 +1,10 @@
 """Ids a step reserves in a statement it sends anyway (issue 15 item 2;
-SPEC E-4, E-5): the step then knows the ids of the tasks, the fork frame and
-the branch tokens it creates without inserting them, and their inserts ride
-on the step's last statement with its other rows
-(:mod:`~flowledger.engine.write_buffer`) instead of a round trip each.
+SPEC E-4, E-5): the step then knows the ids of the tasks, the fork frame,
+the branch tokens and the jobs it creates without inserting them, and their
+inserts ride on the step's last statement with its other rows
+(:mod:`~flowledger.engine.write_buffer`) instead of a round trip each — a
+job's trace row names its job by that id (issue 28: not by its position in
+the insert).
 
 PostgreSQL only (``nextval`` of each table's id sequence); elsewhere nothing
 is reserved and rows are inserted when they are made, as before. Ids are
@@ -20,12 +22,16 @@ from typing import Any
 
 from sqlalchemy import Select, func, literal_column, select
 
+from flowledger.ledger.driver.postgres_sql import JOBS_ID_SEQUENCE
+
 # per kind: the id sequence and how many a reserving statement draws (a
-# start's first task, a fork's frame and its two branches and their waits)
+# start's first task, a fork's frame and its two branches and their waits,
+# and the jobs that wake those waits)
 _KINDS = {
     "task": ("workflow_tasks_id_seq", 2),
     "fork": ("workflow_forks_id_seq", 1),
     "token": ("workflow_tokens_id_seq", 2),
+    "job": (JOBS_ID_SEQUENCE, 2),
 }
 
 
@@ -36,6 +42,7 @@ class Reserved:
     tasks: list[int] = field(default_factory=list)
     forks: list[int] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
+    jobs: list[int] = field(default_factory=list)
 
 
 def reserve_columns() -> list[Any]:
@@ -54,7 +61,9 @@ def take_reserved(row: dict[str, Any]) -> Reserved:
     for kind, (_sequence, count) in _KINDS.items():
         ids = [row.pop(f"reserved_{kind}_{i}", None) for i in range(count)]
         found[kind] = sorted(int(i) for i in ids if i is not None)
-    return Reserved(tasks=found["task"], forks=found["fork"], tokens=found["token"])
+    return Reserved(
+        tasks=found["task"], forks=found["fork"], tokens=found["token"], jobs=found["job"]
+    )
 
 
 def reserving(lock: Select[Any]) -> Select[Any]:

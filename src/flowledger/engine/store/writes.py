@@ -65,11 +65,6 @@ FORM_WRITES = JsonRows(workflow_form_writes, omit=("id", "reason"))
 TASKS = JsonRows(workflow_tasks, omit=("action", "comment", "finished_by"))
 FORKS = JsonRows(workflow_forks)
 TOKENS = JsonRows(workflow_tokens, omit=("consumed_at",))
-# a trace row of a job inserted by the statement it rides on names the job by
-# its position in that insert (``job_ord``): its id comes from ``job_ids``
-_JOB_ID_FROM_INSERT = {
-    "job_id": "COALESCE(r.job_id, (SELECT job_ids.id FROM job_ids WHERE job_ids.ord = r.job_ord))"
-}
 # at most this many forks wait in one buffer (one consume CTE each)
 FORKS_HELD_MAX = 8
 
@@ -219,16 +214,6 @@ def _rider(moves: int, tasks: bool = False, forks: int = 0) -> str:
     return f"{ctes}, trace AS ({trace})"
 
 
-@cache
-def _after_jobs(moves: int, tasks: bool, forks: int) -> str:
-    """The rider's writes, its trace rows naming jobs of the insert it follows."""
-    trace = TRACE.insert(
-        _rider_param("trace"), record_keys={"job_ord": "int"}, values=_JOB_ID_FROM_INSERT
-    )
-    ctes = _step_ctes(moves, _rider_param, tasks, forks)
-    return f"{ctes}, trace AS ({trace})"
-
-
 def _moves_key(moves: dict[int, str]) -> int:
     return min(len(moves), MOVES_UNROLLED + 1)
 
@@ -314,32 +299,22 @@ async def pg_write_step_rows(conn: AsyncConnection, rows: StepRows) -> None:
     await conn.execute(_pg_write(_moves_key(rows.moves), bool(rows.tasks), n_forks), params)
 
 
-def pg_step_rows_rider(
-    rows: StepRows, job_trace_rows: Sequence[dict[str, Any]] | None = None
-) -> Rider | None:
+def pg_step_rows_rider(rows: StepRows) -> Rider | None:
     """What :func:`pg_write_step_rows` writes, as CTEs another statement of
-    the transaction carries (:func:`~flowledger.db.database.ride_in_front`);
-    None when there is nothing to write.
-
-    With ``job_trace_rows`` the CTEs ride after an insert of jobs in its
-    statement (the ledger driver's ``jobs_insert(…, then=…)``): each of
-    those rows — the trace rows of the inserted jobs, in the jobs' order,
-    each one of ``rows.trace`` — takes its job's id from the insert."""
+    the transaction carries — a job's settlement
+    (:func:`~flowledger.db.database.ride_in_front`), or the insert of the
+    step's jobs (the ledger driver's ``jobs_insert(…, then=…)``; the trace
+    rows name those jobs by the ids the step reserved); None when there is
+    nothing to write."""
     if not rows:
         return None
     n_forks = len(rows.forks.consumes)
-    key = (_moves_key(rows.moves), bool(rows.tasks), n_forks)
-    if job_trace_rows is None:
-        sql, document = _rider(*key), TRACE.document(rows.trace)
-    else:
-        ords = {id(row): position for position, row in enumerate(job_trace_rows, 1)}
-        sql = _after_jobs(*key)
-        document = TRACE.document(rows.trace, job_ord=[ords.get(id(row)) for row in rows.trace])
+    sql = _rider(_moves_key(rows.moves), bool(rows.tasks), n_forks)
     params = {
         **_moves_params(rows.moves, rows.parks, prefix="step_"),
         "step_outbox": OUTBOX.document(rows.outbox),
         "step_forms": FORM_WRITES.document(rows.form_writes),
-        "step_trace": document,
+        "step_trace": TRACE.document(rows.trace),
     }
     if rows.tasks:
         params["step_tasks"] = TASKS.document(rows.tasks)

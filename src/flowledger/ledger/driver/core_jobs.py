@@ -95,6 +95,7 @@ class JobsCore:
         now: datetime,
         job_types: JobTypeRegistry | None = None,
         then: Rider | None = None,
+        ids: Sequence[int] | None = None,
     ) -> list[EnqueueResult]:
         """Every row :meth:`job_insert` would write, in a few statements
         (:meth:`_insert_rows`); the answer per spec as :mod:`.bulk` gives it;
@@ -102,6 +103,13 @@ class JobsCore:
         rows = [job_row(spec, now, job_types) for spec in specs]
         if not rows:
             return []
+        if ids is not None:
+            if len(ids) != len(rows):
+                raise ValueError(f"{len(ids)} ids given for {len(rows)} jobs")
+            if any(row["idempotency_key"] is not None for row in rows):
+                raise ValueError("ids are given only for jobs without idempotencyKeys")
+            for row, job_id in zip(rows, ids, strict=True):
+                row["id"] = job_id
         if then is not None:
             if any(row["idempotency_key"] is not None for row in rows):
                 raise ValueError("rows ride on an insert only of jobs without idempotencyKeys")

@@ -79,9 +79,10 @@ class PostgresLedger(CoreLedger):
     async def _insert_rows(
         self, conn: AsyncConnection, rows: Sequence[dict[str, Any]]
     ) -> dict[int, int]:
-        columns = tuple(name for name in rows[0] if name not in BATCH_COLUMNS)
-        if len(rows) <= JSON_INSERT_MAX_ROWS:
-            sql = insert_jobs_json_sql(columns, BATCH_COLUMNS)
+        given = "id" in rows[0]  # ids the caller drew (jobs_insert(ids=…))
+        columns = tuple(n for n in rows[0] if n not in BATCH_COLUMNS and n != "id")
+        if len(rows) <= JSON_INSERT_MAX_ROWS or given:
+            sql = insert_jobs_json_sql(columns, BATCH_COLUMNS, given_ids=given)
             params = insert_jobs_json_params(columns, BATCH_COLUMNS, rows, conn.dialect)
         else:
             sql = insert_jobs_sql(columns, BATCH_COLUMNS)
@@ -91,12 +92,13 @@ class PostgresLedger(CoreLedger):
     async def _insert_rows_then(
         self, conn: AsyncConnection, rows: Sequence[dict[str, Any]], then: Rider
     ) -> dict[int, int]:
-        """The JSON insert with ``then``'s CTEs after it (reading ``job_ids``)."""
+        """The JSON insert with ``then``'s CTEs after it."""
         if len(rows) > JSON_INSERT_MAX_ROWS:
             raise ValueError(f"rows ride on an insert of at most {JSON_INSERT_MAX_ROWS} jobs")
         then_sql, then_params = then
-        columns = tuple(name for name in rows[0] if name not in BATCH_COLUMNS)
-        sql = insert_jobs_json_sql(columns, BATCH_COLUMNS, then_sql)
+        given = "id" in rows[0]
+        columns = tuple(n for n in rows[0] if n not in BATCH_COLUMNS and n != "id")
+        sql = insert_jobs_json_sql(columns, BATCH_COLUMNS, then_sql, given_ids=given)
         params = insert_jobs_json_params(columns, BATCH_COLUMNS, rows, conn.dialect)
         clash = set(params) & set(then_params)
         if clash:

@@ -291,14 +291,11 @@ def _element_type(column: str) -> str:
 
 def _insert_from(input_sql: str, names: str, shared: tuple[str, ...], then: str = "") -> str:
     """The bulk insert over ``input_sql`` (the rows, ``id`` drawn in input
-    order, ``ord`` their 1-based position) with the wake hint of every pool
-    that got a row (and ``then``'s CTEs after it, reading ``job_ids``)."""
+    order or given, ``ord`` their 1-based position) with the wake hint of
+    every pool that got a row (and ``then``'s CTEs after it: writes of
+    their own, which name the jobs by the ids their caller gave)."""
     scalars = "".join(f", %({name})s::{_element_type(name)}" for name in shared)
-    after = (
-        f", job_ids AS (SELECT input.ord, inserted.id FROM inserted JOIN input USING (id)), {then}"
-        if then
-        else ""
-    )
+    after = f", {then}" if then else ""
     return f"""
 WITH input AS ({input_sql}
 ), inserted AS (
@@ -348,15 +345,21 @@ JSON_INSERT_MAX_ROWS = 64
 
 
 @cache
-def insert_jobs_json_sql(columns: tuple[str, ...], shared: tuple[str, ...], then: str = "") -> str:
+def insert_jobs_json_sql(
+    columns: tuple[str, ...], shared: tuple[str, ...], then: str = "", *, given_ids: bool = False
+) -> str:
     """:func:`insert_jobs_sql` over one JSON array of row objects,
     ``%(rows)s`` (``json_to_recordset``, in order): each key a column of
     ``columns`` read as the column's type; a JSON null in a jsonb column
-    stays JSON null, as the array path's bound value is. ``then``: CTEs
-    run after the insert in the same statement, which may read
-    ``job_ids (ord, id)``, the new jobs' positions and ids."""
+    stays JSON null, as the array path's bound value is. ``given_ids``:
+    each row carries its ``id`` (drawn by the caller from the sequence)
+    instead of drawing one here. ``then``: CTEs run after the insert in the
+    same statement (writes of the caller's own)."""
     names = ", ".join(columns)
     defs = ", ".join(f"{name} {_element_type(name)}" for name in columns)
+    drawn = f"nextval('{JOBS_ID_SEQUENCE}')"
+    if given_ids:
+        defs, names, drawn = f"id bigint, {defs}", f"id, {names}", "t.id"
     values = ", ".join(
         f"COALESCE(t.{name}, 'null'::jsonb) AS {name}"
         if _element_type(name) == "JSONB"
@@ -365,11 +368,11 @@ def insert_jobs_json_sql(columns: tuple[str, ...], shared: tuple[str, ...], then
     )
     return _insert_from(
         f"""
-    SELECT nextval('{JOBS_ID_SEQUENCE}') AS id, {values}, t.ord
+    SELECT {drawn} AS id, {values}, t.ord
     FROM ROWS FROM (json_to_recordset(%(rows)s::json) AS ({defs}))
         WITH ORDINALITY AS t({names}, ord)
     ORDER BY t.ord""",
-        names,
+        ", ".join(columns),
         shared,
         then,
     )
@@ -419,6 +422,8 @@ def insert_jobs_json_params(
     document = []
     for row in rows:
         item = {name: row[name] for name in columns}
+        if "id" in row:  # given by the caller (insert_jobs_json_sql(given_ids=True))
+            item["id"] = row["id"]
         for name in stamps:
             value = utc.process_bind_param(item[name], dialect)  # refuses a naive one
             item[name] = None if value is None else value.isoformat()

@@ -66,6 +66,7 @@ class LedgerDriver(Protocol):
         now: datetime,
         job_types: JobTypeRegistry | None = None,
         then: Rider | None = None,
+        ids: Sequence[int] | None = None,
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in a few statements, whether or not they carry
         idempotencyKeys; per spec, in order, what :meth:`job_insert` would
@@ -73,11 +74,14 @@ class LedgerDriver(Protocol):
         gives that job with ``created=False``). One wake hint per pool that
         got a new job, published when the transaction commits.
 
+        ``ids`` (specs without idempotencyKeys): the jobs' ids, one per spec,
+        drawn by the caller from the jobs' id sequence beforehand (the
+        engine reserves them in a statement it sends anyway), so that rows
+        naming the jobs can be written without waiting for the insert.
         ``then`` (PostgreSQL only; specs without idempotencyKeys, at most
         ``JSON_INSERT_MAX_ROWS``): SQL CTEs and their parameters that run in
-        the insert's own statement, after it, reading ``job_ids (ord, id)``
-        — each new job's 1-based position in ``specs`` and its id — to write
-        rows that name the jobs in the same round trip."""
+        the insert's own statement, after it — writes of the caller's own
+        (rows naming the jobs by the ids it gave), in the same round trip."""
 
     async def jobs_claim(
         self,
