@@ -24,8 +24,10 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_forks, workflow_tasks
 from flowledger.engine import Engine, write_buffer
+from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.step import lock_task_instance
 from flowledger.engine.tasks import create_task
+from flowledger.ledger.models import JobSpec
 from flowledger.states import TaskStatus
 from tests import statement_watch
 from tests.integration.engine_helpers import (
@@ -345,10 +347,7 @@ async def test_job_ids_ascend_in_the_order_a_step_made_its_jobs_E8_L1(
     assert [j["payload"]["n"] for j in made] == [1, 2, 3, 4]
 
 
-def _spec(step: Any, n: int) -> Any:
-    from flowledger.engine.job_types import engine_job_type
-    from flowledger.ledger.models import JobSpec
-
+def _spec(step: Any, n: int) -> JobSpec:
     return JobSpec(
         type=engine_job_type("delay_wake"),
         payload={"n": n},
