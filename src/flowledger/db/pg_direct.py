@@ -137,7 +137,7 @@ class _Plan:
         return sql, binds, dict(state.parameters)
 
 
-def _usable(statement: Any, compiled: Any) -> bool:
+def _usable(compiled: Any) -> bool:
     return not (
         compiled.insert_prefetch
         or compiled.update_prefetch
@@ -181,7 +181,7 @@ def _plan(
     plan = plans.get(keys)
     if plan is None:  # first use of this statement with these keys: decide once
         compiled: Any = statement.compile(dialect=dialect, column_keys=list(keys))
-        plan = _Plan(statement, compiled, dialect) if _usable(statement, compiled) else False
+        plan = _Plan(statement, compiled, dialect) if _usable(compiled) else False
         plans[keys] = plan
     if not isinstance(plan, _Plan):
         return None

@@ -306,12 +306,17 @@ _LOCK_INSTANCE = (
 )
 
 
-async def lock_instance(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
+async def lock_instance(
+    conn: AsyncConnection, instance_id: int, store: EngineStore | None = None
+) -> dict[str, Any]:
     """Lock the instance row (always the first lock of a step, L-13); the row
-    without its snapshot column. Rows an earlier step of the transaction
-    holds are written first (this step may read them)."""
+    without its snapshot column. With a step's ``store`` that reserves ids
+    for the step (PostgreSQL) the row also carries them
+    (:mod:`~flowledger.engine.store.reserved_ids`). Rows an earlier step of
+    the transaction holds are written first (this step may read them)."""
     await write_held(conn)
-    row = (await conn.execute(_LOCK_INSTANCE, {"lock_instance_id": instance_id})).mappings().first()
+    statement = _LOCK_INSTANCE if store is None else store.lock_reserving(_LOCK_INSTANCE)
+    row = (await conn.execute(statement, {"lock_instance_id": instance_id})).mappings().first()
     if row is None:
         raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
     return dict(row)
@@ -342,21 +347,6 @@ async def lock_task_instance(
     row = (await conn.execute(statement, {"task_id": task_id})).mappings().first()
     if row is None:
         raise TaskNotFound(f"task {task_id} not found", field="taskId")
-    return dict(row)
-
-
-async def lock_step_instance(
-    conn: AsyncConnection, instance_id: int, store: EngineStore
-) -> dict[str, Any]:
-    """:func:`lock_instance` for a step: where ``store`` reserves ids for the
-    step (PostgreSQL) the row also carries them
-    (:mod:`~flowledger.engine.store.reserved_ids`)."""
-    await write_held(conn)  # rows an earlier step of the transaction holds
-    statement = store.lock_reserving(_LOCK_INSTANCE)
-    found = await conn.execute(statement, {"lock_instance_id": instance_id})
-    row = found.mappings().first()
-    if row is None:
-        raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
     return dict(row)
 
 
@@ -408,7 +398,7 @@ async def open_step(
     step's ``lock_first``)."""
     if locked is not None and int(locked["id"]) != instance_id:
         raise ValueError(f"the locked row is instance {locked['id']}, not {instance_id}")
-    instance = locked if locked is not None else await lock_step_instance(conn, instance_id, store)
+    instance = locked if locked is not None else await lock_instance(conn, instance_id, store)
     reserved = take_reserved(instance)  # a lock that reserved them (not a job's first lock)
     defn = snapshots.cached(instance["definition_id"])
     if defn is None:
