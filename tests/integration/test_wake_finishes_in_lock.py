@@ -1,24 +1,29 @@
-"""A ``delay_wake`` job finishes its delay's task in its first lock (SPEC
-E-3, L-13, L-14; issue 15 item 2: one round trip less per delay): the
-instance row is locked, then the task is finished only while the instance
-is running, the task still waiting with an active token and the step has no
-receipt — on PostgreSQL inside the statement that also locks the job
-(``FirstLock.then``), on SQLite right after the job's lock. Both backends;
-the lock order under a concurrent holder of the instance row is
-PostgreSQL's (SQLite has one writer at a time)."""
+"""A job step's first statement (SPEC E-3, L-13, L-14; issue 28: the engine
+store's ``job_step_lock``, composed from the ledger's exported fence): the
+instance row is locked, then — for a ``delay_wake`` — the delay's task is
+finished only while the instance is running, the task still waiting with an
+active token and the step has no receipt, then the job is locked fenced and
+its receipt read. On PostgreSQL one statement (``locked_instance``,
+``finished_task``, the fence's select), on SQLite three in the same order.
+Both backends; the lock order under a concurrent holder of the instance row
+is PostgreSQL's (SQLite has one writer at a time)."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
 from sqlalchemy import select, text, update
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
+from flowledger.db.schema import workflow_jobs
+from flowledger.engine.store.job_lock import JobStepLocked
+from flowledger.errors import LeaseLostError
 from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.driver import ledger_driver
-from flowledger.ledger.models import ClaimedJob
+from flowledger.ledger.models import ClaimedJob, Fence
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
@@ -90,12 +95,12 @@ async def test_the_delay_task_is_finished_by_the_wakes_first_lock_E3_L13(
             await _run(db, clock, job)
     task_writes = [s for s in seen if "UPDATE workflow_tasks" in s]
     assert len(task_writes) == 2  # one per wake, and nothing else writes a task
-    if db.is_sqlite:  # the write reads the locked row as first_lock
-        assert all(s.lstrip().startswith("WITH first_lock AS") for s in task_writes)
+    if db.is_sqlite:  # its own statement, after the instance's and the job's locks
+        assert all(s.lstrip().startswith("UPDATE workflow_tasks") for s in task_writes)
     else:  # inside the statement that locks the instance, then the job
         for statement in task_writes:
-            assert "first_write AS" in statement and "FOR UPDATE OF workflow_jobs" in statement
-            assert statement.index("first_lock AS") < statement.index("first_write AS")
+            assert "finished_task AS" in statement and "FOR UPDATE OF workflow_jobs" in statement
+            assert statement.index("locked_instance AS") < statement.index("finished_task AS")
     assert (await instance(db, iid))["status"] == "approved"
     delays = [t for t in await tasks(db, iid) if t["node_key"] in ("left", "right")]
     assert [(t["status"], t["action"], t["finished_by"]) for t in delays] == [
@@ -171,3 +176,53 @@ async def test_a_wake_waits_for_the_instance_and_sees_the_task_its_holder_ended_
     [task] = await tasks(db, iid, node_key="wait")
     assert (task["status"], task["action"]) == ("canceled", None)
     assert await _attempt_status(db, job.id) == "skipped"
+
+
+async def test_the_job_step_lock_reads_the_instance_and_the_receipt_and_checks_the_fence_L13_L14(
+    db: Database, clock: ManualClock
+) -> None:
+    """The store's first statement without a finish: the instance row (an
+    unknown instance: None) and the step's receipt as the ledger's
+    ``job_lock_fenced_receipt`` gives it; LeaseLostError for a stale fence
+    whether or not the instance exists. PostgreSQL: while another
+    transaction holds the instance row, the statement waits and the job row
+    is still free (the job is locked after the instance)."""
+    iid, _wait, job = await _delayed(db, clock)
+    store = new_engine(db, clock).store
+    key = job.operation_key
+
+    async def call(fence: Fence, instance_id: int) -> JobStepLocked:
+        async with db.begin() as conn:
+            now = clock.now()
+            return await store.job_step_lock(conn, instance_id, fence, key, "s1", now=now)
+
+    locked = await call(job.fence, iid)
+    assert locked.instance is not None and locked.instance["id"] == iid
+    assert "snapshot" not in locked.instance
+    assert (locked.receipt_found, locked.receipt_result, locked.finished) == (False, None, None)
+    driver = ledger_driver(db)
+    async with db.begin() as conn:
+        await driver.job_lock_fenced_receipt(conn, job.fence, key, "s1", now=clock.now())
+        await driver.receipt_put(conn, job.fence, key, "s1", {"r": 1}, now=clock.now())
+    locked = await call(job.fence, iid)
+    assert (locked.receipt_found, locked.receipt_result) == (True, {"r": 1})
+    missing = await call(job.fence, 10**9)
+    assert (missing.instance, missing.receipt_found) == (None, True)
+    stale = Fence(job.id, job.generation, "other-token", job.execution_id)
+    for instance_id in (iid, 10**9):
+        with pytest.raises(LeaseLostError):
+            await call(stale, instance_id)
+    if not db.is_sqlite:
+        lock_instance = (
+            select(workflow_instances.c.id).where(workflow_instances.c.id == iid).with_for_update()
+        )
+        probe = select(workflow_jobs.c.id).where(workflow_jobs.c.id == job.id)
+        async with db.begin() as holder:
+            await holder.execute(lock_instance)
+            waiting = asyncio.ensure_future(call(job.fence, iid))
+            await asyncio.sleep(0.3)
+            assert not waiting.done()  # waiting for the instance row
+            async with db.read() as third:
+                free = await third.execute(probe.with_for_update(skip_locked=True))
+                assert free.first() is not None  # the waiting statement holds no job row
+        assert (await asyncio.wait_for(waiting, 10)).receipt_found

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import ManualClock
@@ -619,66 +619,6 @@ async def test_lock_fenced_receipt(driver: LedgerDriver, db: Database, clock: Ma
     with pytest.raises(LeaseLostError):
         await lock(claimed.fence, "s1")
     await driver.jobs_settle(db, [(claimed, Outcome.success())], now=clock.now())
-
-
-# the caller's row locked before the job's (a job row here: any one-row SELECT FOR UPDATE)
-_FIRST = (
-    select(jobs_table.c.id, jobs_table.c.type)
-    .where(jobs_table.c.id == bindparam("first_id"))
-    .with_for_update()
-)
-
-
-async def test_lock_fenced_receipt_first(
-    driver: LedgerDriver, db: Database, clock: ManualClock
-) -> None:
-    """A caller's row lock, then the fenced job lock and the receipt read
-    (SPEC L-13, L-14): the row (None when missing) and (found, result) as
-    job_lock_fenced_receipt gives them; LeaseLostError for a stale fence
-    whether or not the row exists. PostgreSQL: while another transaction
-    holds the first row, the call waits and the job row is still free (the
-    job is locked after the row, also when both are one statement)."""
-    await _insert(driver, db, clock)
-    await _insert(driver, db, clock)
-    claimed, other = await _claim(driver, db, clock)
-    key = claimed.operation_key
-
-    def call(fence: Fence, step: str, first_id: int):  # type: ignore[no-untyped-def]
-        return in_tx(
-            db,
-            lambda c: driver.job_lock_fenced_receipt_first(
-                c, _FIRST, {"first_id": first_id}, fence, key, step, now=clock.now()
-            ),
-        )
-
-    first = {"id": other.id, "type": CF_TYPE.name}
-    assert await call(claimed.fence, "s1", other.id) == (first, False, None)
-
-    async def put(conn: AsyncConnection) -> None:
-        await driver.job_lock_fenced_receipt(conn, claimed.fence, key, "s1", now=clock.now())
-        await driver.receipt_put(conn, claimed.fence, key, "s1", {"r": 1}, now=clock.now())
-
-    await in_tx(db, put)
-    assert await call(claimed.fence, "s1", other.id) == (first, True, {"r": 1})
-    assert await call(claimed.fence, "s1", 10**9) == (None, True, {"r": 1})
-    stale = Fence(claimed.id, claimed.generation, "other-token", claimed.execution_id)
-    for first_id in (other.id, 10**9):
-        with pytest.raises(LeaseLostError):
-            await call(stale, "s1", first_id)
-    if db.dialect == "postgresql":
-        probe = select(jobs_table.c.id).with_for_update(skip_locked=True)
-        async with db.begin() as holder:
-            await holder.execute(_FIRST, {"first_id": other.id})  # holds the first row
-            waiting = asyncio.ensure_future(call(claimed.fence, "s1", other.id))
-            await asyncio.sleep(0.3)
-            assert not waiting.done()
-            async with db.read() as third:
-                free = await third.execute(probe.where(jobs_table.c.id == claimed.id))
-                assert free.first() is not None  # the waiting call does not hold the job row
-        assert await asyncio.wait_for(waiting, 10) == (first, True, {"r": 1})
-    await driver.jobs_settle(
-        db, [(claimed, Outcome.success()), (other, Outcome.success())], now=clock.now()
-    )
 
 
 @pytest.mark.parametrize(

@@ -25,10 +25,11 @@ from flowledger.engine.instances import start_instance
 from flowledger.engine.moves import leave
 from flowledger.engine.node_failures import NodeFailure, node_failed
 from flowledger.engine.snapshots import SnapshotCache
-from flowledger.engine.step import FirstLock, Step
+from flowledger.engine.step import JobStepLock, Step
+from flowledger.engine.store.job_lock import TaskFinish
+from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.tasks import (
     SYSTEM,
-    finish_held_first,
     finish_held_task,
     finish_task,
     lock_task_with_token,
@@ -53,12 +54,12 @@ async def held_task(step: Step, task_id: int, status: TaskStatus) -> tuple[Any, 
     return task, token
 
 
-def wake_lock(instance_id: int, task_id: int, *, now: datetime) -> FirstLock:
-    """The first lock of a ``delay_wake`` job's step: the instance row, and
-    the delay's task finished in the same statement (on PostgreSQL) when it
-    is still waiting with an active token and the instance is running."""
-    return finish_held_first(
-        instance_id,
+def wake_lock(store: EngineStore, instance_id: int, task_id: int, *, now: datetime) -> JobStepLock:
+    """The first statement of a ``delay_wake`` job's step: the instance row,
+    and the delay's task finished right after it (in the same statement on
+    PostgreSQL) when it is still waiting with an active token and the
+    instance is running."""
+    finish = TaskFinish(
         task_id,
         expected=TaskStatus.WAITING,
         status=TaskStatus.COMPLETED,
@@ -66,16 +67,19 @@ def wake_lock(instance_id: int, task_id: int, *, now: datetime) -> FirstLock:
         by=SYSTEM,
         now=now,
     )
+    return JobStepLock(store, instance_id, finish=finish)
 
 
-async def wake_delay(step: Step, task_id: int, lock: FirstLock | None = None) -> str | None:
+async def wake_delay(step: Step, task_id: int, lock: JobStepLock | None = None) -> str | None:
     """Finish the delay's task and move its token on; ``lock``: the step's
     :func:`wake_lock`, which has already tried the finish (else it is
     written here)."""
     if step.instance["status"] != InstanceStatus.RUNNING:
         return f"instance is {step.instance['status']}"
     if lock is not None:
-        held = await took_held_task(step, lock, task_id, TaskStatus.COMPLETED, _WAKE_ACTION)
+        held = await took_held_task(
+            step, lock.finished, task_id, TaskStatus.COMPLETED, _WAKE_ACTION
+        )
     else:
         held = await finish_held_task(
             step,

@@ -72,7 +72,7 @@ class Engine:
         snapshots and hooks, at ``now`` (a job's handler passes its worker's
         clock reading; default this engine's) — ``job_id``: the ledger job
         running it; ``locked``: the instance row when the transaction already
-        locked it first (:class:`~flowledger.engine.step.FirstLock`)."""
+        locked it first (:class:`~flowledger.engine.step.JobStepLock`)."""
         return await open_step(
             conn,
             instance_id,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Update, bindparam, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
@@ -31,6 +31,12 @@ from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.snapshots import SnapshotCache
 from flowledger.engine.store.instance_end import Ending, InstanceEnd
+from flowledger.engine.store.job_lock import (
+    INSTANCE_LOCK,
+    STEP_COLUMNS,
+    FinishedTask,
+    TaskFinish,
+)
 from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.reserved_ids import Reserved, take_reserved
 from flowledger.engine.write_buffer import (
@@ -41,9 +47,8 @@ from flowledger.engine.write_buffer import (
     open_buffer,
     write_held,
 )
-from flowledger.ledger.driver.protocol import FIRST_WRITE
-from flowledger.ledger.models import EnqueueResult, JobSpec
-from flowledger.ledger.receipts import RowLock
+from flowledger.ledger.models import EnqueueResult, Fence, JobSpec
+from flowledger.ledger.receipts import StepLock
 from flowledger.states import InstanceStatus, JobTransition, transition_sources
 
 
@@ -293,16 +298,8 @@ _CLEANUP_STATUSES = tuple(
 _SET_INSTANCE = update(workflow_instances).where(
     workflow_instances.c.id == bindparam("b_instance_id")
 )
-# every column but the frozen snapshot (read on a snapshot cache miss only)
-_STEP_COLUMNS = [c for c in workflow_instances.c if c.key != "snapshot"]
 _SNAPSHOT = select(workflow_instances.c.snapshot).where(
     workflow_instances.c.id == bindparam("instance_id")
-)
-
-_LOCK_INSTANCE = (
-    select(*_STEP_COLUMNS)
-    .where(workflow_instances.c.id == bindparam("lock_instance_id"))
-    .with_for_update()
 )
 
 
@@ -315,7 +312,7 @@ async def lock_instance(
     (:mod:`~flowledger.engine.store.reserved_ids`). Rows an earlier step of
     the transaction holds are written first (this step may read them)."""
     await write_held(conn)
-    statement = _LOCK_INSTANCE if store is None else store.lock_reserving(_LOCK_INSTANCE)
+    statement = INSTANCE_LOCK if store is None else store.lock_reserving(INSTANCE_LOCK)
     row = (await conn.execute(statement, {"lock_instance_id": instance_id})).mappings().first()
     if row is None:
         raise InstanceNotFound(f"instance {instance_id} not found", field="instanceId")
@@ -323,7 +320,7 @@ async def lock_instance(
 
 
 _LOCK_TASK_INSTANCE = (
-    select(*_STEP_COLUMNS)
+    select(*STEP_COLUMNS)
     .where(
         workflow_instances.c.id
         == select(workflow_tasks.c.instance_id)
@@ -350,34 +347,40 @@ async def lock_task_instance(
     return dict(row)
 
 
-class FirstLock(RowLock):
-    """A job step's ``lock_first`` that locks the instance row and keeps it,
-    so the engine step opened after it in the same transaction (``open_step(...,
-    locked=lock.row)``) does not read the row a second time. A
-    :class:`RowLock`: on PostgreSQL it is taken in the job lock's statement."""
-
-    query = _LOCK_INSTANCE
+class JobStepLock(StepLock):
+    """A job step's ``lock_first``: its store's first statement
+    (:meth:`~flowledger.engine.store.protocol.EngineStore.job_step_lock` —
+    the instance row, then ``finish`` if given, then the job's fenced lock
+    and receipt). It keeps the instance row, so the engine step opened after
+    it in the same transaction (``open_step(..., locked=lock.row)``) does
+    not read the row a second time, and the task ``finish`` wrote."""
 
     def __init__(
-        self,
-        instance_id: int,
-        *,
-        then: Update | None = None,
-        then_params: dict[str, Any] | None = None,
+        self, store: EngineStore, instance_id: int, *, finish: TaskFinish | None = None
     ) -> None:
+        self.store = store
         self.instance_id = instance_id
-        # not a column name: an UPDATE of ``then`` may take these parameters too
-        self.params = {"lock_instance_id": instance_id}
-        self.then, self.then_params = then, then_params
+        self.finish = finish
         self.row: dict[str, Any] | None = None
-        # the row ``then`` returned (None: it wrote nothing, or there is none)
-        self.written: dict[str, Any] | None = None
+        # what ``finish`` wrote (None: nothing, or no finish)
+        self.finished: FinishedTask | None = None
 
-    def take(self, row: dict[str, Any] | None) -> None:
-        if row is None:
+    async def lock(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+    ) -> tuple[bool, Any]:
+        locked = await self.store.job_step_lock(
+            conn, self.instance_id, fence, operation_key, step_key, now=now, finish=self.finish
+        )
+        if locked.instance is None:
             raise InstanceNotFound(f"instance {self.instance_id} not found", field="instanceId")
-        self.written = row.pop(FIRST_WRITE, None)
-        self.row = row
+        self.row, self.finished = locked.instance, locked.finished
+        return locked.receipt_found, locked.receipt_result
 
 
 async def open_step(

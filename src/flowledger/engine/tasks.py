@@ -13,23 +13,25 @@ from sqlalchemy import (
     Boolean,
     Integer,
     bindparam,
-    column,
-    exists,
     func,
     literal_column,
     select,
-    table,
     update,
 )
 
 from flowledger.db.engine_schema import users, workflow_tasks, workflow_tokens
 from flowledger.definitions.expressions import evaluate_value
 from flowledger.definitions.model import Assignees
-from flowledger.engine.step import FirstLock, Step
+from flowledger.engine.step import Step
+from flowledger.engine.store.job_lock import (
+    TASK_FINISH,
+    FinishedTask,
+    TaskFinish,
+    finished_task,
+)
 from flowledger.engine.tokens import Token
 from flowledger.engine.write_buffer import buffer_of, flush_for_read, write_held
-from flowledger.ledger.driver.protocol import FIRST_LOCK
-from flowledger.states import InstanceStatus, TaskStatus, TokenState
+from flowledger.states import TaskStatus, TokenState
 
 SYSTEM = "system"
 
@@ -226,69 +228,6 @@ async def finish_actionable_task(
     return row, Token(int(row.token_id), str(row.node_key), list(row.token_fork_stack or []))
 
 
-# The same finish as a job step's first write (FirstLock's ``then``): it
-# reads the instance row the step has just locked (FIRST_LOCK) and finishes
-# the task only while that instance is running. Its own reads are in the
-# snapshot of the lock's statement, taken before any wait for the lock:
-# the task row itself is re-checked at its newest version when it changed
-# (PostgreSQL's read-committed update), and the held token's state and node
-# change only together with the task's (a token holding a waiting task is
-# moved or consumed only by a step that also ends the task).
-_LOCKED = table(FIRST_LOCK, column("id"), column("status"))
-_FINISH_HELD_FIRST = (
-    update(workflow_tasks)
-    .where(
-        workflow_tasks.c.id == bindparam("w_task_id"),
-        workflow_tasks.c.instance_id == select(_LOCKED.c.id).scalar_subquery(),
-        select(_LOCKED.c.status).scalar_subquery() == InstanceStatus.RUNNING.value,
-        workflow_tasks.c.status == bindparam("w_expected"),
-        exists().where(_HELD.c.id == workflow_tasks.c.token_id, _HELD.c.state == TokenState.ACTIVE),
-    )
-    .values(
-        status=bindparam("w_status"),
-        action=bindparam("w_action"),
-        comment=None,
-        finished_at=bindparam("w_now"),
-        finished_by=bindparam("w_by"),
-    )
-    .returning(
-        workflow_tasks.c.node_key,
-        workflow_tasks.c.token_id,
-        _held("node_key", workflow_tokens.c.node_key.type).label("token_node_key"),
-        _held("fork_stack", workflow_tokens.c.fork_stack.type).label("token_fork_stack"),
-    )
-)
-
-
-# the same statement with its own instance lock (the step's already)
-_FINISH_HELD_IN_STEP = _FINISH_HELD_FIRST.add_cte(FirstLock.query.cte(FIRST_LOCK))
-
-
-def finish_held_first(
-    instance_id: int,
-    task_id: int,
-    *,
-    expected: TaskStatus,
-    status: TaskStatus,
-    action: str | None,
-    by: str,
-    now: datetime,
-) -> FirstLock:
-    """A job step's first lock of instance ``instance_id`` that also finishes
-    task ``task_id`` as :func:`finish_held_task` would — while the instance
-    is running — in the lock's own statement on PostgreSQL. The step then
-    takes the result with :func:`took_held_task`."""
-    params = {
-        "w_task_id": task_id,
-        "w_expected": expected,
-        "w_status": status,
-        "w_action": action,
-        "w_now": now,
-        "w_by": by,
-    }
-    return FirstLock(instance_id, then=_FINISH_HELD_FIRST, then_params=params)
-
-
 async def finish_held_task(
     step: Step,
     task_id: int,
@@ -299,41 +238,36 @@ async def finish_held_task(
     by: str | None = None,
 ) -> tuple[Token, str] | None:
     """:func:`finish_task` for a task that is still ``expected`` and holds an
-    active token, the instance running, checked and written in one statement
-    (which locks the task row, as :func:`lock_task_with_token` would): the
-    token and the task's node, or None when the task is not such a task
-    (nothing written; the caller asks :func:`lock_task_with_token` why). The
-    statement of :func:`finish_held_first`, here in a step that holds its
-    instance already (its lock a CTE of it, as the ledger's Core path runs it)."""
+    active token, in a step whose instance is running, checked and written
+    in one statement (which locks the task row, as
+    :func:`lock_task_with_token` would): the token and the task's node, or
+    None when the task is not such a task (nothing written; the caller asks
+    :func:`lock_task_with_token` why). The finish of a job step's first
+    statement (:class:`~flowledger.engine.store.job_lock.TaskFinish`), here
+    in a step that holds its instance already."""
     await flush_for_read(step.conn)
-    lock = finish_held_first(
-        step.instance_id,
-        task_id,
-        expected=expected,
-        status=status,
-        action=action,
-        by=by or step.actor,
-        now=step.now,
-    )
-    params = {**lock.params, **(lock.then_params or {})}
-    row = (await step.conn.execute(_FINISH_HELD_IN_STEP, params)).first()
-    lock.written = None if row is None else dict(row._mapping)
-    return await took_held_task(step, lock, task_id, status, action)
+    finish = TaskFinish(task_id, expected, status, action, by or step.actor, step.now)
+    params = {"lock_instance_id": step.instance_id, **finish.params()}
+    row = (await step.conn.execute(TASK_FINISH, params)).first()
+    return await took_held_task(step, finished_task(row), task_id, status, action)
 
 
 async def took_held_task(
-    step: Step, lock: FirstLock, task_id: int, status: TaskStatus, action: str | None
+    step: Step,
+    finished: FinishedTask | None,
+    task_id: int,
+    status: TaskStatus,
+    action: str | None,
 ) -> tuple[Token, str] | None:
-    """What :func:`finish_held_task` returns, for the finish the step's
-    first lock (:func:`finish_held_first`) wrote: the finish recorded, the
-    token and the task's node; None when it wrote nothing (the caller asks
-    :func:`lock_task_with_token` why)."""
-    row = lock.written
-    if row is None:
+    """What :func:`finish_held_task` returns, for a finish already written
+    (by the job step's first statement, :class:`~flowledger.engine.step.JobStepLock`):
+    the finish recorded, the token and the task's node; None when it wrote
+    nothing (the caller asks :func:`lock_task_with_token` why)."""
+    if finished is None:
         return None
     await record_finished(step, task_id, status, action)
-    token = Token(int(row["token_id"]), row["token_node_key"], list(row["token_fork_stack"] or []))
-    return token, str(row["node_key"])
+    token = Token(finished.token_id, finished.token_node_key, finished.token_fork_stack)
+    return token, finished.node_key
 
 
 _TOKEN = workflow_tokens.alias("held_token")

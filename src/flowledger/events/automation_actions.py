@@ -57,7 +57,7 @@ from flowledger.db.engine_schema import workflow_instances
 from flowledger.engine.errors import FormInvalidError, InstanceNotFound
 from flowledger.engine.facade import Engine
 from flowledger.engine.forms import write_form
-from flowledger.engine.step import FirstLock
+from flowledger.engine.step import JobStepLock
 from flowledger.errors import PermanentError
 from flowledger.events.automation_rules import (
     Action,
@@ -183,7 +183,7 @@ async def _update_data(
     if instance_id is None:
         raise PermanentError(f"event {job.event.get('id')} names no instance to update")
 
-    lock = FirstLock(instance_id)
+    lock = JobStepLock(engine.store, instance_id)
 
     async def write(conn: AsyncConnection) -> dict[str, Any]:
         step = await engine.open_step(

@@ -21,7 +21,7 @@ from flowledger.engine import async_steps, schedules
 from flowledger.engine.facade import Engine
 from flowledger.engine.instances import start_instance
 from flowledger.engine.job_types import engine_job_type
-from flowledger.engine.step import FirstLock, Step
+from flowledger.engine.step import JobStepLock, Step
 from flowledger.engine.write_buffer import take_rider
 from flowledger.errors import PermanentError
 from flowledger.worker import JobContext, Skip
@@ -42,13 +42,13 @@ async def _instance_step(
     instance_id: int,
     body: Callable[[Step], Awaitable[Any]],
     *,
-    lock: FirstLock | None = None,
+    lock: JobStepLock | None = None,
     now: datetime | None = None,
 ) -> Any:
     """``body`` in an engine step on the instance, run in the job's fenced
     step receipt with ``lock`` (default: the instance row alone) taken
     first; the step's clock reading is ``now`` (default: read here)."""
-    held = lock if lock is not None else FirstLock(instance_id)
+    held = lock if lock is not None else JobStepLock(engine.store, instance_id)
 
     async def run(conn: AsyncConnection) -> Any:
         step = await engine.open_step(
@@ -80,7 +80,7 @@ def _skip_or_done(reason: str | None) -> dict[str, Any]:
 async def delay_wake(ctx: JobContext, engine: Engine) -> Any:
     instance_id, task_id = _ids(ctx)
     now = ctx.clock.now()  # the task's finish and the step share one reading
-    lock = async_steps.wake_lock(instance_id, task_id, now=now)
+    lock = async_steps.wake_lock(engine.store, instance_id, task_id, now=now)
 
     async def body(step: Step) -> dict[str, Any]:
         return _skip_or_done(await async_steps.wake_delay(step, task_id, lock))

@@ -58,7 +58,7 @@ from flowledger.engine.async_steps import held_task
 from flowledger.engine.facade import DEFAULT_TENANT, Engine
 from flowledger.engine.job_types import EXTERNAL_DISPATCH, TRIGGER_DISPATCH
 from flowledger.engine.node_failures import NodeFailure
-from flowledger.engine.step import FirstLock, Step
+from flowledger.engine.step import JobStepLock, Step
 from flowledger.engine.tasks import SYSTEM
 from flowledger.errors import (
     Deferred,
@@ -147,7 +147,7 @@ async def _in_step(
     ``{"skipped": reason}`` when the task no longer holds its token at
     ``status``. ``recorded`` is merged into the receipt's result."""
 
-    lock = FirstLock(instance_id)
+    lock = JobStepLock(engine.store, instance_id)
 
     async def run(conn: AsyncConnection) -> dict[str, Any]:
         step = await engine.open_step(

@@ -3,8 +3,9 @@ receipt in ``workflow_job_effects`` commit in one fenced transaction; a retry
 of the same operation finds the committed receipt and reuses its result
 instead of writing again. The receipts themselves are the ledger driver's
 (``job_lock_fenced_receipt`` — the fenced job lock and the receipt read in
-one statement, with the caller's own row lock before it when that is a
-:class:`RowLock` — and ``receipt_put``); this module runs a step around them.
+one statement — and ``receipt_put``); this module runs a step around them.
+A caller that must lock its own rows first in the same statement passes a
+:class:`StepLock`, which composes the ledger's exported fence with them.
 
 A step that is its attempt's last write may also settle the attempt in its
 own transaction (``settle``; River's ``JobCompleteTx``): the job is
@@ -15,12 +16,12 @@ job still running, and a crash can no longer fall between the two.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, Update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database, Rider
@@ -34,29 +35,30 @@ T = TypeVar("T")
 StepFn = Callable[[AsyncConnection], Awaitable[Any]]
 
 
-class RowLock:
-    """A ``lock_first`` that is one row's ``SELECT … FOR UPDATE`` (``query``
-    with ``params``; its first column never null), so that the driver can
-    take it with the job's fenced lock in one statement, row first (L-13).
-    :meth:`take` receives the locked row (None: not found) and may raise.
+class StepLock(ABC):
+    """A ``lock_first`` that takes the step's first statement itself: its
+    own rows locked first, then the job's fenced lock and the step's
+    receipt (L-13's order), in one statement where its store can — built
+    from the ledger's exported fence (:mod:`flowledger.ledger.driver.fence`;
+    the engine's is ``engine.store.job_lock``). The ledger runs nothing of
+    the caller's: it calls :meth:`lock` instead of its own
+    ``job_lock_fenced_receipt``."""
 
-    ``then`` (with ``then_params``), when set: the step's first write, an
-    ``UPDATE … RETURNING`` that reads the locked row as the table named
-    ``FIRST_LOCK`` (:mod:`flowledger.ledger.driver.protocol`) — run after
-    the lock and only when the step has no receipt, in the same statement on
-    PostgreSQL; the row it returned (None: it wrote nothing) is the locked
-    row's ``FIRST_WRITE`` entry."""
-
-    query: Select[Any]
-    params: dict[str, Any]
-    then: Update | None = None
-    then_params: dict[str, Any] | None = None
-
-    def take(self, row: dict[str, Any] | None) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    async def lock(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+    ) -> tuple[bool, Any]:
+        """Lock, in order, and return (found, result) of the step's receipt;
+        LeaseLostError when ``fence`` no longer owns the job."""
 
 
-LockFirst = Callable[[AsyncConnection], Awaitable[None]] | RowLock
+LockFirst = Callable[[AsyncConnection], Awaitable[None]] | StepLock
 
 
 async def receipt_get(conn: AsyncConnection, operation_key: str, step_key: str) -> tuple[bool, Any]:
@@ -80,8 +82,8 @@ async def run_step(
     rides: Callable[[AsyncConnection], Awaitable[Rider | None]] | None = None,
 ) -> Any:
     """Run ``fn(conn)`` once per operation: in one transaction, lock (the
-    caller's instance row via ``lock_first``, then) the job row fenced — one
-    statement on PostgreSQL when ``lock_first`` is a :class:`RowLock` —
+    caller's instance row via ``lock_first``, then) the job row fenced — a
+    :class:`StepLock` takes both itself —
     return the committed receipt's result if there is one, else run ``fn`` and
     commit its result as the receipt. ``fn``'s result must be JSON-serialisable.
     With ``settle``, the attempt (which started at ``started_at``) also
@@ -94,19 +96,8 @@ async def run_step(
     executor is stale."""
     driver = ledger
     async with db.begin() as conn:
-        if isinstance(lock_first, RowLock):  # its row and the job's, in one call
-            row, found, result = await driver.job_lock_fenced_receipt_first(
-                conn,
-                lock_first.query,
-                lock_first.params,
-                fence,
-                operation_key,
-                step_key,
-                now=now(),
-                then=lock_first.then,
-                then_params=lock_first.then_params,
-            )
-            lock_first.take(row)
+        if isinstance(lock_first, StepLock):  # its rows and the job's, as it sends them
+            found, result = await lock_first.lock(conn, fence, operation_key, step_key, now=now())
         else:
             if lock_first is not None:
                 await lock_first(conn)

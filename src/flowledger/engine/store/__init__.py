@@ -24,7 +24,10 @@ statements themselves:
   (:class:`~flowledger.engine.store.writes.StepRows`: token moves, outbox,
   form writes, trace, held tasks and forks);
 - :mod:`~flowledger.engine.store.instance_end`: the statement that ends an
-  instance.
+  instance;
+- :mod:`~flowledger.engine.store.job_lock`: a job step's first statement
+  (instance lock, a delay's task finish, the ledger's fenced job lock and
+  receipt, composed from the ledger's exported fence).
 
 The engine's modules above it (``step``, ``tokens``, ``tasks``,
 ``lifecycle``, ``instances``, ``write_buffer``) decide what to write; the

@@ -20,6 +20,7 @@ from flowledger.engine.store.instance_end import (
     core_end_instance_row,
     core_end_instance_with_last_token,
 )
+from flowledger.engine.store.job_lock import JobStepLocked, TaskFinish, core_job_step_lock
 from flowledger.engine.store.start import Started, core_insert_instance_and_start_token
 from flowledger.engine.store.tokens import Frame, core_replace_tokens
 from flowledger.engine.store.writes import (
@@ -29,6 +30,7 @@ from flowledger.engine.store.writes import (
     core_write_step_rows,
 )
 from flowledger.ledger.driver.protocol import LedgerDriver
+from flowledger.ledger.models import Fence
 
 
 class CoreEngineStore:
@@ -51,6 +53,21 @@ class CoreEngineStore:
     ) -> Started | None:
         return await core_insert_instance_and_start_token(
             conn, instance, token, latest_of=latest_of
+        )
+
+    async def job_step_lock(
+        self,
+        conn: AsyncConnection,
+        instance_id: int,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+        finish: TaskFinish | None = None,
+    ) -> JobStepLocked:
+        return await core_job_step_lock(
+            conn, self.ledger, instance_id, fence, operation_key, step_key, now=now, finish=finish
         )
 
     def lock_reserving(self, lock: Select[Any]) -> Select[Any]:

@@ -2,7 +2,9 @@
 portable Core store — a start's instance and token inserted in one
 statement that also reserves ids for the step
 (:mod:`~flowledger.engine.store.reserved_ids`), a task's lock reserving them
-too, a fork or a join in one statement of data-modifying CTEs, an ending
+too, a job step's instance lock, delay finish and fenced job lock in one
+statement (:mod:`~flowledger.engine.store.job_lock`), a fork or a join in
+one statement of data-modifying CTEs, an ending
 that reads what it must clean up in its own UPDATE, and a step's rows in one
 statement, or riding on another one as CTEs
 (:mod:`~flowledger.engine.store.writes`)."""
@@ -25,6 +27,7 @@ from flowledger.engine.store.instance_end import (
     pg_end_instance_row,
     pg_end_instance_with_last_token,
 )
+from flowledger.engine.store.job_lock import JobStepLocked, TaskFinish, pg_job_step_lock
 from flowledger.engine.store.reserved_ids import reserving
 from flowledger.engine.store.start import Started, pg_insert_instance_and_start_token
 from flowledger.engine.store.tokens import Frame, pg_replace_tokens
@@ -36,6 +39,7 @@ from flowledger.engine.store.writes import (
     pg_write_moves,
     pg_write_step_rows,
 )
+from flowledger.ledger.models import Fence
 
 # one reserving form per lock statement (each a module constant of its caller)
 _reserving = cache(reserving)
@@ -55,6 +59,21 @@ class PostgresEngineStore(CoreEngineStore):
         latest_of: bool = False,
     ) -> Started | None:
         return await pg_insert_instance_and_start_token(conn, instance, token, latest_of=latest_of)
+
+    async def job_step_lock(
+        self,
+        conn: AsyncConnection,
+        instance_id: int,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+        finish: TaskFinish | None = None,
+    ) -> JobStepLocked:
+        return await pg_job_step_lock(
+            conn, instance_id, fence, operation_key, step_key, now=now, finish=finish
+        )
 
     def lock_reserving(self, lock: Select[Any]) -> Select[Any]:
         return _reserving(lock)

@@ -18,10 +18,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Rider
 from flowledger.engine.store.instance_end import Ending, InstanceEnd
+from flowledger.engine.store.job_lock import JobStepLocked, TaskFinish
 from flowledger.engine.store.start import Started
 from flowledger.engine.store.tokens import Frame
 from flowledger.engine.store.writes import ForkRows, StepRows
 from flowledger.ledger.driver.protocol import LedgerDriver
+from flowledger.ledger.models import Fence
 
 
 class EngineStore(Protocol):
@@ -42,6 +44,22 @@ class EngineStore(Protocol):
         """A new instance and its start token (and, where the store can,
         ids reserved for the start's step); None when ``latest_of`` and the
         version is no longer the latest."""
+
+    async def job_step_lock(
+        self,
+        conn: AsyncConnection,
+        instance_id: int,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        *,
+        now: datetime,
+        finish: TaskFinish | None = None,
+    ) -> JobStepLocked:
+        """A job step's first statement (:mod:`~flowledger.engine.store.job_lock`):
+        the instance row locked, ``finish`` written, the job's fenced lock
+        and receipt — in that order (L-13). LeaseLostError when ``fence`` no
+        longer owns the job."""
 
     def lock_reserving(self, lock: Select[Any]) -> Select[Any]:
         """``lock`` (a ``SELECT … FOR UPDATE`` of an instance row) as this

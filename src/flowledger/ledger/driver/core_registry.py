@@ -10,19 +10,16 @@ side-effect marker in that transaction, so a crash before settlement retries
 the job (which then reuses the receipt) instead of dead-lettering it.
 :meth:`RegistryCore.job_lock_fenced_receipt` takes a step's fenced job lock
 and reads its receipt in one statement (issue 15 item 2: one round trip
-fewer per step); :meth:`RegistryCore.job_lock_fenced_receipt_first` runs
-the caller's own row lock before it (the PostgreSQL driver makes the two
-one statement). The fence's conditions and the receipt's join are shared
-with that driver (:data:`FENCE_HOLDS`, :data:`JOB_WITH_RECEIPT`).
+fewer per step); the fence's conditions and the receipt's join are
+:mod:`~flowledger.ledger.driver.fence`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, Update, and_, bindparam, delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.dialects import upsert
@@ -31,51 +28,15 @@ from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_job_effects as effects
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import LeaseLostError
-from flowledger.ledger.driver.protocol import FIRST_LOCK, FIRST_WRITE
+from flowledger.ledger.driver.fence import (
+    RECEIPT_ID,
+    RECEIPT_RESULT,
+    fence_params,
+    lock_fenced_after,
+)
 from flowledger.ledger.models import Fence, NodeInfo
-from flowledger.states import JobStatus
 
-# The fence of job_lock_fenced (FENCE_HOLDS: same generation and lease
-# token, running, deadline not reached) with the step's receipt LEFT JOINed
-# (JOB_WITH_RECEIPT): built once, the values bound per call. Only the job
-# row is locked (FOR UPDATE OF; on SQLite FOR UPDATE compiles to nothing:
-# BEGIN IMMEDIATE already excludes writers).
-# ``effects.id`` tells a missing receipt from one whose result is JSON null.
-JOB_WITH_RECEIPT = jobs.outerjoin(
-    effects,
-    and_(
-        effects.c.operation_key == bindparam("operation_key"),
-        effects.c.step_key == bindparam("step_key"),
-    ),
-)
-FENCE_HOLDS = (
-    jobs.c.id == bindparam("job_id"),
-    jobs.c.generation == bindparam("generation"),
-    jobs.c.lease_token == bindparam("lease_token"),
-    jobs.c.status == JobStatus.RUNNING.value,
-    jobs.c.execution_deadline > bindparam("now"),
-)
-_LOCK_FENCED_RECEIPT = (
-    select(jobs.c.id, effects.c.id.label("receipt_id"), effects.c.result)
-    .select_from(JOB_WITH_RECEIPT)
-    .where(*FENCE_HOLDS)
-    .with_for_update(of=jobs)
-)
-
-
-FENCE_NAMES = ("operation_key", "step_key", "job_id", "generation", "lease_token", "now")
-
-
-def fence_params(fence: Fence, operation_key: str, step_key: str, now: datetime) -> dict[str, Any]:
-    """The bound values of :data:`FENCE_HOLDS` and :data:`JOB_WITH_RECEIPT`."""
-    return {
-        "operation_key": operation_key,
-        "step_key": step_key,
-        "job_id": fence.job_id,
-        "generation": fence.generation,
-        "lease_token": fence.lease_token,
-        "now": now,
-    }
+_LOCK_FENCED_RECEIPT = lock_fenced_after([], [])
 
 
 # receipt_put's statements, built once (building ``insert().values(…)`` per
@@ -120,41 +81,10 @@ class RegistryCore:
         ).first()
         if row is None:
             raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
-        if row.receipt_id is None:
+        values = row._mapping
+        if values[RECEIPT_ID] is None:
             return (False, None)
-        return (True, row.result)
-
-    async def job_lock_fenced_receipt_first(
-        self,
-        conn: AsyncConnection,
-        first: Select[Any],
-        first_params: Mapping[str, Any],
-        fence: Fence,
-        operation_key: str,
-        step_key: str,
-        *,
-        now: datetime,
-        then: Update | None = None,
-        then_params: Mapping[str, Any] | None = None,
-    ) -> tuple[dict[str, Any] | None, bool, Any]:
-        """``first``'s row lock, then :meth:`job_lock_fenced_receipt`: two
-        statements, in that order (L-13); then, when the row was found and
-        the step has no receipt, ``then`` with ``first`` as its
-        :data:`FIRST_LOCK` CTE (a third)."""
-        row = (await conn.execute(first, dict(first_params))).mappings().first()
-        found, result = await self.job_lock_fenced_receipt(
-            conn, fence, operation_key, step_key, now=now
-        )
-        locked = dict(row) if row is not None else None
-        if then is not None and locked is not None:
-            written = None
-            if not found:
-                statement = then.add_cte(first.cte(FIRST_LOCK))
-                params = {**first_params, **(then_params or {})}
-                hit = (await conn.execute(statement, params)).mappings().first()
-                written = dict(hit) if hit is not None else None
-            locked[FIRST_WRITE] = written
-        return (locked, found, result)
+        return (True, values[RECEIPT_RESULT])
 
     async def receipt_put(
         self,

@@ -5,9 +5,9 @@ round trip. A bulk insert is one statement of fixed text per batch
 (``unnest`` arrays; a JSON document up to 64 rows), in the caller's
 transaction, which also publishes the wake hints of the pools it gave jobs.
 In a step's transaction, the receipt with the attempt's settlement
-(``receipt_put_and_settle``) and the caller's row lock with the fenced job
-lock (``job_lock_fenced_receipt_first``: the row a ``MATERIALIZED`` CTE,
-locked first) are one statement each.
+(``receipt_put_and_settle``) is one statement. (A store that locks its own
+rows before the job's composes the fence of
+:mod:`~flowledger.ledger.driver.fence` into its own statement.)
 
 :class:`PostgresLedger` sends those statements over a pooled autocommit
 connection; :class:`PostgresFastLedger` (the hot path of a worker's pools
@@ -18,27 +18,16 @@ prepared statements. One statement per operation, two transports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, Update, bindparam, exists, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
 from flowledger.db.database import Database, Rider, RiderSource, ride_in_front
 from flowledger.db.pg_hotpath import PgHotPath
-from flowledger.db.schema import workflow_job_effects as effects
-from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.errors import LeaseLostError
 from flowledger.ledger.driver.core import CoreLedger
-from flowledger.ledger.driver.core_registry import (
-    FENCE_HOLDS,
-    FENCE_NAMES,
-    JOB_WITH_RECEIPT,
-    fence_params,
-)
 from flowledger.ledger.driver.job_values import BATCH_COLUMNS, duration_ms, is_plain_success
 from flowledger.ledger.driver.postgres_sql import (
     CLAIM_SQL,
@@ -53,7 +42,6 @@ from flowledger.ledger.driver.postgres_sql import (
     settle_one_with_receipt_params,
     settle_success_params,
 )
-from flowledger.ledger.driver.protocol import FIRST_LOCK, FIRST_WRITE
 from flowledger.ledger.models import Fence, Outcome, OutcomeKind, SuccessRow
 
 
@@ -205,100 +193,6 @@ class PostgresLedger(CoreLedger):
             sql, params = ride_in_front(sql, params, rider)
         settled = await conn.exec_driver_sql(sql, params)
         return settled.first() is not None
-
-    async def job_lock_fenced_receipt_first(
-        self,
-        conn: AsyncConnection,
-        first: Select[Any],
-        first_params: Mapping[str, Any],
-        fence: Fence,
-        operation_key: str,
-        step_key: str,
-        *,
-        now: datetime,
-        then: Update | None = None,
-        then_params: Mapping[str, Any] | None = None,
-    ) -> tuple[dict[str, Any] | None, bool, Any]:
-        """One statement: ``first`` as a ``MATERIALIZED`` CTE joined to the
-        fenced job row, which is locked (``FOR UPDATE OF workflow_jobs``) only
-        as the joined row leaves the join — after the CTE has locked
-        ``first``'s row, so the lock order stays L-13's. ``then`` is a CTE
-        too, which reads ``first``'s (locked) row, so it writes after that
-        lock and before the job's; it writes nothing when the step's
-        receipt exists."""
-        merged = _with_first(first, then)
-        params = {**first_params, **(then_params or {})}
-        params.update(fence_params(fence, operation_key, step_key, now))
-        row = (await conn.execute(merged.statement, params)).mappings().first()
-        if row is None:
-            raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
-        keys = merged.first_keys
-        locked = {key: row[key] for key in keys} if row[keys[0]] is not None else None
-        if locked is not None and merged.then_keys:
-            labels = merged.then_keys
-            written = row[labels[0][1]] is not None
-            locked[FIRST_WRITE] = {key: row[label] for key, label in labels} if written else None
-        found = row[_RECEIPT_ID] is not None
-        return (locked, found, row[_RESULT] if found else None)
-
-
-_JOB_ID, _RECEIPT_ID, _RESULT = "fence_job_id", "fence_receipt_id", "fence_result"
-_THEN_PREFIX = "then_"
-_MERGED_ATTR = "_flowledger_with_first"  # the merged statements, kept on their first query
-_PRIOR = effects.alias("prior_receipt")
-
-
-@dataclass(frozen=True)
-class _Merged:
-    statement: Select[Any]
-    first_keys: list[str]
-    then_keys: list[tuple[str, str]]  # (the write's column key, its label in the row)
-
-
-def _with_first(first: Select[Any], then: Update | None) -> _Merged:
-    """The merged statement of ``first`` (and ``then``), built once per pair
-    of query objects."""
-    built: dict[Update | None, _Merged] = getattr(first, _MERGED_ATTR, None) or {}
-    hit = built.get(then)
-    if hit is not None:
-        return hit
-    cte = first.cte(FIRST_LOCK).prefix_with("MATERIALIZED")
-    keys = [c.key for c in cte.c]
-    names = {*keys, *first.compile().params}
-    columns: list[Any] = [*cte.c]
-    source = JOB_WITH_RECEIPT.outerjoin(cte, true())
-    then_keys: list[tuple[str, str]] = []
-    if then is not None:
-        # no receipt, no write (a retried operation reuses what it committed)
-        gated = then.where(
-            ~exists().where(
-                _PRIOR.c.operation_key == bindparam("operation_key"),
-                _PRIOR.c.step_key == bindparam("step_key"),
-            )
-        )
-        write = gated.cte(FIRST_WRITE)
-        then_keys = [(c.key, _THEN_PREFIX + c.key) for c in write.c]
-        columns += [write.c[key].label(label) for key, label in then_keys]
-        names |= {label for _, label in then_keys} | set(then.compile().params)
-        source = source.outerjoin(write, true())
-    clash = names & {_JOB_ID, _RECEIPT_ID, _RESULT, *FENCE_NAMES}
-    if clash:
-        raise ValueError(f"the first lock's names {sorted(clash)} are the fence's")
-    statement = (
-        select(
-            jobs.c.id.label(_JOB_ID),
-            effects.c.id.label(_RECEIPT_ID),
-            effects.c.result.label(_RESULT),
-            *columns,
-        )
-        .select_from(source)
-        .where(*FENCE_HOLDS)
-        .with_for_update(of=jobs)
-    )
-    merged = _Merged(statement, keys, then_keys)
-    # statements are immutable: built once per pair
-    setattr(first, _MERGED_ATTR, {**built, then: merged})
-    return merged
 
 
 class PostgresFastLedger(PostgresLedger):

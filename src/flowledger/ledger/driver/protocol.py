@@ -13,11 +13,10 @@ matters.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Select, Update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database, Rider, RiderSource
@@ -33,12 +32,6 @@ from flowledger.ledger.models import (
     RescueReport,
 )
 from flowledger.ledger.types import JobTypeRegistry
-
-# The names under which a step's first lock (``job_lock_fenced_receipt_first``)
-# offers its locked row to the write that follows it (``then``: the write
-# reads the row as the table FIRST_LOCK), and returns that write's row.
-FIRST_LOCK = "first_lock"
-FIRST_WRITE = "first_write"
 
 
 class LedgerDriver(Protocol):
@@ -243,35 +236,6 @@ class LedgerDriver(Protocol):
         """:meth:`job_lock_fenced` and :meth:`receipt_get` in one round trip:
         lock the job row if ``fence`` still owns it, else raise
         LeaseLostError; (found, result) of the step's committed receipt."""
-
-    async def job_lock_fenced_receipt_first(
-        self,
-        conn: AsyncConnection,
-        first: Select[Any],
-        first_params: Mapping[str, Any],
-        fence: Fence,
-        operation_key: str,
-        step_key: str,
-        *,
-        now: datetime,
-        then: Update | None = None,
-        then_params: Mapping[str, Any] | None = None,
-    ) -> tuple[dict[str, Any] | None, bool, Any]:
-        """Lock ``first``'s row (a ``SELECT … FOR UPDATE`` of one row, its
-        first column never null, run with ``first_params``: the caller's
-        lock that comes before the job's, L-13), then
-        :meth:`job_lock_fenced_receipt`: (that row or None, found, result).
-        LeaseLostError when ``fence`` no longer owns the job, whether or not
-        ``first`` found its row. PostgreSQL: one statement (``first`` as a
-        CTE, locked before the job row).
-
-        ``then`` (with ``then_params``): an ``UPDATE … RETURNING`` (its first
-        returned column never null) run once ``first``'s row is locked, only
-        when the step has no receipt, reading that row as the table named
-        :data:`FIRST_LOCK`; the row it returned (None: it wrote nothing) is
-        the locked row's :data:`FIRST_WRITE` entry. PostgreSQL: in the same
-        statement, before the job row is locked (a stale fence rolls it back
-        with the transaction)."""
 
     async def receipt_put(
         self,
