@@ -152,16 +152,21 @@ def _task_finish(*conditions: ColumnElement[bool]) -> Any:
 TASK_FINISH = _task_finish(workflow_tasks.c.instance_id == bindparam("lock_instance_id"))
 
 
-def finished_task(row: Any) -> FinishedTask | None:
-    """The :class:`FinishedTask` of a row :data:`TASK_FINISH` returned."""
-    if row is None:
+def finished_task(row: Any, prefix: str = "") -> FinishedTask | None:
+    """The :class:`FinishedTask` of a row :data:`TASK_FINISH` returned (its
+    columns under ``prefix`` in the PostgreSQL statement's row)."""
+    values = None if row is None else row._mapping
+    if values is None or values[prefix + "token_id"] is None:
         return None
     return FinishedTask(
-        node_key=str(row.node_key),
-        token_id=int(row.token_id),
-        token_node_key=str(row.token_node_key),
-        token_fork_stack=list(row.token_fork_stack or []),
+        node_key=str(values[prefix + "node_key"]),
+        token_id=int(values[prefix + "token_id"]),
+        token_node_key=str(values[prefix + "token_node_key"]),
+        token_fork_stack=list(values[prefix + "token_fork_stack"] or []),
     )
+
+
+_FINISHED = "finished_"  # the prefix of the finish's columns in the PostgreSQL row
 
 
 def _pg_statements() -> tuple[Any, Any]:
@@ -173,7 +178,7 @@ def _pg_statements() -> tuple[Any, Any]:
         select(locked.c.status).scalar_subquery() == InstanceStatus.RUNNING.value,
         NO_PRIOR_RECEIPT,
     ).cte("finished_task")
-    finished = [finish.c[c.key].label(f"finished_{c.key}") for c in _FINISHED_COLUMNS]
+    finished = [finish.c[c.key].label(_FINISHED + c.key) for c in _FINISHED_COLUMNS]
     with_finish = lock_fenced_after([locked, finish], [*locked.c, *finished])
     return plain, with_finish
 
@@ -203,14 +208,7 @@ async def pg_job_step_lock(
         raise LeaseLostError(f"job {fence.job_id} is no longer owned by this executor")
     values = row._mapping
     instance = None if values["id"] is None else {key: values[key] for key in _STEP_KEYS}
-    done = None
-    if finish is not None and values["finished_token_id"] is not None:
-        done = FinishedTask(
-            node_key=str(values["finished_node_key"]),
-            token_id=int(values["finished_token_id"]),
-            token_node_key=str(values["finished_token_node_key"]),
-            token_fork_stack=list(values["finished_token_fork_stack"] or []),
-        )
+    done = None if finish is None else finished_task(row, _FINISHED)
     found = values[RECEIPT_ID] is not None
     return JobStepLocked(instance, found, values[RECEIPT_RESULT] if found else None, done)
 
