@@ -505,3 +505,23 @@ async def test_loop_without_wait_is_named_by_its_nodes(
     assert (problem["node"], problem["edge"]) == ("x", "y->x"), problem
     assert "x -> y -> x" in problem["message"]
     assert "done" not in problem["message"] and "end" not in problem["message"]
+
+
+async def test_until_from_the_form_outside_the_range_fails_the_node_not_the_step(
+    api: Api, people: People, engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same range at run time, for an ``until`` read from the form: the
+    delay fails as ``bad_delay`` instead of an OverflowError out of the step."""
+    definition = _until("form.due")
+    definition["form"]["fields"].append({"key": "due", "type": "string"})
+    await api.deploy(people.root, definition)
+    iid = await engine.start(
+        "wait", form={"days": 1, "due": "9999-12-31T23:00:00-05:00"}, initiator="root"
+    )
+    found = await api.get(f"/instances/{iid}", people.root)
+    assert found.status_code == 200, found.text
+    failed = [t for t in found.json()["trace"] if t["event"] == "node_failed"]
+    assert [(t["nodeKey"], t["detail"]["code"]) for t in failed] == [("d", "bad_delay")]
+    assert "outside the representable range" in failed[0]["detail"]["error"]
+    assert found.json()["tasks"] == []  # no delay task, no wake job at an unstorable time
+    assert_no_traceback(caplog)
