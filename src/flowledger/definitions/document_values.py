@@ -97,7 +97,7 @@ class _Walk:
             return self.text(text, path, "the text")
         if isinstance(value, Mapping | list | tuple):
             return self.container(value, path)
-        kind = {set: "a set", frozenset: "a set"}.get(type(value), type(value).__name__)
+        kind = "a set" if isinstance(value, set | frozenset) else type(value).__name__
         self.refuse("unsupported_value", path, f"{kind} is not a JSON value")
         return value
 
