@@ -2,7 +2,9 @@
 
 Owns what each node type needs (assignees, a call, a dispatch, a wait, a
 child definition), where timeouts and failure policies may appear, the
-failure-policy targets, and the expressions and templates inside a node.
+failure-policy targets, the expressions and templates inside a node, and
+the representable range of a delay's ``until`` (:func:`until_instant`, also
+used by the delay at run time).
 Every problem names the node and, where it helps, the field.
 """
 
