@@ -258,7 +258,7 @@ async def test_safe_expression_shapes_still_deploy_item5(api: Api, people: Peopl
     for definition in (
         _gateway("form.amount ** 2 > 10 ** 9"),
         _gateway('"ab" * 3 == form.s or 2 ** 10 == 1024'),
-        _gateway("1 / 0 > 1"),  # fails at run time, like today
+        _gateway("form.amount / 0 > 1"),  # depends on data: left to the run time
         _result_mapping("response.body.id"),
         _input_mapping('form.prefix + "-" * 3'),
         _assignees("form.owner"),

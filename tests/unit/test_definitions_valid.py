@@ -60,7 +60,7 @@ nodes:
       headers: {X-Trace: "{{instanceId}}"}
       bodyTemplate: '{"id": "{{instanceId}}", "amount": {{form.amount}}}'
       idempotent: false
-      resultMapping: {erpId: id}
+      resultMapping: {erpId: response.body.id}
     maxRetries: 3
     compensation:
       type: http
@@ -186,7 +186,7 @@ def test_bytes_and_mapping_sources(full: ProcessDefinition) -> None:
 def test_model_fields_use_snake_case_and_aliases(full: ProcessDefinition) -> None:
     erp = full.node("erp")
     assert erp.call is not None and erp.call.http_method == "POST"
-    assert erp.call.result_mapping == {"erpId": "id"}
+    assert erp.call.result_mapping == {"erpId": "response.body.id"}
     assert erp.failure_policy is not None and erp.failure_policy.saga_rollback
     assert erp.compensation is not None and erp.compensation.http_method == "DELETE"
     review = full.node("review")
@@ -385,9 +385,9 @@ def test_sandbox_refuses_at_compile_time(text: str) -> None:
         "form.n ** form.n",  # huge power from data
         "form.big ** 500",  # result too large
         "form.s * 1000000",  # huge string
-        "'%0999999999d' % 1",  # string formatting refused
+        "form.vendor % 1",  # string formatting refused
         "form.vendor > 1",  # type error
-        "1 / 0",
+        "form.n / 0",
         "form.vendor.length",  # attribute of a string
     ],
 )
@@ -395,6 +395,23 @@ def test_sandbox_refuses_at_run_time(text: str) -> None:
     condition = compile_condition(text)
     with pytest.raises(ExpressionError):
         condition.evaluate({"n": 10**6, "big": 2**64, "s": "abc", "vendor": "Acme"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "'%0999999999d' % 1",  # string formatting refused
+        "1 / 0",
+        "form.a > 1 / 0",
+        '"a" > 1',
+        "len(5)",
+        "[1][0].x",
+        "form.a if form.b else 1 // 0",  # also in a branch the data may not take
+    ],
+)
+def test_parts_that_read_no_data_and_fail_are_refused_at_compile_issue31(text: str) -> None:
+    with pytest.raises(ExpressionError, match="always fails"):
+        compile_condition(text)
 
 
 def test_compile_is_cached() -> None:

@@ -6,6 +6,8 @@ Modules, one job each:
 * ``expressions`` - the sandboxed condition / value expression language;
 * ``templates``   - ``{{ path }}`` text templates: check, list, render;
 * ``parse``       - JSON / YAML text to a typed definition, errors as problems;
+* ``document_values`` - the values a document may hold (JSON's, nothing else);
+* ``hazards``     - what would hurt at run time (loops without a wait, URLs);
 * ``graph``       - graph-shape rules (start, end, reachability, joins);
 * ``rules``       - per-node configuration rules;
 * ``problems``    - :class:`Problem` and :class:`DefinitionError`;

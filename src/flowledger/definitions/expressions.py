@@ -15,7 +15,10 @@ are checked twice:
   with ``_`` (dunders) are refused, as are f-strings, lambdas, comprehensions,
   keyword arguments and anything else not listed; constant sub-expressions
   are folded with the run-time guards (:func:`check_shape`), so
-  ``9**9**9**9`` and ``"a" * 10**9`` are refused here, at deploy;
+  ``9**9**9**9`` and ``"a" * 10**9`` are refused here, at deploy, and every
+  part that reads no data is evaluated by the run-time evaluator, so
+  ``"a" > 1`` or ``1 / 0`` is refused at deploy too; a trigger's
+  ``resultMapping`` is checked as it runs (:func:`compile_mapping`);
 * at run time, by the evaluator: attribute and subscript reads only look into
   mappings and sequences (``getattr`` is never called), powers, string and
   list sizes are bounded, and ``%`` is numeric only.
@@ -195,6 +198,51 @@ def _check_tree(tree: ast.Expression, text: str) -> None:
         elif isinstance(node, ast.Call):
             _check_call(node, text)
     check_shape(tree, text)
+    _check_constants(tree.body, text)
+
+
+def _is_constant(node: ast.expr) -> bool:
+    """Whether ``node`` reads no data (``form``, ``system``): its value, or its
+    failure, is the same on every run."""
+    if isinstance(node, ast.Name):
+        return node.id in _CONSTANT_NAMES
+    if isinstance(node, ast.Call):
+        return all(_is_constant(arg) for arg in node.args)
+    return all(
+        _is_constant(child) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)
+    )
+
+
+def _check_constants(node: ast.expr, text: str) -> None:
+    """Evaluate every largest part of ``text`` that reads no data with the
+    run-time evaluator (its guards included, after :func:`check_shape` has
+    bounded the sizes): a part that fails there fails on every run
+    (``"a" > 1``, ``1 / 0``, ``len(5)``, ``"a" % 2``, ``[1][0].x``), so it is
+    refused at deploy (issue 31 item 6) — also in a branch the data might
+    never take."""
+    if not _is_constant(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                _check_constants(child, text)
+        return
+    if isinstance(node, ast.Constant | ast.Name):
+        return
+    try:
+        _Evaluator(dict(_CONSTANT_NAMES)).eval(text, previously_parsed=node)
+    except ExpressionError as exc:
+        raise ExpressionError(
+            f"{ast.unparse(node)!r} always fails in {text!r}: {exc.message}"
+        ) from None
+    except (
+        simpleeval.InvalidExpression,
+        ArithmeticError,
+        TypeError,
+        ValueError,
+        LookupError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
+        raise ExpressionError(f"{ast.unparse(node)!r} always fails in {text!r}: {exc}") from None
 
 
 # the size guards of the evaluator, applied to constant sub-expressions at
@@ -225,14 +273,36 @@ def check_shape(tree: ast.AST, text: str) -> None:
         raise ExpressionError(f"{text!r} is nested too deeply") from None
 
 
-def check_shape_text(text: str) -> None:
-    """:func:`check_shape` for a text that may name more than ``form`` and
-    ``system`` (a trigger's ``resultMapping`` reads ``response``)."""
+class _ResponseName(ast.NodeTransformer):
+    """``response.x`` → ``system.response.x`` (the sandbox knows ``form`` and
+    ``system`` only; the rewritten text is checked by it like any other)."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id != "response":
+            return node
+        system = ast.Name(id="system", ctx=ast.Load())
+        return ast.copy_location(ast.Attribute(value=system, attr="response", ctx=node.ctx), node)
+
+
+def mapping_text(text: str) -> str:
+    """A ``resultMapping`` expression (over ``response`` and ``form``) as the
+    sandbox runs it: ``response`` read as ``system.response``."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError) as exc:
-        raise ExpressionError(f"cannot parse {text!r}: {exc}") from None
-    check_shape(tree, text)
+        raise ExpressionError(f"resultMapping {text!r} does not parse: {exc}") from None
+    return ast.unparse(_ResponseName().visit(tree))
+
+
+def compile_mapping(text: str) -> CompiledCondition:
+    """Check a ``resultMapping`` expression exactly as the evaluator will run
+    it (issue 31 item 6: what the run time would refuse is refused at deploy)."""
+    rewritten = mapping_text(text)
+    try:
+        return compile_condition(rewritten)
+    except ExpressionError as exc:
+        message = exc.message.replace(repr(rewritten), repr(text))
+        raise ExpressionError(f"resultMapping {text!r}: {message}") from None
 
 
 def _fold(node: ast.AST) -> Any:

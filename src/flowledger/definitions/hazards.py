@@ -3,14 +3,15 @@
 
 * ``cycle_without_wait`` — a loop of nodes none of which waits (only
   start/end/cc/gateways): every start would spin until the runtime step
-  guard fires, holding the instance's write lock;
+  guard fires, holding the instance's write lock. One problem per loop,
+  naming the nodes on it in order and the edge that closes it;
 * ``duplicate_edge`` — the same normal edge ``from -> to`` twice;
 * ``duration_out_of_range`` — a delay or timeout longer than
   ``MAX_DURATION`` (``P999999999D`` cannot be added to a date);
 * ``url_scheme_not_allowed`` / ``url_placeholder_in_origin`` — an ``http``
-  call or dispatch URL that is not literally ``http(s)://host…``, or has a
-  ``{{placeholder}}`` in its scheme or host (the origin of a call is never
-  taken from data);
+  call, dispatch, compensation or fallback-action URL that is not literally
+  ``http(s)://host…``, or has a ``{{placeholder}}`` in its scheme or host
+  (the origin of a call is never taken from data);
 * ``header_value_invalid`` — a control character in a header name or value.
 
 Whether a subprocess's definition exists in the tenant needs the database:
@@ -44,39 +45,109 @@ def hazard_problems(defn: ProcessDefinition) -> list[Problem]:
         for field, call in (("call", node.call), ("dispatch", node.dispatch)):
             if call is not None:
                 problems += _call_problems(node, field, call)
+        fallback = node.failure_policy.fallback_action if node.failure_policy else None
+        for field, action in (
+            ("compensation", node.compensation),
+            ("failurePolicy.fallbackAction", fallback),
+        ):
+            if action is not None and action.type == "http" and action.url:
+                problems += _url_problems(node, field, action.url)
     return problems
 
 
 def _cycle_problems(defn: ProcessDefinition) -> list[Problem]:
-    """Kahn's algorithm on the subgraph of non-waiting nodes: what cannot be
-    peeled off lies on (or right after) a loop without a wait state."""
+    """One problem per loop of non-waiting nodes (a strongly connected part
+    of the graph of nodes that do not wait), naming the nodes on it in the
+    order a token runs them, from the first in document order, and the edge
+    that closes it (issue 31 item 6: not a node merely after the loop)."""
+    order = [node.key for node in unique_nodes(defn)]
     types = {node.key: node.type for node in unique_nodes(defn)}
     adj = {
         key: [n for n in nexts if types.get(n) not in WAIT_TYPES]
         for key, nexts in successors(defn).items()
         if types.get(key) not in WAIT_TYPES
     }
-    incoming: Counter[str] = Counter(n for nexts in adj.values() for n in nexts)
-    queue = deque(key for key in adj if incoming[key] == 0)
-    left = set(adj)
+    problems = []
+    for members in loops(adj):
+        first = min(members, key=order.index)
+        path = _cycle_through(adj, members, first)
+        shown = " -> ".join([*path, first])
+        problems.append(
+            Problem(
+                "cycle_without_wait",
+                f"nodes {shown} form a loop with no wait state (approval, handle, delay, "
+                "trigger, external approval, subprocess or catch): a token would never stop",
+                node=first,
+                edge=f"{path[-1]}->{first}",
+            )
+        )
+    return problems
+
+
+def loops(adj: dict[str, list[str]]) -> list[set[str]]:
+    """The strongly connected parts of ``adj`` that hold a loop (two or more
+    nodes, or one with an edge to itself); Tarjan's algorithm without
+    recursion, in the order of ``adj``."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in adj:
+        if root in index:
+            continue
+        work = [(root, iter(adj[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            key, nexts = work[-1]
+            for nxt in nexts:
+                if nxt not in adj:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(adj[nxt])))
+                    break
+                if nxt in on_stack:
+                    low[key] = min(low[key], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[key])
+                if low[key] == index[key]:
+                    members: set[str] = set()
+                    while True:
+                        top = stack.pop()
+                        on_stack.discard(top)
+                        members.add(top)
+                        if top == key:
+                            break
+                    if len(members) > 1 or key in adj[key]:
+                        found.append(members)
+    return found
+
+
+def _cycle_through(adj: dict[str, list[str]], members: set[str], first: str) -> list[str]:
+    """A shortest loop from ``first`` back to it inside ``members`` (the
+    path without the final return to ``first``)."""
+    parent: dict[str, str] = {}
+    queue = deque([first])
     while queue:
         key = queue.popleft()
-        left.discard(key)
         for nxt in adj[key]:
-            incoming[nxt] -= 1
-            if incoming[nxt] == 0:
+            if nxt == first:
+                path = [key]
+                while path[-1] != first:
+                    path.append(parent[path[-1]])
+                return path[::-1]
+            if nxt in members and nxt not in parent:
+                parent[nxt] = key
                 queue.append(nxt)
-    if not left:
-        return []
-    names = ", ".join(sorted(left))
-    return [
-        Problem(
-            "cycle_without_wait",
-            f"nodes {names} form a loop with no wait state (approval, handle, delay, trigger, "
-            "external approval, subprocess or catch): a token would never stop",
-            node=sorted(left)[0],
-        )
-    ]
+    return [first]  # not reached: every member of a loop lies on a cycle through it
 
 
 def _duplicate_edges(defn: ProcessDefinition) -> list[Problem]:
@@ -107,29 +178,35 @@ def _duration_problems(node: Node) -> list[Problem]:
     return problems
 
 
+def _url_problems(node: Node, field: str, url: str) -> list[Problem]:
+    """An ``http`` URL template is literally ``http(s)://host…`` with no
+    placeholder in its scheme or host (a call, a dispatch, a compensation or a
+    fallback action: issue 17 item 5, issue 31 item 6)."""
+    url = url.strip()
+    if not re.match(r"^https?://", url, re.IGNORECASE):
+        return [
+            Problem(
+                "url_scheme_not_allowed",
+                f"node {node.key!r}: {field}.url must start with http:// or https://",
+                node=node.key,
+                field=f"{field}.url",
+            )
+        ]
+    if not _ORIGIN.match(url):
+        return [
+            Problem(
+                "url_placeholder_in_origin",
+                f"node {node.key!r}: {field}.url may have placeholders only in its path, "
+                "query or fragment",
+                node=node.key,
+                field=f"{field}.url",
+            )
+        ]
+    return []
+
+
 def _call_problems(node: Node, field: str, call: HttpCall) -> list[Problem]:
-    problems = []
-    if call.kind == "http":
-        url = call.url.strip()
-        if not re.match(r"^https?://", url, re.IGNORECASE):
-            problems.append(
-                Problem(
-                    "url_scheme_not_allowed",
-                    f"node {node.key!r}: {field}.url must start with http:// or https://",
-                    node=node.key,
-                    field=f"{field}.url",
-                )
-            )
-        elif not _ORIGIN.match(url):
-            problems.append(
-                Problem(
-                    "url_placeholder_in_origin",
-                    f"node {node.key!r}: {field}.url may have placeholders only in its path, "
-                    "query or fragment",
-                    node=node.key,
-                    field=f"{field}.url",
-                )
-            )
+    problems = _url_problems(node, field, call.url) if call.kind == "http" else []
     for name, value in call.headers.items():
         if _CONTROL.search(name) or _CONTROL.search(value):
             problems.append(

@@ -13,7 +13,10 @@ Hostile documents (issue 17 item 4): a YAML document may use at most
 ``max_yaml_aliases`` aliases (``*ref``; a "billion laughs" document is refused
 as ``yaml_aliases_exceeded`` before it expands), and a mapping — YAML or JSON
 — may not repeat a key (``duplicate_key``; the last one silently won before).
-The expanded document may be at most ``max_definition_bytes`` once serialised
+Every value of the document is one JSON can hold (issue 31 item 6,
+:mod:`.document_values`: no lone surrogate, NUL, non-finite or out-of-range
+number, non-UTF-8 ``!!binary``, set, date or non-text key). The expanded
+document may be at most ``max_definition_bytes`` once serialised
 (``definition_too_large``). Both caps are the caller's :class:`DocumentLimits`
 (the engine's, from its settings; the settings' defaults when none are given).
 """
@@ -30,6 +33,7 @@ import yaml
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from flowledger.definitions.document_values import checked_document
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.problems import DefinitionError, Problem
 from flowledger.settings import Settings
@@ -93,6 +97,8 @@ class _Loader(yaml.SafeLoader):  # type: ignore[misc,unused-ignore]
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
             for key_node, _value in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue  # the constructor refuses an unhashable key itself
                 key = self.construct_object(key_node, deep=deep)
                 if isinstance(key, str | int | float | bool) and key in seen:
                     raise _Refused(
@@ -185,7 +191,9 @@ def read_document(
     DefinitionError if unreadable."""
     limits = limits or DocumentLimits()
     if isinstance(source, Mapping):
-        return dict(source)
+        data: Any = checked_document(source)
+        _check_size(data, limits.max_definition_bytes)
+        return dict(data)
     if isinstance(source, bytes):
         try:
             source = source.decode("utf-8-sig")
@@ -209,6 +217,7 @@ def read_document(
                 raise json_error from None  # report the JSON error
     else:
         data = _load_yaml(source, limits)
+    data = checked_document(data)
     _check_size(data, limits.max_definition_bytes)
     if not isinstance(data, dict):
         kind = "nothing" if data is None else type(data).__name__

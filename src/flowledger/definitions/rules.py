@@ -2,20 +2,27 @@
 
 Owns what each node type needs (assignees, a call, a dispatch, a wait, a
 child definition), where timeouts and failure policies may appear, the
-failure-policy targets, and the expressions and templates inside a node.
+failure-policy targets, the expressions and templates inside a node, and
+the representable range of a delay's ``until`` (:func:`until_instant`, also
+used by the delay at run time).
 Every problem names the node and, where it helps, the field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 
-from flowledger.definitions.expressions import ExpressionError, check_shape_text, compile_condition
+from flowledger.definitions.expressions import ExpressionError, compile_condition, compile_mapping
 from flowledger.definitions.model import CompensationAction, HttpCall, Node, ProcessDefinition
 from flowledger.definitions.problems import Problem
 from flowledger.definitions.secret_names import is_secret
 from flowledger.definitions.templates import validate_template
+
+# the instants a delay may wake at: a day inside what ``datetime`` holds, so
+# the instant can be stored (in UTC) and shown in any time zone (issue 31 item 6)
+UNTIL_MIN = datetime(1, 1, 2, tzinfo=UTC)
+UNTIL_MAX = datetime(9999, 12, 30, tzinfo=UTC)
 
 HUMAN_TYPES = frozenset({"approval", "handle", "cc"})
 TIMEOUT_TYPES = frozenset({"approval", "handle"})
@@ -107,6 +114,11 @@ class _NodeChecker:
                 "expression such as form.dueDate",
                 "until",
             )
+        elif node.until is not None and _is_literal_instant(node.until):
+            try:
+                until_instant(node.until, UTC)
+            except ValueError as exc:
+                yield self.problem("until_out_of_range", str(exc), "until")
 
     def calls(self) -> Iterator[Problem]:
         node = self.node
@@ -131,12 +143,12 @@ class _NodeChecker:
             yield from self.secret_headers("failurePolicy.fallbackAction", fallback.headers)
 
     def result_mapping(self, where: str, call: HttpCall) -> Iterator[Problem]:
-        """The shapes the sandbox refuses whatever the response (issue 17
-        item 5); names are resolved at run time (``response`` is known there)."""
+        """What the sandbox refuses whatever the response (issue 17 item 5),
+        checked as the run time compiles it (issue 31 item 6)."""
         for target, text in call.result_mapping.items():
             field = f"{where}.resultMapping.{target}"
             try:
-                check_shape_text(text)
+                compile_mapping(text)
             except ExpressionError as exc:
                 yield self.problem("bad_mapping", f"{field}: {exc.message}", field)
 
@@ -245,6 +257,36 @@ def _action_templates(action: CompensationAction) -> dict[str, str | None]:
     texts.update({f"headers.{k}": v for k, v in action.headers.items()})
     texts.update({f"fieldValues.{k}": v for k, v in action.field_values.items()})
     return texts
+
+
+def until_instant(text: str, zone: tzinfo) -> datetime:
+    """The instant an ISO 8601 ``until`` names (``zone`` when it names none);
+    ValueError unless it is one and lies, in UTC, within
+    [:data:`UNTIL_MIN`, :data:`UNTIL_MAX`] (``9999-12-31T23:00:00-05:00``
+    is past what a date-time holds once in UTC). Used at deploy for a literal
+    and by the delay node at run time for a form value."""
+    due = datetime.fromisoformat(text)
+    due = due if due.tzinfo else due.replace(tzinfo=zone)
+    try:
+        utc = due.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not UNTIL_MIN <= utc <= UNTIL_MAX:
+        raise ValueError(
+            f"until {text!r} is outside the representable range once in UTC "
+            f"({UNTIL_MIN.isoformat()} to {UNTIL_MAX.isoformat()})"
+        )
+    return due
+
+
+def _is_literal_instant(text: str) -> bool:
+    if "{{" in text:
+        return False
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _valid_until(text: str) -> bool:

@@ -32,6 +32,10 @@ field):
   ``default_edge_condition``, ``multiple_default_edges``,
   ``error_edge_target_not_catch``, ``multiple_error_edges``;
 * form: ``duplicate_form_field``;
+* document values (issue 31, :mod:`.document_values`): ``unpaired_surrogate``,
+  ``nul_character``, ``non_finite_number``, ``number_out_of_range``,
+  ``binary_not_utf8``, ``unsupported_value``; a literal delay ``until``
+  outside the representable range: ``until_out_of_range``;
 * hazards (issue 17, :mod:`.hazards`): ``cycle_without_wait``,
   ``duplicate_edge``, ``duration_out_of_range``, ``url_scheme_not_allowed``,
   ``url_placeholder_in_origin``, ``header_value_invalid``; at deploy,

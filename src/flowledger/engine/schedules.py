@@ -10,7 +10,9 @@ A cron rule has exactly five fields (minute hour day month weekday; a sixth
 would be read as seconds and launch on every planner tick) and its fires are
 at least ``schedule_min_period_s`` apart (default 60 s; the engine's
 settings), checked over the
-next ``PERIOD_SAMPLES`` fires at creation (issue 17 item 9)."""
+next ``PERIOD_SAMPLES`` fires at creation (issue 17 item 9). A rule that
+is well formed but names no date (``0 0 30 2 *``) never fires: it is refused
+as ``schedule_invalid``, field ``cron`` (issue 31 item 6)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -67,7 +69,12 @@ def next_fire(cron: str, tz: str, after: datetime) -> datetime:
     if not croniter.is_valid(cron):
         raise ScheduleInvalid(f"not a cron expression: {cron!r}", field="cron")
     local = after.astimezone(zone)
-    fire: datetime = croniter(cron, local).get_next(datetime)
+    try:
+        fire: datetime = croniter(cron, local).get_next(datetime)
+    except (CroniterError, OverflowError) as exc:  # 30 February: valid, never due
+        raise ScheduleInvalid(
+            f"the rule {cron!r} never fires (no such date: {exc})", field="cron"
+        ) from None
     return fire.astimezone(after.tzinfo)
 
 

@@ -1,37 +1,25 @@
 """A trigger's ``resultMapping`` (SPEC X-1): form field → expression over
 ``response.status``, ``response.headers``, ``response.body`` (the parsed
 JSON, or the text) and ``form.*``, evaluated in the sandboxed expression
-language."""
+language; the rewriting of ``response`` lives with the language
+(``definitions.expressions.compile_mapping``) so deploy checks the very
+expression this runs."""
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
-from flowledger.definitions.expressions import ExpressionError, evaluate_value
+from flowledger.definitions.expressions import ExpressionError, compile_mapping
 from flowledger.engine.outbound_requests import json_or_none
 
 
-class _ResponseName(ast.NodeTransformer):
-    """``response.x`` → ``system.response.x`` (the sandbox knows ``form`` and
-    ``system`` only; the rewritten text is checked by it like any other)."""
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id != "response":
-            return node
-        system = ast.Name(id="system", ctx=ast.Load())
-        return ast.copy_location(ast.Attribute(value=system, attr="response", ctx=node.ctx), node)
-
-
 def evaluate_mapping(text: str, form: dict[str, Any], response: dict[str, Any]) -> Any:
-    """Evaluate one ``resultMapping`` expression over ``response`` and ``form``."""
+    """Evaluate one ``resultMapping`` expression over ``response`` and ``form``
+    (compiled by :func:`~flowledger.definitions.expressions.compile_mapping`,
+    the check deploy runs too)."""
+    compiled = compile_mapping(text)
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError) as exc:
-        raise ExpressionError(f"resultMapping {text!r} does not parse: {exc}") from None
-    rewritten = ast.unparse(_ResponseName().visit(tree))
-    try:
-        return evaluate_value(rewritten, form, {"response": response})
+        return compiled.value(form, {"response": response})
     except ExpressionError as exc:
         raise ExpressionError(f"resultMapping {text!r}: {exc.message}") from None
 

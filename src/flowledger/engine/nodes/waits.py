@@ -3,14 +3,17 @@
 from now, or at ``until`` — an ISO timestamp or a ``form.*`` field holding
 one); ``subprocess`` holds its token on a ``subprocess`` task until the
 child started by its ``subprocess_spawn`` job ends. A wake time that cannot
-be computed is a node failure (``bad_delay``)."""
+be computed, or lies outside the representable range once in UTC
+(``definitions.rules.until_instant``, the check deploy applies to a literal
+``until``), is a node failure (``bad_delay``)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from flowledger.definitions.expressions import ExpressionError, evaluate_value
 from flowledger.definitions.model import Node
+from flowledger.definitions.rules import until_instant
 from flowledger.engine.moves import fail
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import SYSTEM, create_task
@@ -25,8 +28,7 @@ def _delay_due(step: Step, node: Node) -> datetime:
     text = node.until
     if text.startswith("form."):
         text = str(evaluate_value(text, step.form, None))
-    due = datetime.fromisoformat(text)
-    return due if due.tzinfo else due.replace(tzinfo=step.now.tzinfo)
+    return until_instant(text, step.now.tzinfo or UTC)
 
 
 async def enter_delay(step: Step, token: Token, node: Node) -> list[Token]:
