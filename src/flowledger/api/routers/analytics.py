@@ -28,7 +28,7 @@ from flowledger.ops import analytics, analytics_async, analytics_tasks
 from flowledger.ops.analytics_sql import AnalyticsScope
 from flowledger.ops.analytics_time import resolve_time_zone
 
-# every route here is a read for monitors (SPEC A-2, O-21)
+# every route here is a read for monitors (SPEC A-2, O-14)
 router = APIRouter(
     prefix="/analytics",
     tags=["analytics"],

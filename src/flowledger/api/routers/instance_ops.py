@@ -13,8 +13,9 @@
 - ``GET /instances/{id}/diagnostic-bundle`` — one JSON file download.
 
 Reads, previews and bundles need ``workflow:instance:monitor``; force jump
-and batch recovery need ``workflow:engine:operate`` (checked by a
-dependency, so a caller without it gets 403 before its body is validated).
+and batch recovery need ``workflow:engine:operate`` (declared on the route,
+so a caller without it gets 403 before its body is read, and the refusal is
+audited).
 Another tenant's instance is 404. Mutations are audited (``instance.force_jump``
 with the reason; one ``instance.recover`` row per advanced instance and one
 ``instance.batch_recover`` row for the batch). The read models live in
