@@ -16,9 +16,11 @@ the error is logged and the caller still gets the real outcome of the action
 
 Refusals count as failures of the attempted mutation: a 403, or a 404 for an
 object in another tenant, inside the audited block is recorded as
-``failed``. Requests refused before a route runs (no token: 401; a malformed
-body: 422 ``validation_error``) write nothing — there is no actor or no
-action to record. Reads are never audited.
+``failed``; so is a mutation refused by the permission its route declares
+(``allow(..., audit=Audit(...))`` of :mod:`flowledger.api.route_access`),
+before its body is read. Requests refused otherwise before a route runs (no
+token: 401; a malformed body: 422 ``validation_error``) write nothing — there
+is no actor or no action to record. Reads are never audited.
 """
 
 from __future__ import annotations

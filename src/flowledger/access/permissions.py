@@ -14,10 +14,12 @@
 
 Refusals: a missing permission is 403 ``forbidden`` naming it; an object in a
 tenant the caller cannot see is 404 — the same answer as for an object that
-does not exist, so existence never leaks across tenants. Routes check the
-coarse permission first (nothing about the object is revealed), then load the
-object within the caller's tenants (404), then the per-object rule (your own
-task or instance, 403). This module decides; it never reads the database.
+does not exist, so existence never leaks across tenants. The coarse
+permission is declared on each API route and checked first, before the body
+is read (:mod:`flowledger.api.route_access`: nothing about the object is
+revealed); the route then loads the object within the caller's tenants (404),
+then applies the per-object rule (your own task or instance, 403). This
+module decides; it never reads the database.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The shared action runner (SPEC C-4, X-3, X-4, X-6, L-16, L-17).
+"""The one action runner of compensation (SPEC C-4) and automation (X-6)
+actions (X-3, X-4, L-14, L-16, L-17).
 
 - :func:`render_request`: an action's HTTP request from its templates —
   headers rendered (a CR/LF is a permanent failure), the body rendered with
@@ -16,15 +17,28 @@
   duplicates removed; the e-mail marker recorded just before ``DATA``; the
   SMS through the configured gateway (a missing gateway is a permanent
   failure).
+- :func:`update_form`: the ``updateData`` write, inside the caller's step
+  receipt with the instance locked (L-13, L-14): a finished instance's form
+  is final (the write is skipped, ``{"skipped": why}``), otherwise the
+  changes are written through :func:`~flowledger.engine.forms.write_form`
+  (validated, with history) and a value the form refuses is a permanent
+  failure.
+- :func:`outcome`: a result (or a stored receipt) as the handler's answer —
+  a recorded skip becomes :class:`~flowledger.worker.Skip`.
+- :data:`SYSTEM_ACTOR`: who the actions act as (the engine's own actor).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from flowledger.definitions.templates import looks_like_json, render
+from flowledger.engine.errors import FormInvalidError
+from flowledger.engine.forms import write_form
 from flowledger.engine.outbound_requests import HeaderInvalid, body_content_type, render_headers
+from flowledger.engine.step import Step
+from flowledger.engine.tasks import SYSTEM as SYSTEM_ACTOR
 from flowledger.errors import ConfigurationError, PermanentError
 from flowledger.notify.email import send_email
 from flowledger.notify.sms import gateway_from_settings
@@ -34,6 +48,22 @@ from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.outbound.resources import Outbound
 from flowledger.outbound.ssrf import build_url
 from flowledger.settings import Settings
+from flowledger.states import TERMINAL_INSTANCE_STATUSES
+from flowledger.worker import Skip
+
+__all__ = [
+    "BODY_SUMMARY_CHARS",
+    "SYSTEM_ACTOR",
+    "outcome",
+    "render_recipients",
+    "render_request",
+    "send_connector",
+    "send_email_message",
+    "send_http",
+    "send_sms_message",
+    "summary",
+    "update_form",
+]
 
 BODY_SUMMARY_CHARS = 2000
 
@@ -127,3 +157,34 @@ async def send_sms_message(
     except ConfigurationError as exc:
         raise PermanentError(exc.message) from None
     return await gateway.send(ctx, template_id, recipients, fields)
+
+
+async def update_form(
+    step: Step,
+    changes_of: Callable[[Step], dict[str, Any]],
+    *,
+    source: str,
+    refused_by: str,
+) -> dict[str, Any]:
+    """Write ``changes_of(step)`` into the form of the step's (locked)
+    instance with ``source`` in its history: ``{"fields": changes}``, or
+    ``{"skipped": why}`` for a finished instance (its form is final). A value
+    the form refuses is a :class:`~flowledger.errors.PermanentError` naming
+    ``refused_by`` (``"automation rule 7"``)."""
+    status = step.instance["status"]
+    if status in TERMINAL_INSTANCE_STATUSES:
+        return {"skipped": f"instance {step.instance_id} is {status}; its form is final"}
+    changes = changes_of(step)
+    try:
+        await write_form(step, changes, source=source)
+    except FormInvalidError as exc:
+        raise PermanentError(f"{refused_by}: {exc.message}") from None
+    return {"fields": changes}
+
+
+def outcome(result: Any) -> Any:
+    """The handler's answer for ``result``: :class:`~flowledger.worker.Skip`
+    when it records a skip (``{"skipped": why}``), else the result itself."""
+    if isinstance(result, dict) and result.get("skipped"):
+        return Skip(str(result["skipped"]))
+    return result

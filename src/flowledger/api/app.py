@@ -1,7 +1,8 @@
 """The FastAPI application: ``create_app(runtime)`` (or ``create_app(db,
 engine=...)``, which builds the default runtime over ``db``).
 
-Everything lives under ``/api/workflows``; the OpenAPI document is served
+Everything lives under ``/api/workflows``; every route declares who may call
+it (:mod:`flowledger.api.route_access`, checked here at start-up); the OpenAPI document is served
 at ``/api/openapi.json`` and the interactive docs at ``/api/docs``. Operation
 ids are ``{tag}-{name}`` (``instances-cancel_instance``) so a generated
 client gets stable method names. Every documented error uses one body
@@ -13,13 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, iter_route_contexts
 
 from flowledger.api.console import mount_console
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import install_error_handlers
 from flowledger.api.input_guards import InputGuardMiddleware
 from flowledger.api.metrics_endpoint import router as metrics_router
+from flowledger.api.route_access import GuardedRoute
 from flowledger.api.routers import (
     alerts,
     analytics,
@@ -130,4 +132,16 @@ def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> F
     app.include_router(api_router())
     app.include_router(metrics_router)  # GET /metrics at the root (SPEC O-22)
     mount_console(app, responses=_ERRORS)  # the web console at / (SPA fallback; never shadows /api)
+    check_declared(app)
     return app
+
+
+def check_declared(app: FastAPI) -> None:
+    """Refuse to start with a route that does not declare who may call it
+    (SPEC A-2, :mod:`flowledger.api.route_access`): every API route is a
+    :class:`~flowledger.api.route_access.GuardedRoute`, which itself holds
+    exactly one declaration."""
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute) and not isinstance(route, GuardedRoute):
+            raise TypeError(f"route {context.path} ({route.name}) is not a GuardedRoute")

@@ -20,9 +20,11 @@ from flowledger.db.database import Database
 
 __all__ = [
     "ALL_TENANTS",
+    "BEARER",
     "DEFAULT_TENANT",
     "Caller",
     "CurrentCaller",
+    "authenticate",
     "caller_for_token",
     "create_user",
     "current_caller",
@@ -30,23 +32,37 @@ __all__ = [
     "issue_token",
 ]
 
-_bearer = HTTPBearer(auto_error=False, description="A flowledger API token.")
+BEARER = HTTPBearer(auto_error=False, description="A flowledger API token.")
 
 
-async def current_caller(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Caller:
-    """The request's caller; 401 ``unauthenticated`` without a valid token."""
-    if credentials is None or not credentials.credentials:
+async def authenticate(request: Request) -> Caller:
+    """The request's caller from its ``Authorization: Bearer`` header, looked
+    up once per request (kept on ``request.state``); 401 ``unauthenticated``
+    without a valid token. The route's access declaration
+    (:mod:`flowledger.api.route_access`) calls it before the body is read."""
+    known = getattr(request.state, "caller", None)
+    if isinstance(known, Caller):
+        return known
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
         raise Unauthenticated("a bearer token is required")
     db: Database = request.app.state.api.db
     async with db.read() as conn:
-        caller = await caller_for_token(conn, credentials.credentials)
+        caller = await caller_for_token(conn, token)
     if caller is None:
         raise Unauthenticated("the bearer token is unknown or revoked")
     request.state.caller = caller
     return caller
+
+
+async def current_caller(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
+) -> Caller:
+    """The request's caller (see :func:`authenticate`); the bearer scheme
+    parameter documents the token in the OpenAPI document."""
+    return await authenticate(request)
 
 
 CurrentCaller = Annotated[Caller, Depends(current_caller)]

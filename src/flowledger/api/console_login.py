@@ -26,6 +26,7 @@ from flowledger.api.audit import AuditEntry, write_audit
 from flowledger.api.auth import CurrentCaller, hash_token, issue_token
 from flowledger.api.deps import ApiContext
 from flowledger.api.errors import Unauthenticated
+from flowledger.api.route_access import AUTHENTICATED, GuardedRoute, public
 from flowledger.api.schemas import ApiModel, RequestModel
 from flowledger.db.engine_schema import api_tokens
 
@@ -50,10 +51,15 @@ class LogoutPublic(ApiModel):
     revoked: bool
 
 
-router = APIRouter(prefix="/api/workflows/console", tags=["console"])
+router = APIRouter(prefix="/api/workflows/console", tags=["console"], route_class=GuardedRoute)
 
 
-@router.post("/session", response_model=SessionPublic, response_model_by_alias=True)
+@router.post(
+    "/session",
+    response_model=SessionPublic,
+    response_model_by_alias=True,
+    dependencies=[public("the one-time login code in the body stands in for a token")],
+)
 async def create_session(body: SessionCreate, request: Request) -> SessionPublic:
     """Exchange a one-time login code for a new bearer token (401
     ``login_code_invalid`` when it is unknown, used or expired)."""
@@ -69,7 +75,12 @@ async def create_session(body: SessionCreate, request: Request) -> SessionPublic
     return SessionPublic(token=token, user_id=user_id)
 
 
-@router.post("/logout", response_model=LogoutPublic, response_model_by_alias=True)
+@router.post(
+    "/logout",
+    response_model=LogoutPublic,
+    response_model_by_alias=True,
+    dependencies=[AUTHENTICATED],
+)
 async def logout(caller: CurrentCaller, request: Request) -> LogoutPublic:
     """Revoke the bearer token of this request."""
     ctx: ApiContext = request.app.state.api

@@ -38,7 +38,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowledger.access.errors import Forbidden as Forbidden
 from flowledger.access.errors import Unauthenticated as Unauthenticated
-from flowledger.api.input_guards import deferred_refusal
 from flowledger.compensation.errors import AttachmentTooLarge, LengthRequired, NoteTooLarge
 from flowledger.definitions.problems import DefinitionError
 from flowledger.engine.errors import FormInvalidError, NotAssignee
@@ -169,13 +168,11 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, FlowledgerError)
         return flowledger_response(exc)
 
-    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
+    async def on_validation(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        # issue 17: a caller without the route's permission gets 403 first;
-        # a body refused by the input guard answers with that refusal
-        from flowledger.api.authorize_first import refuse_unauthorized
-
-        return refuse_unauthorized(request) or deferred_refusal(request) or validation_response(exc)
+        # the route's permission was checked before its body was read
+        # (flowledger.api.route_access), so this is the caller's own 422
+        return validation_response(exc)
 
     async def on_http(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

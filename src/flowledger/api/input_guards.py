@@ -22,15 +22,12 @@ endpoint. It owns:
   ``field`` is ``query.<name>`` or ``path.<name>``): PostgreSQL cannot
   store or compare U+0000 in text.
 
-A refused JSON body is answered 422 ``{code, message, field}`` — but not at
-once: the body the route sees is replaced by a JSON string no request model
-accepts, so the route's own permission checks still run first (403 before
-422, item 10) and its validation then fails; the validation handler of
-:mod:`flowledger.api.errors` answers with the refusal stored in the scope
-(:func:`deferred_refusal`). A route without a body never reads it. Body cap
-and NUL refusals are answered at once, and so are refused bodies of the signed
-callback routes (``RAW_BODY_PATH``), whose signature covers the raw bytes.
-Nothing here writes anything.
+The body cap and the NUL check answer at once (413 / 422), before routing.
+The JSON check is not run here but by the route, through :func:`check_json`,
+once the route's access declaration holds
+(:class:`flowledger.api.route_access.GuardedRoute`): a caller without the
+permission gets 403 whatever the body, and a permitted caller gets the 422
+``{code, message, field}`` of a hostile body. Nothing here writes anything.
 """
 
 from __future__ import annotations
@@ -44,21 +41,14 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowledger.settings import Settings
 
-SCOPE_KEY = "flowledger.input_refusal"
 UPLOAD_OVERHEAD = 64 * 1024
-# what a route reads instead of a refused body: valid JSON that no request model accepts
-PLACEHOLDER = b'"request body refused by the input guard"'
 INT64_MAX = 2**63 - 1
-# routes that verify a signature over the raw body (callbacks): a refused body
-# is answered at once there, since a placeholder would break the signature
-RAW_BODY_PATH = "/callbacks/"
 FORM_MEMBERS = frozenset({"form", "payload", "variables", "fieldValues", "values", "data"})
 DEFINITION_MEMBERS = frozenset({"definition", "source"})
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -67,7 +57,7 @@ _BRACKET = re.compile(r"[\[\]{}]")
 
 @dataclass(frozen=True)
 class Limits:
-    """The caps of :class:`InputGuardMiddleware` (see ``docs/limits.md``)."""
+    """The caps of :class:`InputGuardMiddleware` and :func:`check_json` (see ``docs/limits.md``)."""
 
     max_json_body_bytes: int
     max_upload_bytes: int
@@ -223,7 +213,7 @@ def check_json(raw: bytes, limits: Limits) -> Any:
     return document
 
 
-def _is_json(content_type: str | None) -> bool:
+def is_json(content_type: str | None) -> bool:
     if not content_type:
         return True
     media = content_type.split(";", 1)[0].strip().lower()
@@ -261,12 +251,6 @@ def check_path(path: str, patterns: Iterable[re.Pattern[str]]) -> None:
 
 
 # ------------------------------------------------------------ middleware
-
-
-def deferred_refusal(request: Request) -> JSONResponse | None:
-    """The 422 of a refused body, for the validation handler (see module doc)."""
-    refusal = request.scope.get(SCOPE_KEY)
-    return refusal.response() if isinstance(refusal, Refusal) else None
 
 
 class InputGuardMiddleware:
@@ -314,15 +298,6 @@ class InputGuardMiddleware:
         except Refusal as refusal:
             await refusal.response()(scope, receive, send)
             return
-        if raw and _is_json(content_type):
-            try:
-                check_json(raw, limits)
-            except Refusal as refusal:
-                if RAW_BODY_PATH in scope.get("path", ""):  # signed over its bytes
-                    await refusal.response()(scope, receive, send)
-                    return
-                scope[SCOPE_KEY] = refusal
-                raw = PLACEHOLDER
         await self.app(scope, _replay(raw, receive), send)
 
 

@@ -16,9 +16,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.errors import Unauthenticated
+from flowledger.api.route_access import GuardedRoute, public
 from flowledger.ops.prometheus import exposition
 
-router = APIRouter(tags=["metrics"])
+router = APIRouter(tags=["metrics"], route_class=GuardedRoute)
 
 
 def _check_token(request: Request, ctx: ApiContext) -> None:
@@ -31,7 +32,12 @@ def _check_token(request: Request, ctx: ApiContext) -> None:
         raise Unauthenticated("GET /metrics needs the metrics bearer token")
 
 
-@router.get("/metrics", response_class=Response, include_in_schema=False)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    include_in_schema=False,
+    dependencies=[public("FLOWLEDGER_METRICS_TOKEN, when set, checked by the route")],
+)
 async def metrics(request: Request, ctx: Ctx) -> Response:
     """Prometheus metrics: the alert gauges, ledger counters and histograms,
     live workers and slots (see docs/alerting.md)."""

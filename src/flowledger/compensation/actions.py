@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.actions.runner import SYSTEM_ACTOR
 from flowledger.compensation.errors import ActionInvalid
 from flowledger.compensation.tickets import set_action_status
 from flowledger.db.compensation_schema import ActionStatus
@@ -33,7 +34,6 @@ from flowledger.states import Pool
 JOB_TYPE = "compensation_action"
 COMPENSATION_ACTION_TYPE = JobType(JOB_TYPE, Pool.OUTBOUND, max_attempts=4)
 DEFAULT_MAX_ATTEMPTS = 4  # C-5: maxRetries unset -> 3 retries after the first attempt
-SYSTEM = "system"
 
 
 def parse_action(document: dict[str, Any] | None) -> CompensationAction:
@@ -120,7 +120,7 @@ async def enqueue_action(
         conn,
         ticket_id,
         ActionStatus.PENDING,
-        actor=SYSTEM,
+        actor=SYSTEM_ACTOR,
         now=now,
         message=f"{parsed.type} action enqueued as job {result.job_id}",
         detail={"jobId": result.job_id, "maxAttempts": max_attempts_for(parsed)},

@@ -40,6 +40,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.actions.runner import SYSTEM_ACTOR
 from flowledger.compensation.actions import enqueue_action, parse_action
 from flowledger.compensation.errors import (
     ActionNotFailed,
@@ -203,7 +204,7 @@ async def retry(engine: Engine, ticket_id: int, *, actor: str, reason: str | Non
                 conn,
                 ticket_id,
                 ActionStatus.FAILED,
-                actor="system",
+                actor=SYSTEM_ACTOR,
                 now=now,
                 message=f"job {ticket['action_job_id']} is {job_status} in the job ledger",
                 detail={"jobId": ticket["action_job_id"], "jobStatus": job_status},

@@ -22,8 +22,8 @@ job runs** (C-5), values percent-encoded inside URLs (X-4).
   automatically (C-6).
 - ``updateData``: inside the result's step receipt (L-14, C-6), the instance
   row locked first, each of ``fieldKeys`` gets its ``fieldValues`` template
-  rendered as text — an unconfigured value writes null — through
-  :func:`~flowledger.engine.forms.write_form` (validated, source
+  rendered as text — an unconfigured value writes null — through the action
+  runner's :func:`~flowledger.actions.runner.update_form` (validated, source
   ``compensation:<ticketId>``). Text is converted to the field's declared
   type when it reads as one (``"12"`` into a number field is 12; empty text
   into a non-string field is null); a value the form still refuses is a
@@ -47,28 +47,27 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.actions.runner import (
+    SYSTEM_ACTOR,
     render_recipients,
     render_request,
     send_connector,
     send_email_message,
     send_http,
     send_sms_message,
+    update_form,
 )
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.model import CompensationAction, FormSchema
 from flowledger.definitions.templates import render
-from flowledger.engine.errors import FormInvalidError
 from flowledger.engine.facade import Engine
-from flowledger.engine.forms import write_form
+from flowledger.engine.step import Step
 from flowledger.errors import PermanentError
 from flowledger.notify.email import COMPENSATION_SUBJECT
 from flowledger.outbound.job_calls import OutboundRequest
 from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
-from flowledger.states import TERMINAL_INSTANCE_STATUSES
 from flowledger.worker.context import JobContext
 
-ACTOR = "system"
 DEFAULT_EMAIL_BODY = (
     "The compensation of node {{nodeKey}} of process instance {{instanceId}} needs attention.\n"
     "Error: {{error}}\n"
@@ -212,18 +211,18 @@ def form_changes(
 async def update_data(
     conn: AsyncConnection, ctx: JobContext, run: ActionRun, engine: Engine
 ) -> dict[str, Any]:
-    """The updateData write, in the receipt's transaction (instance locked first)."""
-    step = await engine.open_step(conn, run.instance_id, actor=ACTOR, now=ctx.clock.now())
-    status = step.instance["status"]
-    if status in TERMINAL_INSTANCE_STATUSES:
-        return {
-            "type": "updateData",
-            "skipped": f"instance {run.instance_id} is {status}; its form is final",
-        }
-    values = template_values(step.form, run.instance_id, run.node_key, run.error)
-    changes = form_changes(run.action, step.defn.form, values)
-    try:
-        await write_form(step, changes, source=f"compensation:{run.ticket_id}")
-    except FormInvalidError as exc:
-        raise PermanentError(f"updateData of ticket {run.ticket_id}: {exc.message}") from None
-    return {"type": "updateData", "fields": changes}
+    """The updateData write, in the receipt's transaction (instance locked
+    first), through the one action runner's :func:`update_form`."""
+    step = await engine.open_step(conn, run.instance_id, actor=SYSTEM_ACTOR, now=ctx.clock.now())
+
+    def changes(step: Step) -> dict[str, Any]:
+        values = template_values(step.form, run.instance_id, run.node_key, run.error)
+        return form_changes(run.action, step.defn.form, values)
+
+    result = await update_form(
+        step,
+        changes,
+        source=f"compensation:{run.ticket_id}",
+        refused_by=f"updateData of ticket {run.ticket_id}",
+    )
+    return {"type": "updateData", **result}

@@ -18,8 +18,8 @@ result and neither sends nor writes again.
   stored on the attempt row. A clear 2xx stores ``{status, body}`` (the body
   cut to 2000 characters) as the receipt.
 - ``updateData``: inside the receipt's transaction, with the instance row
-  locked first (L-13), the form is written through the engine
-  (:func:`~flowledger.engine.forms.write_form`, validated, source
+  locked first (L-13), the form is written through the action runner's
+  :func:`~flowledger.actions.runner.update_form` (validated, source
   ``automation:<ruleId>``). A finished instance is not written: the receipt
   records the skip and the attempt is ``skipped``. A value the form schema
   refuses is a permanent failure.
@@ -39,7 +39,7 @@ is skipped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
@@ -47,16 +47,18 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.actions.runner import (
+    SYSTEM_ACTOR,
+    outcome,
     render_recipients,
     render_request,
     send_email_message,
     send_http,
     send_sms_message,
+    update_form,
 )
 from flowledger.db.engine_schema import workflow_instances
-from flowledger.engine.errors import FormInvalidError, InstanceNotFound
+from flowledger.engine.errors import InstanceNotFound
 from flowledger.engine.facade import Engine
-from flowledger.engine.forms import write_form
 from flowledger.engine.step import JobStepLock
 from flowledger.errors import PermanentError
 from flowledger.events.automation_rules import (
@@ -73,10 +75,11 @@ from flowledger.outbound.records import redacting
 from flowledger.outbound.resources import Outbound
 from flowledger.outbound.secrets import SecretUnreadable
 from flowledger.settings import Settings
-from flowledger.states import TERMINAL_INSTANCE_STATUSES
 from flowledger.worker.context import JobContext, Skip
 
-ACTOR = "system"
+if TYPE_CHECKING:
+    from flowledger.engine.step import Step
+
 MESSAGE_KIND = "automation"
 STEP_KEYS = {"http": "http_result", "updateData": "form_write", "notify": "notify"}
 
@@ -97,12 +100,6 @@ class AutomationJob(BaseModel):
         return None if value is None else int(value)
 
 
-def _outcome(result: Any) -> Any:
-    if isinstance(result, dict) and result.get("skipped"):
-        return Skip(str(result["skipped"]))
-    return result
-
-
 async def run_automation_action(
     ctx: JobContext, *, engine: Engine, settings: Settings, outbound: Outbound
 ) -> Any:
@@ -117,7 +114,7 @@ async def run_automation_action(
         found, stored = await ctx.ledger.receipt_get(conn, ctx.job.operation_key, step_key)
         enabled = None if found else await rule_enabled(conn, job.rule_id)
     if found:
-        return _outcome(stored)
+        return outcome(stored)
     if not enabled:
         state = "deleted" if enabled is None else "disabled"
         return Skip(f"automation rule {job.rule_id} was {state}")
@@ -145,7 +142,7 @@ async def _receipt(ctx: JobContext, key: str, result: Any) -> Any:
     async def store(conn: AsyncConnection) -> Any:
         return result
 
-    return _outcome(await ctx.step(key, store))
+    return outcome(await ctx.step(key, store))
 
 
 # --------------------------------------------------------------------- http
@@ -187,19 +184,25 @@ async def _update_data(
 
     async def write(conn: AsyncConnection) -> dict[str, Any]:
         step = await engine.open_step(
-            conn, instance_id, actor=ACTOR, now=ctx.clock.now(), locked=lock.row
+            conn, instance_id, actor=SYSTEM_ACTOR, now=ctx.clock.now(), locked=lock.row
         )
-        status = step.instance["status"]
-        if status in TERMINAL_INSTANCE_STATUSES:
-            return {"skipped": f"instance {instance_id} is {status}; its form is final"}
+        result = await update_form(
+            step,
+            changes,
+            source=f"automation:{job.rule_id}",
+            refused_by=f"automation rule {job.rule_id}",
+        )
+        if "skipped" in result:
+            return result
+        return {"instanceId": instance_id, "fields": sorted(result["fields"])}
+
+    def changes(step: Step) -> dict[str, Any]:
         values = template_values(job.event, step.form, step.now)
-        changes = {name: render_value(t, values) for name, t in action.field_values.items()}
-        await write_form(step, changes, source=f"automation:{job.rule_id}")
-        return {"instanceId": instance_id, "fields": sorted(changes)}
+        return {name: render_value(t, values) for name, t in action.field_values.items()}
 
     try:
-        return _outcome(await ctx.step(STEP_KEYS["updateData"], write, lock_first=lock))
-    except (FormInvalidError, InstanceNotFound) as exc:
+        return outcome(await ctx.step(STEP_KEYS["updateData"], write, lock_first=lock))
+    except InstanceNotFound as exc:
         raise PermanentError(f"automation rule {job.rule_id}: {exc.message}") from None
 
 

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.actions.runner import SYSTEM_ACTOR, outcome
 from flowledger.compensation import runners
 from flowledger.compensation.actions import COMPENSATION_ACTION_TYPE
 from flowledger.compensation.tickets import add_log, get_ticket, set_action_status
@@ -51,11 +52,10 @@ from flowledger.errors import (
 from flowledger.handlers.engine_jobs import bind
 from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings
-from flowledger.worker import JobContext, Skip
+from flowledger.worker import JobContext
 from flowledger.worker.registry import Handler, define_handler
 
 RESULT_STEP = "compensation_result"
-ACTOR = "system"
 
 
 def _run_of(ctx: JobContext) -> runners.ActionRun:
@@ -102,7 +102,7 @@ async def _write_status(
     now = ctx.clock.now()
     if ticket["action_job_id"] == ctx.job.id:
         await set_action_status(
-            conn, run.ticket_id, status, actor=ACTOR, now=now, message=message, detail=detail
+            conn, run.ticket_id, status, actor=SYSTEM_ACTOR, now=now, message=message, detail=detail
         )
         return
     # an older job of the ticket (a newer one was enqueued by a retry)
@@ -110,7 +110,7 @@ async def _write_status(
         conn,
         run.ticket_id,
         kind=LogKind.ACTION_RESULT,
-        actor=ACTOR,
+        actor=SYSTEM_ACTOR,
         now=now,
         message=message,
         detail={"status": status.value, "staleJob": True, **detail},
@@ -134,12 +134,6 @@ async def _mark(
         await _write_status(conn, ctx, run, status, message, detail)
 
 
-def _outcome(result: Any) -> Any:
-    if isinstance(result, dict) and result.get("skipped"):
-        return Skip(str(result["skipped"]))
-    return result
-
-
 async def compensation_action(
     ctx: JobContext, engine: Engine, settings: Settings, outbound: Outbound
 ) -> Any:
@@ -147,7 +141,7 @@ async def compensation_action(
     async with ctx.db.read() as conn:
         found, stored = await ctx.ledger.receipt_get(conn, ctx.job.operation_key, RESULT_STEP)
     if found:
-        return _outcome(stored)
+        return outcome(stored)
     attempt = f"attempt {ctx.job.attempt} of {ctx.job.max_attempts}"
     await _mark(ctx, run, ActionStatus.RUNNING, f"{run.action.type} action: {attempt} started", {})
 
@@ -183,7 +177,7 @@ async def compensation_action(
             with suppress(LeaseLostError):  # the job is someone else's now: write nothing
                 await _mark(ctx, run, status, f"{attempt} failed: {exc}", detail)
         raise
-    return _outcome(result)
+    return outcome(result)
 
 
 def handlers(engine: Engine, settings: Settings, outbound: Outbound) -> list[Handler]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.actions.runner import SYSTEM_ACTOR, outcome
 from flowledger.engine import async_steps, schedules
 from flowledger.engine.facade import Engine
 from flowledger.engine.instances import start_instance
@@ -24,16 +25,8 @@ from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.step import JobStepLock, Step
 from flowledger.engine.write_buffer import take_rider
 from flowledger.errors import PermanentError
-from flowledger.worker import JobContext, Skip
+from flowledger.worker import JobContext
 from flowledger.worker.registry import Handler, HandlerFn, define_handler
-
-SYSTEM = "system"
-
-
-def _outcome(result: Any) -> Any:
-    if isinstance(result, dict) and result.get("skipped"):
-        return Skip(str(result["skipped"]))
-    return result
 
 
 async def _instance_step(
@@ -54,7 +47,7 @@ async def _instance_step(
         step = await engine.open_step(
             conn,
             instance_id,
-            actor=SYSTEM,
+            actor=SYSTEM_ACTOR,
             now=ctx.clock.now() if now is None else now,
             job_id=ctx.job.id,
             locked=held.row,
@@ -62,8 +55,8 @@ async def _instance_step(
         return await body(step)
 
     # the step settles its job, its rows riding on that settlement where they can
-    return _outcome(
-        await ctx.step(ctx.job.type, run, lock_first=held, completes=_outcome, rides=take_rider)
+    return outcome(
+        await ctx.step(ctx.job.type, run, lock_first=held, completes=outcome, rides=take_rider)
     )
 
 
@@ -139,7 +132,7 @@ async def schedule_launch(ctx: JobContext, engine: Engine) -> Any:
         )
         return {"instanceId": instance_id}
 
-    return _outcome(await ctx.step("schedule_launch", run, completes=_outcome, rides=take_rider))
+    return outcome(await ctx.step("schedule_launch", run, completes=outcome, rides=take_rider))
 
 
 EngineJobFn = Callable[[JobContext, Engine], Awaitable[Any]]

@@ -2799,6 +2799,18 @@ export interface components {
              */
             value: number | null;
         };
+        /** ExternalDecisionCreate */
+        ExternalDecisionCreate: {
+            /** Comment */
+            comment?: string | null;
+            /** Decidedby */
+            decidedBy?: string | null;
+            /**
+             * Decision
+             * @enum {string}
+             */
+            decision: "approve" | "reject";
+        };
         /** ExternalDecisionPublic */
         ExternalDecisionPublic: {
             /** Comment */
@@ -3931,6 +3943,27 @@ export interface components {
         };
         /** ReasonBody */
         ReasonBody: {
+            /** Reason */
+            reason?: string | null;
+        };
+        /** RecoveryFilterBody */
+        RecoveryFilterBody: {
+            /** Instanceid */
+            instanceId?: number | null;
+            /**
+             * Limit
+             * @default 100
+             */
+            limit: number;
+            /**
+             * Minageminutes
+             * @default 0
+             */
+            minAgeMinutes: number;
+            /** Rate */
+            rate?: number | null;
+            /** Ratepersecond */
+            ratePerSecond?: number | null;
             /** Reason */
             reason?: string | null;
         };
@@ -5085,6 +5118,20 @@ export interface components {
             tokenId?: number | null;
             /** Traceid */
             traceId: string;
+        };
+        /** TriggerResultCreate */
+        TriggerResultCreate: {
+            /** Error */
+            error?: string | null;
+            /** Result */
+            result?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "succeeded" | "failed";
         };
         /** TriggerResultPublic */
         TriggerResultPublic: {
@@ -6282,17 +6329,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Comment */
-                    comment?: string | null;
-                    /** Decidedby */
-                    decidedBy?: string | null;
-                    /**
-                     * Decision
-                     * @enum {string}
-                     */
-                    decision: "approve" | "reject";
-                };
+                "application/json": components["schemas"]["ExternalDecisionCreate"];
             };
         };
         responses: {
@@ -6381,19 +6418,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Error */
-                    error?: string | null;
-                    /** Result */
-                    result?: {
-                        [key: string]: unknown;
-                    } | null;
-                    /**
-                     * Status
-                     * @enum {string}
-                     */
-                    status: "succeeded" | "failed";
-                };
+                "application/json": components["schemas"]["TriggerResultCreate"];
             };
         };
         responses: {
@@ -10214,26 +10239,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** Instanceid */
-                    instanceId?: number | null;
-                    /**
-                     * Limit
-                     * @default 100
-                     */
-                    limit?: number;
-                    /**
-                     * Minageminutes
-                     * @default 0
-                     */
-                    minAgeMinutes?: number;
-                    /** Rate */
-                    rate?: number | null;
-                    /** Ratepersecond */
-                    ratePerSecond?: number | null;
-                    /** Reason */
-                    reason?: string | null;
-                };
+                "application/json": components["schemas"]["RecoveryFilterBody"];
             };
         };
         responses: {
@@ -10314,26 +10320,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** Instanceid */
-                    instanceId?: number | null;
-                    /**
-                     * Limit
-                     * @default 100
-                     */
-                    limit?: number;
-                    /**
-                     * Minageminutes
-                     * @default 0
-                     */
-                    minAgeMinutes?: number;
-                    /** Rate */
-                    rate?: number | null;
-                    /** Ratepersecond */
-                    ratePerSecond?: number | null;
-                    /** Reason */
-                    reason?: string | null;
-                };
+                "application/json": components["schemas"]["RecoveryFilterBody"];
             };
         };
         responses: {

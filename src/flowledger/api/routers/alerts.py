@@ -40,12 +40,13 @@ from flowledger.api.auth import Caller, CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.errors import Forbidden
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require, require_tenant
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require_tenant
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
 from flowledger.ops.alerts import queries, rules, silences
 from flowledger.ops.alerts.rules import RuleFields, parse_duration
 
-router = APIRouter(prefix="/engine/alerts", tags=["alerts"])
+router = APIRouter(prefix="/engine/alerts", tags=["alerts"], route_class=GuardedRoute)
 
 RuleId = Annotated[int, Path(alias="ruleId", ge=1, le=MAX_ID)]
 SilenceId = Annotated[int, Path(alias="silenceId", ge=1, le=MAX_ID)]
@@ -93,7 +94,7 @@ def _for_seconds(body: RuleCreate) -> int:
     return parse_duration(body.for_)
 
 
-@router.get("/rules", response_model=RulePage)
+@router.get("/rules", response_model=RulePage, dependencies=[allow(INSTANCE_MONITOR)])
 async def list_rules(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -103,7 +104,6 @@ async def list_rules(
     cursor: Cursor = None,
 ) -> RulePage:
     """Rules of the caller's tenants, newest first."""
-    require(caller, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     async with ctx.db.read() as conn:
         items, key = await rules.list_rules(
@@ -120,11 +120,15 @@ async def list_rules(
     )
 
 
-@router.post("/rules", status_code=201, response_model=RuleCreated)
+@router.post(
+    "/rules",
+    status_code=201,
+    response_model=RuleCreated,
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("alert_rule.create", "alert_rule"))],
+)
 async def create_rule(body: RuleCreate, ctx: Ctx, caller: CurrentCaller) -> RuleCreated:
     """A threshold rule; a webhook without a secret gets one, returned once."""
     async with audited(ctx, caller, "alert_rule.create", "alert_rule") as entry:
-        require(caller, ENGINE_OPERATE)
         given = "tenant" in body.model_fields_set
         tenant = _scope(caller, body.tenant if given else _default_scope(caller))
         entry.tenant_id = tenant
@@ -159,9 +163,8 @@ async def create_rule(body: RuleCreate, ctx: Ctx, caller: CurrentCaller) -> Rule
     return RuleCreated(**public.model_dump(), webhook_secret=generated)
 
 
-@router.get("/rules/{ruleId}", response_model=RulePublic)
+@router.get("/rules/{ruleId}", response_model=RulePublic, dependencies=[allow(INSTANCE_MONITOR)])
 async def get_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> RulePublic:
-    require(caller, INSTANCE_MONITOR)
     async with ctx.db.read() as conn:
         row = await rules.require_rule(conn, rule_id, tenants=caller.tenant_scope)
     return RulePublic.from_row(row)
@@ -191,13 +194,16 @@ def _changes(body: RuleUpdate) -> dict[str, Any]:
     return changes
 
 
-@router.patch("/rules/{ruleId}", response_model=RulePublic)
+@router.patch(
+    "/rules/{ruleId}",
+    response_model=RulePublic,
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("alert_rule.update", "alert_rule", "ruleId"))],
+)
 async def update_rule(
     rule_id: RuleId, body: RuleUpdate, ctx: Ctx, caller: CurrentCaller
 ) -> RulePublic:
     """Change some fields; disabling returns the rule to ``ok`` silently."""
     async with audited(ctx, caller, "alert_rule.update", "alert_rule", rule_id) as entry:
-        require(caller, ENGINE_OPERATE)
         entry.detail.update(
             _secret_free(body.model_dump(by_alias=True, exclude_unset=True, mode="json"))
         )
@@ -214,11 +220,15 @@ async def update_rule(
     return RulePublic.from_row(row)
 
 
-@router.delete("/rules/{ruleId}", status_code=204, response_class=Response)
+@router.delete(
+    "/rules/{ruleId}",
+    status_code=204,
+    response_class=Response,
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("alert_rule.delete", "alert_rule", "ruleId"))],
+)
 async def delete_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> Response:
     """Delete a rule; its events stay on record."""
     async with audited(ctx, caller, "alert_rule.delete", "alert_rule", rule_id) as entry:
-        require(caller, ENGINE_OPERATE)
         async with ctx.db.begin() as conn:
             row = await rules.delete_rule(conn, rule_id, tenants=caller.tenant_scope)
         entry.tenant_id = row["tenant_id"]
@@ -228,7 +238,7 @@ async def delete_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> Respo
 # ------------------------------------------------------------------ events
 
 
-@router.get("/events", response_model=EventPage)
+@router.get("/events", response_model=EventPage, dependencies=[allow(INSTANCE_MONITOR)])
 async def list_events(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -238,7 +248,6 @@ async def list_events(
     cursor: Cursor = None,
 ) -> EventPage:
     """Firing and resolved transitions, newest first, with the deciding value."""
-    require(caller, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     async with ctx.db.read() as conn:
         items, key = await queries.list_events(
@@ -255,14 +264,13 @@ async def list_events(
     )
 
 
-@router.get("/metrics", response_model=MetricValues)
+@router.get("/metrics", response_model=MetricValues, dependencies=[allow(INSTANCE_MONITOR)])
 async def metric_values(
     ctx: Ctx,
     caller: CurrentCaller,
     tenant: Annotated[str | None, Query(max_length=64, description="'*': every tenant")] = None,
 ) -> MetricValues:
     """The alert metrics' values now, for one tenant or every tenant."""
-    require(caller, INSTANCE_MONITOR)
     scope = _scope(caller, tenant if tenant is not None else _default_scope(caller))
     async with ctx.db.read() as conn:
         values = await queries.current_values(conn, tenant=scope, now=ctx.now())
@@ -272,7 +280,7 @@ async def metric_values(
 # ---------------------------------------------------------------- silences
 
 
-@router.get("/silences", response_model=SilencePage)
+@router.get("/silences", response_model=SilencePage, dependencies=[allow(INSTANCE_MONITOR)])
 async def list_silences(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -280,7 +288,6 @@ async def list_silences(
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> SilencePage:
-    require(caller, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     now = ctx.now()
     async with ctx.db.read() as conn:
@@ -298,11 +305,15 @@ async def list_silences(
     )
 
 
-@router.post("/silences", status_code=201, response_model=SilencePublic)
+@router.post(
+    "/silences",
+    status_code=201,
+    response_model=SilencePublic,
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("alert_silence.create", "alert_silence"))],
+)
 async def create_silence(body: SilenceCreate, ctx: Ctx, caller: CurrentCaller) -> SilencePublic:
     """Silence the notifications of matching rules for a time window."""
     async with audited(ctx, caller, "alert_silence.create", "alert_silence") as entry:
-        require(caller, ENGINE_OPERATE)
         entry.detail.update(body.model_dump(by_alias=True, exclude_none=True, mode="json"))
         now = ctx.now()
         matcher = body.matcher
@@ -345,11 +356,16 @@ async def create_silence(body: SilenceCreate, ctx: Ctx, caller: CurrentCaller) -
     return SilencePublic.from_row(row, now)
 
 
-@router.post("/silences/{silenceId}/expire", response_model=SilencePublic)
+@router.post(
+    "/silences/{silenceId}/expire",
+    response_model=SilencePublic,
+    dependencies=[
+        allow(ENGINE_OPERATE, audit=Audit("alert_silence.expire", "alert_silence", "silenceId"))
+    ],
+)
 async def expire_silence(silence_id: SilenceId, ctx: Ctx, caller: CurrentCaller) -> SilencePublic:
     """End a silence now; notifications owed go out at the next evaluation."""
     async with audited(ctx, caller, "alert_silence.expire", "alert_silence", silence_id) as entry:
-        require(caller, ENGINE_OPERATE)
         now = ctx.now()
         async with ctx.db.begin() as conn:
             row = await silences.expire_silence(
@@ -359,10 +375,16 @@ async def expire_silence(silence_id: SilenceId, ctx: Ctx, caller: CurrentCaller)
     return SilencePublic.from_row(row, now)
 
 
-@router.delete("/silences/{silenceId}", status_code=204, response_class=Response)
+@router.delete(
+    "/silences/{silenceId}",
+    status_code=204,
+    response_class=Response,
+    dependencies=[
+        allow(ENGINE_OPERATE, audit=Audit("alert_silence.delete", "alert_silence", "silenceId"))
+    ],
+)
 async def delete_silence(silence_id: SilenceId, ctx: Ctx, caller: CurrentCaller) -> Response:
     async with audited(ctx, caller, "alert_silence.delete", "alert_silence", silence_id) as entry:
-        require(caller, ENGINE_OPERATE)
         async with ctx.db.begin() as conn:
             row = await silences.delete_silence(conn, silence_id, tenants=caller.tenant_scope)
         entry.tenant_id = row["tenant_id"]

@@ -22,12 +22,19 @@ from flowledger.api.analytics_schemas import (
 )
 from flowledger.api.auth import Caller, CurrentCaller
 from flowledger.api.deps import Ctx
-from flowledger.api.permissions import INSTANCE_MONITOR, require
+from flowledger.api.permissions import INSTANCE_MONITOR
+from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.ops import analytics, analytics_async, analytics_tasks
 from flowledger.ops.analytics_sql import AnalyticsScope
 from flowledger.ops.analytics_time import resolve_time_zone
 
-router = APIRouter(prefix="/analytics", tags=["analytics"])
+# every route here is a read for monitors (SPEC A-2, O-14)
+router = APIRouter(
+    prefix="/analytics",
+    tags=["analytics"],
+    route_class=GuardedRoute,
+    dependencies=[allow(INSTANCE_MONITOR)],
+)
 
 
 def analytics_scope(
@@ -37,9 +44,7 @@ def analytics_scope(
         Query(alias="definitionKey", min_length=1, max_length=64, description="One definition."),
     ] = None,
 ) -> AnalyticsScope:
-    """The caller's tenants (A-3) and the definition filter, once the caller
-    is known to hold ``workflow:instance:monitor``."""
-    require(caller, INSTANCE_MONITOR)
+    """The caller's tenants (A-3) and the definition filter."""
     return AnalyticsScope(tenants=_tenants(caller), definition_key=definition_key)
 
 

@@ -24,10 +24,9 @@ from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import (
     DEFINITION_MANAGE,
     INSTANCE_MONITOR,
-    require,
-    require_any,
     require_tenant,
 )
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, TenantId
 from flowledger.errors import NotFoundError
 from flowledger.events import automation_store as store
@@ -39,7 +38,7 @@ from flowledger.events.automation_rules import (
     public_actions,
 )
 
-router = APIRouter(prefix="/automation-rules", tags=["automation"])
+router = APIRouter(prefix="/automation-rules", tags=["automation"], route_class=GuardedRoute)
 
 RuleId = Annotated[int, Path(alias="ruleId", ge=1, le=MAX_ID)]
 
@@ -91,7 +90,9 @@ def _not_found(rule_id: int) -> AutomationRuleNotFound:
     return AutomationRuleNotFound(f"automation rule {rule_id} not found", field="ruleId")
 
 
-@router.get("", response_model=AutomationRulePage)
+@router.get(
+    "", response_model=AutomationRulePage, dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)]
+)
 async def list_automation_rules(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -103,7 +104,6 @@ async def list_automation_rules(
     cursor: Cursor = None,
 ) -> AutomationRulePage:
     """Rules of the caller's tenants, newest first."""
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     async with ctx.db.read() as conn:
         page = await store.list_rules(
@@ -120,14 +120,20 @@ async def list_automation_rules(
     )
 
 
-@router.post("", status_code=201, response_model=AutomationRulePublic)
+@router.post(
+    "",
+    status_code=201,
+    response_model=AutomationRulePublic,
+    dependencies=[
+        allow(DEFINITION_MANAGE, audit=Audit("automation_rule.create", "automation_rule"))
+    ],
+)
 async def create_automation_rule(
     body: AutomationRuleCreate, ctx: Ctx, caller: CurrentCaller
 ) -> AutomationRulePublic:
     """A rule that runs its actions as ``automation_action`` jobs on the
     events it names (in the caller's first tenant unless ``tenant`` is given)."""
     async with audited(ctx, caller, "automation_rule.create", "automation_rule") as entry:
-        require(caller, DEFINITION_MANAGE)
         tenant = body.tenant or caller.default_tenant
         require_tenant(caller, tenant)
         entry.tenant_id = tenant
@@ -140,11 +146,14 @@ async def create_automation_rule(
     return AutomationRulePublic.of(rule)
 
 
-@router.get("/{ruleId}", response_model=AutomationRulePublic)
+@router.get(
+    "/{ruleId}",
+    response_model=AutomationRulePublic,
+    dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)],
+)
 async def get_automation_rule(
     rule_id: RuleId, ctx: Ctx, caller: CurrentCaller
 ) -> AutomationRulePublic:
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     async with ctx.db.read() as conn:
         rule = await store.get_rule(conn, rule_id, tenants=caller.tenant_scope)
     if rule is None:
@@ -152,14 +161,19 @@ async def get_automation_rule(
     return AutomationRulePublic.of(rule)
 
 
-@router.patch("/{ruleId}", response_model=AutomationRulePublic)
+@router.patch(
+    "/{ruleId}",
+    response_model=AutomationRulePublic,
+    dependencies=[
+        allow(DEFINITION_MANAGE, audit=Audit("automation_rule.update", "automation_rule", "ruleId"))
+    ],
+)
 async def update_automation_rule(
     rule_id: RuleId, body: RulePatch, ctx: Ctx, caller: CurrentCaller
 ) -> AutomationRulePublic:
     """Change some of a rule's keys; ``actions`` replaces the whole list (a
     secret header sent back as ``********`` keeps its stored value)."""
     async with audited(ctx, caller, "automation_rule.update", "automation_rule", rule_id) as entry:
-        require(caller, DEFINITION_MANAGE)
         entry.detail["fields"] = sorted(body.model_dump(exclude_unset=True, by_alias=True))
         async with ctx.db.begin() as conn:
             rule = await store.update_rule(
@@ -171,11 +185,17 @@ async def update_automation_rule(
     return AutomationRulePublic.of(rule)
 
 
-@router.delete("/{ruleId}", status_code=204, response_class=Response)
+@router.delete(
+    "/{ruleId}",
+    status_code=204,
+    response_class=Response,
+    dependencies=[
+        allow(DEFINITION_MANAGE, audit=Audit("automation_rule.delete", "automation_rule", "ruleId"))
+    ],
+)
 async def delete_automation_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> Response:
     """Delete a rule; its jobs not yet run are skipped when they run."""
     async with audited(ctx, caller, "automation_rule.delete", "automation_rule", rule_id) as entry:
-        require(caller, DEFINITION_MANAGE)
         async with ctx.db.begin() as conn:
             rule = await store.delete_rule(conn, rule_id, tenants=caller.tenant_scope)
         if rule is None:

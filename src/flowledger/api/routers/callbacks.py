@@ -11,7 +11,9 @@ the server's time. While the secret is unset every callback is refused with
 503 ``callback_secret_unset``; a missing or wrong signature is 401 with the
 reason as its code (``signature_missing``, ``signature_mismatch``,
 ``timestamp_invalid``, ``timestamp_out_of_tolerance``) and changes nothing.
-The signature is checked before the body is parsed.
+The signature is the route's access declaration (``SIGNED_CALLBACK`` of
+:mod:`flowledger.api.route_access`), checked before the body is parsed; the
+body is then validated against its declared model like any other route's.
 
 - ``POST /callbacks/external/{taskId}`` ``{decision: approve|reject,
   comment?, decidedBy?}`` decides an external approval task.
@@ -32,16 +34,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal, Self
 
-from fastapi import APIRouter, Path, Request, Response
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ValidationError
+from fastapi import APIRouter, Path
 
 from flowledger.api.audit import AuditEntry, write_audit
 from flowledger.api.deps import ApiContext, Ctx
-from flowledger.api.errors import Unauthenticated, error_body
+from flowledger.api.route_access import SIGNED_CALLBACK, GuardedRoute
 from flowledger.api.schemas import (
     MAX_ID,
     ApiModel,
@@ -54,24 +53,11 @@ from flowledger.api.schemas import (
 from flowledger.engine import callbacks
 from flowledger.engine.callback_records import CallbackRecord
 from flowledger.errors import FlowledgerError
-from flowledger.outbound.signing import SignatureInvalid, verify
 
-router = APIRouter(prefix="/callbacks", tags=["callbacks"])
-
-M = TypeVar("M", bound=BaseModel)
+router = APIRouter(prefix="/callbacks", tags=["callbacks"], route_class=GuardedRoute)
 
 TaskId = Annotated[int, Path(alias="taskId", ge=1, le=MAX_ID)]
 JobId = Annotated[int, Path(alias="jobId", ge=1, le=MAX_ID)]
-
-
-class CallbackSignatureInvalid(Unauthenticated):
-    """A callback without a valid signature; ``code`` is the reason."""
-
-    code = "signature_invalid"
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.code = reason
 
 
 # ------------------------------------------------------------------ models
@@ -143,53 +129,6 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
-    """The OpenAPI request body of a route that reads its raw bytes."""
-    schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": schema}},
-        }
-    }
-
-
-async def _verified(ctx: ApiContext, request: Request) -> bytes | Response:
-    """The raw body once its signature holds; a 503 response while no secret
-    is configured; raises CallbackSignatureInvalid (401) otherwise."""
-    settings = ctx.settings
-    if not settings.callback_secret:
-        body = error_body(
-            "callback_secret_unset",
-            "callbacks are refused: FLOWLEDGER_CALLBACK_SECRET is not set on this server",
-        )
-        return JSONResponse(body, status_code=503)
-    raw = await request.body()
-    try:
-        verify(
-            settings.callback_secret,
-            request.headers,
-            raw,
-            now=ctx.now().timestamp(),
-            tolerance_s=settings.signature_tolerance_s,
-            context=f"{request.method} {request.url.path}",
-        )
-    except SignatureInvalid as exc:
-        raise CallbackSignatureInvalid(exc.reason, str(exc)) from None
-    return raw
-
-
-def _parse(model: type[M], raw: bytes) -> M:
-    try:
-        return model.model_validate_json(raw or b"null")
-    except ValidationError as exc:
-        errors = [
-            {**err, "loc": ("body", *err.get("loc", ()))}
-            for err in exc.errors(include_url=False, include_context=False, include_input=False)
-        ]
-        raise RequestValidationError(errors) from None
-
-
 @asynccontextmanager
 async def _audited(
     ctx: ApiContext, actor: str, action: str, target_type: str, target_id: int
@@ -213,14 +152,12 @@ async def _audited(
     "/external/{taskId}",
     response_model=ExternalDecisionPublic,
     responses=_RESPONSES,
-    openapi_extra=_body_doc(ExternalDecisionCreate),
+    dependencies=[SIGNED_CALLBACK],
 )
-async def external_decision(task_id: TaskId, request: Request, ctx: Ctx) -> Any:
+async def external_decision(
+    task_id: TaskId, body: ExternalDecisionCreate, ctx: Ctx
+) -> ExternalDecisionPublic:
     """The external system's decision on an external approval task (X-2)."""
-    raw = await _verified(ctx, request)
-    if isinstance(raw, Response):
-        return raw
-    body = _parse(ExternalDecisionCreate, raw)
     actor = f"external:{body.decided_by}" if body.decided_by else "external"
     async with _audited(ctx, actor, "callback.external", "task", task_id) as entry:
         answer = await callbacks.external_decision(
@@ -237,14 +174,10 @@ async def external_decision(task_id: TaskId, request: Request, ctx: Ctx) -> Any:
     "/trigger/{jobId}",
     response_model=TriggerResultPublic,
     responses=_RESPONSES,
-    openapi_extra=_body_doc(TriggerResultCreate),
+    dependencies=[SIGNED_CALLBACK],
 )
-async def trigger_result(job_id: JobId, request: Request, ctx: Ctx) -> Any:
+async def trigger_result(job_id: JobId, body: TriggerResultCreate, ctx: Ctx) -> TriggerResultPublic:
     """The result of an async trigger's call (X-1)."""
-    raw = await _verified(ctx, request)
-    if isinstance(raw, Response):
-        return raw
-    body = _parse(TriggerResultCreate, raw)
     async with _audited(ctx, "external", "callback.trigger", "job", job_id) as entry:
         answer = await callbacks.trigger_result(
             ctx.engine, job_id, body.status, result=body.result, error=body.error

@@ -36,7 +36,8 @@ from flowledger.api.audit import audited
 from flowledger.api.auth import Caller, CurrentCaller
 from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Body, Reason, RequestModel, TaskPublic
 from flowledger.compensation import attachments, operations, queries
 from flowledger.compensation.errors import (
@@ -52,9 +53,16 @@ from flowledger.errors import NotFoundError
 from flowledger.settings import Settings
 from flowledger.states import InstanceStatus
 
-router = APIRouter(prefix="/compensation", tags=["compensation"])
+router = APIRouter(prefix="/compensation", tags=["compensation"], route_class=GuardedRoute)
 
 TicketId = Annotated[int, Path(alias="ticketId", ge=1, le=MAX_ID)]
+
+
+def _operate(action: str) -> Any:
+    """An operator's ticket action (``workflow:engine:operate``, audited when refused)."""
+    return allow(ENGINE_OPERATE, audit=Audit(action, "compensation", "ticketId"))
+
+
 LogId = Annotated[int, Path(alias="logId", ge=1, le=MAX_ID)]
 MULTIPART_SLACK_BYTES = 64 * 1024  # headers and the message part around the file
 MAX_MESSAGE = 10_000
@@ -226,7 +234,7 @@ def _reason(body: TicketReason | None) -> str | None:
 # -------------------------------------------------------------------- reads
 
 
-@router.get("/list", response_model=CompensationPage)
+@router.get("/list", response_model=CompensationPage, dependencies=[allow(INSTANCE_MONITOR)])
 async def list_tickets(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -236,7 +244,6 @@ async def list_tickets(
     cursor: Cursor = None,
 ) -> CompensationPage:
     """Tickets of the caller's tenants, newest first."""
-    require(caller, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     async with ctx.db.read() as conn:
         page = await queries.list_tickets(
@@ -253,10 +260,11 @@ async def list_tickets(
     )
 
 
-@router.get("/{ticketId}", response_model=CompensationDetail)
+@router.get(
+    "/{ticketId}", response_model=CompensationDetail, dependencies=[allow(INSTANCE_MONITOR)]
+)
 async def get_ticket(ticket_id: TicketId, ctx: Ctx, caller: CurrentCaller) -> CompensationDetail:
     """One ticket: error, action, the action's job, repair tasks and history."""
-    require(caller, INSTANCE_MONITOR)
     return await _detail(ctx, caller, ticket_id)
 
 
@@ -273,12 +281,12 @@ async def get_ticket(ticket_id: TicketId, ctx: Ctx, caller: CurrentCaller) -> Co
             },
         }
     },
+    dependencies=[allow(INSTANCE_MONITOR)],
 )
 async def download_attachment(
     ticket_id: TicketId, log_id: LogId, ctx: Ctx, caller: CurrentCaller
 ) -> FileResponse:
     """The file of an attachment history row, as a download."""
-    require(caller, INSTANCE_MONITOR)
     await _visible(ctx, caller, ticket_id)
     async with ctx.db.read() as conn:
         row = await queries.get_log(conn, ticket_id, log_id)
@@ -299,7 +307,11 @@ async def download_attachment(
 # ------------------------------------------------------------------ actions
 
 
-@router.post("/{ticketId}/resume", response_model=CompensationDetail)
+@router.post(
+    "/{ticketId}/resume",
+    response_model=CompensationDetail,
+    dependencies=[_operate("compensation.resume")],
+)
 async def resume_ticket(
     ticket_id: TicketId, ctx: Ctx, caller: CurrentCaller, body: TicketReason | None = None
 ) -> CompensationDetail:
@@ -309,7 +321,6 @@ async def resume_ticket(
     async with audited(
         ctx, caller, "compensation.resume", "compensation", ticket_id, reason=reason
     ) as entry:
-        require(caller, ENGINE_OPERATE)
         ticket = await _visible(ctx, caller, ticket_id)
         entry.tenant_id = ticket["tenant_id"]
         entry.detail.update(instanceId=ticket["instance_id"], nodeKey=ticket["failed_node_key"])
@@ -317,7 +328,11 @@ async def resume_ticket(
     return await _detail(ctx, caller, ticket_id)
 
 
-@router.post("/{ticketId}/retry", response_model=CompensationDetail)
+@router.post(
+    "/{ticketId}/retry",
+    response_model=CompensationDetail,
+    dependencies=[_operate("compensation.retry")],
+)
 async def retry_ticket(
     ticket_id: TicketId, ctx: Ctx, caller: CurrentCaller, body: TicketReason | None = None
 ) -> CompensationDetail:
@@ -326,7 +341,6 @@ async def retry_ticket(
     async with audited(
         ctx, caller, "compensation.retry", "compensation", ticket_id, reason=reason
     ) as entry:
-        require(caller, ENGINE_OPERATE)
         ticket = await _visible(ctx, caller, ticket_id)
         entry.tenant_id = ticket["tenant_id"]
         entry.detail.update(instanceId=ticket["instance_id"], previousJobId=ticket["action_job_id"])
@@ -335,7 +349,12 @@ async def retry_ticket(
     return await _detail(ctx, caller, ticket_id)
 
 
-@router.post("/{ticketId}/resolve", response_model=CompensationDetail)
+# refused before the body is read: the row names the route (resolve; note)
+@router.post(
+    "/{ticketId}/resolve",
+    response_model=CompensationDetail,
+    dependencies=[_operate("compensation.resolve")],
+)
 async def resolve_ticket(
     ticket_id: TicketId, body: TicketResolve, ctx: Ctx, caller: CurrentCaller
 ) -> CompensationDetail:
@@ -345,7 +364,6 @@ async def resolve_ticket(
     async with audited(
         ctx, caller, f"compensation.{body.action}", "compensation", ticket_id, reason=body.reason
     ) as entry:
-        require(caller, ENGINE_OPERATE)
         ticket = await _visible(ctx, caller, ticket_id)
         entry.tenant_id = ticket["tenant_id"]
         entry.detail["instanceId"] = ticket["instance_id"]
@@ -432,6 +450,7 @@ async def _upload(request: Request, settings: Settings) -> tuple[str | None, ope
     status_code=201,
     response_model=CompensationLogPublic,
     openapi_extra={"requestBody": _NOTE_BODY},
+    dependencies=[_operate("compensation.note")],
 )
 async def add_note(
     ticket_id: TicketId, request: Request, ctx: Ctx, caller: CurrentCaller
@@ -441,7 +460,6 @@ async def add_note(
     multipart = request.headers.get("content-type", "").startswith("multipart/form-data")
     action = "compensation.attachment" if multipart else "compensation.note"
     async with audited(ctx, caller, action, "compensation", ticket_id) as entry:
-        require(caller, ENGINE_OPERATE)  # before any byte of the body is read
         ticket = await _visible(ctx, caller, ticket_id)
         entry.tenant_id = ticket["tenant_id"]
         attachment = None

@@ -35,16 +35,15 @@ from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import (
     DEFINITION_MANAGE,
     INSTANCE_MONITOR,
-    require,
-    require_any,
     require_tenant,
 )
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Name, RequestModel, TenantId
 from flowledger.outbound import connector_config as config
 from flowledger.outbound import connector_store as store
 from flowledger.outbound.connector_errors import ConnectorNotFound
 
-router = APIRouter(prefix="/connectors", tags=["connectors"])
+router = APIRouter(prefix="/connectors", tags=["connectors"], route_class=GuardedRoute)
 
 ConnectorId = Annotated[int, Path(alias="connectorId", ge=1, le=MAX_ID)]
 
@@ -275,12 +274,13 @@ async def _visible(ctx: ApiContext, caller: Caller, connector_id: int) -> store.
     return connector
 
 
-@router.get("", response_model=ConnectorPage)
+@router.get(
+    "", response_model=ConnectorPage, dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)]
+)
 async def list_connectors(
     ctx: Ctx, caller: CurrentCaller, limit: Limit = 50, cursor: Cursor = None
 ) -> ConnectorPage:
     """Connectors of the caller's tenants, oldest first."""
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     async with ctx.db.read() as conn:
         page = await store.list_connectors(
@@ -293,13 +293,17 @@ async def list_connectors(
     return ConnectorPage(items=[ConnectorPublic.of(c) for c in page.items], next=cursor_for(key))
 
 
-@router.post("", status_code=201, response_model=ConnectorPublic)
+@router.post(
+    "",
+    status_code=201,
+    response_model=ConnectorPublic,
+    dependencies=[allow(DEFINITION_MANAGE, audit=Audit("connector.create", "connector"))],
+)
 async def create_connector(
     body: ConnectorCreate, ctx: Ctx, caller: CurrentCaller
 ) -> ConnectorPublic:
     """A new connector in the given tenant (default: the caller's first)."""
     async with audited(ctx, caller, "connector.create", "connector") as entry:
-        require(caller, DEFINITION_MANAGE)
         tenant = body.tenant or caller.default_tenant
         require_tenant(caller, tenant)
         entry.tenant_id = tenant
@@ -318,21 +322,29 @@ async def create_connector(
     return ConnectorPublic.of(connector)
 
 
-@router.get("/{connectorId}", response_model=ConnectorPublic)
+@router.get(
+    "/{connectorId}",
+    response_model=ConnectorPublic,
+    dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)],
+)
 async def read_connector(
     connector_id: ConnectorId, ctx: Ctx, caller: CurrentCaller
 ) -> ConnectorPublic:
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     return ConnectorPublic.of(await _visible(ctx, caller, connector_id))
 
 
-@router.patch("/{connectorId}", response_model=ConnectorPublic)
+@router.patch(
+    "/{connectorId}",
+    response_model=ConnectorPublic,
+    dependencies=[
+        allow(DEFINITION_MANAGE, audit=Audit("connector.update", "connector", "connectorId"))
+    ],
+)
 async def update_connector(
     connector_id: ConnectorId, body: ConnectorUpdate, ctx: Ctx, caller: CurrentCaller
 ) -> ConnectorPublic:
     """Change the given settings of a connector."""
     async with audited(ctx, caller, "connector.update", "connector", connector_id) as entry:
-        require(caller, DEFINITION_MANAGE)
         entry.detail["changed"] = body.changed_fields()
         async with ctx.db.begin() as conn:
             current = await store.get_connector(
@@ -348,24 +360,36 @@ async def update_connector(
     return ConnectorPublic.of(connector)
 
 
-@router.delete("/{connectorId}", status_code=204, response_class=Response)
+@router.delete(
+    "/{connectorId}",
+    status_code=204,
+    response_class=Response,
+    dependencies=[
+        allow(DEFINITION_MANAGE, audit=Audit("connector.delete", "connector", "connectorId"))
+    ],
+)
 async def delete_connector(connector_id: ConnectorId, ctx: Ctx, caller: CurrentCaller) -> Response:
     """Delete a connector (its call audit stays)."""
-    async with audited(ctx, caller, "connector.delete", "connector", connector_id) as entry:
-        require(caller, DEFINITION_MANAGE)
-        async with ctx.db.begin() as conn:
-            current = await store.get_connector(
-                conn, connector_id, tenants=caller.tenant_scope, for_update=True
-            )
-            if current is None:
-                raise _not_found(connector_id)
-            entry.tenant_id = current.tenant_id
-            entry.detail["key"] = current.key
-            await store.delete_connector(conn, connector_id)
+    async with (
+        audited(ctx, caller, "connector.delete", "connector", connector_id) as entry,
+        ctx.db.begin() as conn,
+    ):
+        current = await store.get_connector(
+            conn, connector_id, tenants=caller.tenant_scope, for_update=True
+        )
+        if current is None:
+            raise _not_found(connector_id)
+        entry.tenant_id = current.tenant_id
+        entry.detail["key"] = current.key
+        await store.delete_connector(conn, connector_id)
     return Response(status_code=204)
 
 
-@router.get("/{connectorId}/calls", response_model=ConnectorCallPage)
+@router.get(
+    "/{connectorId}/calls",
+    response_model=ConnectorCallPage,
+    dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)],
+)
 async def list_connector_calls(
     connector_id: ConnectorId,
     ctx: Ctx,
@@ -374,7 +398,6 @@ async def list_connector_calls(
     cursor: Cursor = None,
 ) -> ConnectorCallPage:
     """The connector's call audit, newest first."""
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     await _visible(ctx, caller, connector_id)
     async with ctx.db.read() as conn:

@@ -17,10 +17,9 @@ from flowledger.api.permissions import (
     DEFINITION_MANAGE,
     INSTANCE_MONITOR,
     INSTANCE_START,
-    require,
-    require_any,
     require_tenant,
 )
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import (
     DefinitionCreate,
     DefinitionPage,
@@ -30,7 +29,7 @@ from flowledger.api.schemas import (
 from flowledger.engine import queries
 from flowledger.engine.errors import DefinitionNotFound
 
-router = APIRouter(prefix="/definitions", tags=["definitions"])
+router = APIRouter(prefix="/definitions", tags=["definitions"], route_class=GuardedRoute)
 
 KeyPath = Annotated[str, Path(min_length=1, max_length=64)]
 VersionPath = Annotated[int, Path(ge=1, le=2**31 - 1)]
@@ -43,8 +42,8 @@ TenantQuery = Annotated[
 ]
 
 
-def _require_read(caller: Caller) -> None:
-    require_any(caller, INSTANCE_MONITOR, DEFINITION_MANAGE, INSTANCE_START)
+# reading needs one of these (a caller who may start must see what it starts)
+READ = allow(INSTANCE_MONITOR, DEFINITION_MANAGE, INSTANCE_START)
 
 
 def _tenant(caller: Caller, tenant: str | None) -> str:
@@ -54,14 +53,18 @@ def _tenant(caller: Caller, tenant: str | None) -> str:
     return chosen
 
 
-@router.post("", status_code=201, response_model=DefinitionPublic)
+@router.post(
+    "",
+    status_code=201,
+    response_model=DefinitionPublic,
+    dependencies=[allow(DEFINITION_MANAGE, audit=Audit("definition.deploy", "definition"))],
+)
 async def deploy_definition(
     body: DefinitionCreate, ctx: Ctx, caller: CurrentCaller
 ) -> DefinitionPublic:
     """Validate and deploy a definition as the next version of its key. An
     invalid definition is 422 ``definition_invalid`` listing every problem."""
     async with audited(ctx, caller, "definition.deploy", "definition") as entry:
-        require(caller, DEFINITION_MANAGE)
         tenant = body.tenant or caller.default_tenant
         require_tenant(caller, tenant)
         entry.tenant_id = tenant
@@ -73,12 +76,11 @@ async def deploy_definition(
     return DefinitionPublic.from_row(row)
 
 
-@router.get("", response_model=DefinitionPage)
+@router.get("", response_model=DefinitionPage, dependencies=[READ])
 async def list_definitions(
     ctx: Ctx, caller: CurrentCaller, limit: Limit = 50, cursor: Cursor = None
 ) -> DefinitionPage:
     """The latest version of every definition key in the caller's tenants."""
-    _require_read(caller)
     after = decode_cursor(cursor, (str, str))
     async with ctx.db.read() as conn:
         page = await queries.list_definitions(
@@ -92,12 +94,11 @@ async def list_definitions(
     )
 
 
-@router.get("/{key}/versions", response_model=DefinitionPage)
+@router.get("/{key}/versions", response_model=DefinitionPage, dependencies=[READ])
 async def list_definition_versions(
     key: KeyPath, ctx: Ctx, caller: CurrentCaller, tenant: TenantQuery = None
 ) -> DefinitionPage:
     """Every version of one key, newest first."""
-    _require_read(caller)
     chosen = _tenant(caller, tenant)
     async with ctx.db.read() as conn:
         rows = await queries.list_definition_versions(conn, key, tenant=chosen)
@@ -106,7 +107,9 @@ async def list_definition_versions(
     return DefinitionPage(items=[DefinitionPublic.from_row(r) for r in rows], next=None)
 
 
-@router.get("/{key}/versions/{version}", response_model=DefinitionVersionPublic)
+@router.get(
+    "/{key}/versions/{version}", response_model=DefinitionVersionPublic, dependencies=[READ]
+)
 async def read_definition_version(
     key: KeyPath,
     version: VersionPath,
@@ -115,7 +118,7 @@ async def read_definition_version(
     tenant: TenantQuery = None,
 ) -> DefinitionVersionPublic:
     """One version with its (normalised) source document."""
-    _require_read(caller)
+
     chosen = _tenant(caller, tenant)
     async with ctx.db.read() as conn:
         row = await queries.get_definition_version(conn, key, version, tenant=chosen)

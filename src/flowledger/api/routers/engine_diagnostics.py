@@ -15,11 +15,12 @@ from fastapi import APIRouter
 
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
-from flowledger.api.permissions import INSTANCE_MONITOR, require
+from flowledger.api.permissions import INSTANCE_MONITOR
+from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import ApiModel
 from flowledger.ops.engine_diagnostics import engine_diagnostics
 
-router = APIRouter(prefix="/engine", tags=["engine"])
+router = APIRouter(prefix="/engine", tags=["engine"], route_class=GuardedRoute)
 
 
 class NodePublic(ApiModel):
@@ -126,11 +127,12 @@ class EngineDiagnosticsPublic(ApiModel):
     queue: QueuePublic
 
 
-@router.get("/diagnostics", response_model=EngineDiagnosticsPublic)
+@router.get(
+    "/diagnostics", response_model=EngineDiagnosticsPublic, dependencies=[allow(INSTANCE_MONITOR)]
+)
 async def read_engine_diagnostics(ctx: Ctx, caller: CurrentCaller) -> EngineDiagnosticsPublic:
     """The engine's state now: nodes, leaders, system task runs, outbox,
     settings and the queue distribution (tenant-scoped job figures)."""
-    require(caller, INSTANCE_MONITOR)
     data = await engine_diagnostics(
         ctx.db,
         now=ctx.now(),

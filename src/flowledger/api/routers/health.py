@@ -24,13 +24,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from pydantic import Field
 
-from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
-from flowledger.api.permissions import INSTANCE_MONITOR, require
+from flowledger.api.permissions import INSTANCE_MONITOR
+from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import ApiModel, DefinitionKey, UtcTime
 from flowledger.errors import FlowledgerError
 from flowledger.ops import health_inspection as inspection
@@ -40,7 +41,13 @@ from flowledger.ops.health_rules import RULE_CODES
 from flowledger.ops.health_score import engine_health_score, health_score_of
 from flowledger.ops.runtime_status import runtime_figures
 
-router = APIRouter(prefix="/engine", tags=["health"])
+# every route here is a read for monitors (SPEC A-2)
+router = APIRouter(
+    prefix="/engine",
+    tags=["health"],
+    route_class=GuardedRoute,
+    dependencies=[allow(INSTANCE_MONITOR)],
+)
 
 RuleCode = Literal[
     "token_task_mismatch",
@@ -126,14 +133,6 @@ class HealthHistory(ApiModel):
     points: list[HealthPoint]
 
 
-def monitor(caller: CurrentCaller) -> Caller:
-    require(caller, INSTANCE_MONITOR)
-    return caller
-
-
-Monitor = Annotated[Caller, Depends(monitor)]
-
-
 def _threshold(value: int) -> timedelta:
     low, high = inspection.MIN_THRESHOLD_MINUTES, inspection.MAX_THRESHOLD_MINUTES
     if not low <= value <= high:
@@ -146,7 +145,7 @@ def _threshold(value: int) -> timedelta:
 @router.get("/health-inspection", response_model=HealthInspection)
 async def health_inspection(
     ctx: Ctx,
-    caller: Monitor,
+    caller: CurrentCaller,
     threshold_minutes: Annotated[
         int,
         Query(alias="thresholdMinutes", description="From 10 to 1440 minutes (default 30)."),
@@ -189,7 +188,7 @@ def _item(p: inspection.Problem, now: datetime) -> HealthItem:
 
 
 @router.get("/health-score", response_model=HealthScorePublic)
-async def health_score(ctx: Ctx, caller: Monitor) -> HealthScorePublic:
+async def health_score(ctx: Ctx, caller: CurrentCaller) -> HealthScorePublic:
     """The engine health score (0-100) with its deductions and inputs."""
     now = ctx.now()
     async with ctx.db.read() as conn:
@@ -200,7 +199,7 @@ async def health_score(ctx: Ctx, caller: Monitor) -> HealthScorePublic:
 @router.get("/health-history", response_model=HealthHistory)
 async def health_history(
     ctx: Ctx,
-    _caller: Monitor,
+    _caller: CurrentCaller,
     start: Annotated[UtcTime | None, Query(alias="from")] = None,
     end: Annotated[UtcTime | None, Query(alias="to")] = None,
 ) -> HealthHistory:

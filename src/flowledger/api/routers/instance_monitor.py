@@ -23,18 +23,18 @@ from starlette.background import BackgroundTask
 
 from flowledger.api import lookups
 from flowledger.api.audit import audited
-from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.instance_params import SortParam, instance_filter_params, scoped
 from flowledger.api.monitor_schemas import FormCorrection, FormCorrectionResult, InstanceCounts
-from flowledger.api.operator_guard import operator
-from flowledger.api.permissions import INSTANCE_MONITOR, require
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
 from flowledger.ops import instance_export, instance_queries
 from flowledger.ops.form_corrections import correct_form
 from flowledger.ops.instance_filters import InstanceFilter
 
-router = APIRouter(prefix="/instances", tags=["instances"])
+router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 
 InstanceId = Annotated[int, Path(alias="instanceId", ge=1, le=MAX_ID)]
 Filters = Annotated[InstanceFilter, Depends(instance_filter_params)]
@@ -43,17 +43,8 @@ XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 CSV = "text/csv; charset=utf-8"
 
 
-def monitor(caller: CurrentCaller) -> Caller:
-    """The caller, once it is known to hold ``workflow:instance:monitor``."""
-    require(caller, INSTANCE_MONITOR)
-    return caller
-
-
-Monitor = Annotated[Caller, Depends(monitor)]
-
-
-@router.get("/counts", response_model=InstanceCounts)
-async def count_instances(ctx: Ctx, caller: Monitor, flt: Filters) -> InstanceCounts:
+@router.get("/counts", response_model=InstanceCounts, dependencies=[allow(INSTANCE_MONITOR)])
+async def count_instances(ctx: Ctx, caller: CurrentCaller, flt: Filters) -> InstanceCounts:
     """SPEC O-1: how many instances match the list's filter in each status
     (the console's tab badges), in one query. The ``status`` filter itself
     is not applied: every status is counted."""
@@ -73,10 +64,11 @@ async def count_instances(ctx: Ctx, caller: Monitor, flt: Filters) -> InstanceCo
             "content": {"text/csv": {}, XLSX: {}},
         }
     },
+    dependencies=[allow(INSTANCE_MONITOR)],
 )
 async def export_instances(
     ctx: Ctx,
-    caller: Monitor,
+    caller: CurrentCaller,
     flt: Filters,
     format: Annotated[Literal["csv", "xlsx"], Query(description="File format.")] = "csv",
     sort: Annotated[SortParam, Query(description="Newest first by this time.")] = "created",
@@ -106,14 +98,15 @@ async def export_instances(
     )
 
 
-FormOperator = Annotated[
-    Caller, Depends(operator("instance.correct_form", "instance", "instanceId"))
-]
-
-
-@router.patch("/{instanceId}/form", response_model=FormCorrectionResult)
+@router.patch(
+    "/{instanceId}/form",
+    response_model=FormCorrectionResult,
+    dependencies=[
+        allow(ENGINE_OPERATE, audit=Audit("instance.correct_form", "instance", "instanceId"))
+    ],
+)
 async def correct_instance_form(
-    instance_id: InstanceId, caller: FormOperator, body: FormCorrection, ctx: Ctx
+    instance_id: InstanceId, caller: CurrentCaller, body: FormCorrection, ctx: Ctx
 ) -> FormCorrectionResult:
     """Correct form fields of a running or suspended instance (validated
     against its form schema, recorded in the form write history with the

@@ -13,8 +13,9 @@
 - ``GET /instances/{id}/diagnostic-bundle`` — one JSON file download.
 
 Reads, previews and bundles need ``workflow:instance:monitor``; force jump
-and batch recovery need ``workflow:engine:operate`` (checked by a
-dependency, so a caller without it gets 403 before its body is validated).
+and batch recovery need ``workflow:engine:operate`` (declared on the route,
+so a caller without it gets 403 before its body is read, and the refusal is
+audited).
 Another tenant's instance is 404. Mutations are audited (``instance.force_jump``
 with the reason; one ``instance.recover`` row per advanced instance and one
 ``instance.batch_recover`` row for the batch). The read models live in
@@ -24,13 +25,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
 from flowledger.api import lookups
 from flowledger.api.audit import AuditEntry, audited, write_audit
-from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.instance_ops_schemas import (
     BatchRecover,
@@ -40,7 +41,8 @@ from flowledger.api.instance_ops_schemas import (
     NodeKey,
 )
 from flowledger.api.pagination import Cursor
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
 from flowledger.engine.force_jump import JumpOutcome
 from flowledger.ops.batch_recovery import RecoverySelection, batch_recover
@@ -48,7 +50,7 @@ from flowledger.ops.instance_bundle import instance_bundle
 from flowledger.ops.instance_diagnostics import VIEWS, instance_diagnostics
 from flowledger.ops.instance_diagnostics_trace import DEFAULT_TRACE_LIMIT, MAX_TRACE_LIMIT
 
-router = APIRouter(prefix="/instances", tags=["instances"])
+router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 
 InstanceId = Annotated[int, Path(alias="instanceId", ge=1, le=MAX_ID)]
 View = Literal[
@@ -58,23 +60,16 @@ assert set(get_args(View)) == set(VIEWS)
 PREVIEW_REASON = "(preview)"
 
 
-def monitor(caller: CurrentCaller) -> Caller:
-    require(caller, INSTANCE_MONITOR)
-    return caller
+MONITOR = allow(INSTANCE_MONITOR)
 
 
-def operator(caller: CurrentCaller) -> Caller:
-    require(caller, ENGINE_OPERATE)
-    return caller
-
-
-Monitor = Annotated[Caller, Depends(monitor)]
-Operator = Annotated[Caller, Depends(operator)]
-
-
-@router.post("/batch-recover", response_model=BatchRecoverPublic)
+@router.post(
+    "/batch-recover",
+    response_model=BatchRecoverPublic,
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("instance.batch_recover", "definition"))],
+)
 async def batch_recover_instances(
-    body: BatchRecover, ctx: Ctx, caller: Operator
+    body: BatchRecover, ctx: Ctx, caller: CurrentCaller
 ) -> BatchRecoverPublic:
     """SPEC O-6: the running instances of ``definitionKey`` whose active
     token is at ``nodeKey`` with no engine progress for ``stuckMinutes``
@@ -126,6 +121,7 @@ async def batch_recover_instances(
 
 @router.get(
     "/{instanceId}/diagnostics",
+    dependencies=[MONITOR],
     response_class=JSONResponse,
     responses={
         200: {
@@ -145,7 +141,7 @@ async def batch_recover_instances(
 async def diagnose_instance(
     instance_id: InstanceId,
     ctx: Ctx,
-    caller: Monitor,
+    caller: CurrentCaller,
     view: Annotated[View | None, Query(description="One view only.")] = None,
     limit: Annotated[
         int, Query(ge=1, le=MAX_TRACE_LIMIT, description="Trace rows per page.")
@@ -179,11 +175,13 @@ def _public(outcome: JumpOutcome, *, preview: bool) -> ForceJumpPublic:
     return ForceJumpPublic.model_validate({**data, "preview": preview})
 
 
-@router.get("/{instanceId}/force-jump/preview", response_model=ForceJumpPublic)
+@router.get(
+    "/{instanceId}/force-jump/preview", response_model=ForceJumpPublic, dependencies=[MONITOR]
+)
 async def preview_force_jump(
     instance_id: InstanceId,
     ctx: Ctx,
-    caller: Monitor,
+    caller: CurrentCaller,
     target: Annotated[NodeKey, Query(description="The node to jump to.")],
     from_node: Annotated[
         NodeKey | None, Query(alias="fromNode", description="Move only the tokens at this node.")
@@ -204,9 +202,15 @@ async def preview_force_jump(
     return _public(outcome, preview=True)
 
 
-@router.post("/{instanceId}/force-jump", response_model=ForceJumpPublic)
+@router.post(
+    "/{instanceId}/force-jump",
+    response_model=ForceJumpPublic,
+    dependencies=[
+        allow(ENGINE_OPERATE, audit=Audit("instance.force_jump", "instance", "instanceId"))
+    ],
+)
 async def force_jump_instance(
-    instance_id: InstanceId, body: ForceJump, ctx: Ctx, caller: Operator
+    instance_id: InstanceId, body: ForceJump, ctx: Ctx, caller: CurrentCaller
 ) -> ForceJumpPublic:
     """SPEC O-4: terminate the open tasks of the moved positions (``skipped``,
     comment ``[Admin force jump to «target»] reason``), consume their tokens,
@@ -237,11 +241,12 @@ async def force_jump_instance(
 
 @router.get(
     "/{instanceId}/diagnostic-bundle",
+    dependencies=[MONITOR],
     response_class=JSONResponse,
     responses={200: {"description": "The bundle, as a JSON file download."}},
 )
 async def download_instance_bundle(
-    instance_id: InstanceId, ctx: Ctx, caller: Monitor
+    instance_id: InstanceId, ctx: Ctx, caller: CurrentCaller
 ) -> JSONResponse:
     """SPEC O-7: the diagnostics document, the instance's jobs with every
     attempt, its audit rows and the flowledger and schema versions, secrets

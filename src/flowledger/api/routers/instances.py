@@ -27,10 +27,10 @@ from flowledger.api.permissions import (
     INSTANCE_START,
     TASK_ACT,
     require,
-    require_any,
     require_own,
     require_tenant,
 )
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import (
     MAX_ID,
     CommentCreate,
@@ -44,23 +44,40 @@ from flowledger.api.schemas import (
 from flowledger.ops import instance_queries
 from flowledger.ops.instance_filters import InstanceFilter
 
-router = APIRouter(prefix="/instances", tags=["instances"])
+router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 
 InstanceId = Annotated[int, Path(alias="instanceId", ge=1, le=MAX_ID)]
 OptionalReason = Annotated[ReasonBody, Body(default_factory=ReasonBody)]
 InstanceFilterParams = Annotated[InstanceFilter, Depends(instance_filter_params)]
+# reading: monitors see every instance; a caller who acts on tasks, its own
+READ = allow(INSTANCE_MONITOR, TASK_ACT)
+
+
+def _operate(name: str) -> Any:
+    """An operator's lifecycle action on an instance (audited when refused)."""
+    return allow(ENGINE_OPERATE, audit=Audit(f"instance.{name}", "instance", "instanceId"))
+
+
+def _own_or_operate(name: str) -> Any:
+    """The initiator's own action, or an operator's (audited when refused)."""
+    audit = Audit(f"instance.{name}", "instance", "instanceId")
+    return allow(TASK_ACT, ENGINE_OPERATE, audit=audit)
 
 
 async def _detail(ctx: ApiContext, caller: Caller, instance_id: int) -> InstanceDetail:
     return InstanceDetail.from_row(await lookups.instance_detail(ctx, caller, instance_id))
 
 
-@router.post("", status_code=201, response_model=InstanceDetail)
+@router.post(
+    "",
+    status_code=201,
+    response_model=InstanceDetail,
+    dependencies=[allow(INSTANCE_START, audit=Audit("instance.start", "instance"))],
+)
 async def start_instance(body: InstanceCreate, ctx: Ctx, caller: CurrentCaller) -> InstanceDetail:
     """Start an instance of the latest (or the given) version. The initiator
     is the caller unless an operator names someone else."""
     async with audited(ctx, caller, "instance.start", "instance") as entry:
-        require(caller, INSTANCE_START)
         tenant = body.tenant or caller.default_tenant
         require_tenant(caller, tenant)
         initiator = body.initiator or caller.user_id
@@ -79,7 +96,7 @@ async def start_instance(body: InstanceCreate, ctx: Ctx, caller: CurrentCaller) 
     return await _detail(ctx, caller, instance_id)
 
 
-@router.get("", response_model=InstancePage)
+@router.get("", response_model=InstancePage, dependencies=[READ])
 async def list_instances(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -95,7 +112,6 @@ async def list_instances(
     ``GET /instances/counts`` with the same filters."""
     initiator = None
     if not caller.has(INSTANCE_MONITOR):
-        require_any(caller, INSTANCE_MONITOR, TASK_ACT)
         if flt.initiator not in (None, caller.user_id):
             raise Forbidden(
                 "listing other people's instances needs " + INSTANCE_MONITOR,
@@ -118,7 +134,6 @@ async def list_instances(
 async def _require_read(ctx: ApiContext, caller: Caller, instance: dict[str, Any]) -> None:
     if caller.has(INSTANCE_MONITOR):
         return
-    require_any(caller, INSTANCE_MONITOR, TASK_ACT)
     own = instance["initiator"] == caller.user_id
     if not own and not await lookups.is_participant(ctx, instance["id"], caller.user_id):
         raise Forbidden(
@@ -127,10 +142,9 @@ async def _require_read(ctx: ApiContext, caller: Caller, instance: dict[str, Any
         )
 
 
-@router.get("/{instanceId}", response_model=InstanceDetail)
+@router.get("/{instanceId}", response_model=InstanceDetail, dependencies=[READ])
 async def read_instance(instance_id: InstanceId, ctx: Ctx, caller: CurrentCaller) -> InstanceDetail:
     """SPEC O-3: the instance, its tasks, tokens, comments and engine trace."""
-    require_any(caller, INSTANCE_MONITOR, TASK_ACT)
     detail = await lookups.instance_detail(ctx, caller, instance_id)
     await _require_read(ctx, caller, detail)
     return InstanceDetail.from_row(detail)
@@ -146,13 +160,10 @@ async def _lifecycle(
     *,
     own_ok: bool = False,
 ) -> InstanceDetail:
-    """One audited lifecycle action: permission, tenant, ownership, engine call."""
+    """One audited lifecycle action: tenant, ownership, engine call (the
+    route's declaration checked the permission)."""
     action = f"instance.{name}"
     async with audited(ctx, caller, action, "instance", instance_id, reason=reason) as e:
-        if own_ok:
-            require_any(caller, TASK_ACT, ENGINE_OPERATE)
-        else:
-            require(caller, ENGINE_OPERATE)
         instance = await lookups.visible_instance(ctx, caller, instance_id)
         e.tenant_id = instance["tenant_id"]
         if own_ok:
@@ -161,7 +172,9 @@ async def _lifecycle(
     return await _detail(ctx, caller, instance_id)
 
 
-@router.post("/{instanceId}/suspend", response_model=InstanceDetail)
+@router.post(
+    "/{instanceId}/suspend", response_model=InstanceDetail, dependencies=[_operate("suspend")]
+)
 async def suspend_instance(
     instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
 ) -> InstanceDetail:
@@ -174,7 +187,9 @@ async def suspend_instance(
     return await _lifecycle(ctx, caller, instance_id, "suspend", body.reason, call)
 
 
-@router.post("/{instanceId}/resume", response_model=InstanceDetail)
+@router.post(
+    "/{instanceId}/resume", response_model=InstanceDetail, dependencies=[_operate("resume")]
+)
 async def resume_instance(
     instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
 ) -> InstanceDetail:
@@ -187,7 +202,9 @@ async def resume_instance(
     return await _lifecycle(ctx, caller, instance_id, "resume", body.reason, call)
 
 
-@router.post("/{instanceId}/cancel", response_model=InstanceDetail)
+@router.post(
+    "/{instanceId}/cancel", response_model=InstanceDetail, dependencies=[_operate("cancel")]
+)
 async def cancel_instance(
     instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
 ) -> InstanceDetail:
@@ -199,7 +216,11 @@ async def cancel_instance(
     return await _lifecycle(ctx, caller, instance_id, "cancel", body.reason, call)
 
 
-@router.post("/{instanceId}/withdraw", response_model=InstanceDetail)
+@router.post(
+    "/{instanceId}/withdraw",
+    response_model=InstanceDetail,
+    dependencies=[_own_or_operate("withdraw")],
+)
 async def withdraw_instance(
     instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
 ) -> InstanceDetail:
@@ -211,7 +232,9 @@ async def withdraw_instance(
     return await _lifecycle(ctx, caller, instance_id, "withdraw", body.reason, call, own_ok=True)
 
 
-@router.post("/{instanceId}/return", response_model=InstanceDetail)
+@router.post(
+    "/{instanceId}/return", response_model=InstanceDetail, dependencies=[_operate("return")]
+)
 async def return_instance(
     instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
 ) -> InstanceDetail:
@@ -227,13 +250,17 @@ async def return_instance(
     return await _lifecycle(ctx, caller, instance_id, "return", body.reason, call)
 
 
-@router.post("/{instanceId}/comments", status_code=201, response_model=CommentPublic)
+@router.post(
+    "/{instanceId}/comments",
+    status_code=201,
+    response_model=CommentPublic,
+    dependencies=[_own_or_operate("comment")],
+)
 async def comment_instance(
     instance_id: InstanceId, body: CommentCreate, ctx: Ctx, caller: CurrentCaller
 ) -> CommentPublic:
     """Add a comment to an instance: its initiator, or an operator."""
     async with audited(ctx, caller, "instance.comment", "instance", instance_id) as entry:
-        require_any(caller, TASK_ACT, ENGINE_OPERATE)
         instance = await lookups.visible_instance(ctx, caller, instance_id)
         entry.tenant_id = instance["tenant_id"]
         require_own(caller, instance["initiator"])

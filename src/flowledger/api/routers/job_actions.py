@@ -24,7 +24,8 @@ from pydantic import AfterValidator, Field, model_validator
 from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import (
     MAX_ID,
     ApiModel,
@@ -40,7 +41,12 @@ from flowledger.ops import job_replay as replays
 from flowledger.ops.job_batching import BatchResult
 from flowledger.ops.job_filters import JobFilter
 
-router = APIRouter(prefix="/engine/jobs", tags=["jobs"])
+router = APIRouter(prefix="/engine/jobs", tags=["jobs"], route_class=GuardedRoute)
+
+
+def _operate(action: str, target_type: str, target_param: str | None = None) -> Any:
+    """An operator's job action (``workflow:engine:operate``, audited when refused)."""
+    return allow(ENGINE_OPERATE, audit=Audit(action, target_type, target_param))
 
 
 def _no_nul(value: str) -> str:
@@ -241,7 +247,11 @@ def _counts(result: BatchResult) -> dict[str, Any]:
 # ------------------------------------------------------------------- routes
 
 
-@router.post("/{jobId}/retry", response_model=JobActionPublic)
+@router.post(
+    "/{jobId}/retry",
+    response_model=JobActionPublic,
+    dependencies=[_operate("job.retry", "job", "jobId")],
+)
 async def retry_job(
     job_id: JobId,
     ctx: Ctx,
@@ -252,7 +262,6 @@ async def retry_job(
     reset. 409 ``invalid_state`` for a pending job (an automatic retry is
     already scheduled), a paused one (resume its instance) and the rest."""
     async with audited(ctx, caller, "job.retry", "job", job_id, reason=body.reason) as entry:
-        require(caller, ENGINE_OPERATE)
         job = await ops.visible_job(ctx.db, job_id, tenants=caller.tenant_scope)
         entry.tenant_id = job["tenant_id"]
         entry.detail.update(status=job["status"], newPayload=body.payload is not None)
@@ -266,14 +275,17 @@ async def retry_job(
     return JobActionPublic.from_row(row)
 
 
-@router.post("/{jobId}/skip", response_model=JobActionPublic)
+@router.post(
+    "/{jobId}/skip",
+    response_model=JobActionPublic,
+    dependencies=[_operate("job.skip", "job", "jobId")],
+)
 async def skip_job(
     job_id: JobId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
 ) -> JobActionPublic:
     """Skip (cancel) a pending, running, paused, failed or dead job; a running
     executor loses ownership. 409 for succeeded and canceled jobs."""
     async with audited(ctx, caller, "job.skip", "job", job_id, reason=body.reason) as entry:
-        require(caller, ENGINE_OPERATE)
         job = await ops.visible_job(ctx.db, job_id, tenants=caller.tenant_scope)
         entry.tenant_id = job["tenant_id"]
         entry.detail["status"] = job["status"]
@@ -283,14 +295,17 @@ async def skip_job(
     return JobActionPublic.from_row(row)
 
 
-@router.post("/batch-retry", response_model=BatchRetryPublic)
+@router.post(
+    "/batch-retry",
+    response_model=BatchRetryPublic,
+    dependencies=[_operate("job.batch_retry", "job_batch")],
+)
 async def batch_retry(body: BatchRetry, ctx: Ctx, caller: CurrentCaller) -> BatchRetryPublic:
     """Retry up to 500 jobs by id, each checked like a single retry, eligible
     ones staggered at ``rate`` per second under one replay batch id."""
     batch_id = batching.new_batch_id()
     action = "job.batch_retry"
     async with audited(ctx, caller, action, "job_batch", batch_id, reason=body.reason) as entry:
-        require(caller, ENGINE_OPERATE)
         entry.detail.update(requested=len(body.ids), rate=body.rate)
         result = await ops.batch_retry(
             ctx.db,
@@ -304,11 +319,14 @@ async def batch_retry(body: BatchRetry, ctx: Ctx, caller: CurrentCaller) -> Batc
     return batch_retry_public(result)
 
 
-@router.post("/batch-skip", response_model=BatchSkipPublic)
+@router.post(
+    "/batch-skip",
+    response_model=BatchSkipPublic,
+    dependencies=[_operate("job.batch_skip", "job_batch")],
+)
 async def batch_skip(body: BatchSkip, ctx: Ctx, caller: CurrentCaller) -> BatchSkipPublic:
     """Skip (cancel) up to 500 jobs by id; ineligible ones are counted as skipped."""
     async with audited(ctx, caller, "job.batch_skip", "job_batch", reason=body.reason) as entry:
-        require(caller, ENGINE_OPERATE)
         entry.detail["requested"] = len(body.ids)
         result = await ops.batch_skip(
             ctx.db, body.ids, now=ctx.now(), tenants=caller.tenant_scope, reason=body.reason
@@ -317,7 +335,11 @@ async def batch_skip(body: BatchSkip, ctx: Ctx, caller: CurrentCaller) -> BatchS
     return batch_skip_public(result)
 
 
-@router.post("/replay-preview", response_model=ReplayPreviewPublic)
+@router.post(
+    "/replay-preview",
+    response_model=ReplayPreviewPublic,
+    dependencies=[allow(INSTANCE_MONITOR)],
+)
 async def replay_preview(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -325,12 +347,13 @@ async def replay_preview(
 ) -> ReplayPreviewPublic:
     """What a replay with this filter would take: the matched total, how many
     one call would submit (at most ``limit``) and the first 10, oldest first."""
-    require(caller, INSTANCE_MONITOR)
     flt = body.job_filter(ctx.now(), caller.tenant_scope)
     return preview_public(await replays.replay_preview(ctx.db, flt, limit=body.limit))
 
 
-@router.post("/replay-dead", response_model=ReplayPublic)
+@router.post(
+    "/replay-dead", response_model=ReplayPublic, dependencies=[_operate("job.replay", "job_batch")]
+)
 async def replay_dead(
     ctx: Ctx, caller: CurrentCaller, body: Annotated[Replay, Body(default_factory=Replay)]
 ) -> ReplayPublic:
@@ -338,7 +361,6 @@ async def replay_dead(
     first, staggered at ``rate`` per second, under a new replay batch id."""
     batch_id = batching.new_batch_id()
     async with audited(ctx, caller, "job.replay", "job_batch", batch_id, reason=body.reason) as e:
-        require(caller, ENGINE_OPERATE)
         now = ctx.now()
         e.detail.update(
             filter=body.model_dump(

@@ -36,7 +36,8 @@ from flowledger.api.job_schemas import (
     TraceIdText,
 )
 from flowledger.api.pagination import Cursor, Limit
-from flowledger.api.permissions import INSTANCE_MONITOR, require
+from flowledger.api.permissions import INSTANCE_MONITOR
+from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, UtcTime
 from flowledger.ops import failure_clusters as clusters
 from flowledger.ops import job_queries
@@ -44,7 +45,13 @@ from flowledger.ops.job_filters import JobFilter
 from flowledger.ops.runtime_status import runtime_status
 from flowledger.states import JobStatus
 
-router = APIRouter(prefix="/engine/jobs", tags=["jobs"])
+# every route here is a read for monitors (SPEC A-2)
+router = APIRouter(
+    prefix="/engine/jobs",
+    tags=["jobs"],
+    route_class=GuardedRoute,
+    dependencies=[allow(INSTANCE_MONITOR)],
+)
 
 JobId = Annotated[int, Path(alias="jobId", ge=1, le=MAX_ID)]
 TraceId = Annotated[TraceIdText, Path(alias="traceId")]
@@ -55,17 +62,8 @@ def _tenants(caller: Caller) -> tuple[str, ...] | None:
     return None if scope is None else tuple(scope)
 
 
-def monitor(caller: CurrentCaller) -> Caller:
-    """The caller, once it is known to hold ``workflow:instance:monitor``."""
-    require(caller, INSTANCE_MONITOR)
-    return caller
-
-
-Monitor = Annotated[Caller, Depends(monitor)]
-
-
 def job_filter(
-    caller: Monitor,
+    caller: CurrentCaller,
     type: Annotated[list[JobTypeName] | None, Query(description="Job types (repeatable).")] = None,
     status: Annotated[list[JobStatus] | None, Query(description="Statuses (repeatable).")] = None,
     instance_id: Annotated[int | None, Query(alias="instanceId", ge=1, le=MAX_ID)] = None,
@@ -126,7 +124,7 @@ async def job_summary(ctx: Ctx, flt: Filter) -> JobSummary:
 
 
 @router.get("/runtime-status", response_model=RuntimeStatus)
-async def read_runtime_status(ctx: Ctx, _caller: Monitor) -> RuntimeStatus:
+async def read_runtime_status(ctx: Ctx) -> RuntimeStatus:
     """SPEC L-23: live workers, slots, in-flight, stuck, backlog, oldest
     queued, queue P95/P99 (1 h), dead, last claim, failure rate and average
     duration (1 h) — global, by database time."""
@@ -149,7 +147,7 @@ async def list_failure_clusters(
 
 
 @router.get("/chain/{traceId}", response_model=JobChain)
-async def read_job_chain(trace_id: TraceId, ctx: Ctx, caller: Monitor) -> JobChain:
+async def read_job_chain(trace_id: TraceId, ctx: Ctx, caller: CurrentCaller) -> JobChain:
     """Every job of a traceId with all their attempts (across instances)."""
     chain = await job_queries.job_chain(ctx.db, trace_id, tenants=_tenants(caller))
     return JobChain.model_validate(chain)
@@ -164,7 +162,7 @@ def _filename(trace_id: str) -> str:
     response_class=JSONResponse,
     responses={200: {"description": "The bundle, as a JSON file download."}},
 )
-async def download_chain_bundle(trace_id: TraceId, ctx: Ctx, caller: Monitor) -> JSONResponse:
+async def download_chain_bundle(trace_id: TraceId, ctx: Ctx, caller: CurrentCaller) -> JSONResponse:
     """One JSON document: the chain, its attempts and a snapshot of every
     related instance (row, tasks, tokens, comments, trace events)."""
     bundle: dict[str, Any] = await job_queries.chain_bundle(
@@ -177,7 +175,7 @@ async def download_chain_bundle(trace_id: TraceId, ctx: Ctx, caller: Monitor) ->
 
 
 @router.get("/{jobId}", response_model=JobDetail)
-async def read_job(job_id: JobId, ctx: Ctx, caller: Monitor) -> JobDetail:
+async def read_job(job_id: JobId, ctx: Ctx, caller: CurrentCaller) -> JobDetail:
     """One job with its payload, result and every attempt of every generation."""
     job = await job_queries.job_detail(ctx.db, job_id, tenants=_tenants(caller))
     return JobDetail.model_validate(job)

@@ -6,9 +6,12 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from flowledger.api.auth import CurrentCaller
+from flowledger.api.route_access import AUTHENTICATED, GuardedRoute
 from flowledger.api.schemas import MePublic
 
-router = APIRouter(prefix="/me", tags=["me"])
+router = APIRouter(
+    prefix="/me", tags=["me"], route_class=GuardedRoute, dependencies=[AUTHENTICATED]
+)
 
 
 @router.get("", response_model=MePublic)

@@ -12,11 +12,16 @@ from fastapi import APIRouter, Path, Query
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
+from flowledger.api.route_access import AUTHENTICATED, GuardedRoute
 from flowledger.api.schemas import MAX_ID, ApiModel
 from flowledger.errors import NotFoundError
 from flowledger.notify import messages
 
-router = APIRouter(prefix="/messages", tags=["messages"])
+# every caller reads and marks only its own messages
+router = APIRouter(
+    prefix="/messages", tags=["messages"], route_class=GuardedRoute, dependencies=[AUTHENTICATED]
+)
+
 
 MessageId = Annotated[int, Path(alias="messageId", ge=1, le=MAX_ID)]
 

@@ -12,10 +12,10 @@ does not exist or lies in a tenant the caller cannot see is 404
 ``not_found``. The preview is a read (``workflow:instance:monitor``); the run
 needs ``workflow:engine:operate`` and writes one ``operation_audit`` row
 (``recovery.run``, target ``recovery`` / the action, with the filter, the
-totals and the batch id in its detail). Permissions are checked before the
-action or the body is looked at: the routes read the raw body and parse it
-after the permission check (a refused run is audited; a malformed body is a
-422 that writes nothing, as everywhere in the API).
+totals and the batch id in its detail). Both declare their permission on the
+route (:mod:`flowledger.api.route_access`), checked before the action or the
+body is looked at (a refused run is audited; a malformed body is a 422 that
+writes nothing, as everywhere in the API).
 
 Preview: ``{action, count, byAction, samples}`` — ``count`` items, at most
 20 of them as samples, each saying what the run will do (``retry``,
@@ -30,23 +30,23 @@ run live in :mod:`flowledger.ops.recovery_plan` (its types in
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Literal, Self
 
-from fastapi import APIRouter, Path, Request
-from fastapi.exceptions import RequestValidationError
-from pydantic import Field, ValidationError, model_validator
+from fastapi import APIRouter, Body, Path
+from pydantic import Field, model_validator
 
 from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Reason, RequestModel
 from flowledger.ops import job_batching as batching
 from flowledger.ops import recovery_types as plans
 from flowledger.ops.recovery_actions import RecoveryRun, recovery_run
 from flowledger.ops.recovery_plan import recovery_preview
 
-router = APIRouter(prefix="/engine/recovery", tags=["recovery"])
+router = APIRouter(prefix="/engine/recovery", tags=["recovery"], route_class=GuardedRoute)
 
 Action = Annotated[str, Path(max_length=64, description=", ".join(plans.ACTIONS))]
 
@@ -170,55 +170,36 @@ def preview_public(plan: plans.RecoveryPlan) -> RecoveryPreviewPublic:
     )
 
 
-def _body_doc() -> dict[str, Any]:
-    """The OpenAPI request body of the routes below, which read their raw
-    bytes so that the permission is checked before the body is parsed."""
-    schema = RecoveryFilterBody.model_json_schema(
-        by_alias=True, ref_template="#/components/schemas/{model}"
-    )
-    return {"requestBody": {"required": False, "content": {"application/json": {"schema": schema}}}}
+OptionalFilter = Annotated[RecoveryFilterBody, Body(default_factory=RecoveryFilterBody)]
 
 
-async def _parse(request: Request) -> RecoveryFilterBody:
-    """The body (empty: every default); 422 ``validation_error`` naming
-    ``body.<field>`` like FastAPI's own validation."""
-    raw = (await request.body()).strip() or b"{}"
-    try:
-        return RecoveryFilterBody.model_validate_json(raw)
-    except ValidationError as exc:
-        errors = [
-            {**err, "loc": ("body", *err.get("loc", ()))}
-            for err in exc.errors(include_url=False, include_context=False, include_input=False)
-        ]
-        raise RequestValidationError(errors) from None
-
-
-@router.post("/{action}/preview", response_model=RecoveryPreviewPublic, openapi_extra=_body_doc())
+@router.post(
+    "/{action}/preview",
+    response_model=RecoveryPreviewPublic,
+    dependencies=[allow(INSTANCE_MONITOR)],
+)
 async def preview_recovery(
-    action: Action, request: Request, ctx: Ctx, caller: CurrentCaller
+    action: Action, body: OptionalFilter, ctx: Ctx, caller: CurrentCaller
 ) -> RecoveryPreviewPublic:
     """What ``run`` would touch now: the count and the first 20 items, each
     with what will be done to it."""
-    require(caller, INSTANCE_MONITOR)
-    body = await _parse(request)
     plan = await recovery_preview(
         ctx.db, action, body.recovery_filter(caller.tenant_scope), now=ctx.now()
     )
     return preview_public(plan)
 
 
-@router.post("/{action}/run", response_model=RecoveryRunPublic, openapi_extra=_body_doc())
+@router.post(
+    "/{action}/run",
+    response_model=RecoveryRunPublic,
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("recovery.run", "recovery", "action"))],
+)
 async def run_recovery(
-    action: Action, request: Request, ctx: Ctx, caller: CurrentCaller
+    action: Action, body: OptionalFilter, ctx: Ctx, caller: CurrentCaller
 ) -> RecoveryRunPublic:
     """Recover what the preview lists, one transaction per item, staggered at
     ``ratePerSecond``; per-item outcomes and totals."""
-    if not caller.has(ENGINE_OPERATE):  # the refusal is audited, before the body is read
-        async with audited(ctx, caller, "recovery.run", "recovery", action):
-            require(caller, ENGINE_OPERATE)
-    body = await _parse(request)  # a malformed body writes no audit row (as everywhere)
     async with audited(ctx, caller, "recovery.run", "recovery", action, reason=body.reason) as e:
-        require(caller, ENGINE_OPERATE)
         plans.job_types(action)
         e.detail["filter"] = body.model_dump(
             mode="json", by_alias=True, exclude_none=True, exclude={"reason"}

@@ -14,24 +14,24 @@ progress is 409 ``retention_running``. The rules live in
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Self
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import APIRouter, Body, Query
 from pydantic import Field, model_validator
 
 from flowledger.api.audit import audited
-from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import ApiModel, RequestModel
 from flowledger.errors import FlowledgerError
 from flowledger.ops import retention as ops
 from flowledger.ops import retention_policies as rp
 from flowledger.ops.analytics_time import server_time_zone
 
-router = APIRouter(prefix="/engine/retention", tags=["retention"])
+router = APIRouter(prefix="/engine/retention", tags=["retention"], route_class=GuardedRoute)
 
 PolicyName = Annotated[str, Field(min_length=1, max_length=64)]
 KeepDays = Annotated[int, Field(ge=1, le=rp.MAX_KEEP_DAYS)]
@@ -41,25 +41,7 @@ class DuplicatePolicy(FlowledgerError):
     code = "duplicate_policy"
 
 
-def monitor(caller: CurrentCaller) -> Caller:
-    require(caller, INSTANCE_MONITOR)
-    return caller
-
-
-def operator(action: str, target_type: str) -> Callable[..., Awaitable[Caller]]:
-    """A dependency: the caller, once it holds ``workflow:engine:operate``;
-    a refusal is audited as a failed ``action`` (before the body is read)."""
-
-    async def dependency(ctx: Ctx, caller: CurrentCaller) -> Caller:
-        if not caller.has(ENGINE_OPERATE):
-            async with audited(ctx, caller, action, target_type):
-                require(caller, ENGINE_OPERATE)
-        return caller
-
-    return dependency
-
-
-Monitor = Annotated[Caller, Depends(monitor)]
+MONITOR = allow(INSTANCE_MONITOR)
 
 # ------------------------------------------------------------------- bodies
 
@@ -184,17 +166,23 @@ async def _policies(ctx: Ctx) -> RetentionPolicies:
     )
 
 
-@router.get("/policies", response_model=RetentionPolicies)
-async def list_policies(ctx: Ctx, _caller: Monitor) -> RetentionPolicies:
+@router.get("/policies", response_model=RetentionPolicies, dependencies=[MONITOR])
+async def list_policies(ctx: Ctx) -> RetentionPolicies:
     """Every policy with its effective settings and default, and the daily
     schedule."""
     return await _policies(ctx)
 
 
-@router.patch("/policies", response_model=RetentionPolicies)
+@router.patch(
+    "/policies",
+    response_model=RetentionPolicies,
+    dependencies=[
+        allow(ENGINE_OPERATE, audit=Audit("retention.policies_update", "retention_policy"))
+    ],
+)
 async def update_policies(
     ctx: Ctx,
-    caller: Annotated[Caller, Depends(operator("retention.policies_update", "retention_policy"))],
+    caller: CurrentCaller,
     body: PoliciesPatch,
 ) -> RetentionPolicies:
     """Enable or disable policies and change how many days they keep."""
@@ -219,19 +207,21 @@ async def update_policies(
     return await _policies(ctx)
 
 
-@router.post("/preview", response_model=RetentionPreview)
-async def preview_retention(
-    ctx: Ctx, _caller: Monitor, body: OptionalSelection
-) -> RetentionPreview:
+@router.post("/preview", response_model=RetentionPreview, dependencies=[MONITOR])
+async def preview_retention(ctx: Ctx, body: OptionalSelection) -> RetentionPreview:
     """How many rows a run now would remove, per policy and table."""
     result = await ops.preview(ctx.db, now=ctx.now(), policies=body.policies)
     return RetentionPreview.model_validate(result)
 
 
-@router.post("/run", response_model=RetentionRun)
+@router.post(
+    "/run",
+    response_model=RetentionRun,
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("retention.run", "retention_run"))],
+)
 async def run_retention(
     ctx: Ctx,
-    caller: Annotated[Caller, Depends(operator("retention.run", "retention_run"))],
+    caller: CurrentCaller,
     body: OptionalSelection,
 ) -> RetentionRun:
     """Run the enabled policies now, in batches; returns the recorded run."""
@@ -244,10 +234,8 @@ async def run_retention(
     return RetentionRun.model_validate(run)
 
 
-@router.get("/runs", response_model=RetentionRunList)
-async def list_runs(
-    ctx: Ctx, _caller: Monitor, limit: Annotated[int, Query(ge=1, le=100)] = 20
-) -> RetentionRunList:
+@router.get("/runs", response_model=RetentionRunList, dependencies=[MONITOR])
+async def list_runs(ctx: Ctx, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> RetentionRunList:
     """The newest retention runs first, with their per-policy results."""
     runs = await ops.list_runs(ctx.db, limit=limit)
     return RetentionRunList(items=[RetentionRun.model_validate(r) for r in runs])

@@ -19,9 +19,9 @@ from flowledger.api.permissions import (
     ENGINE_OPERATE,
     INSTANCE_MONITOR,
     require,
-    require_any,
     require_tenant,
 )
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import (
     MAX_ID,
     ScheduleCreate,
@@ -31,12 +31,14 @@ from flowledger.api.schemas import (
 )
 from flowledger.engine import queries
 
-router = APIRouter(prefix="/schedules", tags=["schedules"])
+router = APIRouter(prefix="/schedules", tags=["schedules"], route_class=GuardedRoute)
 
 ScheduleId = Annotated[int, Path(alias="scheduleId", ge=1, le=MAX_ID)]
 
 
-@router.get("", response_model=SchedulePage)
+@router.get(
+    "", response_model=SchedulePage, dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)]
+)
 async def list_schedules(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -45,7 +47,6 @@ async def list_schedules(
     cursor: Cursor = None,
 ) -> SchedulePage:
     """Schedules of the caller's tenants, newest first."""
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     async with ctx.db.read() as conn:
         page = await queries.list_schedules(
@@ -60,13 +61,17 @@ async def list_schedules(
     )
 
 
-@router.post("", status_code=201, response_model=SchedulePublic)
+@router.post(
+    "",
+    status_code=201,
+    response_model=SchedulePublic,
+    dependencies=[allow(DEFINITION_MANAGE, audit=Audit("schedule.create", "schedule"))],
+)
 async def create_schedule(body: ScheduleCreate, ctx: Ctx, caller: CurrentCaller) -> SchedulePublic:
     """A cron rule that starts instances of a definition (its latest version
     at each launch) with the given form, as the given initiator (the caller
     by default; naming someone else needs ``workflow:engine:operate``)."""
     async with audited(ctx, caller, "schedule.create", "schedule") as entry:
-        require(caller, DEFINITION_MANAGE)
         tenant = body.tenant or caller.default_tenant
         require_tenant(caller, tenant)
         initiator = body.initiator or caller.user_id
@@ -87,13 +92,19 @@ async def create_schedule(body: ScheduleCreate, ctx: Ctx, caller: CurrentCaller)
     return SchedulePublic.from_row(await lookups.visible_schedule(ctx, caller, schedule_id))
 
 
-@router.post("/{scheduleId}/launch", status_code=202, response_model=ScheduleLaunchPublic)
+@router.post(
+    "/{scheduleId}/launch",
+    status_code=202,
+    response_model=ScheduleLaunchPublic,
+    dependencies=[
+        allow(DEFINITION_MANAGE, audit=Audit("schedule.launch", "schedule", "scheduleId"))
+    ],
+)
 async def launch_schedule(
     schedule_id: ScheduleId, ctx: Ctx, caller: CurrentCaller
 ) -> ScheduleLaunchPublic:
     """Launch a schedule now ("manual launch"): enqueues a ``schedule_launch`` job."""
     async with audited(ctx, caller, "schedule.launch", "schedule", schedule_id) as entry:
-        require(caller, DEFINITION_MANAGE)
         schedule = await lookups.visible_schedule(ctx, caller, schedule_id)
         entry.tenant_id = schedule["tenant_id"]
         job_id = await ctx.engine.launch_schedule(schedule_id, tenants=caller.tenant_scope)

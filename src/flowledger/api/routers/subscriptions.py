@@ -30,14 +30,13 @@ from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import (
     DEFINITION_MANAGE,
     INSTANCE_MONITOR,
-    require,
-    require_any,
     require_tenant,
 )
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, DefinitionKey, Name, RequestModel, TenantId
 from flowledger.events import hits, subscriptions
 
-router = APIRouter(prefix="/subscriptions", tags=["subscriptions"])
+router = APIRouter(prefix="/subscriptions", tags=["subscriptions"], route_class=GuardedRoute)
 
 
 def _no_nul(value: str) -> str:
@@ -166,7 +165,9 @@ def _audit_detail(values: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
-@router.get("", response_model=SubscriptionPage)
+@router.get(
+    "", response_model=SubscriptionPage, dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)]
+)
 async def list_subscriptions(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -176,7 +177,6 @@ async def list_subscriptions(
     cursor: Cursor = None,
 ) -> SubscriptionPage:
     """Subscriptions of the caller's tenants, newest first."""
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     async with ctx.db.read() as conn:
         page = await subscriptions.list_subscriptions(
@@ -192,13 +192,17 @@ async def list_subscriptions(
     )
 
 
-@router.post("", status_code=201, response_model=SubscriptionCreated)
+@router.post(
+    "",
+    status_code=201,
+    response_model=SubscriptionCreated,
+    dependencies=[allow(DEFINITION_MANAGE, audit=Audit("subscription.create", "subscription"))],
+)
 async def create_subscription(
     body: SubscriptionCreate, ctx: Ctx, caller: CurrentCaller
 ) -> SubscriptionCreated:
     """Subscribe a URL to events; signed webhooks go to it (docs/webhooks.md)."""
     async with audited(ctx, caller, "subscription.create", "subscription") as entry:
-        require(caller, DEFINITION_MANAGE)
         tenant = body.tenant or caller.default_tenant
         require_tenant(caller, tenant)
         entry.tenant_id = tenant
@@ -224,11 +228,14 @@ async def create_subscription(
     return SubscriptionCreated(**public.model_dump(), secret=generated)
 
 
-@router.get("/{subscriptionId}", response_model=SubscriptionPublic)
+@router.get(
+    "/{subscriptionId}",
+    response_model=SubscriptionPublic,
+    dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)],
+)
 async def get_subscription(
     subscription_id: SubscriptionId, ctx: Ctx, caller: CurrentCaller
 ) -> SubscriptionPublic:
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     async with ctx.db.read() as conn:
         row = await subscriptions.require_subscription(
             conn, subscription_id, tenants=caller.tenant_scope
@@ -236,7 +243,15 @@ async def get_subscription(
     return SubscriptionPublic.from_row(row)
 
 
-@router.patch("/{subscriptionId}", response_model=SubscriptionPublic)
+@router.patch(
+    "/{subscriptionId}",
+    response_model=SubscriptionPublic,
+    dependencies=[
+        allow(
+            DEFINITION_MANAGE, audit=Audit("subscription.update", "subscription", "subscriptionId")
+        )
+    ],
+)
 async def update_subscription(
     subscription_id: SubscriptionId, body: SubscriptionUpdate, ctx: Ctx, caller: CurrentCaller
 ) -> SubscriptionPublic:
@@ -244,7 +259,6 @@ async def update_subscription(
     async with audited(
         ctx, caller, "subscription.update", "subscription", subscription_id
     ) as entry:
-        require(caller, DEFINITION_MANAGE)
         entry.detail.update(_audit_detail(body.model_dump(by_alias=True, exclude_unset=True)))
         async with ctx.db.begin() as conn:
             row = await subscriptions.update_subscription(
@@ -259,14 +273,22 @@ async def update_subscription(
     return SubscriptionPublic.from_row(row)
 
 
-@router.delete("/{subscriptionId}", status_code=204, response_class=Response)
+@router.delete(
+    "/{subscriptionId}",
+    status_code=204,
+    response_class=Response,
+    dependencies=[
+        allow(
+            DEFINITION_MANAGE, audit=Audit("subscription.delete", "subscription", "subscriptionId")
+        )
+    ],
+)
 async def delete_subscription(
     subscription_id: SubscriptionId, ctx: Ctx, caller: CurrentCaller
 ) -> Response:
     async with audited(
         ctx, caller, "subscription.delete", "subscription", subscription_id
     ) as entry:
-        require(caller, DEFINITION_MANAGE)
         async with ctx.db.begin() as conn:
             row = await subscriptions.delete_subscription(
                 conn, subscription_id, now=ctx.now(), tenants=caller.tenant_scope
@@ -275,7 +297,11 @@ async def delete_subscription(
     return Response(status_code=204)
 
 
-@router.get("/{subscriptionId}/hits", response_model=HitPage)
+@router.get(
+    "/{subscriptionId}/hits",
+    response_model=HitPage,
+    dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)],
+)
 async def list_hits(
     subscription_id: SubscriptionId,
     ctx: Ctx,
@@ -286,7 +312,6 @@ async def list_hits(
 ) -> HitPage:
     """The events that matched this subscription, newest first, with the
     status of their webhook delivery."""
-    require_any(caller, DEFINITION_MANAGE, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (int,))
     async with ctx.db.read() as conn:
         await subscriptions.require_subscription(conn, subscription_id, tenants=caller.tenant_scope)

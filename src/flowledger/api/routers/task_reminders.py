@@ -13,24 +13,24 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Path
+from fastapi import APIRouter, Body, Path
 from fastapi.responses import JSONResponse
 
 from flowledger.api import lookups
 from flowledger.api.audit import audited
-from flowledger.api.auth import Caller
+from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.errors import error_body
 from flowledger.api.monitor_schemas import RemindBody, ReminderPublic
-from flowledger.api.operator_guard import operator
+from flowledger.api.permissions import ENGINE_OPERATE
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ErrorPublic
 from flowledger.ops.task_reminders import RemindTooSoon, remind
 
-router = APIRouter(prefix="/tasks", tags=["tasks"])
+router = APIRouter(prefix="/tasks", tags=["tasks"], route_class=GuardedRoute)
 
 TaskId = Annotated[int, Path(alias="taskId", ge=1, le=MAX_ID)]
 OptionalRemind = Annotated[RemindBody, Body(default_factory=RemindBody)]
-RemindOperator = Annotated[Caller, Depends(operator("task.remind", "task", "taskId"))]
 
 
 def _too_soon(exc: RemindTooSoon) -> JSONResponse:
@@ -46,9 +46,10 @@ def _too_soon(exc: RemindTooSoon) -> JSONResponse:
     "/{taskId}/remind",
     response_model=ReminderPublic,
     responses={429: {"model": ErrorPublic, "description": "Reminded less than 10 minutes ago"}},
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("task.remind", "task", "taskId"))],
 )
 async def remind_task(
-    task_id: TaskId, caller: RemindOperator, body: OptionalRemind, ctx: Ctx
+    task_id: TaskId, caller: CurrentCaller, body: OptionalRemind, ctx: Ctx
 ) -> ReminderPublic | JSONResponse:
     """Remind the assignee of a pending task (催办); ``note`` is added to the message."""
     try:

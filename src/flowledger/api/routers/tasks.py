@@ -24,9 +24,9 @@ from flowledger.api.permissions import (
     INSTANCE_MONITOR,
     TASK_ACT,
     require,
-    require_any,
     require_own,
 )
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import (
     MAX_ID,
     CommentCreate,
@@ -42,16 +42,23 @@ from flowledger.engine import queries
 from flowledger.ops.task_reassign import reassign_task as reassign
 from flowledger.states import TaskStatus
 
-router = APIRouter(prefix="/tasks", tags=["tasks"])
+router = APIRouter(prefix="/tasks", tags=["tasks"], route_class=GuardedRoute)
 
 TaskId = Annotated[int, Path(alias="taskId", ge=1, le=MAX_ID)]
 OptionalDecision = Annotated[TaskDecision, Body(default_factory=TaskDecision)]
 OptionalRejection = Annotated[TaskRejection, Body(default_factory=TaskRejection)]
 ME = "me"
 ANYONE = "*"
+# reading: monitors read any task; a caller who acts on tasks, its own
+READ = allow(TASK_ACT, INSTANCE_MONITOR)
 
 
-@router.get("", response_model=TaskPage)
+def _own_or_operate(name: str) -> Any:
+    """The assignee's own action, or an operator's (audited when refused)."""
+    return allow(TASK_ACT, ENGINE_OPERATE, audit=Audit(f"task.{name}", "task", "taskId"))
+
+
+@router.get("", response_model=TaskPage, dependencies=[READ])
 async def list_tasks(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -70,9 +77,7 @@ async def list_tasks(
 ) -> TaskPage:
     """Tasks newest first; by default the caller's own."""
     who = caller.user_id if assignee == ME else None if assignee == ANYONE else assignee
-    if who == caller.user_id:
-        require_any(caller, TASK_ACT, INSTANCE_MONITOR)
-    else:
+    if who != caller.user_id:
         require(caller, INSTANCE_MONITOR)
     after = decode_cursor(cursor, (datetime, int))
     async with ctx.db.read() as conn:
@@ -94,11 +99,10 @@ async def _task(ctx: ApiContext, caller: Caller, task_id: int) -> TaskPublic:
     return TaskPublic.from_row(await lookups.visible_task(ctx, caller, task_id))
 
 
-@router.get("/{taskId}", response_model=TaskPublic)
+@router.get("/{taskId}", response_model=TaskPublic, dependencies=[READ])
 async def read_task(task_id: TaskId, ctx: Ctx, caller: CurrentCaller) -> TaskPublic:
     """One task: monitors read any; its assignee or the instance's initiator
     read it with ``workflow:task:act``."""
-    require_any(caller, INSTANCE_MONITOR, TASK_ACT)
     task = await lookups.visible_task(ctx, caller, task_id)
     if not caller.has(INSTANCE_MONITOR) and caller.user_id not in (
         task["assignee"],
@@ -118,9 +122,9 @@ async def _act(
     reason: str | None,
     call: Callable[[dict[str, Any]], Awaitable[Any]],
 ) -> Any:
-    """One audited task action by the assignee (or an operator)."""
+    """One audited task action by the assignee (or an operator; the route's
+    declaration checked the permission)."""
     async with audited(ctx, caller, f"task.{name}", "task", task_id, reason=reason) as entry:
-        require_any(caller, TASK_ACT, ENGINE_OPERATE)
         task = await lookups.visible_task(ctx, caller, task_id)
         entry.tenant_id = task["tenant_id"]
         entry.detail["instanceId"] = task["instance_id"]
@@ -129,7 +133,9 @@ async def _act(
     return result
 
 
-@router.post("/{taskId}/approve", response_model=TaskPublic)
+@router.post(
+    "/{taskId}/approve", response_model=TaskPublic, dependencies=[_own_or_operate("approve")]
+)
 async def approve_task(
     task_id: TaskId, body: OptionalDecision, ctx: Ctx, caller: CurrentCaller
 ) -> TaskPublic:
@@ -148,7 +154,9 @@ async def approve_task(
     return await _task(ctx, caller, task_id)
 
 
-@router.post("/{taskId}/reject", response_model=TaskPublic)
+@router.post(
+    "/{taskId}/reject", response_model=TaskPublic, dependencies=[_own_or_operate("reject")]
+)
 async def reject_task(
     task_id: TaskId, body: OptionalRejection, ctx: Ctx, caller: CurrentCaller
 ) -> TaskPublic:
@@ -166,7 +174,9 @@ async def reject_task(
     return await _task(ctx, caller, task_id)
 
 
-@router.post("/{taskId}/handle", response_model=TaskPublic)
+@router.post(
+    "/{taskId}/handle", response_model=TaskPublic, dependencies=[_own_or_operate("handle")]
+)
 async def handle_task(
     task_id: TaskId, body: OptionalDecision, ctx: Ctx, caller: CurrentCaller
 ) -> TaskPublic:
@@ -185,7 +195,9 @@ async def handle_task(
     return await _task(ctx, caller, task_id)
 
 
-@router.post("/{taskId}/transfer", response_model=TaskPublic)
+@router.post(
+    "/{taskId}/transfer", response_model=TaskPublic, dependencies=[_own_or_operate("transfer")]
+)
 async def transfer_task(
     task_id: TaskId, body: TaskTransfer, ctx: Ctx, caller: CurrentCaller
 ) -> TaskPublic:
@@ -204,7 +216,12 @@ async def transfer_task(
     return await _task(ctx, caller, task_id)
 
 
-@router.post("/{taskId}/comment", status_code=201, response_model=CommentPublic)
+@router.post(
+    "/{taskId}/comment",
+    status_code=201,
+    response_model=CommentPublic,
+    dependencies=[_own_or_operate("comment")],
+)
 async def comment_task(
     task_id: TaskId, body: CommentCreate, ctx: Ctx, caller: CurrentCaller
 ) -> CommentPublic:
@@ -219,7 +236,11 @@ async def comment_task(
     return CommentPublic.from_row(await lookups.comment(ctx, comment_id))
 
 
-@router.post("/{taskId}/reassign", response_model=TaskPublic)
+@router.post(
+    "/{taskId}/reassign",
+    response_model=TaskPublic,
+    dependencies=[allow(ENGINE_OPERATE, audit=Audit("task.reassign", "task", "taskId"))],
+)
 async def reassign_task(
     task_id: TaskId, body: TaskReassign, ctx: Ctx, caller: CurrentCaller
 ) -> TaskPublic:
@@ -227,7 +248,6 @@ async def reassign_task(
     reason is required). 409 ``assignee_conflict`` when the target already
     holds a pending task at the same node of the instance."""
     async with audited(ctx, caller, "task.reassign", "task", task_id, reason=body.reason) as entry:
-        require(caller, ENGINE_OPERATE)
         task = await lookups.visible_task(ctx, caller, task_id)
         entry.tenant_id = task["tenant_id"]
         entry.detail.update(instanceId=task["instance_id"], to=body.to, previous=task["assignee"])

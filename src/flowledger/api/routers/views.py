@@ -32,13 +32,23 @@ from flowledger.api.permissions import (
     require_any,
     require_tenant,
 )
+from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
 from flowledger.api.view_filters import validate_filters
 from flowledger.db.monitor_schema import VIEW_SCOPES
 from flowledger.ops import saved_views
 from flowledger.ops.saved_views import NotViewOwner
 
-router = APIRouter(prefix="/views", tags=["views"])
+router = APIRouter(prefix="/views", tags=["views"], route_class=GuardedRoute)
+# a view belongs to a list: the task list (act or monitor) or a monitor's list;
+# the scope of the view itself is checked once it is known (_require_scope)
+READ = allow(INSTANCE_MONITOR, TASK_ACT)
+
+
+def _change(action: str, target_param: str | None = None) -> Any:
+    """A change of a saved view (audited when refused)."""
+    return allow(INSTANCE_MONITOR, TASK_ACT, audit=Audit(action, "view", target_param))
+
 
 ViewId = Annotated[int, Path(alias="viewId", ge=1, le=MAX_ID)]
 
@@ -64,7 +74,7 @@ def _owner_only(exc: NotViewOwner) -> Forbidden:
     return Forbidden(exc.message + "; only its owner may change it", permission="owner")
 
 
-@router.get("", response_model=ViewList)
+@router.get("", response_model=ViewList, dependencies=[READ])
 async def list_views(
     ctx: Ctx,
     caller: CurrentCaller,
@@ -75,7 +85,6 @@ async def list_views(
         _require_scope(caller, scope)
         scopes: list[str] = [scope]
     else:
-        require_any(caller, INSTANCE_MONITOR, TASK_ACT)
         scopes = [s for s in VIEW_SCOPES if _may_use(caller, s)]
     rows = await saved_views.list_views(
         ctx.db, user=caller.user_id, tenants=_tenants(caller), scopes=scopes
@@ -83,15 +92,14 @@ async def list_views(
     return ViewList(items=[ViewPublic.from_row(r) for r in rows])
 
 
-@router.get("/{viewId}", response_model=ViewPublic)
+@router.get("/{viewId}", response_model=ViewPublic, dependencies=[READ])
 async def read_view(view_id: ViewId, ctx: Ctx, caller: CurrentCaller) -> ViewPublic:
-    require_any(caller, INSTANCE_MONITOR, TASK_ACT)
     row = await saved_views.get_view(ctx.db, view_id, user=caller.user_id, tenants=_tenants(caller))
     _require_scope(caller, row["scope"])
     return ViewPublic.from_row(row)
 
 
-@router.post("", status_code=201, response_model=ViewPublic)
+@router.post("", status_code=201, response_model=ViewPublic, dependencies=[_change("view.create")])
 async def create_view(body: ViewCreate, ctx: Ctx, caller: CurrentCaller) -> ViewPublic:
     """Save a view; ``isDefault`` makes it the caller's default for the scope
     (the previous default stops being one, in the same transaction)."""
@@ -117,13 +125,14 @@ async def create_view(body: ViewCreate, ctx: Ctx, caller: CurrentCaller) -> View
     return ViewPublic.from_row(row)
 
 
-@router.patch("/{viewId}", response_model=ViewPublic)
+@router.patch(
+    "/{viewId}", response_model=ViewPublic, dependencies=[_change("view.update", "viewId")]
+)
 async def update_view(
     view_id: ViewId, body: ViewUpdate, ctx: Ctx, caller: CurrentCaller
 ) -> ViewPublic:
     """Rename, re-filter, share / unshare or make default (owner only)."""
     async with audited(ctx, caller, "view.update", "view", view_id) as entry:
-        require_any(caller, INSTANCE_MONITOR, TASK_ACT)
         current = await saved_views.get_view(
             ctx.db, view_id, user=caller.user_id, tenants=_tenants(caller)
         )
@@ -155,11 +164,10 @@ async def update_view(
     return ViewPublic.from_row(row)
 
 
-@router.delete("/{viewId}", status_code=204)
+@router.delete("/{viewId}", status_code=204, dependencies=[_change("view.delete", "viewId")])
 async def delete_view(view_id: ViewId, ctx: Ctx, caller: CurrentCaller) -> Response:
     """Delete a view (owner only)."""
     async with audited(ctx, caller, "view.delete", "view", view_id) as entry:
-        require_any(caller, INSTANCE_MONITOR, TASK_ACT)
         try:
             row = await saved_views.delete_view(
                 ctx.db, view_id, user=caller.user_id, tenants=_tenants(caller)

@@ -9,12 +9,19 @@ from datetime import datetime
 
 from fastapi import APIRouter
 
+from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
-from flowledger.api.routers.jobs import Monitor
+from flowledger.api.permissions import INSTANCE_MONITOR
+from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import ApiModel
 from flowledger.ops.worker_nodes import live_worker_nodes
 
-router = APIRouter(prefix="/engine/workers", tags=["workers"])
+router = APIRouter(
+    prefix="/engine/workers",
+    tags=["workers"],
+    route_class=GuardedRoute,
+    dependencies=[allow(INSTANCE_MONITOR)],
+)
 
 
 class WorkerNodePublic(ApiModel):
@@ -37,6 +44,6 @@ class WorkerNodeList(ApiModel):
 
 
 @router.get("", response_model=WorkerNodeList, response_model_by_alias=True)
-async def list_worker_nodes(ctx: Ctx, caller: Monitor) -> WorkerNodeList:
+async def list_worker_nodes(ctx: Ctx, caller: CurrentCaller) -> WorkerNodeList:
     """Live worker nodes by id (the same definition of live as the panel)."""
     return WorkerNodeList.model_validate(await live_worker_nodes(ctx.db))

@@ -1,7 +1,8 @@
-"""Issue 17 item 10 (SPEC A-2), the task actions: their permission check sits
-in a helper (``_act`` of ``api/routers/tasks.py``), yet a caller without the
-permission gets 403 even when the body is invalid — for approve, reject,
-handle, transfer, comment, reassign and remind. A caller who holds it gets
+"""Issue 17 item 10 (SPEC A-2), the task actions: their per-object check sits
+in a helper (``_act`` of ``api/routers/tasks.py``), and their permission is
+declared on each route (issue 29 item 1): a caller without the permission
+gets 403 even when the body is invalid — for approve, reject, handle,
+transfer, comment, reassign and remind. A caller who holds it gets
 the 422 of the same body (so the body really is invalid), and nothing
 changes. Both backends."""
 
