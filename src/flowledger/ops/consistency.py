@@ -407,8 +407,12 @@ async def _waiting_for(conn: AsyncConnection, instance: Any, now: datetime) -> V
     return Verdict.healthy("nothing_wrong")
 
 
-def _verdict(conclusions: list[Conclusion]) -> Verdict | None:
-    ranked = sorted(conclusions, key=lambda c: (c.level != CRITICAL, VERDICT_ORDER.index(c.rule)))
+def _rank(c: Conclusion) -> tuple[bool, int]:
+    """Critical first, then in :data:`VERDICT_ORDER`."""
+    return c.level != CRITICAL, VERDICT_ORDER.index(c.rule)
+
+
+def _verdict(ranked: list[Conclusion]) -> Verdict | None:
     if not ranked:
         return None
     top = ranked[0]
@@ -442,5 +446,6 @@ async def instance_findings(
     if instance.status == InstanceStatus.RUNNING.value:
         reported = {p.task_id for p in problems if p.rule == "token_task_mismatch" and p.task_id}
         conclusions += await _checks(conn, instance_id, now, reported)
+    conclusions.sort(key=_rank)  # stable: one rule's conclusions keep their order
     verdict = _verdict(conclusions) or await _waiting_for(conn, instance, now)
     return InstanceFindings(conclusions, verdict)
