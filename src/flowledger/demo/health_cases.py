@@ -171,7 +171,7 @@ async def _dead_webhook(conn: AsyncConnection, instance_id: int, now: Any, error
     ``webhook_delivery`` job (enqueued as ``event_dispatch`` does) then dies
     as the L-17 dead letter: what a receiver that took the POST and never
     answered leaves."""
-    event = (
+    row = (
         (
             await conn.execute(
                 select(workflow_event_outbox)
@@ -182,8 +182,9 @@ async def _dead_webhook(conn: AsyncConnection, instance_id: int, now: Any, error
         .mappings()
         .first()
     )
-    if event is None:
+    if row is None:
         return
+    event: dict[str, Any] = dict(row)
     box = SecretBox([Fernet.generate_key().decode()])
     subscription, _secret = await create_subscription(
         conn,
