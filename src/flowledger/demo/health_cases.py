@@ -37,13 +37,13 @@ workflow_event_outbox_pending  every backdated case's other outbox rows
 instance_stalled               routing_gap (latam): the exclusive gateway matched
                                no edge; no task, no job
 webhook_delivery_failed        a purchase whose ``instance.started`` event's
-                               webhook to a partner (a demo subscription at an
-                               address that never answers) was cut off after
-                               the POST was sent: the delivery job is the L-17
-                               dead letter (external_outcome_unconfirmed). Its
-                               secret is sealed with a throwaway key, so a
-                               replay on the laptop fails again (no receiver
-                               there anyway)
+                               webhook to a partner was cut off after the POST
+                               was sent: the delivery job is the L-17 dead
+                               letter (external_outcome_unconfirmed). The
+                               partner's subscription was disabled since (its
+                               receiver is gone), so it matches no other event,
+                               and a replay settles the delivery as skipped
+                               (L-4) without sending anything
 =============================  ==================================================
 
 The ``delay_overdue``, ``task_timeout_overdue``, ``external_dispatch_pending``
@@ -170,7 +170,9 @@ async def _dead_webhook(conn: AsyncConnection, instance_id: int, now: Any, error
     """A demo subscription hit by the instance's first event, whose
     ``webhook_delivery`` job (enqueued as ``event_dispatch`` does) then dies
     as the L-17 dead letter: what a receiver that took the POST and never
-    answered leaves."""
+    answered leaves. The subscription is disabled (the relay matches no
+    other event to it; a replay is skipped), its secret sealed with a
+    throwaway key (nothing is ever signed with it)."""
     row = (
         (
             await conn.execute(
@@ -195,6 +197,7 @@ async def _dead_webhook(conn: AsyncConnection, instance_id: int, now: Any, error
         actor="demo",
         now=now,
         definition_key=event["definition_key"],
+        enabled=False,
         box=box,
     )
     hit_id = await hits.record_hit(conn, subscription_id=subscription["id"], event=event, now=now)
