@@ -266,6 +266,7 @@ def test_the_verdict_and_conclusions_are_worded_in_the_drawers_language(
     )
     (deadlock,) = [c for c in lost_wake["conclusions"] if c["rule"] == "waiting_task_unwakeable"]
     suspended = by_code["suspended"]
+    hooked = by_code["webhook_delivery_failed"]
     for lang in LANGS:
         page, _ = open_console(lang)
         _drawer(page, server, next(iter(docs)))
@@ -311,6 +312,22 @@ def test_the_verdict_and_conclusions_are_worded_in_the_drawers_language(
             else "run the recovery action delay-wake."
         )
         shot(page, f"drawer-conclusion-worded-{lang}")
+        # one diagnosis: a dead webhook delivery is the drawer's verdict, with the
+        # inspection's rule under each conclusion and the replay as its repair
+        _open_in_place(page, hooked["instance"]["id"])
+        row = page.get_by_test_id("conclusion").filter(has_text="webhook_delivery_failed")
+        expect(row.get_by_test_id("conclusion-message")).to_contain_text(
+            "Webhook 投递最终失败" if lang == "zh-CN" else "failed for good"
+        )
+        expect(row.get_by_test_id("conclusion-health-rule")).to_have_text(
+            "健康巡检：Webhook 投递失败"  # noqa: RUF001
+            if lang == "zh-CN"
+            else "health inspection: Webhook delivery failed"
+        )
+        expect(page.get_by_test_id("verdict-repair")).to_have_text(
+            "重放投递…" if lang == "zh-CN" else "Replay deliveries…"
+        )
+        shot(page, f"drawer-webhook-{lang}")
         _open_in_place(page, suspended["instance"]["id"])
         expect(page.get_by_test_id("drawer-verdict-message")).to_have_text(
             "一切正常：实例已挂起，恢复后继续执行"  # noqa: RUF001
