@@ -63,6 +63,12 @@ async def test_inspection_items_summary_and_filters_O16(
         "suggestion",
         "messageParams",
         "recoveryAction",
+        "repair",
+    }
+    # the repair the drawer offers for the same problem (O-12)
+    assert item["repair"] == {
+        "action": "remind",
+        "params": {"taskId": task["id"], "assignee": "alice"},
     }
     assert (item["taskId"], item["nodeKey"], item["jobId"]) == (task["id"], "manager", None)
     assert "alice" in item["message"] and "remind" in item["suggestion"]
@@ -70,7 +76,7 @@ async def test_inspection_items_summary_and_filters_O16(
     summary = body["summary"]
     assert summary["byRule"]["instance_stalled"] == 2
     assert summary["byRule"]["waiting_task_stuck"] == 1
-    assert summary["byRule"]["delay_overdue"] == 0 and len(summary["byRule"]) == 13
+    assert summary["byRule"]["delay_overdue"] == 0 and len(summary["byRule"]) == 14
     assert summary["byLevel"] == {"critical": 2, "warning": 1}
     assert summary["score"] == 100 - 10 - 1
     assert body["next"] is None

@@ -99,6 +99,7 @@ async def test_document_has_every_view_and_findings(api: Api, people: People) ->
             "messageParams",
             "evidence",
             "repair",
+            "healthRule",
         }
         assert set(conclusion["evidence"]) == {"taskIds", "tokenIds", "jobIds"}
     assert set(doc["verdict"]) == {"code", "message", "messageParams", "action", "params"}
@@ -111,6 +112,10 @@ async def test_document_has_every_view_and_findings(api: Api, people: People) ->
             assert alone[view] == doc[view], view
     bad = await api.get(f"{BASE}/{iid}/diagnostics", people.mon, view="everything")
     assert bad.status_code == 422
+    for minutes in (9, 1441):  # the inspection's thresholds only
+        bad = await api.get(f"{BASE}/{iid}/diagnostics", people.mon, thresholdMinutes=minutes)
+        assert bad.status_code == 422, bad.text
+        assert "thresholdMinutes" in bad.text
 
 
 async def test_conclusions_and_verdict_carry_the_params_of_their_message_O12(
@@ -123,7 +128,13 @@ async def test_conclusions_and_verdict_carry_the_params_of_their_message_O12(
     iid = int((await api.start(people.root, "gate", form={"amount": 1}))["id"])
     doc = await _diag(api, people.mon, iid)
     found = {c["rule"]: c for c in doc["conclusions"]}
-    assert set(found) == {"running_without_active_task", "token_without_task"}
+    assert set(found) == {"running_without_active_task", "token_without_task", "instance_stalled"}
+    # the health inspection reports the same stalled instance, with the same repair
+    assert [c["healthRule"] for c in doc["conclusions"]] == [None, "instance_stalled", None]
+    health = await api.get("/engine/health-inspection", people.mon, thresholdMinutes=10)
+    (item,) = [i for i in health.json()["items"] if i["instanceId"] == iid]
+    assert (item["rule"], item["level"]) == ("instance_stalled", "critical")
+    assert item["repair"] == found["instance_stalled"]["repair"]
     (token,) = found["token_without_task"]["evidence"]["tokenIds"]
     assert found["token_without_task"]["messageParams"] == {"tokenId": token, "nodeKey": "pick"}
     assert found["token_without_task"]["message"] == (
@@ -143,30 +154,40 @@ async def test_conclusions_and_verdict_carry_the_params_of_their_message_O12(
     # a healthy instance: what it waits for, and since when
     waiting = int((await api.start(people.root, "gate", form={"amount": 50}))["id"])
     api.clock.advance(seconds=20 * 60 + 30)
+    # at the drawer's default threshold (10 min) the inspection reports the task
     verdict = (await _diag(api, people.mon, waiting))["verdict"]
+    assert (verdict["code"], verdict["action"]) == ("waiting_task_stuck", "remind")
+    # at the inspection's default (30 min) nothing fires yet
+    verdict = (await _diag(api, people.mon, waiting, thresholdMinutes=30))["verdict"]
     assert (verdict["code"], verdict["action"]) == ("waiting_for_people", None)
     assert verdict["messageParams"] == {"assignees": ["bob"], "ageMinutes": 20}
     assert verdict["message"] == "nothing is wrong: waiting for bob since 20 min"
     # no relay runs here: its events become a backlog (30 min), the verdict's top
     api.clock.advance(seconds=2 * 3600)
-    doc = await _diag(api, people.mon, waiting)
-    (pending,) = doc["conclusions"]
+    doc = await _diag(api, people.mon, waiting, thresholdMinutes=30)
+    stuck, pending = doc["conclusions"]
     count = pending["messageParams"]["count"]
     assert pending["rule"] == "event_dispatch_pending" and count >= 1
+    assert pending["healthRule"] == "workflow_event_outbox_pending"
     assert pending["messageParams"] == {"count": count, "ageMinutes": 140}
     assert (
         pending["message"]
         == f"{count} event(s) of the instance are still pending (oldest since 2 h)"
     )
+    assert pending["repair"] == {
+        "action": "recovery",
+        "params": {"action": "event-dispatch", "jobId": None},
+    }
+    # both warnings: the verdict names the task first, with its repair
+    assert (stuck["rule"], stuck["healthRule"]) == ("waiting_task_stuck", "waiting_task_stuck")
     verdict = doc["verdict"]
     assert (verdict["code"], verdict["messageParams"]) == (
-        "event_dispatch_pending",
-        pending["messageParams"],
+        "waiting_task_stuck",
+        stuck["messageParams"],
     )
-    assert verdict["params"] == {"action": "event-dispatch", "jobId": None}
+    assert verdict["params"] == {"taskId": stuck["evidence"]["taskIds"][0], "assignee": "bob"}
     assert verdict["message"] == (
-        f"{count} event(s) of the instance are still pending (oldest since 2 h); "
-        "run the recovery action event-dispatch."
+        f"Task {stuck['evidence']['taskIds'][0]} at «big» has waited 2 h for bob; remind bob."
     )
 
 

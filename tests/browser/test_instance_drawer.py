@@ -106,6 +106,16 @@ def _jump_on_diagram(page: Page, target: str, reason: str) -> None:
     _reason(page, reason)
 
 
+# the waits the inspection reports whose recovery may find nothing to do yet
+WAITS = ("subprocess_waiting", "external_dispatch_pending")
+
+
+def _nothing_to_recover(page: Page) -> bool:
+    count = page.get_by_test_id("recovery-count")
+    expect(count).to_be_visible()
+    return count.inner_text().startswith("0 ")
+
+
 def _repair(page: Page, server: Server, api: httpx.Client, iid: int, action: str) -> None:
     """Do the verdict's repair of ``iid`` and check it through the API."""
     doc = _diagnostics(api, iid)
@@ -159,13 +169,30 @@ def _repair(page: Page, server: Server, api: httpx.Client, iid: int, action: str
             )
 
         _until(retried, f"job {job_id} was not retried")
-    elif action == "recovery":
-        expect(page.get_by_test_id("recovery-count")).to_be_visible()
+    elif action == "recovery" and not _nothing_to_recover(page):
         _reason(page, reason)
         result, outcome, detail = _audit(server, "recovery.run", params["action"])
         assert (result, outcome) == (reason, "ok")
         done = json.loads(detail)
         assert done["filter"]["instanceId"] == iid and done["done"] >= 1, detail
+    elif action == "recovery":
+        # a wait the inspection reports (a subprocess or an external approval
+        # still in its backoff): its recovery finds nothing to repair yet
+        assert doc["verdict"]["code"] in WAITS, doc["verdict"]
+        page.get_by_role("button", name="Cancel").click()
+    elif action == "replay":
+        # the instance's failed webhook deliveries: the preview, then the replay
+        expect(page.get_by_test_id("replay-count")).to_contain_text("1 failed delivery job")
+        shot(page, f"drawer-replay-{iid}-en")
+        _reason(page, reason)
+        rows = _db(
+            server,
+            "SELECT reason, result, detail FROM operation_audit"
+            " WHERE action = 'job.replay' ORDER BY id DESC",
+        )
+        assert rows and rows[0][:2] == (reason, "ok"), rows
+        done = json.loads(rows[0][2])
+        assert done["filter"]["instanceId"] == iid and done["submitted"] == 1, done
     elif action == "remind":
         _reason(page, reason)
         assert _audit(server, "task.remind", params["taskId"])[:2] == (reason, "ok")
@@ -234,11 +261,12 @@ def test_the_verdict_and_conclusions_are_worded_in_the_drawers_language(
     lost_wake = next(
         d
         for d in docs.values()
-        if d["verdict"]["code"] == "waiting_task_unwakeable"
-        and d["verdict"]["params"]["action"] == "delay-wake"
+        if d["verdict"]["code"] == "delay_missing_wake_job"
+        and any(c["rule"] == "waiting_task_unwakeable" for c in d["conclusions"])
     )
     (deadlock,) = [c for c in lost_wake["conclusions"] if c["rule"] == "waiting_task_unwakeable"]
     suspended = by_code["suspended"]
+    hooked = by_code["webhook_delivery_failed"]
     for lang in LANGS:
         page, _ = open_console(lang)
         _drawer(page, server, next(iter(docs)))
@@ -284,6 +312,22 @@ def test_the_verdict_and_conclusions_are_worded_in_the_drawers_language(
             else "run the recovery action delay-wake."
         )
         shot(page, f"drawer-conclusion-worded-{lang}")
+        # one diagnosis: a dead webhook delivery is the drawer's verdict, with the
+        # inspection's rule under each conclusion and the replay as its repair
+        _open_in_place(page, hooked["instance"]["id"])
+        row = page.get_by_test_id("conclusion").filter(has_text="webhook_delivery_failed")
+        expect(row.get_by_test_id("conclusion-message")).to_contain_text(
+            "Webhook 投递最终失败" if lang == "zh-CN" else "failed for good"
+        )
+        expect(row.get_by_test_id("conclusion-health-rule")).to_have_text(
+            "健康巡检：Webhook 投递失败"  # noqa: RUF001
+            if lang == "zh-CN"
+            else "health inspection: Webhook delivery failed"
+        )
+        expect(page.get_by_test_id("verdict-repair")).to_have_text(
+            "重放投递…" if lang == "zh-CN" else "Replay deliveries…"
+        )
+        shot(page, f"drawer-webhook-{lang}")
         _open_in_place(page, suspended["instance"]["id"])
         expect(page.get_by_test_id("drawer-verdict-message")).to_have_text(
             "一切正常：实例已挂起，恢复后继续执行"  # noqa: RUF001
@@ -315,7 +359,9 @@ def test_every_broken_demo_instance_is_repaired_from_its_drawer(
         _repair(page, server, api, iid, action)
         repaired[iid] = action
     # the console repairs every kind of problem the demo ships; the rest only wait
-    assert {"force_jump", "job_retry", "recovery", "remind"} <= set(repaired.values()), repaired
+    assert {"force_jump", "job_retry", "recovery", "remind", "replay"} <= set(repaired.values()), (
+        repaired
+    )
     waiting = {"subprocess_waiting", "external_dispatch_pending", "waiting_task_stuck"}
     assert all(r <= waiting for r in no_repair.values()), no_repair
 

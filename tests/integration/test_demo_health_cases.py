@@ -147,6 +147,16 @@ async def _conditions(db: Database, now: Any) -> dict[str, int]:
             )
         ).all()
         counts["instance_stalled"] = len(stalled)
+        dead_deliveries = (
+            await conn.execute(
+                select(jobs.c.instance_id).where(
+                    jobs.c.type == "webhook_delivery",
+                    jobs.c.status == "dead",
+                    jobs.c.last_error_code == "external_outcome_unconfirmed",
+                )
+            )
+        ).all()
+        counts["webhook_delivery_failed"] = len(dead_deliveries)
     return counts
 
 
@@ -155,7 +165,7 @@ async def test_demo_shows_every_health_rule_O16(db: Database, clock: ManualClock
     await load_demo(engine)
     counts = await _conditions(db, clock.now())
     assert all(n >= 1 for n in counts.values()), counts
-    assert len(counts) == 13
+    assert len(counts) == 14
 
     # the targeted recovery actions find the repairable cases
     now = clock.now()
@@ -182,6 +192,7 @@ async def test_demo_shows_every_health_rule_O16(db: Database, clock: ManualClock
         "waiting_task_stuck",
         "workflow_event_outbox_failed",
         "instance_stalled",
+        "webhook_delivery_failed",
     ):
         assert after[rule] >= 1, (rule, after)
     assert after["delay_overdue"] == 0 and after["task_timeout_overdue"] == 0

@@ -40,9 +40,15 @@ def summary(problems: list[Problem]) -> list[tuple[Any, ...]]:
     return [(p.rule, p.level, p.instance_id, p.task_id, p.node_key, p.job_id) for p in problems]
 
 
-async def findings(db: Database, clock: ManualClock, instance_id: int) -> InstanceFindings:
+async def findings(
+    db: Database, clock: ManualClock, instance_id: int, *, threshold_min: int = 10
+) -> InstanceFindings:
+    """The drawer's findings, the inspection's rules at ``threshold_min``
+    (the drawer's default: 10)."""
     async with db.read() as conn:
-        return await instance_findings(conn, instance_id, now=clock.now())
+        return await instance_findings(
+            conn, instance_id, now=clock.now(), threshold=timedelta(minutes=threshold_min)
+        )
 
 
 async def flush_events(db: Database, clock: ManualClock) -> None:

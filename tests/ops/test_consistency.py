@@ -52,10 +52,10 @@ async def test_task_without_token_and_running_without_active_token_O12(
     await consume_tokens(db, iid)
     found = await findings(db, clock, iid)
     assert rules(found.conclusions) == [
-        ("running_without_active_token", "critical"),
         ("task_without_token", "critical"),
+        ("running_without_active_token", "critical"),
     ]
-    no_token, no_task = found.conclusions[0], found.conclusions[1]
+    no_task, no_token = found.conclusions[0], found.conclusions[1]
     assert no_token.evidence == Evidence(task_ids=[], token_ids=[], job_ids=[])
     assert no_token.repair == {"action": "force_jump", "params": {"target": "manager"}}
     assert no_task.evidence == Evidence(task_ids=[task["id"]], token_ids=[], job_ids=[])
@@ -68,7 +68,7 @@ async def test_task_without_token_and_running_without_active_token_O12(
     )
     assert token["id"] > 0
     public = found.to_public()
-    assert public["conclusions"][1]["evidence"] == {
+    assert public["conclusions"][0]["evidence"] == {
         "taskIds": [task["id"]],
         "tokenIds": [],
         "jobIds": [],
@@ -76,7 +76,13 @@ async def test_task_without_token_and_running_without_active_token_O12(
     assert set(public["verdict"]) == {"code", "message", "messageParams", "action", "params"}
     # the values the texts are made of (the console words them from these)
     assert no_task.message_params == {"taskId": task["id"], "nodeKey": "manager"}
-    assert public["conclusions"][0]["messageParams"] == {}
+    assert public["conclusions"][1]["messageParams"] == {}
+    # younger than the drawer's threshold: O-12's check, not the inspection's
+    assert public["conclusions"][0]["healthRule"] is None
+    clock.advance(seconds=11 * 60)
+    older = await findings(db, clock, iid)
+    assert older.conclusions[0].health_rule == "token_task_mismatch"
+    assert rules(older.conclusions) == rules(found.conclusions)
     assert (found.verdict.code, found.verdict.message_params) == (
         "task_without_token",
         no_task.message_params,
@@ -94,16 +100,22 @@ async def test_running_without_active_task_and_token_without_task_O12(
     found = await findings(db, clock, iid)
     assert rules(found.conclusions) == [
         ("running_without_active_task", "critical"),
+        ("instance_stalled", "critical"),
         ("token_without_task", "warning"),
     ]
+    # the inspection's rule, with its repair: the operator picks the node
+    stalled = found.conclusions[1]
+    assert stalled.health_rule == "instance_stalled"
+    assert stalled.repair == {"action": "force_jump", "params": {"target": None}}
+    assert found.conclusions[0].health_rule is None
     assert found.conclusions[0].evidence.token_ids == [token["id"]]
-    assert found.conclusions[1].evidence == Evidence(token_ids=[token["id"]])
+    assert found.conclusions[2].evidence == Evidence(token_ids=[token["id"]])
     # the token stands at a gateway that matched no branch: jumping back onto
     # it would stall again, so the operator picks one of its branches
     assert found.verdict.action == "force_jump"
     assert found.verdict.params == {"target": None, "candidates": ["big"]}
     assert "force jump to one of «big»" in found.verdict.message
-    assert found.conclusions[1].message_params == {"tokenId": token["id"], "nodeKey": "route"}
+    assert found.conclusions[2].message_params == {"tokenId": token["id"], "nodeKey": "route"}
     assert (found.verdict.code, found.verdict.message_params) == ("running_without_active_task", {})
 
 
@@ -119,8 +131,14 @@ async def test_waiting_task_unwakeable_when_the_wake_job_is_lost_O12(
     async with db.begin() as conn:
         await conn.execute(delete(workflow_jobs).where(workflow_jobs.c.instance_id == iid))
     found = await findings(db, clock, iid)
-    assert rules(found.conclusions) == [("waiting_task_unwakeable", "critical")]
-    assert found.conclusions[0].evidence == Evidence(task_ids=[task["id"]])
+    # the inspection's delay_missing_wake_job (any age), then O-12's deadlock
+    assert rules(found.conclusions) == [
+        ("delay_missing_wake_job", "critical"),
+        ("waiting_task_unwakeable", "critical"),
+    ]
+    assert found.conclusions[0].health_rule == "delay_missing_wake_job"
+    assert found.conclusions[1].evidence == Evidence(task_ids=[task["id"]])
+    assert found.verdict.code == "delay_missing_wake_job"
     assert found.verdict.action == "recovery"
     assert found.verdict.params == {"action": "delay-wake", "jobId": None}
 
@@ -137,10 +155,11 @@ async def test_trigger_execution_failed_gives_a_job_retry_verdict_O12(
     (job,) = await jobs(db, iid, type="trigger_dispatch")
     found = await findings(db, clock, iid)
     assert rules(found.conclusions) == [
-        ("waiting_task_unwakeable", "critical"),
         ("trigger_execution_failed", "critical"),
+        ("waiting_task_unwakeable", "critical"),
     ]
-    failed = found.conclusions[1]
+    failed = found.conclusions[0]
+    assert failed.health_rule == "trigger_execution_failed"
     assert failed.evidence == Evidence(task_ids=[task["id"]], job_ids=[job["id"]])
     assert failed.repair == {"action": "job_retry", "params": {"jobId": job["id"]}}
     assert (found.verdict.action, found.verdict.params) == ("job_retry", {"jobId": job["id"]})
@@ -151,7 +170,7 @@ async def test_trigger_execution_failed_gives_a_job_retry_verdict_O12(
         "errorCode": "external_outcome_unconfirmed",
         "outcomeUnconfirmed": True,
     }
-    assert found.conclusions[0].message_params == {"nodeKeys": ["erp"]}
+    assert found.conclusions[1].message_params == {"nodeKeys": ["erp"]}
 
 
 async def test_external_dispatch_failed_O12(
@@ -176,20 +195,33 @@ async def test_event_dispatch_failed_and_pending_O12(db: Database, clock: Manual
     await engine.deploy(approval_flow(), actor="a")
     iid = await engine.start("leave", form={}, initiator="u")
     clock.advance(seconds=29 * 60)
-    assert (await findings(db, clock, iid)).conclusions == []  # a short backlog is normal
+    # a short backlog is normal: below the threshold (here the inspection's default)
+    assert (await findings(db, clock, iid, threshold_min=30)).conclusions == []
     clock.advance(seconds=2 * 60)
-    found = await findings(db, clock, iid)
-    assert rules(found.conclusions) == [("event_dispatch_pending", "warning")]
-    assert found.verdict.action == "recovery"
-    assert found.verdict.params == {"action": "event-dispatch", "jobId": None}
+    found = await findings(db, clock, iid, threshold_min=30)
+    assert rules(found.conclusions) == [
+        ("waiting_task_stuck", "warning"),
+        ("event_dispatch_pending", "warning"),
+    ]
+    pending = found.conclusions[1]
+    assert pending.health_rule == "workflow_event_outbox_pending"
+    assert pending.repair == {
+        "action": "recovery",
+        "params": {"action": "event-dispatch", "jobId": None},
+    }
     async with db.begin() as conn:
         await conn.execute(
             update(workflow_event_outbox)
             .where(workflow_event_outbox.c.instance_id == iid)
             .values(status="failed")
         )
-    found = await findings(db, clock, iid)
-    assert rules(found.conclusions) == [("event_dispatch_failed", "critical")]
+    found = await findings(db, clock, iid, threshold_min=30)
+    assert rules(found.conclusions) == [
+        ("event_dispatch_failed", "critical"),
+        ("waiting_task_stuck", "warning"),
+    ]
+    assert found.verdict.action == "recovery"
+    assert found.verdict.params == {"action": "event-dispatch", "jobId": None}
 
 
 async def test_the_verdict_of_a_healthy_instance_says_what_it_waits_for_O12(
@@ -201,21 +233,33 @@ async def test_the_verdict_of_a_healthy_instance_says_what_it_waits_for_O12(
     await flush_events(db, clock)
     (task,) = await tasks(db, iid, node_key="manager")
     clock.advance(seconds=3 * 3600 + 60)
+    # at the drawer's default threshold the inspection reports the task
     found = await findings(db, clock, iid)
+    assert rules(found.conclusions) == [("waiting_task_stuck", "warning")]
+    assert found.verdict.code == "waiting_task_stuck"
+    assert found.verdict.message == (
+        f"Task {task['id']} at «manager» has waited 3 h for alice; remind alice."
+    )
+    # at a day's threshold nothing fires: the verdict says what it waits for
+    found = await findings(db, clock, iid, threshold_min=1440)
     assert found.conclusions == []
     assert found.verdict.message == "nothing is wrong: waiting for alice since 3 h"
     assert (found.verdict.action, found.verdict.params) == (None, {})
     assert found.verdict.code == "waiting_for_people"
     assert found.verdict.message_params == {"assignees": ["alice"], "ageMinutes": 181}
     clock.advance(seconds=86400)
-    found = await findings(db, clock, iid)
-    assert found.conclusions == []
+    found = await findings(db, clock, iid, threshold_min=1440)
+    # past a day the inspection reports it even at its largest threshold
+    assert rules(found.conclusions) == [("waiting_task_stuck", "warning")]
     assert found.verdict.action == "remind"
     assert found.verdict.params == {"taskId": task["id"], "assignee": "alice"}
-    assert found.verdict.code == "waiting_too_long"
+    assert found.verdict.code == "waiting_task_stuck"
     assert found.verdict.message_params == {
-        "assignees": ["alice"],
+        "taskId": task["id"],
+        "nodeKey": "manager",
         "ageMinutes": 181 + 1440,
-        "overdue": False,
+        "assignee": "alice",
     }
-    assert found.verdict.message == "nothing is broken: waiting for alice since 1 d; remind alice"
+    assert found.verdict.message == (
+        f"Task {task['id']} at «manager» has waited 1 d for alice; remind alice."
+    )

@@ -84,16 +84,18 @@ def _values(p: dict[str, Any]) -> dict[str, Any]:
 
 def render_conclusion(rule: str, p: dict[str, Any]) -> str:
     texts = FINDING[rule]
-    return _fill(
-        texts["messageUnconfirmed" if p.get("outcomeUnconfirmed") is True else "message"],
-        _values(p),
-    )
+    variant = "messageUnconfirmed" if p.get("outcomeUnconfirmed") is True else "message"
+    if rule == "subprocess_waiting" and p["childInstanceId"] is None:
+        variant = "messageNoChild"
+    return _fill(texts[variant], _values(p))
 
 
 def render_repair(action: str | None, params: dict[str, Any]) -> str:
     texts = VERDICT["repair"]
     if not action:
         return ""
+    if action == "force_jump" and params.get("target") is None and "candidates" not in params:
+        return texts["force_jump_pick"]
     if action == "force_jump" and params.get("target") is None:
         branches = _list(params.get("candidates", []), _node)
         return _fill(texts["force_jump_gateway"], {"branches": branches})
@@ -107,6 +109,8 @@ def render_repair(action: str | None, params: dict[str, Any]) -> str:
         )
     if action == "remind":
         return _fill(texts["remind"], {"assignee": params["assignee"]})
+    if action == "replay":
+        return texts["replay"]
     raise AssertionError(f"no words for {action}")
 
 
@@ -153,13 +157,41 @@ CONCLUSIONS: dict[str, list[dict[str, Any]]] = {
     "trigger_execution_failed": FAILED_JOB,
     "event_dispatch_failed": [{"count": n, "ageMinutes": m} for n in (1, 12) for m in AGES],
     "event_dispatch_pending": [{"count": n, "ageMinutes": m} for n in (1, 12) for m in AGES],
+    # the inspection's rules O-12 does not name: the inspection item's params
+    "delay_missing_wake_job": [{"nodeKey": "cooldown", "taskId": 5}],
+    "delay_overdue": [
+        {"nodeKey": "cooldown", "ageMinutes": m, "jobId": 6, "jobStatus": s}
+        for m in AGES
+        for s in ("pending", "dead")
+    ],
+    "task_timeout_overdue": [
+        {"taskId": 3, "nodeKey": "manager", "ageMinutes": m, "jobId": 4} for m in AGES
+    ],
+    "trigger_waiting_no_execution": [{"nodeKey": "erp", "ageMinutes": m} for m in AGES],
+    "external_dispatch_pending": [{"nodeKey": "partner", "ageMinutes": m} for m in AGES],
+    "subprocess_waiting": [
+        {"nodeKey": "sub", "ageMinutes": m, "childInstanceId": c} for m in AGES for c in (41, None)
+    ],
+    "waiting_task_stuck": [
+        {"taskId": 3, "nodeKey": "manager", "ageMinutes": m, "assignee": "alice"} for m in AGES
+    ],
+    "instance_stalled": [{"ageMinutes": m} for m in AGES],
+    "webhook_delivery_failed": [
+        {"count": n, "ageMinutes": m, "jobId": 17} for n in (1, 3) for m in AGES
+    ],
 }
 REPAIRS: list[tuple[str | None, dict[str, Any]]] = [
     (None, {}),
     ("force_jump", {"target": "manager"}),
     ("force_jump", {"target": None, "candidates": ["emea", "apac"]}),
     ("force_jump", {"target": None, "candidates": ["big"]}),
+    ("force_jump", {"target": None}),
     ("job_retry", {"jobId": 20}),
+    ("remind", {"taskId": 3, "assignee": "alice"}),
+    (
+        "replay",
+        {"types": ["webhook_delivery"], "instanceId": 7, "statuses": ["dead", "failed"]},
+    ),
     *[
         ("recovery", {"action": a, "jobId": None})
         for a in (
@@ -168,6 +200,7 @@ REPAIRS: list[tuple[str | None, dict[str, Any]]] = [
             "trigger-dispatch",
             "subprocess",
             "external-dispatch",
+            "task-timeout",
         )
     ],
 ]

@@ -22,6 +22,7 @@ from flowledger.ops.health_messages import (
     describe,
     message_params,
     recovery_action,
+    repair,
 )
 from flowledger.ops.health_rules import RULE_CODES
 from flowledger.ops.recovery_types import ACTIONS
@@ -54,6 +55,29 @@ def test_an_unconfirmed_trigger_outcome_names_no_action_L17() -> None:
 @pytest.mark.parametrize("rule", ["token_task_mismatch", "instance_stalled", "waiting_task_stuck"])
 def test_repairs_on_the_instance_name_no_action_O16(rule: str) -> None:
     assert recovery_action(_problem(rule)) is None
+
+
+@pytest.mark.parametrize("rule", sorted(RULE_CODES))
+def test_every_problem_has_the_repair_its_suggestion_names_O12_O16(rule: str) -> None:
+    """The item's ``repair`` (the drawer offers the same one): a recovery is
+    the action the suggestion names; a replay takes the instance's failed
+    webhook deliveries."""
+    problem = _problem(rule)
+    fix = repair(problem)
+    assert fix["action"] in ("force_jump", "job_retry", "recovery", "remind", "replay")
+    if fix["action"] == "recovery":
+        assert fix["params"] == {"action": recovery_action(problem), "jobId": 9}
+    if rule == "webhook_delivery_failed":
+        assert recovery_action(problem) is None
+        assert fix == {
+            "action": "replay",
+            "params": {
+                "types": ["webhook_delivery"],
+                "instanceId": 7,
+                "statuses": ["dead", "failed"],
+            },
+        }
+        assert "replay" in describe(problem, NOW)[1]
 
 
 # ------------------------------------------------- messageParams (O-16, i18n)
@@ -112,6 +136,7 @@ def _variants(rule: str) -> list[Problem]:
         "workflow_event_outbox_pending": ["12"],
         "waiting_task_stuck": ["alice"],
         "delay_overdue": ["pending"],
+        "webhook_delivery_failed": ["2"],
     }.get(rule, ["outbound_refused"])
     return [
         Problem(rule, "critical", 7, 8, node, 9, at, d)

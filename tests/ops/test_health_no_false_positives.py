@@ -234,7 +234,7 @@ async def test_healthy_instances_give_nothing_O16_O12(
 
         every = [r.id for r in await conn.execute(select(wi.c.id))]
     for iid in every:
-        found = await findings(db, clock, iid)
+        found = await findings(db, clock, iid, threshold_min=30)
         assert found.conclusions == [], (iid, found.to_public())
         assert found.verdict.action is None
         assert found.verdict.message.startswith("nothing is wrong"), found.verdict

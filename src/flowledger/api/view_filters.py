@@ -48,6 +48,7 @@ HEALTH_RULES = (
     "workflow_event_outbox_failed",
     "workflow_event_outbox_pending",
     "instance_stalled",
+    "webhook_delivery_failed",
 )
 
 

@@ -36,6 +36,14 @@ workflow_event_outbox_failed   an outbox row of that purchase whose fan-out fail
 workflow_event_outbox_pending  every backdated case's other outbox rows
 instance_stalled               routing_gap (latam): the exclusive gateway matched
                                no edge; no task, no job
+webhook_delivery_failed        a purchase whose ``instance.started`` event's
+                               webhook to a partner was cut off after the POST
+                               was sent: the delivery job is the L-17 dead
+                               letter (external_outcome_unconfirmed). The
+                               partner's subscription was disabled since (its
+                               receiver is gone), so it matches no other event,
+                               and a replay settles the delivery as skipped
+                               (L-4) without sending anything
 =============================  ==================================================
 
 The ``delay_overdue``, ``task_timeout_overdue``, ``external_dispatch_pending``
@@ -50,6 +58,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from cryptography.fernet import Fernet
 from sqlalchemy import Table, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -62,7 +71,12 @@ from flowledger.db.engine_schema import (
 )
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine import Engine
+from flowledger.events import hits
+from flowledger.events.subscriptions import create_subscription
+from flowledger.events.webhooks import WEBHOOK_DELIVERY, WEBHOOK_DELIVERY_TYPE, delivery_payload
 from flowledger.ledger.driver import forge
+from flowledger.ledger.enqueue import JobSpec, enqueue
+from flowledger.outbound.secrets import SecretBox
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 
 AGE = timedelta(hours=2)
@@ -152,6 +166,58 @@ async def _unconfirmed(conn: AsyncConnection, job: Any, now: Any, error: str) ->
     )
 
 
+async def _dead_webhook(conn: AsyncConnection, instance_id: int, now: Any, error: str) -> None:
+    """A demo subscription hit by the instance's first event, whose
+    ``webhook_delivery`` job (enqueued as ``event_dispatch`` does) then dies
+    as the L-17 dead letter: what a receiver that took the POST and never
+    answered leaves. The subscription is disabled (the relay matches no
+    other event to it; a replay is skipped), its secret sealed with a
+    throwaway key (nothing is ever signed with it)."""
+    row = (
+        (
+            await conn.execute(
+                select(workflow_event_outbox)
+                .where(workflow_event_outbox.c.instance_id == instance_id)
+                .order_by(workflow_event_outbox.c.id)
+            )
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return
+    event: dict[str, Any] = dict(row)
+    box = SecretBox([Fernet.generate_key().decode()])
+    subscription, _secret = await create_subscription(
+        conn,
+        tenant=event["tenant_id"],
+        name="partner ledger (demo)",
+        event_types=[event["event_type"]],
+        target_url="https://192.0.2.30/hooks",
+        actor="demo",
+        now=now,
+        definition_key=event["definition_key"],
+        enabled=False,
+        box=box,
+    )
+    hit_id = await hits.record_hit(conn, subscription_id=subscription["id"], event=event, now=now)
+    assert hit_id is not None
+    job = await enqueue(
+        conn,
+        JobSpec(
+            type=WEBHOOK_DELIVERY_TYPE,
+            payload=delivery_payload(event, subscription_id=subscription["id"], hit_id=hit_id),
+            idempotency_key=f"{WEBHOOK_DELIVERY}:{hit_id}",
+            tenant_id=event["tenant_id"],
+            instance_id=instance_id,
+        ),
+        now=now,
+    )
+    await hits.attach_job(conn, hit_id, job.job_id)
+    await hits.set_hit_status(conn, hit_id, hits.FAILED, now=now, error=error)
+    await _unconfirmed(conn, await _job(conn, instance_id, WEBHOOK_DELIVERY), now, error)
+
+
 async def load_health_cases(engine: Engine) -> list[int]:
     """Start and shape the cases of the module doc; returns their instances."""
     now = engine.clock.now()
@@ -164,6 +230,7 @@ async def load_health_cases(engine: Engine) -> list[int]:
     form = {"amount": 800, "vendor": "Vandelay", "reason": "health demo"}
     mismatch = case(await engine.start("purchase", form=form, initiator="dave"))
     stuck = case(await engine.start("purchase", form=form, initiator="dave"))
+    hooked = case(await engine.start("purchase", form=form, initiator="frank"))
     case(await engine.start("purchase", form=form, initiator="erin"), timedelta(hours=25))
     unconfirmed_partner = case(
         await engine.start("partner_review", form={"item": "contract 17"}, initiator="carol")
@@ -236,6 +303,8 @@ async def load_health_cases(engine: Engine) -> list[int]:
                 .where(workflow_event_outbox.c.id == first_event)
                 .values(status="failed", dispatched_at=now)
             )
+        # webhook_delivery_failed: the delivery of an event dead-lettered (L-17)
+        await _dead_webhook(conn, hooked, now, "no answer after the POST was sent")
         for iid, age in cases:
             await _backdate(conn, iid, age)
     return [iid for iid, _age in cases]

@@ -1,28 +1,40 @@
 """Consistency conclusions and the verdict of one instance (SPEC O-12), for
-the instance diagnostics document. Read-only.
+the instance diagnostics document: one evaluation of the instance from which
+the drawer's conclusions and verdict derive, and which agrees with the
+health inspection (O-16). Read-only.
 
-The checks are the shared builders of :mod:`flowledger.ops.health_rule_queries`
-run for this one instance (``instance_id`` parameter): the same
-``token_task_mismatch``, ``external_dispatch_failed``,
-``trigger_execution_failed`` and outbox checks the health inspection runs
-(here with no threshold, except the pending-events backlog, which keeps the
-inspection's default of 30 min), plus the O-12-only checks (no active task,
-no active token, token without task, unwakeable waiting tasks).
+The evaluation is the health inspection itself, filtered by the instance:
+every rule of :mod:`flowledger.ops.health_rules` run at the drawer's
+threshold (:data:`DEFAULT_THRESHOLD`, 10 min — any threshold the
+inspection accepts), de-duplicated as the inspection does
+(:func:`~flowledger.ops.health_inspection.one_per_task`), so every problem
+the inspection reports for the instance at that threshold is a conclusion
+here with the same rule (its ``healthRule``), level and repair
+(:func:`~flowledger.ops.health_messages.repair`), and nothing more is
+reported under a health rule than the inspection reports. Five inspection
+rules keep the names O-12 gives them (``token_task_mismatch`` is
+``task_without_token``, ``workflow_event_outbox_failed`` / ``_pending`` are
+``event_dispatch_failed`` / ``_pending``; ``external_dispatch_failed`` and
+``trigger_execution_failed`` are the same); the others are named by their
+inspection rule, among them ``webhook_delivery_failed`` (a dead or
+``external_outcome_unconfirmed`` webhook delivery of the instance's events:
+an event-dispatch failure, repaired by a replay).
 
-Rules and levels (O-12): ``running_without_active_task`` critical,
-``running_without_active_token`` critical, ``task_without_token`` critical
-(repair ``force_jump``), ``token_without_task`` warning (parked join tokens
-excluded), ``waiting_task_unwakeable`` critical, ``external_dispatch_failed``
-and ``trigger_execution_failed`` critical (job failed or dead; repair
-``job_retry``), ``event_dispatch_failed`` critical / ``event_dispatch_pending``
-warning (repair ``recovery`` event-dispatch).
+Then the O-12 checks the inspection does not name, each a conclusion with
+``healthRule`` null: ``running_without_active_task`` critical,
+``running_without_active_token`` critical, ``token_without_task`` warning
+(parked join tokens excluded), ``waiting_task_unwakeable`` critical, and
+``task_without_token`` critical for a task younger than the threshold (O-12
+names it at any age; repair ``force_jump``).
 
-The verdict is the most important conclusion in the order of
-:data:`VERDICT_ORDER` with its repair; with no conclusion it says what the
-instance waits for ("nothing is wrong: waiting for alice since 3 h"), with
-``remind`` when that human task is overdue or older than a day.
-A running instance with no problem gives no conclusion at all; an ended
-instance is checked for its events only.
+The verdict is the most important conclusion — critical first, then in the
+order of :data:`VERDICT_ORDER` — with its repair; only with no conclusion at
+all does it say what the instance waits for ("nothing is wrong: waiting for
+alice since 3 h"), with ``remind`` when that human task is overdue or older
+than a day. So the verdict never says nothing is wrong while a rule fires.
+A running instance with no problem gives no conclusion; an ended instance
+is checked by the rules that look at ended instances (its events and their
+webhook deliveries).
 
 Every conclusion carries ``messageParams`` and the verdict a ``code`` and
 ``messageParams``: the values their English ``message`` is made of (see
@@ -45,6 +57,7 @@ from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.planner import set_local
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops import consistency_checks as checks
+from flowledger.ops import health_inspection as inspection
 from flowledger.ops import health_rule_queries as queries
 from flowledger.ops import health_rules as rules
 from flowledger.ops.consistency_messages import (
@@ -53,6 +66,8 @@ from flowledger.ops.consistency_messages import (
     problem_verdict,
 )
 from flowledger.ops.health_messages import age_minutes
+from flowledger.ops.health_messages import message_params as health_params
+from flowledger.ops.health_messages import repair as health_repair
 from flowledger.states import (
     EXTERNAL_OUTCOME_UNCONFIRMED,
     InstanceStatus,
@@ -61,18 +76,34 @@ from flowledger.states import (
 )
 
 CRITICAL, WARNING = rules.CRITICAL, rules.WARNING
-PENDING_EVENTS_AFTER = timedelta(minutes=30)
+DEFAULT_THRESHOLD = timedelta(minutes=inspection.MIN_THRESHOLD_MINUTES)
 REMIND_AFTER = timedelta(days=1)
+
+#: the conclusion an inspection rule is in the drawer, where O-12 names it
+O12_NAMES = {
+    "token_task_mismatch": "task_without_token",
+    "workflow_event_outbox_failed": "event_dispatch_failed",
+    "workflow_event_outbox_pending": "event_dispatch_pending",
+}
 
 VERDICT_ORDER = (
     "task_without_token",
     "trigger_execution_failed",
     "external_dispatch_failed",
+    "delay_missing_wake_job",
+    "delay_overdue",
+    "trigger_waiting_no_execution",
     "waiting_task_unwakeable",
     "running_without_active_token",
     "running_without_active_task",
-    "token_without_task",
+    "instance_stalled",
     "event_dispatch_failed",
+    "webhook_delivery_failed",
+    "task_timeout_overdue",
+    "external_dispatch_pending",
+    "subprocess_waiting",
+    "token_without_task",
+    "waiting_task_stuck",
     "event_dispatch_pending",
 )
 
@@ -101,6 +132,9 @@ class Conclusion:
     message_params: dict[str, Any]
     evidence: Evidence
     repair: dict[str, Any] | None
+    #: the health inspection rule that reports the same problem (O-16), or
+    #: None for an O-12 check the inspection does not name
+    health_rule: str | None = None
 
     @property
     def message(self) -> str:
@@ -114,6 +148,7 @@ class Conclusion:
             "messageParams": self.message_params,
             "evidence": self.evidence.to_public(),
             "repair": self.repair,
+            "healthRule": self.health_rule,
         }
 
 
@@ -206,7 +241,41 @@ async def _open_tokens(conn: AsyncConnection, instance_id: int) -> list[Any]:
     return await _rows(conn, query)
 
 
-async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> list[Conclusion]:
+def _o12_params(rule: str, p: inspection.Problem, now: datetime) -> dict[str, Any]:
+    """A conclusion's params: O-12's for the rules it names, else the
+    inspection item's."""
+    if rule == "task_without_token":
+        return {"taskId": p.task_id, "nodeKey": p.node_key}
+    if rule in ("external_dispatch_failed", "trigger_execution_failed"):
+        return {
+            "nodeKey": p.node_key,
+            "jobId": p.job_id,
+            "errorCode": p.detail,
+            "outcomeUnconfirmed": p.detail == EXTERNAL_OUTCOME_UNCONFIRMED,
+        }
+    if rule in ("event_dispatch_failed", "event_dispatch_pending"):
+        return {"count": int(p.detail or 0), "ageMinutes": age_minutes(p.since, now)}
+    return health_params(p, now)
+
+
+def from_problem(p: inspection.Problem, now: datetime) -> Conclusion:
+    """The drawer's conclusion of one health inspection problem."""
+    rule = O12_NAMES.get(p.rule, p.rule)
+    return Conclusion(
+        rule,
+        p.level,
+        _o12_params(rule, p, now),
+        Evidence(task_ids=_ints([p.task_id]), job_ids=_ints([p.job_id])),
+        health_repair(p),
+        p.rule,
+    )
+
+
+async def _checks(
+    conn: AsyncConnection, instance_id: int, now: datetime, reported: set[int]
+) -> list[Conclusion]:
+    """The O-12 checks the inspection does not name (``reported``: the
+    tasks the inspection reports as ``token_task_mismatch``)."""
     now_params = rules.RuleParams(now=now, threshold=timedelta(0), instance_id=instance_id)
     out: list[Conclusion] = []
     all_tokens = await _open_tokens(conn, instance_id)
@@ -237,6 +306,8 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
             )
         )
     for row in await _rows(conn, queries.token_task_mismatch(now_params)):
+        if int(row.task_id) in reported:
+            continue
         out.append(
             Conclusion(
                 "task_without_token",
@@ -274,54 +345,6 @@ async def _checks(conn: AsyncConnection, instance_id: int, now: datetime) -> lis
                 repair,
             )
         )
-    for code, build in (
-        ("external_dispatch_failed", queries.external_dispatch_failed),
-        ("trigger_execution_failed", queries.trigger_execution_failed),
-    ):
-        for row in await _rows(conn, build(now_params)):
-            out.append(
-                Conclusion(
-                    code,
-                    CRITICAL,
-                    {
-                        "nodeKey": row.node_key,
-                        "jobId": int(row.job_id),
-                        "errorCode": row.detail,
-                        "outcomeUnconfirmed": row.detail == EXTERNAL_OUTCOME_UNCONFIRMED,
-                    },
-                    Evidence(task_ids=_ints([row.task_id]), job_ids=[int(row.job_id)]),
-                    {"action": "job_retry", "params": {"jobId": int(row.job_id)}},
-                )
-            )
-    return out
-
-
-async def _event_checks(conn: AsyncConnection, instance_id: int, now: datetime) -> list[Conclusion]:
-    out: list[Conclusion] = []
-    for code, level, build, params in (
-        (
-            "event_dispatch_failed",
-            CRITICAL,
-            queries.workflow_event_outbox_failed,
-            rules.RuleParams(now=now, threshold=timedelta(0), instance_id=instance_id),
-        ),
-        (
-            "event_dispatch_pending",
-            WARNING,
-            queries.workflow_event_outbox_pending,
-            rules.RuleParams(now=now, threshold=PENDING_EVENTS_AFTER, instance_id=instance_id),
-        ),
-    ):
-        for row in await _rows(conn, build(params)):
-            out.append(
-                Conclusion(
-                    code,
-                    level,
-                    {"count": int(row.detail), "ageMinutes": age_minutes(row.since, now)},
-                    Evidence(),
-                    {"action": "recovery", "params": {"action": "event-dispatch", "jobId": None}},
-                )
-            )
     return out
 
 
@@ -384,8 +407,12 @@ async def _waiting_for(conn: AsyncConnection, instance: Any, now: datetime) -> V
     return Verdict.healthy("nothing_wrong")
 
 
-def _verdict(conclusions: list[Conclusion]) -> Verdict | None:
-    ranked = sorted(conclusions, key=lambda c: VERDICT_ORDER.index(c.rule))
+def _rank(c: Conclusion) -> tuple[bool, int]:
+    """Critical first, then in :data:`VERDICT_ORDER`."""
+    return c.level != CRITICAL, VERDICT_ORDER.index(c.rule)
+
+
+def _verdict(ranked: list[Conclusion]) -> Verdict | None:
     if not ranked:
         return None
     top = ranked[0]
@@ -397,10 +424,15 @@ def _verdict(conclusions: list[Conclusion]) -> Verdict | None:
 
 
 async def instance_findings(
-    conn: AsyncConnection, instance_id: int, *, now: datetime
+    conn: AsyncConnection,
+    instance_id: int,
+    *,
+    now: datetime,
+    threshold: timedelta = DEFAULT_THRESHOLD,
 ) -> InstanceFindings:
-    """The conclusions and the verdict of ``instance_id`` at ``now``. The
-    caller has checked the instance exists in the caller's tenants."""
+    """The conclusions and the verdict of ``instance_id`` at ``now``, the
+    inspection's rules run at ``threshold``. The caller has checked the
+    instance exists in the caller's tenants."""
     await set_local(conn, jit="off")  # see health_inspection.run_rules
     instance = (
         await conn.execute(
@@ -409,9 +441,11 @@ async def instance_findings(
     ).first()
     if instance is None:
         return InstanceFindings([], Verdict.healthy("no_such_instance"))
-    conclusions: list[Conclusion] = []
+    problems = await inspection.inspect(conn, now=now, threshold=threshold, instance_id=instance_id)
+    conclusions = [from_problem(p, now) for p in problems]
     if instance.status == InstanceStatus.RUNNING.value:
-        conclusions += await _checks(conn, instance_id, now)
-    conclusions += await _event_checks(conn, instance_id, now)
+        reported = {p.task_id for p in problems if p.rule == "token_task_mismatch" and p.task_id}
+        conclusions += await _checks(conn, instance_id, now, reported)
+    conclusions.sort(key=_rank)  # stable: one rule's conclusions keep their order
     verdict = _verdict(conclusions) or await _waiting_for(conn, instance, now)
     return InstanceFindings(conclusions, verdict)

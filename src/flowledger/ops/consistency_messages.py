@@ -12,7 +12,13 @@ nodeKeys (a list: the waiting nodes, sorted); ``external_dispatch_failed`` /
 ``trigger_execution_failed`` nodeKey, jobId, errorCode (the job's last
 error code), outcomeUnconfirmed (L-17: the call may have reached the
 receiver); ``event_dispatch_failed`` / ``event_dispatch_pending`` count,
-ageMinutes; the two ``running_without_*`` rules none.
+ageMinutes; the two ``running_without_*`` rules none. A conclusion of an
+inspection rule O-12 does not name (``delay_missing_wake_job``,
+``delay_overdue``, ``task_timeout_overdue``, ``trigger_waiting_no_execution``,
+``external_dispatch_pending``, ``subprocess_waiting``, ``waiting_task_stuck``,
+``instance_stalled``, ``webhook_delivery_failed``) has the inspection item's
+``messageParams`` and its message word for word
+(:func:`flowledger.ops.health_messages.message_params`).
 
 Verdict codes: the rule of the conclusion it names (its params are that
 conclusion's; the repair suffix is made of ``action`` and ``params``), or
@@ -49,6 +55,48 @@ def _node(key: Any) -> str:
     return f"«{key}»"
 
 
+def _at(key: Any) -> str:
+    """A node as the health inspection's messages name it."""
+    return "its node" if key is None else _node(key)
+
+
+def _inspection_message(rule: str, p: dict[str, Any]) -> str | None:
+    """The message of an inspection rule O-12 does not name: the health
+    inspection's own (``health_messages.describe``), made of its params."""
+    node = _at(p.get("nodeKey"))
+    ago = age_text(p["ageMinutes"]) if "ageMinutes" in p else ""
+    if rule == "delay_missing_wake_job":
+        return f"the delay at {node} (task {p['taskId']}) has no wake job: it will never wake"
+    if rule == "delay_overdue":
+        return (
+            f"the delay at {node} was due {ago} ago and still waits "
+            f"(job {p['jobId']} {p['jobStatus']})"
+        )
+    if rule == "task_timeout_overdue":
+        return (
+            f"the timeout of task {p['taskId']} at {node} was due {ago} ago "
+            f"and is not handled (job {p['jobId']})"
+        )
+    if rule == "trigger_waiting_no_execution":
+        return f"the trigger at {node} has waited {ago} and was never executed"
+    if rule == "external_dispatch_pending":
+        return f"the external approval at {node} has waited {ago} and was not dispatched"
+    if rule == "subprocess_waiting":
+        child = p["childInstanceId"]
+        which = f" (child instance {child})" if child else " (no child started)"
+        return f"the parent has waited {ago} at {node} for its subprocess{which}"
+    if rule == "waiting_task_stuck":
+        return f"task {p['taskId']} at {node} has waited {ago} for {p['assignee']}"
+    if rule == "instance_stalled":
+        return f"the instance is running but has no open task and no job in flight (since {ago})"
+    if rule == "webhook_delivery_failed":
+        return (
+            f"{p['count']} webhook delivery(ies) of the instance's events failed for good "
+            f"(newest job {p['jobId']}, oldest since {ago})"
+        )
+    return None
+
+
 def conclusion_message(rule: str, p: dict[str, Any]) -> str:
     """The English message of a conclusion of ``rule`` with params ``p``."""
     if rule == "running_without_active_task":
@@ -83,11 +131,16 @@ def conclusion_message(rule: str, p: dict[str, Any]) -> str:
             f"{p['count']} event(s) of the instance {what} "
             f"(oldest since {age_text(p['ageMinutes'])})"
         )
-    raise KeyError(rule)
+    message = _inspection_message(rule, p)
+    if message is None:
+        raise KeyError(rule)
+    return message
 
 
 def repair_suffix(action: str | None, params: dict[str, Any]) -> str:
     """What a verdict adds to the conclusion it names: its repair."""
+    if action == "force_jump" and params.get("target") is None and "candidates" not in params:
+        return "; force jump to the node it should continue at"
     if action == "force_jump" and params.get("target") is None:
         branches = ", ".join(_node(b) for b in params.get("candidates", []))
         return (
@@ -101,6 +154,8 @@ def repair_suffix(action: str | None, params: dict[str, Any]) -> str:
         return f"; run the recovery action {params['action']}"
     if action == "remind":
         return f"; remind {params['assignee']}"
+    if action == "replay":
+        return "; replay its failed webhook deliveries"
     return ""
 
 

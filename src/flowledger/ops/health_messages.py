@@ -1,7 +1,9 @@
 """What an operator reads for each health problem (SPEC O-16): one sentence
 saying what is wrong, the suggestion naming the repair (force jump, a
-targeted recovery action, a job retry, remind / transfer, …) and, for the
-console's repair link, the recovery action (O-18) that suggestion names.
+targeted recovery action, a job retry, remind / transfer, a replay, …),
+for the console's repair link the recovery action (O-18) that suggestion
+names, and the repair itself as ``{action, params}`` (:func:`repair`: the
+one the instance drawer offers for the same problem, O-12).
 :func:`message_params` gives the pieces those two texts are made of (JSON
 scalars, camelCase), so a client can word them in its own language keyed by
 the rule code. Pure text; no queries."""
@@ -62,6 +64,39 @@ def recovery_action(p: Problem) -> str | None:
     if p.rule == "trigger_execution_failed" and p.detail == EXTERNAL_OUTCOME_UNCONFIRMED:
         return None
     return RECOVERY_ACTIONS.get(p.rule)
+
+
+WEBHOOK_DELIVERY = "webhook_delivery"
+#: the job statuses a replay of a failed webhook delivery takes (SPEC L-24)
+REPLAY_STATUSES = ["dead", "failed"]
+
+
+def repair(p: Problem) -> dict[str, Any]:
+    """The repair of one problem as ``{action, params}``, the same in the
+    inspection's item and the instance drawer's conclusion (SPEC O-12,
+    O-16): ``force_jump`` (``target``: the node, or null to pick one),
+    ``job_retry`` (``jobId``), ``recovery`` (``action``: the O-18 action,
+    ``jobId``), ``remind`` (``taskId``, ``assignee``), ``replay`` (the body
+    of ``POST /engine/jobs/replay-dead``: ``types``, ``instanceId``,
+    ``statuses``)."""
+    if p.rule == "token_task_mismatch":
+        return {"action": "force_jump", "params": {"target": p.node_key}}
+    if p.rule == "instance_stalled":
+        return {"action": "force_jump", "params": {"target": None}}
+    if p.rule in ("external_dispatch_failed", "trigger_execution_failed"):
+        return {"action": "job_retry", "params": {"jobId": p.job_id}}
+    if p.rule == "waiting_task_stuck":
+        return {"action": "remind", "params": {"taskId": p.task_id, "assignee": p.detail}}
+    if p.rule == "webhook_delivery_failed":
+        return {
+            "action": "replay",
+            "params": {
+                "types": [WEBHOOK_DELIVERY],
+                "instanceId": p.instance_id,
+                "statuses": list(REPLAY_STATUSES),
+            },
+        }
+    return {"action": "recovery", "params": {"action": RECOVERY_ACTIONS[p.rule], "jobId": p.job_id}}
 
 
 def describe(p: Problem, now: datetime) -> tuple[str, str]:
@@ -127,6 +162,11 @@ def describe(p: Problem, now: datetime) -> tuple[str, str]:
             f"the instance is running but has no open task and no job in flight (since {ago})",
             "force jump to the node it should continue at",
         ),
+        "webhook_delivery_failed": (
+            f"{p.detail} webhook delivery(ies) of the instance's events failed for good "
+            f"(newest {job}, oldest since {ago})",
+            "replay the instance's failed webhook deliveries (receivers dedupe on the event id)",
+        ),
     }
     return texts[p.rule]
 
@@ -141,7 +181,8 @@ def message_params(p: Problem, now: datetime) -> dict[str, Any]:
     ``jobId``, ``ageMinutes`` (see :func:`age_minutes`), ``errorCode`` (the
     failed job's last error code, else its status), ``outcomeUnconfirmed``
     (the suggestion asks to confirm the outcome first), ``jobStatus``,
-    ``childInstanceId`` (null: no child started), ``assignee``, ``count``."""
+    ``childInstanceId`` (null: no child started), ``assignee``, ``count``
+    (events, or failed webhook deliveries)."""
     minutes = age_minutes(p.since, now)
     node: dict[str, Any] = {"nodeKey": p.node_key}
     if p.rule in ("external_dispatch_failed", "trigger_execution_failed"):
@@ -166,6 +207,8 @@ def message_params(p: Problem, now: datetime) -> dict[str, Any]:
         return {"count": _int_or_none(p.detail), "ageMinutes": minutes}
     if p.rule == "instance_stalled":
         return {"ageMinutes": minutes}
+    if p.rule == "webhook_delivery_failed":
+        return {"count": _int_or_none(p.detail), "ageMinutes": minutes, "jobId": p.job_id}
     raise KeyError(p.rule)
 
 
@@ -185,4 +228,5 @@ def problem_fields(p: Problem, now: datetime) -> dict[str, Any]:
         "suggestion": suggestion,
         "message_params": message_params(p, now),
         "recovery_action": recovery_action(p),
+        "repair": repair(p),
     }

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Select, exists, func, literal, null, select
+from sqlalchemy import Select, and_, exists, func, literal, null, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
@@ -60,7 +60,7 @@ from flowledger.ops.health_query import (
     task_row,
     task_scope,
 )
-from flowledger.states import JobStatus, TaskStatus, TokenState
+from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, JobStatus, TaskStatus, TokenState
 
 #: The conditions under which a rule driven by open tasks reports one: on the
 #: columns of ``tasks`` (an open task in the caller's scope whose instance is
@@ -323,6 +323,54 @@ def workflow_event_outbox_failed(p: RuleParams) -> Select[Any]:
 def workflow_event_outbox_pending(p: RuleParams) -> Select[Any]:
     """Outbox rows still pending, created at or before the cutoff."""
     return _outbox(p, "pending", outbox.c.created_at <= p.cutoff)
+
+
+#: the job type of one webhook delivery (SPEC X-5; flowledger.events.webhooks,
+#: which this read-only module does not import)
+WEBHOOK_DELIVERY = "webhook_delivery"
+
+
+def webhook_delivery_failed(p: RuleParams) -> Select[Any]:
+    """The instance's events whose webhook delivery failed for good: a
+    ``webhook_delivery`` job of the instance that is dead, or failed with
+    ``external_outcome_unconfirmed`` (L-17: the receiver may or may not
+    have it; receivers dedupe on the event id, so a replay is safe). One row
+    per instance: ``job_id`` the newest such job, ``since`` the oldest one's
+    last change, ``detail`` how many. Any age, any instance status (an
+    ended instance's events are delivered too). Driven by
+    ``ix_workflow_jobs_status_type``."""
+    own = job_scope(p)
+    if p.definition_key is not None:
+        own.append(
+            jobs.c.instance_id.in_(
+                select(instances.c.id).where(instances.c.definition_key == p.definition_value())
+            )
+        )
+    return (
+        select(
+            *columns(
+                jobs.c.instance_id,
+                null(),
+                null(),
+                func.max(jobs.c.id),
+                func.min(jobs.c.updated_at),
+                func.count(),
+            )
+        )
+        .where(
+            jobs.c.type == WEBHOOK_DELIVERY,
+            jobs.c.instance_id.isnot(None),
+            or_(
+                jobs.c.status == JobStatus.DEAD.value,
+                and_(
+                    jobs.c.status.in_(BROKEN_JOB),
+                    jobs.c.last_error_code == EXTERNAL_OUTCOME_UNCONFIRMED,
+                ),
+            ),
+            *own,
+        )
+        .group_by(jobs.c.instance_id)
+    )
 
 
 def instance_stalled(p: RuleParams) -> Select[Any]:

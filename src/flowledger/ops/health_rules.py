@@ -58,6 +58,7 @@ from flowledger.ops.health_rule_queries import (
     trigger_waiting_no_execution_when,
     waiting_task_stuck,
     waiting_task_stuck_when,
+    webhook_delivery_failed,
     workflow_event_outbox_failed,
     workflow_event_outbox_pending,
 )
@@ -181,6 +182,7 @@ RULES: tuple[Rule, ...] = (
         workflow_event_outbox_pending,
         True,
     ),
+    Rule("webhook_delivery_failed", CRITICAL, 13, "instance", webhook_delivery_failed, False),
 )
 RULES_BY_CODE = {r.code: r for r in RULES}
 RULE_CODES = tuple(r.code for r in RULES)

@@ -27,7 +27,7 @@ outside ``tenants`` is :class:`~flowledger.engine.errors.InstanceNotFound`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -128,8 +128,10 @@ async def instance_diagnostics(
     view: str | None = None,
     trace_limit: int = DEFAULT_TRACE_LIMIT,
     trace_cursor: str | None = None,
+    threshold: timedelta = consistency.DEFAULT_THRESHOLD,
 ) -> dict[str, Any]:
-    """The whole document (``view=None``) or ``{"instance", "view", <view>}``."""
+    """The whole document (``view=None``) or ``{"instance", "view", <view>}``;
+    the conclusions are the health inspection's rules at ``threshold``."""
     instance = await load_instance(conn, instance_id, tenants=tenants)
     defn = ProcessDefinition.model_validate(instance["snapshot"])
     names = VIEWS if view is None else (view,)
@@ -151,6 +153,8 @@ async def instance_diagnostics(
             trace_cursor=trace_cursor,
         )
     if view is None:
-        findings = await consistency.instance_findings(conn, instance_id, now=now)
+        findings = await consistency.instance_findings(
+            conn, instance_id, now=now, threshold=threshold
+        )
         doc.update(findings.to_public())
     return doc

@@ -2997,7 +2997,7 @@ export interface components {
             message: string;
             /**
              * Messageparams
-             * @description The values the message and suggestion are made of, for a client that words them itself by `rule`: per rule, a subset of nodeKey (null: the node is unknown), taskId, jobId, ageMinutes (whole minutes since `since` at `now`), errorCode (the failed job's last error code, else its status), outcomeUnconfirmed (true: the suggestion is to confirm the outcome with the receiver first, never to resend), jobStatus, childInstanceId (null: no child started), assignee, count (events).
+             * @description The values the message and suggestion are made of, for a client that words them itself by `rule`: per rule, a subset of nodeKey (null: the node is unknown), taskId, jobId, ageMinutes (whole minutes since `since` at `now`), errorCode (the failed job's last error code, else its status), outcomeUnconfirmed (true: the suggestion is to confirm the outcome with the receiver first, never to resend), jobStatus, childInstanceId (null: no child started), assignee, count (events, or failed webhook deliveries).
              */
             messageParams: {
                 [key: string]: string | number | boolean | null;
@@ -3009,6 +3009,8 @@ export interface components {
              * @description The targeted recovery action the suggestion names (POST /engine/recovery/{action}/…), or null when the repair is on the instance.
              */
             recoveryAction: string | null;
+            /** @description The repair, the same the instance drawer's conclusion of this problem offers (SPEC O-12). */
+            repair: components["schemas"]["Repair"];
             /** Rule */
             rule: string;
             /**
@@ -4138,6 +4140,21 @@ export interface components {
             remindedAt: string;
             /** Taskid */
             taskId: number;
+        };
+        /** Repair */
+        Repair: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "force_jump" | "job_retry" | "recovery" | "remind" | "replay";
+            /**
+             * Params
+             * @description force_jump: target (null: the operator picks the node); job_retry: jobId; recovery: action (POST /engine/recovery/{action}/…), jobId; remind: taskId, assignee; replay: the body of POST /engine/jobs/replay-dead (types, instanceId, statuses).
+             */
+            params: {
+                [key: string]: unknown;
+            };
         };
         /** Replay */
         Replay: {
@@ -9011,7 +9028,7 @@ export interface operations {
             query?: {
                 /** @description From 10 to 1440 minutes (default 30). */
                 thresholdMinutes?: number;
-                rule?: ("token_task_mismatch" | "external_dispatch_failed" | "external_dispatch_pending" | "trigger_execution_failed" | "trigger_waiting_no_execution" | "subprocess_waiting" | "delay_missing_wake_job" | "delay_overdue" | "task_timeout_overdue" | "waiting_task_stuck" | "workflow_event_outbox_failed" | "workflow_event_outbox_pending" | "instance_stalled") | null;
+                rule?: ("token_task_mismatch" | "external_dispatch_failed" | "external_dispatch_pending" | "trigger_execution_failed" | "trigger_waiting_no_execution" | "subprocess_waiting" | "delay_missing_wake_job" | "delay_overdue" | "task_timeout_overdue" | "waiting_task_stuck" | "workflow_event_outbox_failed" | "workflow_event_outbox_pending" | "instance_stalled" | "webhook_delivery_failed") | null;
                 level?: ("critical" | "warning") | null;
                 definitionKey?: string | null;
                 /** @description Page size (1-200). */
@@ -11617,6 +11634,8 @@ export interface operations {
                 limit?: number;
                 /** @description The `next` value of the previous page. */
                 cursor?: string | null;
+                /** @description The health inspection's threshold for the conclusions (10 to 1440). */
+                thresholdMinutes?: number;
             };
             header?: never;
             path: {
@@ -11626,7 +11645,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The diagnostics document (see docs/diagnostics.md). Each conclusion is `{rule, level, message, messageParams, evidence, repair}`, the verdict `{code, message, messageParams, action, params}`: `message` is English (the CLI's words); `messageParams` holds the values it is made of (JSON scalars, and lists of node keys or assignees), for a client that words it itself by the conclusion's `rule` / the verdict's `code` (the rule of the conclusion it names, or what a healthy instance is doing: suspended, ended, waiting_for_people, waiting_too_long, waiting_for_external_approval, waiting_for_system_task, job_in_flight, nothing_wrong); the verdict's repair is worded from `action` and `params`. */
+            /** @description The diagnostics document (see docs/diagnostics.md). Each conclusion is `{rule, level, message, messageParams, evidence, repair, healthRule}` (`healthRule`: the health inspection rule that reports the same problem at `thresholdMinutes`, with the same level and repair; null for an O-12 check the inspection does not name), the verdict `{code, message, messageParams, action, params}`: `message` is English (the CLI's words); `messageParams` holds the values it is made of (JSON scalars, and lists of node keys or assignees), for a client that words it itself by the conclusion's `rule` / the verdict's `code` (the rule of the conclusion it names, or what a healthy instance is doing: suspended, ended, waiting_for_people, waiting_too_long, waiting_for_external_approval, waiting_for_system_task, job_in_flight, nothing_wrong); the verdict's repair is worded from `action` and `params`. */
             200: {
                 headers: {
                     [name: string]: unknown;

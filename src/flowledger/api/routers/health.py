@@ -12,7 +12,9 @@ inspection sees only the caller's tenants (A-3). Time is the engine's clock
   message and suggestion are English; ``messageParams`` holds the values
   they are made of, for a client that words them by ``rule`` in its own
   language; ``recoveryAction`` is the targeted recovery action the
-  suggestion names, or null: the repair is on the instance) and
+  suggestion names, or null: the repair is on the instance; ``repair
+  {action, params}``: the repair itself, the same the instance drawer
+  offers for the problem, O-12) and
   ``summary {byRule, byLevel, score}``.
 - ``GET /engine/health-score`` — the score with its points and inputs.
 - ``GET /engine/health-history?from&to`` — the snapshot series (default: the
@@ -63,6 +65,7 @@ RuleCode = Literal[
     "workflow_event_outbox_failed",
     "workflow_event_outbox_pending",
     "instance_stalled",
+    "webhook_delivery_failed",
 ]
 assert set(RuleCode.__args__) == set(RULE_CODES)  # type: ignore[attr-defined]
 Level = Literal["critical", "warning"]
@@ -71,6 +74,16 @@ MAX_HISTORY = timedelta(days=31)
 
 class InvalidQuery(FlowledgerError):
     code = "invalid_query"
+
+
+class Repair(ApiModel):
+    action: Literal["force_jump", "job_retry", "recovery", "remind", "replay"]
+    params: dict[str, Any] = Field(
+        description="force_jump: target (null: the operator picks the node); job_retry: "
+        "jobId; recovery: action (POST /engine/recovery/{action}/…), jobId; remind: taskId, "
+        "assignee; replay: the body of POST /engine/jobs/replay-dead (types, instanceId, "
+        "statuses)."
+    )
 
 
 class HealthItem(ApiModel):
@@ -90,11 +103,15 @@ class HealthItem(ApiModel):
         "`now`), errorCode (the failed job's last error code, else its status), "
         "outcomeUnconfirmed (true: the suggestion is to confirm the outcome with the "
         "receiver first, never to resend), jobStatus, childInstanceId (null: no child "
-        "started), assignee, count (events)."
+        "started), assignee, count (events, or failed webhook deliveries)."
     )
     recovery_action: str | None = Field(
         description="The targeted recovery action the suggestion names (POST "
         "/engine/recovery/{action}/…), or null when the repair is on the instance."
+    )
+    repair: Repair = Field(
+        description="The repair, the same the instance drawer's conclusion of this "
+        "problem offers (SPEC O-12)."
     )
 
 

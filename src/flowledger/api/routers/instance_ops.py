@@ -5,7 +5,9 @@
   with ``?view=`` (trace pages with ``limit`` / ``cursor``), plus the
   consistency ``conclusions`` and the ``verdict`` (English ``message``s,
   with the ``messageParams`` they are made of, keyed by the conclusion's
-  ``rule`` / the verdict's ``code``: see ``ops/consistency_messages.py``);
+  ``rule`` / the verdict's ``code``: see ``ops/consistency_messages.py``),
+  the health inspection's rules run for the instance at ``thresholdMinutes``
+  (10 to 1440, default 10; see ``ops/consistency.py``);
 - ``GET /instances/{id}/force-jump/preview?target=&fromNode=`` and
   ``POST /instances/{id}/force-jump`` — the exact change, then doing it;
 - ``POST /instances/batch-recover`` — skip the task at a node of many stuck
@@ -23,6 +25,7 @@ with the reason; one ``instance.recover`` row per advanced instance and one
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Any, Literal, get_args
 
 from fastapi import APIRouter, Path, Query
@@ -46,6 +49,8 @@ from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
 from flowledger.engine.force_jump import JumpOutcome
 from flowledger.ops.batch_recovery import RecoverySelection, batch_recover
+from flowledger.ops.consistency import DEFAULT_THRESHOLD
+from flowledger.ops.health_inspection import MAX_THRESHOLD_MINUTES, MIN_THRESHOLD_MINUTES
 from flowledger.ops.instance_bundle import instance_bundle
 from flowledger.ops.instance_diagnostics import VIEWS, instance_diagnostics
 from flowledger.ops.instance_diagnostics_trace import DEFAULT_TRACE_LIMIT, MAX_TRACE_LIMIT
@@ -126,7 +131,10 @@ async def batch_recover_instances(
     responses={
         200: {
             "description": "The diagnostics document (see docs/diagnostics.md). Each "
-            "conclusion is `{rule, level, message, messageParams, evidence, repair}`, the "
+            "conclusion is `{rule, level, message, messageParams, evidence, repair, "
+            "healthRule}` (`healthRule`: the health inspection rule that reports the same "
+            "problem at `thresholdMinutes`, with the same level and repair; null for an O-12 "
+            "check the inspection does not name), the "
             "verdict `{code, message, messageParams, action, params}`: `message` is English "
             "(the CLI's words); `messageParams` holds the values it is made of (JSON "
             "scalars, and lists of node keys or assignees), for a client that words it "
@@ -147,6 +155,15 @@ async def diagnose_instance(
         int, Query(ge=1, le=MAX_TRACE_LIMIT, description="Trace rows per page.")
     ] = DEFAULT_TRACE_LIMIT,
     cursor: Cursor = None,
+    threshold_minutes: Annotated[
+        int,
+        Query(
+            alias="thresholdMinutes",
+            ge=MIN_THRESHOLD_MINUTES,
+            le=MAX_THRESHOLD_MINUTES,
+            description="The health inspection's threshold for the conclusions (10 to 1440).",
+        ),
+    ] = DEFAULT_THRESHOLD // timedelta(minutes=1),
 ) -> JSONResponse:
     """SPEC O-10: the instance's trace (paged), nodes, tasks, triggers,
     events, tokens (with open joins), diagram, form and definition, with the
@@ -161,6 +178,7 @@ async def diagnose_instance(
             view=view,
             trace_limit=limit,
             trace_cursor=cursor,
+            threshold=timedelta(minutes=threshold_minutes),
         )
     return JSONResponse(jsonable_encoder(doc))
 

@@ -2,6 +2,7 @@
 import { ForceJumpDialog } from "./ForceJumpDialog";
 import { JobRetryDialog } from "./JobRetryDialog";
 import { RecoveryDialog } from "./RecoveryDialog";
+import { ReplayDialog } from "./ReplayDialog";
 import { ReassignDialog, RemindDialog } from "./TaskDialogs";
 import type { RepairRequest } from "./repairs";
 import type { Diagnostics } from "./types";
@@ -24,5 +25,7 @@ export function RepairDialog({ doc, repair, onClose, onDone }: { doc: Diagnostic
       return <RemindDialog taskId={Number(p.taskId)} assignee={task?.assignee} onClose={onClose} onDone={onDone} />;
     case "reassign":
       return <ReassignDialog taskId={Number(p.taskId)} assignee={task?.assignee} onClose={onClose} onDone={onDone} />;
+    case "replay":
+      return <ReplayDialog instanceId={doc.instance.id} filter={p} onClose={onClose} onDone={onDone} />;
   }
 }

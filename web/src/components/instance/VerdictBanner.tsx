@@ -1,6 +1,7 @@
 // The top of the drawer: the verdict (the one reason the instance is not
 // moving, with its one-click repair) and the consistency conclusions with
-// their levels, each with its own repair. Their texts are worded in the
+// their levels, each with its own repair and, when the health inspection
+// reports the same problem, its rule there (one diagnosis). Their texts are worded in the
 // active language from the API's messageParams (findingText.ts).
 import { Alert, Button, List, Space, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
@@ -34,7 +35,7 @@ export function VerdictBanner({ doc, onRepair }: { doc: Diagnostics; onRepair: (
 }
 
 export function Conclusions({ doc, onRepair }: { doc: Diagnostics; onRepair: (r: RepairRequest) => void }) {
-  const { t } = useTranslation("instance");
+  const { t } = useTranslation(["instance", "health"]);
   if (!doc.conclusions.length) return null;
   return (
     <List
@@ -51,6 +52,7 @@ export function Conclusions({ doc, onRepair }: { doc: Diagnostics; onRepair: (r:
           <List.Item
             data-testid="conclusion"
             data-rule={c.rule}
+            data-health-rule={c.healthRule ?? ""}
             actions={repair ? [<Button key="r" size="small" onClick={() => onRepair(repair)} data-testid={`conclusion-repair-${i}`}>{t(`repair.${repair.action}`)}</Button>] : []}
           >
             <Space direction="vertical" size={0}>
@@ -59,6 +61,11 @@ export function Conclusions({ doc, onRepair }: { doc: Diagnostics; onRepair: (r:
                 <Typography.Text code>{c.rule}</Typography.Text>
                 <span data-testid="conclusion-message">{conclusionText(t, c)}</span>
               </Space>
+              {c.healthRule && (
+                <Typography.Text type="secondary" style={{ fontSize: 12 }} data-testid="conclusion-health-rule">
+                  {t("conclusions.healthRule", { rule: t(`health:rule.${c.healthRule}`, { defaultValue: c.healthRule }) })}
+                </Typography.Text>
+              )}
               {(ev.taskIds.length > 0 || ev.tokenIds.length > 0 || ev.jobIds.length > 0) && (
                 <Typography.Text type="secondary" style={{ fontSize: 12 }}>
                   {t("conclusions.evidence", { tasks: ev.taskIds.join(", ") || "—", tokens: ev.tokenIds.join(", ") || "—", jobs: ev.jobIds.join(", ") || "—" })}

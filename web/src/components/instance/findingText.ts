@@ -45,6 +45,7 @@ function values(t: TFunction, p: Params): Params {
 }
 
 function conclusionKey(rule: string, p: Params): string {
+  if (rule === "subprocess_waiting" && p.childInstanceId == null) return `instance:finding.${rule}.messageNoChild`;
   return `instance:finding.${rule}.${p.outcomeUnconfirmed === true ? "messageUnconfirmed" : "message"}`;
 }
 
@@ -58,12 +59,14 @@ export function conclusionText(t: TFunction, c: Pick<Conclusion, "rule" | "messa
 function repairText(t: TFunction, action: string | null, params: Params): string | null {
   const key = (name: string) => `instance:verdict.repair.${name}`;
   if (!action) return "";
+  if (action === "force_jump" && params.target == null && !("candidates" in params)) return t(key("force_jump_pick"));
   if (action === "force_jump" && params.target == null)
     return t(key("force_jump_gateway"), { branches: list(t, params.candidates, (b) => node(t, b)) });
   if (action === "force_jump") return t(key("force_jump"), { target: node(t, params.target) });
   if (action === "job_retry") return t(key("job_retry"), { jobId: params.jobId });
   if (action === "recovery") return t(key("recovery"), { action: label(t, "finding.recoveryAction", params.action) });
   if (action === "remind") return t(key("remind"), { assignee: params.assignee });
+  if (action === "replay") return t(key("replay"));
   return null;
 }
 

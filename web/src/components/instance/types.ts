@@ -152,6 +152,9 @@ export interface Conclusion {
   messageParams: Record<string, unknown>;
   evidence: { taskIds: number[]; tokenIds: number[]; jobIds: number[] };
   repair: Repair | null;
+  // the health inspection rule that reports the same problem (same level and
+  // repair), null for an O-12 check the inspection does not name
+  healthRule?: string | null;
 }
 
 // code: the rule of the conclusion it names, or what a healthy instance does

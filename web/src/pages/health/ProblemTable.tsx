@@ -15,7 +15,7 @@ import { problemTexts } from "./problemText";
 
 type Item = Schemas["HealthItem"];
 // the rules whose repair on the instance has its own words (repair.instance.*)
-const INSTANCE_REPAIRS = ["token_task_mismatch", "waiting_task_stuck", "instance_stalled", "trigger_execution_failed"];
+const INSTANCE_REPAIRS = ["token_task_mismatch", "waiting_task_stuck", "instance_stalled", "trigger_execution_failed", "webhook_delivery_failed"];
 
 export function LevelTag({ level }: { level: string }) {
   const { t } = useTranslation("health");
