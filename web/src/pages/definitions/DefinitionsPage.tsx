@@ -15,6 +15,7 @@ import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { DeployPanel } from "./DeployPanel";
 import { Diagram } from "./Diagram";
+import { ActionLink } from "../../components/ActionLink";
 
 type Definition = Schemas["DefinitionPublic"];
 
@@ -117,7 +118,7 @@ export default function DefinitionsPage() {
               dataSource={list.data?.items ?? []}
               rowClassName={(d) => (d.key === selected ? "ant-table-row-selected" : "")}
               columns={[
-                { title: t("col.key"), dataIndex: "key", render: (k: string) => <a onClick={() => select(k)} data-testid={`definition-${k}`}>{k}</a> },
+                { title: t("col.key"), dataIndex: "key", render: (k: string) => <ActionLink onClick={() => select(k)} data-testid={`definition-${k}`}>{k}</ActionLink> },
                 { title: t("col.name"), dataIndex: "name" },
                 { title: t("col.version"), dataIndex: "version" },
                 { title: t("col.deployedAt"), dataIndex: "deployedAt", render: formatTime },

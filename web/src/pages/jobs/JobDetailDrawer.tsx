@@ -11,6 +11,7 @@ import { InstanceLink } from "../../components/InstanceLink";
 import { JsonBlock } from "../../components/JsonBlock";
 import { StatusTag } from "../../components/StatusTag";
 import { JobActionButtons } from "./JobActions";
+import { ActionLink } from "../../components/ActionLink";
 
 type Execution = Schemas["JobExecutionPublic"];
 
@@ -91,7 +92,7 @@ function TraceChain({ traceId, onOpen }: { traceId: string; onOpen: (id: number)
         pagination={false}
         dataSource={chain.data?.jobs ?? []}
         columns={[
-          { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => onOpen(id)}>#{id}</a> },
+          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => onOpen(id)}>#{id}</ActionLink> },
           { title: t("col.type"), dataIndex: "type" },
           { title: t("col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },

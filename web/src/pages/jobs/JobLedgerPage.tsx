@@ -17,6 +17,7 @@ import { FailureClusters, type ClusterBy } from "./FailureClusters";
 import { JOB_STATUSES, readQuery, writeQuery, type JobQuery } from "./filters";
 import { RuntimePanel } from "./RuntimePanel";
 import { jobSummaryQuery, jobsQuery } from "./queries";
+import { ActionLink } from "../../components/ActionLink";
 
 // the drawer and the replay dialog load when first opened
 const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
@@ -114,7 +115,7 @@ export default function JobLedgerPage() {
               rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
               onRow={(job) => ({ onDoubleClick: () => setJob(job.id) })}
               columns={[
-                { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</a> },
+                { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</ActionLink> },
                 { title: t("col.type"), dataIndex: "type" },
                 { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
                 { title: t("col.instance"), dataIndex: "instanceId", render: (v: number | null) => <InstanceLink id={v} /> },

@@ -13,6 +13,7 @@ import { formatTime } from "../../components/format";
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
+import { ActionLink } from "../../components/ActionLink";
 
 type Sub = Schemas["SubscriptionPublic"];
 interface Values {
@@ -148,10 +149,10 @@ export default function SubscriptionsPage() {
             title: "",
             render: (_, s) => (
               <Space>
-                <a onClick={() => setHitsOf(s)} data-testid={`subscription-hits-${s.id}`}>{t("hits.open")}</a>
-                <a onClick={() => open(s)} data-testid={`subscription-edit-${s.id}`}>{t("common:edit")}</a>
+                <ActionLink onClick={() => setHitsOf(s)} data-testid={`subscription-hits-${s.id}`}>{t("hits.open")}</ActionLink>
+                <ActionLink onClick={() => open(s)} data-testid={`subscription-edit-${s.id}`}>{t("common:edit")}</ActionLink>
                 <Popconfirm title={t("deleteConfirm", { name: s.name })} onConfirm={() => remove(s)} okText={t("common:delete")} cancelText={t("common:cancel")} okButtonProps={{ "data-testid": "delete-ok" } as Record<string, string>}>
-                  <a data-testid={`subscription-delete-${s.id}`}>{t("common:delete")}</a>
+                  <ActionLink data-testid={`subscription-delete-${s.id}`}>{t("common:delete")}</ActionLink>
                 </Popconfirm>
               </Space>
             ),

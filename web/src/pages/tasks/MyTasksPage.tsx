@@ -14,6 +14,7 @@ import { GeneratedForm, formFields, fromFormData, toFormData } from "../../compo
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
+import { ActionLink } from "../../components/ActionLink";
 
 type Task = Schemas["TaskPublic"];
 type Act = "approve" | "reject" | "handle" | "transfer" | "comment";
@@ -170,7 +171,7 @@ export default function MyTasksPage() {
         loading={tasks.isLoading}
         dataSource={tasks.data?.items ?? []}
         columns={[
-          { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => set("task", String(id))} data-testid={`task-link-${id}`}>#{id}</a> },
+          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("task", String(id))} data-testid={`task-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.definition"), dataIndex: "definitionKey", render: (v: string | null) => v ?? "—" },
           { title: t("col.node"), dataIndex: "nodeKey" },
           { title: t("col.kind"), dataIndex: "kind", render: (k: string) => t(`kind.${k}`) },

@@ -14,6 +14,7 @@ import { useCursor } from "../../components/useCursor";
 import { JobActionButtons } from "../jobs/JobActions";
 import { JobDetailDrawer } from "../jobs/JobDetailDrawer";
 import { JOB_STATUSES, type JobStatus } from "../jobs/filters";
+import { ActionLink } from "../../components/ActionLink";
 
 const TYPES = ["trigger_dispatch", "external_dispatch"];
 
@@ -70,7 +71,7 @@ export default function TriggerExecutionsPage() {
         loading={jobs.isLoading}
         dataSource={jobs.data?.items ?? []}
         columns={[
-          { title: t("col.job"), dataIndex: "id", render: (id: number) => <a onClick={() => setParam("job", [String(id)])} data-testid={`trigger-job-${id}`}>#{id}</a> },
+          { title: t("col.job"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setParam("job", [String(id)])} data-testid={`trigger-job-${id}`}>#{id}</ActionLink> },
           { title: t("col.type"), dataIndex: "type", render: (v: string) => t(`type.${v}`) },
           { title: t("col.instance"), dataIndex: "instanceId", render: (v: number | null) => v ?? "—" },
           { title: t("col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
