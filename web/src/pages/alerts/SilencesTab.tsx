@@ -56,7 +56,7 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
           {t("silence.create")}
         </Button>
         <Select<State>
-          data-testid="silence-state-filter"
+          data-testid="silence-state-filter" aria-label={t("silence.allStates")}
           style={{ width: 160 }}
           value={state}
           onChange={setState}

@@ -227,13 +227,13 @@ export default function CompensationPage() {
               allowClear
               style={{ width: 160 }}
               value={status}
-              data-testid="ticket-filter-status"
+              data-testid="ticket-filter-status" aria-label={t("col.status")}
               onChange={(v: string | undefined) => set("status", v)}
               options={["pending", "resolved", "terminated"].map((s) => ({ value: s, label: t(`common:status.${s}`) }))}
             />
           </Form.Item>
           <Form.Item label={t("col.instance")}>
-            <InputNumber min={1} value={instanceId} onChange={(v) => set("instanceId", v ? String(v) : undefined)} data-testid="ticket-filter-instance" />
+            <InputNumber min={1} value={instanceId} onChange={(v) => set("instanceId", v ? String(v) : undefined)} data-testid="ticket-filter-instance" aria-label={t("col.instance")} />
           </Form.Item>
         </Form>
       </Card>

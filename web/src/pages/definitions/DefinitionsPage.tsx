@@ -61,7 +61,7 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
             style={{ width: 140 }}
             value={shown ?? undefined}
             onChange={onVersion}
-            data-testid="version-select"
+            data-testid="version-select" aria-label={t("version.title", { key: defKey })}
             options={(versions.data?.items ?? []).map((d) => ({ value: d.version, label: t("version.label", { version: d.version }) }))}
           />
           <Button type="primary" onClick={() => setStarting(true)} disabled={!detail.data} data-testid="start-instance">{t("start.open")}</Button>

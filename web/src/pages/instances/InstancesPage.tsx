@@ -154,7 +154,7 @@ export default function InstancesPage() {
           loading={list.isLoading || waitingForDefault}
           pagination={false}
           dataSource={waitingForDefault ? [] : (list.data?.items ?? [])}
-          rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
+          rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]), getCheckboxProps: (i) => ({ "aria-label": t("common:selectRow", { id: i.id }) }) as object }}
           columns={[
             { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
             { title: t("col.definition"), render: (_, i) => `${i.definitionKey} v${i.definitionVersion}` },

@@ -30,7 +30,7 @@ function Attempts({ executions }: { executions: Execution[] }) {
           .filter((e) => e.generation === g)
           .sort((a, b) => a.attempt - b.attempt)
           .map((e) => (
-            <div key={e.id} data-testid="job-attempt" style={{ borderBottom: "1px solid #f0f0f0", paddingBottom: 8, marginBottom: 8 }}>
+            <div key={e.id} data-testid="job-attempt" style={{ borderBottom: "1px solid rgba(128, 128, 128, 0.25)", paddingBottom: 8, marginBottom: 8 }}>
               <Space style={{ marginBottom: 8 }}>
                 <Typography.Text strong>{t("detail.attempt", { attempt: e.attempt })}</Typography.Text>
                 <StatusTag status={e.status} />

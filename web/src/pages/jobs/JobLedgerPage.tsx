@@ -112,7 +112,7 @@ export default function JobLedgerPage() {
               loading={jobs.isLoading}
               pagination={false}
               dataSource={jobs.data?.items ?? []}
-              rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
+              rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]), getCheckboxProps: (job) => ({ "aria-label": t("common:selectRow", { id: job.id }) }) as object }}
               onRow={(job) => ({ onDoubleClick: () => setJob(job.id) })}
               columns={[
                 { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</ActionLink> },

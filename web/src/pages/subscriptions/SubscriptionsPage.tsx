@@ -37,7 +37,7 @@ function Hits({ sub, onClose }: { sub: Sub; onClose: () => void }) {
     <Drawer open onClose={onClose} width={900} title={t("hits.title", { name: sub.name })} data-testid="hits-drawer">
       <Space style={{ marginBottom: 12 }}>
         {t("hits.status")}
-        <Select allowClear style={{ width: 160 }} value={status} onChange={setStatus} options={(["pending", "delivered", "failed", "skipped"] as const).map((s) => ({ value: s, label: t(`common:status.${s}`) }))} />
+        <Select allowClear style={{ width: 160 }} value={status} onChange={setStatus} aria-label={t("hits.status")} options={(["pending", "delivered", "failed", "skipped"] as const).map((s) => ({ value: s, label: t(`common:status.${s}`) }))} />
       </Space>
       {hits.error ? <ErrorAlert error={hits.error} /> : null}
       <Table

@@ -158,7 +158,7 @@ export default function MyTasksPage() {
           style={{ width: 160 }}
           value={status}
           onChange={(v: string) => set("status", v)}
-          data-testid="task-filter-status"
+          data-testid="task-filter-status" aria-label={t("col.status")}
           options={[{ value: "all", label: t("all") }, ...["pending", "waiting", "completed", "canceled", "cc"].map((s) => ({ value: s, label: t(`common:status.${s}`) }))]}
         />
       </Space>
