@@ -12,6 +12,7 @@ import { setLanguage, type Language } from "../i18n";
 import { MONITOR_TABS, PAGES } from "../pages/registry";
 import { InstanceDrawerHost } from "../components/instance/InstanceDrawerHost";
 import { useShortcuts } from "../components/useShortcuts";
+import "../theme/focus.css";
 import { Choice } from "../components/Choice";
 import { ThemeSwitch } from "../theme/ThemeSwitch";
 

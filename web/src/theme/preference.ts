@@ -2,8 +2,8 @@
 // follows the operating system's light/dark setting live (CSS
 // `prefers-color-scheme`, read with matchMedia); "light" and "dark" are the
 // operator's explicit choice, remembered in localStorage. `applyScheme`
-// marks <html> (data-theme, color-scheme) so the page background, the
-// scrollbars and the browser tests see the scheme in force.
+// marks <html> (data-theme, color-scheme, the focus ring color) so the page
+// background, the scrollbars and the browser tests see the scheme in force.
 import { useSyncExternalStore } from "react";
 
 export type Scheme = "light" | "dark";
@@ -46,4 +46,6 @@ export function applyScheme(scheme: Scheme): void {
   const root = document.documentElement;
   root.dataset.theme = scheme;
   root.style.colorScheme = scheme;
+  root.style.setProperty("--fl-focus", scheme === "dark" ? "#69b1ff" : "#0958d9");
+  root.style.setProperty("--fl-current", scheme === "dark" ? "rgba(105, 177, 255, 0.16)" : "rgba(9, 88, 217, 0.08)");
 }

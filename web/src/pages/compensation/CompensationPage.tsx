@@ -239,7 +239,7 @@ export default function CompensationPage() {
       </Card>
       {tickets.error ? <ErrorAlert error={tickets.error} /> : null}
       <Table<Ticket>
-        data-testid="tickets-table"
+        data-testid="tickets-table" data-list="main"
         size="small"
         rowKey="id"
         loading={tickets.isLoading}

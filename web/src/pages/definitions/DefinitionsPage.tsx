@@ -110,7 +110,7 @@ export default function DefinitionsPage() {
           <Card size="small" title={t("list.title")} style={{ marginBottom: 16 }}>
             {list.error ? <ErrorAlert error={list.error} /> : null}
             <Table<Definition>
-              data-testid="definitions-table"
+              data-testid="definitions-table" data-list="main"
               size="small"
               rowKey="id"
               pagination={false}

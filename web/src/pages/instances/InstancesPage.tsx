@@ -148,7 +148,7 @@ export default function InstancesPage() {
         {list.error ? <ErrorAlert error={list.error} /> : null}
         {counts.error ? <ErrorAlert error={counts.error} /> : null}
         <Table<Instance>
-          data-testid="instances-table"
+          data-testid="instances-table" data-list="main"
           size="small"
           rowKey="id"
           loading={list.isLoading || waitingForDefault}

@@ -70,7 +70,7 @@ export function ConnectorsTab() {
       </Space>
       {list.error ? <ErrorAlert error={list.error} /> : null}
       <Table<Connector>
-        data-testid="connectors-table"
+        data-testid="connectors-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}

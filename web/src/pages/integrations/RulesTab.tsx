@@ -83,7 +83,7 @@ export function RulesTab() {
       </Space>
       {list.error ? <ErrorAlert error={list.error} /> : null}
       <Table<Rule>
-        data-testid="rules-table"
+        data-testid="rules-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}

@@ -106,7 +106,7 @@ export default function JobLedgerPage() {
           >
             {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
             <Table<Job>
-              data-testid="jobs-table"
+              data-testid="jobs-table" data-list="main"
               size="small"
               rowKey="id"
               loading={jobs.isLoading}

@@ -128,7 +128,7 @@ export default function SubscriptionsPage() {
       </Space>
       {subs.error ? <ErrorAlert error={subs.error} /> : null}
       <Table<Sub>
-        data-testid="subscriptions-table"
+        data-testid="subscriptions-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}

@@ -164,7 +164,7 @@ export default function MyTasksPage() {
       </Space>
       {tasks.error ? <ErrorAlert error={tasks.error} /> : null}
       <Table<Task>
-        data-testid="tasks-table"
+        data-testid="tasks-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}

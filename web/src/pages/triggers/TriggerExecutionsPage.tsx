@@ -64,7 +64,7 @@ export default function TriggerExecutionsPage() {
       </Card>
       {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
       <Table<Schemas["JobPublic"]>
-        data-testid="triggers-table"
+        data-testid="triggers-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}
