@@ -19,12 +19,37 @@ const LIGHT: ThemeConfig = {
     colorError: "#cf1322",
     colorTextDescription: "rgba(0, 0, 0, 0.62)",
     colorTextTertiary: "rgba(0, 0, 0, 0.62)",
+    // the status fills stay Ant Design's pale ones (derived from the darker
+    // seeds they would turn grey)
+    colorSuccessBg: "#f6ffed",
+    colorSuccessBorder: "#b7eb8f",
+    colorWarningBg: "#fff7e6",
+    colorWarningBorder: "#ffd591",
+    colorErrorBg: "#fff2f0",
+    colorErrorBorder: "#ffccc7",
+    colorInfoBg: "#e6f4ff",
+    colorInfoBorder: "#91caff",
+    // a colored tag's text is the palette's 7th shade: these are too light on their fill
+    green7: "#237804",
+    gold7: "#874d00",
+    orange7: "#ad4e00",
+    lime7: "#3f6600",
+    cyan7: "#006d75",
+    volcano7: "#ad2102",
+    yellow7: "#7c6e00",
   },
 };
 
 const DARK: ThemeConfig = {
   algorithm: theme.darkAlgorithm,
   token: {
+    // lighter seeds: primary and error colors are text too (menu, tabs,
+    // tags, danger buttons), and text on the dark background needs light
+    // colors; solid fills then carry black text instead of white
+    colorPrimary: "#69b1ff",
+    colorInfo: "#69b1ff",
+    colorError: "#ff7875",
+    colorTextLightSolid: "#000000",
     colorLink: "#69b1ff",
     colorTextDescription: "rgba(255, 255, 255, 0.65)",
     colorTextTertiary: "rgba(255, 255, 255, 0.65)",

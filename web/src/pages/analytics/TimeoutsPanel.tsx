@@ -1,6 +1,6 @@
 // O-14 timeouts: overdue pending tasks and those due within 24 h, then the
 // overdue list (most overdue first), each row linking to its instance.
-import { Col, Row, Statistic, Table, theme } from "antd";
+import { Col, Row, Statistic, Table, Typography, theme } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { formatNumber, formatTime } from "../../components/format";
@@ -30,7 +30,7 @@ export function TimeoutsPanel({ definitionKey }: { definitionKey?: string }) {
         rowKey="taskId"
         pagination={{ pageSize: 8, hideOnSinglePage: true, size: "small" }}
         dataSource={d?.overdueTasks ?? []}
-        locale={{ emptyText: t("timeouts.none") }}
+        locale={{ emptyText: <Typography.Text type="secondary">{t("timeouts.none")}</Typography.Text> }}
         columns={[
           { title: t("timeouts.task"), dataIndex: "taskId", render: (id: number) => `#${id}` },
           { title: t("timeouts.instance"), dataIndex: "instanceId", render: (id: number) => <InstanceLink id={id} /> },
