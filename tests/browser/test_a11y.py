@@ -11,13 +11,11 @@ the artifacts."""
 
 from __future__ import annotations
 
-import json
+import re
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -100,3 +98,145 @@ def test_axe_finds_nothing_serious_on_any_page(
     shot(page, f"a11y-drawer-{lang}-{scheme}")
     report = "\n".join(f for f in found if f)
     assert not report, "axe-core found serious or critical violations:\n" + report
+
+
+def _focused(page: Page) -> str:
+    """The focused element's test id (or its tag), for Tab loops."""
+    return str(
+        page.evaluate(
+            "() => { const a = document.activeElement;"
+            " const t = a && a.closest('[data-testid]');"
+            " return t ? t.getAttribute('data-testid') : (a ? a.tagName : ''); }"
+        )
+    )
+
+
+def _tab_to(page: Page, testid: str, limit: int = 80) -> None:
+    for _ in range(limit):
+        if _focused(page) == testid:
+            return
+        page.keyboard.press("Tab")
+    pytest.fail(f"Tab never reached {testid} (at {_focused(page)})")
+
+
+def _audit(server: Server, iid: int) -> tuple[Any, ...]:
+    with sqlite3.connect(server.db_url.removeprefix("sqlite:///")) as conn:
+        rows = list(
+            conn.execute(
+                "SELECT reason, result FROM operation_audit"
+                " WHERE action = 'instance.force_jump' AND target_id = ? ORDER BY id DESC",
+                (str(iid),),
+            )
+        )
+    assert rows, f"no force jump audited for #{iid}"
+    return rows[0]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_find_open_and_force_jump_with_the_keyboard_only(
+    server: Server, open_console: Opener, lang: str
+) -> None:
+    iid = _running_instance(server)
+    page, _ = open_console(lang, path="/monitor/jobs", color_scheme="dark")
+    page.get_by_test_id("runtime-dead").wait_for()
+    # `?` lists the shortcuts, with `g` + a letter per page; Esc closes the list
+    page.locator("body").press("?")
+    help_ = page.get_by_test_id("shortcuts-help")
+    expect(help_).to_be_visible()
+    for key in ("j", "k", "Enter", "Esc", "g"):
+        expect(help_.locator("kbd", has_text=key).first).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(help_).to_have_count(0)
+    # `g i` goes to the instances; `/` is the search box: the instance's id, Enter
+    page.keyboard.press("g")
+    page.keyboard.press("i")
+    expect(page).to_have_url(re.compile(r"/monitor/instances"))
+    page.locator("[data-testid=instances-table] tbody tr.ant-table-row").first.wait_for()
+    page.get_by_test_id("filter-keyword").wait_for()  # the filter bar renders after the rows
+    page.keyboard.press("/")
+    expect(page.get_by_test_id("filter-keyword")).to_be_focused()
+    page.keyboard.type(str(iid))
+    page.keyboard.press("Enter")
+    rows = page.locator("[data-testid=instances-table] tbody tr.ant-table-row")
+    # the search matches the id (and any form text holding the number)
+    expect(rows.first).to_be_visible()
+    expect(rows.get_by_test_id(f"instance-link-{iid}")).to_be_visible()
+    ids = [r.get_attribute("data-row-key") for r in rows.all()]
+    row = rows.nth(ids.index(str(iid)))
+    # Esc leaves the box; `j` moves to the instance's row (focused, outlined); Enter opens it
+    page.keyboard.press("Escape")
+    for _ in range(ids.index(str(iid)) + 1):
+        page.keyboard.press("j")
+    expect(row).to_be_focused()
+    outline = row.evaluate("r => getComputedStyle(r).outlineStyle")
+    assert outline == "solid", outline
+    page.keyboard.press("Enter")
+    drawer = page.get_by_test_id("instance-drawer")
+    expect(drawer).to_have_attribute("data-loaded", "true")
+    assert f"instance={iid}" in page.url
+    # force jump: Tab to the button, Enter; in the dialog Tab to the target,
+    # type it, Enter; Tab to the reason, type it; Tab to confirm, Enter
+    _tab_to(page, "drawer-force-jump")
+    page.keyboard.press("Enter")
+    dialog = page.get_by_test_id("force-jump-dialog")
+    expect(dialog.locator(".ant-modal")).to_be_visible()
+    _tab_to(page, "jump-target")
+    page.keyboard.type("manager")
+    page.keyboard.press("Enter")
+    expect(dialog.get_by_test_id("jump-target")).to_contain_text("manager")
+    expect(dialog.get_by_test_id("jump-diff")).to_be_visible()
+    _tab_to(page, "repair-reason")
+    reason = f"keyboard jump {lang}"
+    page.keyboard.type(reason)
+    _tab_to(page, "repair-confirm")
+    expect(page.get_by_test_id("repair-confirm")).to_be_enabled()
+    shot(page, f"a11y-keyboard-jump-{lang}")
+    page.keyboard.press("Enter")
+    expect(dialog).to_have_count(0)
+    expect(drawer.get_by_test_id("drawer-position").locator("[data-node=manager]")).to_be_visible()
+    assert _audit(server, iid) == (reason, "ok")
+    # Esc closes the drawer; the focus is back on the row it was opened from
+    page.keyboard.press("Escape")
+    expect(drawer).to_have_count(0)
+    assert f"instance={iid}" not in page.url
+    expect(row).to_be_focused()
+    # `k`/`j` from there; `g j` goes to the job ledger, `j` + Enter opens a job's detail
+    page.keyboard.press("g")
+    page.keyboard.press("j")
+    expect(page).to_have_url(re.compile(r"/monitor/jobs"))
+    jobs = page.locator("[data-testid=jobs-table] tbody tr.ant-table-row")
+    jobs.first.wait_for()
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    expect(jobs.nth(1)).to_be_focused()
+    page.keyboard.press("k")
+    expect(jobs.first).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("job-drawer")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("job-drawer")).to_be_hidden()
+
+
+def test_the_scheme_follows_the_system_and_the_switch_is_remembered(
+    server: Server, open_console: Opener
+) -> None:
+    page, _ = open_console("en", path="/monitor/jobs", color_scheme="dark")
+    page.get_by_test_id("runtime-dead").wait_for()
+    html = page.locator("html")
+    expect(html).to_have_attribute("data-theme", "dark")
+    background = page.locator("main").evaluate("m => getComputedStyle(m).backgroundColor")
+    assert background in ("rgb(0, 0, 0)", "rgba(0, 0, 0, 0)"), background
+    # the system turns light: the console follows (preference "system")
+    page.emulate_media(color_scheme="light")
+    expect(html).to_have_attribute("data-theme", "light")
+    # chosen with the keyboard: Tab to the switch, arrows pick "dark"
+    page.get_by_test_id("theme-switch").get_by_role("radio", name="Dark").focus()
+    page.keyboard.press("Space")
+    expect(html).to_have_attribute("data-theme", "dark")
+    assert page.evaluate("localStorage.getItem('flowledger.theme')") == "dark"
+    page.reload()
+    page.get_by_test_id("runtime-dead").wait_for()
+    expect(html).to_have_attribute("data-theme", "dark")
+    page.get_by_test_id("theme-system").click()
+    expect(html).to_have_attribute("data-theme", "light")
+    assert page.evaluate("localStorage.getItem('flowledger.theme')") is None

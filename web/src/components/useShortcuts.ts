@@ -3,9 +3,10 @@
 // data-shortcut="search"), `r` refreshes (every active query is invalidated
 // and refetched), `g` then a letter goes to a page, `Esc` closes the open
 // drawer (when the focus is not in it: there Ant Design's drawer closes
-// itself), `?` lists every shortcut in a dialog — with `j`/`k`/`Enter` of
-// the lists (listNavigation.ts). Keys typed into an input, a text area, a
-// select or an editable element, or pressed with Ctrl/Alt/Meta, are left alone.
+// itself) or leaves a field of the page, `?` lists every shortcut in a
+// dialog — with `j`/`k`/`Enter` of the lists (listNavigation.ts). Other keys
+// typed into an input, a text area, a select or an editable element, or
+// pressed with Ctrl/Alt/Meta, are left alone.
 import { createElement, useEffect } from "react";
 import { App } from "antd";
 import { useQueryClient } from "@tanstack/react-query";
@@ -44,6 +45,15 @@ function closeTopDrawer(): boolean {
   if (!close) return false;
   close.click();
   restoreListFocus();
+  return true;
+}
+
+/** `Esc` in a field of the page (not of a dialog or a drawer, not a select,
+ * whose `Esc` closes its dropdown) leaves it, so `j`/`k` work again. */
+function leaveField(target: EventTarget | null): boolean {
+  if (!typing(target) || !(target instanceof HTMLElement)) return false;
+  if (target.closest(".ant-modal, .ant-drawer, .ant-select") || target.getAttribute("role") === "combobox") return false;
+  target.blur();
   return true;
 }
 
@@ -89,6 +99,7 @@ export function useShortcuts(): void {
       });
     }
     function onKey(event: KeyboardEvent) {
+      if (event.key === "Escape" && leaveField(event.target)) return;
       if (event.ctrlKey || event.altKey || event.metaKey || typing(event.target)) return;
       if (prefix && Date.now() - prefix < PREFIX_MS && event.key.length === 1) {
         prefix = 0;
