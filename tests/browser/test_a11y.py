@@ -129,7 +129,7 @@ def _audit(server: Server, iid: int) -> tuple[Any, ...]:
             )
         )
     assert rows, f"no force jump audited for #{iid}"
-    return rows[0]
+    return tuple(rows[0])
 
 
 @pytest.mark.parametrize("lang", LANGS)
