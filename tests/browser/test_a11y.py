@@ -111,6 +111,16 @@ def _focused(page: Page) -> str:
     )
 
 
+def _focused_row(page: Page) -> str:
+    """The data-row-key of the focused table row ("" when no row has the focus)."""
+    return str(
+        page.evaluate(
+            "() => { const a = document.activeElement;"
+            " return a && a.matches('tr.ant-table-row') ? a.getAttribute('data-row-key') : ''; }"
+        )
+    )
+
+
 def _tab_to(page: Page, testid: str, limit: int = 80) -> None:
     for _ in range(limit):
         if _focused(page) == testid:
@@ -145,6 +155,7 @@ def test_find_open_and_force_jump_with_the_keyboard_only(
     expect(help_).to_be_visible()
     for key in ("j", "k", "Enter", "Esc", "g"):
         expect(help_.locator("kbd", has_text=key).first).to_be_visible()
+    assert not _axe(page), _describe("shortcuts help", _axe(page))
     page.keyboard.press("Escape")
     expect(help_).to_have_count(0)
     # `g i` goes to the instances; `/` is the search box: the instance's id, Enter
@@ -191,6 +202,7 @@ def test_find_open_and_force_jump_with_the_keyboard_only(
     _tab_to(page, "repair-confirm")
     expect(page.get_by_test_id("repair-confirm")).to_be_enabled()
     shot(page, f"a11y-keyboard-jump-{lang}")
+    assert not _axe(page), _describe("force jump dialog", _axe(page))
     page.keyboard.press("Enter")
     expect(dialog).to_have_count(0)
     expect(drawer.get_by_test_id("drawer-position").locator("[data-node=manager]")).to_be_visible()
@@ -205,12 +217,16 @@ def test_find_open_and_force_jump_with_the_keyboard_only(
     page.keyboard.press("j")
     expect(page).to_have_url(re.compile(r"/monitor/jobs"))
     jobs = page.locator("[data-testid=jobs-table] tbody tr.ant-table-row")
-    jobs.first.wait_for()
+    jobs.nth(1).wait_for()
+    # the ledger is live (the jump's jobs settle meanwhile): rows are named by key
     page.keyboard.press("j")
+    first = _focused_row(page)
     page.keyboard.press("j")
-    expect(jobs.nth(1)).to_be_focused()
+    second = _focused_row(page)
+    keys = [r.get_attribute("data-row-key") for r in jobs.all()]
+    assert first in keys and second in keys and keys.index(second) == keys.index(first) + 1
     page.keyboard.press("k")
-    expect(jobs.first).to_be_focused()
+    assert _focused_row(page) == first
     page.keyboard.press("Enter")
     expect(page.get_by_test_id("job-drawer")).to_be_visible()
     page.keyboard.press("Escape")

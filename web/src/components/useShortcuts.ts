@@ -7,34 +7,16 @@
 // dialog — with `j`/`k`/`Enter` of the lists (listNavigation.ts). Other keys
 // typed into an input, a text area, a select or an editable element, or
 // pressed with Ctrl/Alt/Meta, are left alone.
-import { createElement, useEffect } from "react";
-import { App } from "antd";
+import { createElement, useEffect, useRef, useState, type ReactNode } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import { useNavigate } from "react-router-dom";
-import { useTranslation } from "react-i18next";
 import { PAGES } from "../pages/registry";
 import { restoreListFocus, typing, useListNavigation } from "./listNavigation";
+import { GO_TO } from "./shortcutKeys";
+import { ShortcutsHelp } from "./ShortcutsHelp";
 
-/** `g` then this letter opens the page of that key. */
-export const GO_TO: Record<string, string> = {
-  i: "instances",
-  a: "analytics",
-  e: "engine",
-  j: "jobs",
-  c: "compensation",
-  h: "health",
-  s: "subscriptions",
-  t: "triggers",
-  n: "integrations",
-  d: "definitions",
-  m: "tasks",
-  l: "alerts",
-};
 // how long `g` waits for its letter
 const PREFIX_MS = 1500;
-
-export const SHORTCUTS = ["j", "k", "Enter", "Esc", "/", "r", "?"] as const;
-const HELP: Record<(typeof SHORTCUTS)[number], string> = { j: "next", k: "previous", Enter: "open", Esc: "close", "/": "search", r: "refresh", "?": "help" };
 
 function closeTopDrawer(): boolean {
   if ([...document.querySelectorAll<HTMLElement>(".ant-modal-wrap")].some((m) => m.offsetParent !== null || m.style.display !== "none")) return false;
@@ -57,47 +39,17 @@ function leaveField(target: EventTarget | null): boolean {
   return true;
 }
 
-export function useShortcuts(): void {
+/** Installs the shortcuts; returns the `?` dialog for the layout to render. */
+export function useShortcuts(): ReactNode {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
-  const { modal } = App.useApp();
-  const { t } = useTranslation("shortcuts");
-  const { t: tc } = useTranslation();
+  const [helpOpen, setHelpOpen] = useState(false);
+  const open = useRef(false);
+  open.current = helpOpen;
   useListNavigation();
 
   useEffect(() => {
-    let open = false;
     let prefix = 0;
-    function help() {
-      open = true;
-      const row = (key: string, keys: string[], text: string) =>
-        createElement(
-          "tr",
-          { key },
-          createElement("td", { style: { paddingRight: 16, whiteSpace: "nowrap" } }, ...keys.map((k, i) => createElement("kbd", { key: i, style: { marginRight: 4 } }, k))),
-          createElement("td", null, text),
-        );
-      modal.info({
-        title: t("title"),
-        icon: null,
-        width: 520,
-        maskClosable: true,
-        okText: t("close"),
-        afterClose: () => {
-          open = false;
-        },
-        content: createElement(
-          "table",
-          { "data-testid": "shortcuts-help" },
-          createElement(
-            "tbody",
-            null,
-            ...SHORTCUTS.map((key) => row(key, [key], t(`key.${HELP[key]}`))),
-            ...Object.entries(GO_TO).map(([letter, page]) => row(`g${letter}`, ["g", letter], t("key.goTo", { page: tc(`nav.${page}`) }))),
-          ),
-        ),
-      });
-    }
     function onKey(event: KeyboardEvent) {
       if (event.key === "Escape" && leaveField(event.target)) return;
       if (event.ctrlKey || event.altKey || event.metaKey || typing(event.target)) return;
@@ -116,7 +68,7 @@ export function useShortcuts(): void {
         if (closeTopDrawer()) event.preventDefault();
         return;
       }
-      if (open) return;
+      if (open.current) return;
       if (event.key === "g") {
         event.preventDefault();
         prefix = Date.now();
@@ -130,11 +82,13 @@ export function useShortcuts(): void {
         void queryClient.invalidateQueries({ refetchType: "active" });
       } else if (event.key === "?") {
         event.preventDefault();
-        help();
+        setHelpOpen(true);
       }
     }
     // capture: `g j` must not also move the list (listNavigation listens on bubble)
     window.addEventListener("keydown", onKey, true);
     return () => window.removeEventListener("keydown", onKey, true);
-  }, [queryClient, modal, navigate, t, tc]);
+  }, [queryClient, navigate]);
+
+  return helpOpen ? createElement(ShortcutsHelp, { onClose: () => setHelpOpen(false) }) : null;
 }

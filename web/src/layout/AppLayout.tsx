@@ -20,7 +20,7 @@ export function AppLayout() {
   const { t, i18n } = useTranslation();
   const location = useLocation();
   const navigate = useNavigate();
-  useShortcuts();
+  const shortcutsHelp = useShortcuts();
   const { token } = theme.useToken();
   const me = useQuery(meQuery());
   const current = PAGES.find((p) => location.pathname.startsWith(p.path));
@@ -94,6 +94,7 @@ export function AppLayout() {
             <Outlet />
           </Suspense>
           <InstanceDrawerHost />
+          {shortcutsHelp}
         </Layout.Content>
       </Layout>
     </Layout>
