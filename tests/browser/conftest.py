@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -208,10 +208,12 @@ Opener = Callable[..., tuple[Page, Watch]]
 
 @pytest.fixture
 def open_console(browser: Browser, server: Server) -> Iterator[Opener]:
-    """``open_console(lang, token=None, path="/monitor/jobs", motion=False)``
-    → (page, watch): a fresh browser context in ``lang`` signed in with
-    ``token`` (the admin's by default; ``""`` for none), preferring reduced
-    motion unless ``motion``. The test fails on any unexpected problem."""
+    """``open_console(lang, token=None, path="/monitor/jobs", motion=False,
+    color_scheme="light")`` → (page, watch): a fresh browser context in
+    ``lang`` signed in with ``token`` (the admin's by default; ``""`` for
+    none), preferring reduced motion unless ``motion``, with the system color
+    scheme ``color_scheme`` ("light" or "dark"). The test fails on any
+    unexpected problem."""
     opened: list[tuple[Any, Watch]] = []
 
     def open_(
@@ -219,6 +221,7 @@ def open_console(browser: Browser, server: Server) -> Iterator[Opener]:
         token: str | None = None,
         path: str | None = "/monitor/jobs",
         motion: bool = False,
+        color_scheme: Literal["light", "dark"] = "light",
     ) -> tuple[Page, Watch]:
         # The browser reports the operator preference "reduce motion" unless
         # ``motion``: the console then opens dialogs, drawers and dropdowns
@@ -229,6 +232,8 @@ def open_console(browser: Browser, server: Server) -> Iterator[Opener]:
             viewport={"width": 1440, "height": 900},
             locale=lang,
             reduced_motion="no-preference" if motion else "reduce",
+            # the system preference the console's theme follows (issue 33 item 3)
+            color_scheme=color_scheme,
             timezone_id="Asia/Shanghai" if lang == "zh-CN" else "Europe/Berlin",
             accept_downloads=True,
         )

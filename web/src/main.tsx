@@ -1,8 +1,8 @@
-import React, { useMemo } from "react";
+import React from "react";
 import ReactDOM from "react-dom/client";
 import { BrowserRouter } from "react-router-dom";
 import { QueryClientProvider } from "@tanstack/react-query";
-import { App as AntApp, ConfigProvider } from "antd";
+import { App as AntApp } from "antd";
 import enUS from "antd/locale/en_US";
 import zhCN from "antd/locale/zh_CN";
 import { useTranslation } from "react-i18next";
@@ -12,7 +12,8 @@ import { getToken } from "./auth/session";
 import { App } from "./App";
 import { preloadPage } from "./pages/registry";
 import { preloadInstanceDrawer } from "./components/instance/InstanceDrawerHost";
-import { useReducedMotion } from "./components/useReducedMotion";
+import { ThemeProvider } from "./theme/ThemeProvider";
+import { applyScheme, readPreference, resolveScheme, systemScheme } from "./theme/preference";
 
 // with a session, the first screen's reads start now, while the page's code
 // and the language files load (not after the first render)
@@ -23,13 +24,13 @@ const namespaces = [
   ...preloadInstanceDrawer(window.location.search, client),
 ];
 if (signedIn) void queryClient.prefetchQuery(meQuery());
+// the scheme is on <html> before the first paint (no white flash in dark mode)
+applyScheme(resolveScheme(readPreference(), systemScheme()));
 
 function Root() {
   const { i18n } = useTranslation();
-  const reducedMotion = useReducedMotion();
-  const theme = useMemo(() => ({ token: { motion: !reducedMotion } }), [reducedMotion]);
   return (
-    <ConfigProvider locale={i18n.language === "zh-CN" ? zhCN : enUS} theme={theme}>
+    <ThemeProvider locale={i18n.language === "zh-CN" ? zhCN : enUS}>
       <AntApp>
         <QueryClientProvider client={queryClient}>
           <BrowserRouter>
@@ -37,7 +38,7 @@ function Root() {
           </BrowserRouter>
         </QueryClientProvider>
       </AntApp>
-    </ConfigProvider>
+    </ThemeProvider>
   );
 }
 

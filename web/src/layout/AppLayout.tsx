@@ -1,7 +1,7 @@
 // The shell: side navigation in the seeds' vocabulary, the language switch,
 // the signed-in user and logout. 流程监控 shows its tabs (one route each).
 import { Suspense } from "react";
-import { Button, Layout, Menu, Segmented, Space, Spin, Tabs, Typography } from "antd";
+import { Button, Layout, Menu, Space, Spin, Tabs, Typography, theme } from "antd";
 import { Outlet, useLocation, useNavigate } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { useQuery } from "@tanstack/react-query";
@@ -12,12 +12,16 @@ import { setLanguage, type Language } from "../i18n";
 import { MONITOR_TABS, PAGES } from "../pages/registry";
 import { InstanceDrawerHost } from "../components/instance/InstanceDrawerHost";
 import { useShortcuts } from "../components/useShortcuts";
+import "../theme/focus.css";
+import { Choice } from "../components/Choice";
+import { ThemeSwitch } from "../theme/ThemeSwitch";
 
 export function AppLayout() {
   const { t, i18n } = useTranslation();
   const location = useLocation();
   const navigate = useNavigate();
-  useShortcuts();
+  const shortcutsHelp = useShortcuts();
+  const { token } = theme.useToken();
   const me = useQuery(meQuery());
   const current = PAGES.find((p) => location.pathname.startsWith(p.path));
   const selected = current?.group ?? current?.key ?? "";
@@ -37,7 +41,7 @@ export function AppLayout() {
 
   return (
     <Layout style={{ minHeight: "100vh" }}>
-      <Layout.Sider width={200} theme="light" style={{ borderRight: "1px solid #f0f0f0" }}>
+      <Layout.Sider width={200} theme="light" style={{ borderRight: `1px solid ${token.colorBorderSecondary}`, background: token.colorBgContainer }}>
         <div style={{ padding: "16px 20px", fontWeight: 600, fontSize: 18 }}>flowledger</div>
         <Menu
           mode="inline"
@@ -48,10 +52,12 @@ export function AppLayout() {
       </Layout.Sider>
       <Layout>
         <Layout.Header
-          style={{ background: "#fff", display: "flex", justifyContent: "flex-end", alignItems: "center", borderBottom: "1px solid #f0f0f0" }}
+          style={{ background: token.colorBgContainer, display: "flex", justifyContent: "flex-end", alignItems: "center", borderBottom: `1px solid ${token.colorBorderSecondary}` }}
         >
           <Space size="large">
-            <Segmented
+            <ThemeSwitch />
+            <Choice
+              label={t("language")}
               data-testid="language-switch"
               value={i18n.language}
               options={[
@@ -88,6 +94,7 @@ export function AppLayout() {
             <Outlet />
           </Suspense>
           <InstanceDrawerHost />
+          {shortcutsHelp}
         </Layout.Content>
       </Layout>
     </Layout>

@@ -96,6 +96,7 @@ export function ForceJumpDialog({ doc, target: initialTarget, fromNode: initialF
             <Form.Item label={t("jump.target")} required>
               <Select
                 data-testid="jump-target"
+                aria-label={t("jump.target")}
                 value={target}
                 onChange={setTarget}
                 showSearch
@@ -103,7 +104,7 @@ export function ForceJumpDialog({ doc, target: initialTarget, fromNode: initialF
               />
             </Form.Item>
             <Form.Item label={t("jump.fromNode")} extra={t("jump.fromNodeHint")}>
-              <Select data-testid="jump-from" value={fromNode} onChange={setFromNode} allowClear options={liveNodes.map((k) => ({ value: k, label: k }))} />
+              <Select data-testid="jump-from" aria-label={t("jump.fromNode")} value={fromNode} onChange={setFromNode} allowClear options={liveNodes.map((k) => ({ value: k, label: k }))} />
             </Form.Item>
             <ReasonInput value={reason} onChange={setReason} />
           </Form>

@@ -64,6 +64,7 @@ export default function InstanceDrawer({ id, onClose }: { id: number; onClose: (
       {...NO_SLIDE}
       width="min(1280px, 96vw)"
       onClose={onClose}
+      aria-label={t("drawer.title", { id })}
       destroyOnClose
       title={
         <Space data-testid="drawer-title">

@@ -6,6 +6,7 @@ import { lazy, Suspense } from "react";
 import type { QueryClient } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { INSTANCE_PARAM } from "../InstanceLink";
+import { restoreListFocus } from "../listNavigation";
 import { diagnosticsQuery } from "./useDiagnostics";
 
 const loadDrawer = () => import("./InstanceDrawer");
@@ -34,6 +35,7 @@ export function InstanceDrawerHost() {
     const next = new URLSearchParams(params);
     next.delete(INSTANCE_PARAM);
     setParams(next);
+    restoreListFocus(); // back to the row it was opened from (keyboard users)
   };
   return (
     <Suspense fallback={null}>

@@ -5,9 +5,10 @@ import { useTranslation } from "react-i18next";
 
 export function ReasonInput({ value, onChange, label, testId = "repair-reason" }: { value: string; onChange: (v: string) => void; label?: string; testId?: string }) {
   const { t } = useTranslation("instance");
+  const name = label ?? t("repair.reason");
   return (
-    <Form.Item label={label ?? t("repair.reason")} required style={{ marginBottom: 8 }}>
-      <Input.TextArea rows={2} value={value} onChange={(e) => onChange(e.target.value)} data-testid={testId} maxLength={2000} />
+    <Form.Item label={name} required style={{ marginBottom: 8 }}>
+      <Input.TextArea aria-label={name} aria-required rows={2} value={value} onChange={(e) => onChange(e.target.value)} data-testid={testId} maxLength={2000} />
     </Form.Item>
   );
 }

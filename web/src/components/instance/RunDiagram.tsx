@@ -6,13 +6,17 @@ import { useMemo } from "react";
 import { Space, Tag } from "antd";
 import { useTranslation } from "react-i18next";
 import { Diagram, type Decorations } from "../../pages/definitions/Diagram";
-import { STATE_COLORS } from "./RunTag";
+import { useTheme } from "../../theme/ThemeProvider";
+import { DIAGRAM_PALETTE, STATE_PALETTE } from "../../theme/tokens";
 import type { Diagnostics } from "./types";
 
 export const STATES = ["done", "active", "waiting", "failed", "skipped", "not_reached"] as const;
 
 export function RunDiagram({ doc, onPick, selected, height = 560 }: { doc: Diagnostics; onPick?: (key: string) => void; selected?: string | null; height?: number }) {
   const { t } = useTranslation("instance");
+  const { scheme } = useTheme();
+  const palette = STATE_PALETTE[scheme];
+  const marks = DIAGRAM_PALETTE[scheme];
   const decorations = useMemo<Decorations>(() => {
     const states = new Map(doc.diagram.nodes.map((n) => [n.key, n.state]));
     const runs = new Map(doc.nodes.map((n) => [n.key, n]));
@@ -23,27 +27,28 @@ export function RunDiagram({ doc, onPick, selected, height = 560 }: { doc: Diagn
     return {
       node: (key) => {
         const state = states.get(key) ?? "not_reached";
-        const colors = STATE_COLORS[state] ?? STATE_COLORS.not_reached;
+        const colors = palette[state] ?? palette.not_reached;
         const tokens = live.get(key) ?? 0;
         const tasks = runs.get(key)?.openTaskIds.length ?? 0;
         const join = joins.get(key);
         return {
           attrs: { "data-state": state },
           style: {
-            border: `${key === selected ? 3 : 2}px ${state === "skipped" ? "dashed" : "solid"} ${key === selected ? "#722ed1" : colors.border}`,
+            border: `${key === selected ? 3 : 2}px ${state === "skipped" ? "dashed" : "solid"} ${key === selected ? marks.selected : colors.border}`,
             background: colors.background,
+            color: colors.text,
             cursor: onPick ? "pointer" : undefined,
           },
           extra: (
             <div style={{ fontSize: 11 }}>
               <span data-testid={`diagram-state-${key}`}>{t(`state.${state}`)}</span>
               {tokens + tasks > 0 && (
-                <span data-testid={`diagram-badge-${key}`} style={{ marginLeft: 6, padding: "0 6px", borderRadius: 8, background: colors.border, color: "#fff" }}>
+                <span data-testid={`diagram-badge-${key}`} style={{ marginLeft: 6, padding: "0 6px", borderRadius: 8, background: colors.border, color: marks.badgeText }}>
                   {t("diagram.badge", { tokens, tasks })}
                 </span>
               )}
               {join && (
-                <div data-testid={`diagram-join-${key}`} style={{ color: "#ad6800" }}>
+                <div data-testid={`diagram-join-${key}`} style={{ color: marks.join }}>
                   {t("diagram.awaiting", { branches: join.awaited.map((b) => b.branch).join(", "), arrived: join.arrived.length, expected: join.expected })}
                 </div>
               )}
@@ -51,18 +56,18 @@ export function RunDiagram({ doc, onPick, selected, height = 560 }: { doc: Diagn
           ),
         };
       },
-      edge: (from, to) => (taken.has(`${from}->${to}`) ? { stroke: "#1677ff", strokeWidth: 3 } : { stroke: "#bfbfbf", strokeDasharray: "4 4" }),
+      edge: (from, to) => (taken.has(`${from}->${to}`) ? { stroke: marks.taken, strokeWidth: 3 } : { stroke: marks.untaken, strokeDasharray: "4 4" }),
     };
-  }, [doc, onPick, selected, t]);
+  }, [doc, onPick, selected, t, palette, marks]);
   return (
     <div data-testid="run-diagram">
       <Space wrap style={{ marginBottom: 8 }}>
         {STATES.map((s) => (
-          <Tag key={s} style={{ background: STATE_COLORS[s].background, borderColor: STATE_COLORS[s].border, color: "#000" }}>
+          <Tag key={s} style={{ background: palette[s].background, borderColor: palette[s].border, color: palette[s].text }}>
             {t(`state.${s}`)}
           </Tag>
         ))}
-        <Tag style={{ borderColor: "#1677ff", color: "#1677ff" }}>{t("diagram.taken")}</Tag>
+        <Tag style={{ borderColor: marks.taken, color: marks.taken }}>{t("diagram.taken")}</Tag>
       </Space>
       <Diagram source={doc.diagram} decorations={decorations} onNodeClick={onPick} height={height} />
     </div>

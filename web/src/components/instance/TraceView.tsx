@@ -28,7 +28,7 @@ function TraceTimeline({ trace }: { trace: Trace }) {
             {row.taskId != null && <Typography.Text type="secondary">{t("trace.task", { id: row.taskId })} </Typography.Text>}
             {row.jobId != null && <Typography.Text type="secondary">{t("trace.job", { id: row.jobId })} </Typography.Text>}
             {row.detail != null && Object.keys(row.detail as object).length > 0 && (
-              <div style={{ fontSize: 12, color: "#595959", fontFamily: "monospace", whiteSpace: "pre-wrap" }}>{JSON.stringify(row.detail)}</div>
+              <div style={{ fontSize: 12, fontFamily: "monospace", whiteSpace: "pre-wrap" }}>{JSON.stringify(row.detail)}</div>
             )}
           </div>
         ),

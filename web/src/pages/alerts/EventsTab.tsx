@@ -28,7 +28,7 @@ export function EventsTab() {
     <div data-testid="alert-events">
       <Space style={{ marginBottom: 12 }}>
         <Select<Kind>
-          data-testid="event-kind-filter"
+          data-testid="event-kind-filter" aria-label={t("event.allKinds")}
           allowClear
           style={{ width: 160 }}
           placeholder={t("event.allKinds")}

@@ -1,6 +1,6 @@
 // The alerting page's lists (rules, events, silences): one keyset-paged
 // table with its error, loading state, empty text and pager.
-import { Table, type TableColumnsType } from "antd";
+import { Table, Typography, type TableColumnsType } from "antd";
 import type { UseQueryResult } from "@tanstack/react-query";
 import { ErrorAlert } from "../../components/errors";
 import { Pager } from "../../components/Pager";
@@ -30,7 +30,7 @@ export function PagedTable<T extends { id: number }>(props: {
         pagination={false}
         loading={query.isLoading}
         dataSource={query.data?.items ?? []}
-        locale={{ emptyText: props.emptyText }}
+        locale={{ emptyText: <Typography.Text type="secondary">{props.emptyText}</Typography.Text> }}
         columns={props.columns}
       />
       <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={query.data?.next} onPrevious={pager.previous} onNext={() => pager.next(query.data?.next)} />

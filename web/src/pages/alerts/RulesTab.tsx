@@ -11,6 +11,7 @@ import { useCursor } from "../../components/useCursor";
 import { PagedTable } from "./PagedTable";
 import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } from "./labels";
 import { RuleDialog } from "./RuleDialog";
+import { ActionLink } from "../../components/ActionLink";
 
 type Rule = Schemas["RulePublic"];
 
@@ -92,12 +93,12 @@ export function RulesTab({ onSilence }: { onSilence: (rule: Rule) => void }) {
             key: "actions",
             render: (_, r) => (
               <Space>
-                <a onClick={() => setEditing(r)} data-testid={`rule-edit-${r.id}`}>
+                <ActionLink onClick={() => setEditing(r)} data-testid={`rule-edit-${r.id}`}>
                   {t("common:edit")}
-                </a>
-                <a onClick={() => onSilence(r)} data-testid={`rule-silence-${r.id}`}>
+                </ActionLink>
+                <ActionLink onClick={() => onSilence(r)} data-testid={`rule-silence-${r.id}`}>
                   {t("rule.silence")}
-                </a>
+                </ActionLink>
                 <Popconfirm
                   title={t("rule.deleteConfirm", { name: r.name })}
                   onConfirm={() => remove(r)}
@@ -105,7 +106,7 @@ export function RulesTab({ onSilence }: { onSilence: (rule: Rule) => void }) {
                   cancelText={t("common:cancel")}
                   okButtonProps={{ danger: true, ...({ "data-testid": "confirm-ok" } as Record<string, string>) }}
                 >
-                  <a data-testid={`rule-delete-${r.id}`}>{t("common:delete")}</a>
+                  <ActionLink data-testid={`rule-delete-${r.id}`}>{t("common:delete")}</ActionLink>
                 </Popconfirm>
               </Space>
             ),

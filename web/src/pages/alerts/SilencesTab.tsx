@@ -10,6 +10,7 @@ import { formatTime } from "../../components/format";
 import { useCursor } from "../../components/useCursor";
 import { PagedTable } from "./PagedTable";
 import { StateTag, useMetricLabel } from "./labels";
+import { ActionLink } from "../../components/ActionLink";
 
 type Silence = Schemas["SilencePublic"];
 type State = "all" | "active" | "pending" | "expired";
@@ -55,7 +56,7 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
           {t("silence.create")}
         </Button>
         <Select<State>
-          data-testid="silence-state-filter"
+          data-testid="silence-state-filter" aria-label={t("silence.allStates")}
           style={{ width: 160 }}
           value={state}
           onChange={setState}
@@ -87,7 +88,7 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
                   cancelText={t("common:cancel")}
                   okButtonProps={{ "data-testid": "confirm-ok" } as Record<string, string>}
                 >
-                  <a data-testid={`silence-expire-${s.id}`}>{t("silence.expire")}</a>
+                  <ActionLink data-testid={`silence-expire-${s.id}`}>{t("silence.expire")}</ActionLink>
                 </Popconfirm>
               ),
           },

@@ -45,7 +45,7 @@ export default function AnalyticsPage() {
       <Space style={{ marginBottom: 16 }} wrap>
         <Typography.Text>{t("filter.definition")}</Typography.Text>
         <Select
-          data-testid="filter-definition"
+          data-testid="filter-definition" aria-label={t("filter.definition")}
           style={{ minWidth: 280 }}
           allowClear
           showSearch

@@ -7,6 +7,7 @@ import type { Schemas } from "../../api/client";
 import { formatDuration } from "./duration";
 import { PanelCard } from "./PanelCard";
 import { usePanel } from "./useAnalytics";
+import { ActionLink } from "../../components/ActionLink";
 
 type Props = { definitionKey?: string };
 
@@ -30,9 +31,9 @@ export function TopDefinitionsPanel({ definitionKey, onPick }: Props & { onPick:
             title: t("definition"),
             dataIndex: "definitionKey",
             render: (key: string) => (
-              <a onClick={() => onPick(key)} data-testid={`top-pick-${key}`}>
+              <ActionLink onClick={() => onPick(key)} data-testid={`top-pick-${key}`}>
                 {key}
-              </a>
+              </ActionLink>
             ),
           },
           { title: t("top.total"), dataIndex: "total", align: "right" },

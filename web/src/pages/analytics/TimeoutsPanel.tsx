@@ -1,6 +1,6 @@
 // O-14 timeouts: overdue pending tasks and those due within 24 h, then the
 // overdue list (most overdue first), each row linking to its instance.
-import { Col, Row, Statistic, Table } from "antd";
+import { Col, Row, Statistic, Table, Typography, theme } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { formatNumber, formatTime } from "../../components/format";
@@ -11,13 +11,14 @@ import { usePanel } from "./useAnalytics";
 
 export function TimeoutsPanel({ definitionKey }: { definitionKey?: string }) {
   const { t } = useTranslation("analytics");
+  const { token } = theme.useToken();
   const q = usePanel("timeouts", definitionKey);
   const d = q.data;
   return (
     <PanelCard title={t("timeouts.title")} testId="panel-timeouts" loading={q.isLoading} error={q.error}>
       <Row gutter={16} style={{ marginBottom: 12 }}>
         <Col span={12}>
-          <Statistic title={t("timeouts.overdue")} value={d?.overdue ?? 0} valueRender={() => <span data-testid="timeouts-overdue">{formatNumber(d?.overdue)}</span>} valueStyle={{ color: d?.overdue ? "#cf1322" : undefined }} />
+          <Statistic title={t("timeouts.overdue")} value={d?.overdue ?? 0} valueRender={() => <span data-testid="timeouts-overdue">{formatNumber(d?.overdue)}</span>} valueStyle={{ color: d?.overdue ? token.colorError : undefined }} />
         </Col>
         <Col span={12}>
           <Statistic title={t("timeouts.dueWithin24h")} value={d?.dueWithin24h ?? 0} valueRender={() => <span data-testid="timeouts-due24h">{formatNumber(d?.dueWithin24h)}</span>} />
@@ -29,7 +30,7 @@ export function TimeoutsPanel({ definitionKey }: { definitionKey?: string }) {
         rowKey="taskId"
         pagination={{ pageSize: 8, hideOnSinglePage: true, size: "small" }}
         dataSource={d?.overdueTasks ?? []}
-        locale={{ emptyText: t("timeouts.none") }}
+        locale={{ emptyText: <Typography.Text type="secondary">{t("timeouts.none")}</Typography.Text> }}
         columns={[
           { title: t("timeouts.task"), dataIndex: "taskId", render: (id: number) => `#${id}` },
           { title: t("timeouts.instance"), dataIndex: "instanceId", render: (id: number) => <InstanceLink id={id} /> },

@@ -15,6 +15,7 @@ import { JsonBlock } from "../../components/JsonBlock";
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
+import { ActionLink } from "../../components/ActionLink";
 
 type Ticket = Schemas["CompensationPublic"];
 type Detail = Schemas["CompensationDetail"];
@@ -179,12 +180,12 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
                     {h.message && <div>{h.message}</div>}
                     {h.attachment && (
                       <div>
-                      <a
+                      <ActionLink
                         data-testid="attachment-download"
                         onClick={() => download(h.attachment!.url, h.attachment!.name).catch(showError)}
                       >
                         {t("history.download", { name: h.attachment.name, size: Math.ceil(h.attachment.sizeBytes / 1024) })}
-                      </a>
+                      </ActionLink>
                       </div>
                     )}
                     {h.detail && Object.keys(h.detail).length > 0 && <JsonBlock value={h.detail} />}
@@ -226,26 +227,26 @@ export default function CompensationPage() {
               allowClear
               style={{ width: 160 }}
               value={status}
-              data-testid="ticket-filter-status"
+              data-testid="ticket-filter-status" aria-label={t("col.status")}
               onChange={(v: string | undefined) => set("status", v)}
               options={["pending", "resolved", "terminated"].map((s) => ({ value: s, label: t(`common:status.${s}`) }))}
             />
           </Form.Item>
           <Form.Item label={t("col.instance")}>
-            <InputNumber min={1} value={instanceId} onChange={(v) => set("instanceId", v ? String(v) : undefined)} data-testid="ticket-filter-instance" />
+            <InputNumber min={1} value={instanceId} onChange={(v) => set("instanceId", v ? String(v) : undefined)} data-testid="ticket-filter-instance" aria-label={t("col.instance")} />
           </Form.Item>
         </Form>
       </Card>
       {tickets.error ? <ErrorAlert error={tickets.error} /> : null}
       <Table<Ticket>
-        data-testid="tickets-table"
+        data-testid="tickets-table" data-list="main"
         size="small"
         rowKey="id"
         loading={tickets.isLoading}
         pagination={false}
         dataSource={tickets.data?.items ?? []}
         columns={[
-          { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => set("ticket", String(id))} data-testid={`ticket-link-${id}`}>#{id}</a> },
+          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("ticket", String(id))} data-testid={`ticket-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
           { title: t("col.instance"), dataIndex: "instanceId", render: (v: number) => <InstanceLink id={v} /> },
           { title: t("col.kind"), dataIndex: "kind" },

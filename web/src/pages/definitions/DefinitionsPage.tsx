@@ -15,6 +15,7 @@ import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { DeployPanel } from "./DeployPanel";
 import { Diagram } from "./Diagram";
+import { ActionLink } from "../../components/ActionLink";
 
 type Definition = Schemas["DefinitionPublic"];
 
@@ -60,7 +61,7 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
             style={{ width: 140 }}
             value={shown ?? undefined}
             onChange={onVersion}
-            data-testid="version-select"
+            data-testid="version-select" aria-label={t("version.title", { key: defKey })}
             options={(versions.data?.items ?? []).map((d) => ({ value: d.version, label: t("version.label", { version: d.version }) }))}
           />
           <Button type="primary" onClick={() => setStarting(true)} disabled={!detail.data} data-testid="start-instance">{t("start.open")}</Button>
@@ -109,7 +110,7 @@ export default function DefinitionsPage() {
           <Card size="small" title={t("list.title")} style={{ marginBottom: 16 }}>
             {list.error ? <ErrorAlert error={list.error} /> : null}
             <Table<Definition>
-              data-testid="definitions-table"
+              data-testid="definitions-table" data-list="main"
               size="small"
               rowKey="id"
               pagination={false}
@@ -117,7 +118,7 @@ export default function DefinitionsPage() {
               dataSource={list.data?.items ?? []}
               rowClassName={(d) => (d.key === selected ? "ant-table-row-selected" : "")}
               columns={[
-                { title: t("col.key"), dataIndex: "key", render: (k: string) => <a onClick={() => select(k)} data-testid={`definition-${k}`}>{k}</a> },
+                { title: t("col.key"), dataIndex: "key", render: (k: string) => <ActionLink onClick={() => select(k)} data-testid={`definition-${k}`}>{k}</ActionLink> },
                 { title: t("col.name"), dataIndex: "name" },
                 { title: t("col.version"), dataIndex: "version" },
                 { title: t("col.deployedAt"), dataIndex: "deployedAt", render: formatTime },

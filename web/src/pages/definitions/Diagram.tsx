@@ -8,6 +8,8 @@ import { Background, Controls, MarkerType, ReactFlow, type Edge, type Node } fro
 import dagre from "@dagrejs/dagre";
 import "@xyflow/react/dist/style.css";
 import { useTranslation } from "react-i18next";
+import { useTheme } from "../../theme/ThemeProvider";
+import { DIAGRAM_PALETTE } from "../../theme/tokens";
 
 export interface Problem {
   code: string;
@@ -57,13 +59,16 @@ export function Diagram({
   height?: number;
 }) {
   const { t } = useTranslation("definitions");
+  const { scheme } = useTheme();
+  const palette = DIAGRAM_PALETTE[scheme];
   const labels = useMemo(() => ({ default: t("diagram.default"), on: (v: string) => t("diagram.on", { on: v }) }), [t]);
-  const { nodes, edges } = useMemo(() => layout(source, problems, labels, decorations), [source, problems, labels, decorations]);
+  const { nodes, edges } = useMemo(() => layout(source, problems, labels, palette, decorations), [source, problems, labels, palette, decorations]);
   return (
-    <div style={{ height, border: "1px solid #f0f0f0", borderRadius: 6 }} data-testid="diagram">
+    <div style={{ height, border: `1px solid ${palette.untaken}`, borderRadius: 6 }} data-testid="diagram">
       <ReactFlow
         nodes={nodes}
         edges={edges}
+        colorMode={scheme}
         fitView
         nodesConnectable={false}
         nodesDraggable={false}
@@ -81,6 +86,7 @@ function layout(
   source: unknown,
   problems: Problem[],
   labels: { default: string; on: (v: string) => string },
+  palette: (typeof DIAGRAM_PALETTE)["light"],
   decorations?: Decorations,
 ): { nodes: Node[]; edges: Edge[] } {
   const src = (source ?? {}) as { nodes?: SourceNode[]; edges?: SourceEdge[] };
@@ -113,9 +119,9 @@ function layout(
             {...decor?.attrs}
           >
             <div style={{ fontWeight: 600 }}>{n.name ?? n.key}</div>
-            <div style={{ fontSize: 11, color: "#888" }}>{n.type}</div>
+            <div style={{ fontSize: 11, color: palette.muted }}>{n.type}</div>
             {issues.map((p, i) => (
-              <div key={i} style={{ fontSize: 11, color: "#cf1322" }}>
+              <div key={i} style={{ fontSize: 11, color: palette.problem }}>
                 {p.message}
               </div>
             ))}
@@ -125,8 +131,9 @@ function layout(
       },
       style: {
         width: WIDTH,
-        border: `1px solid ${issues.length ? "#cf1322" : "#91caff"}`,
-        background: issues.length ? "#fff1f0" : "#fff",
+        border: `1px solid ${issues.length ? palette.problem : palette.nodeBorder}`,
+        background: issues.length ? palette.problemBg : palette.node,
+        color: palette.text,
         ...decor?.style,
       },
       sourcePosition: "right" as Node["sourcePosition"],
@@ -144,8 +151,8 @@ function layout(
         target: e.to,
         label,
         markerEnd: { type: MarkerType.ArrowClosed },
-        style: issues.length ? { stroke: "#cf1322", strokeWidth: 2 } : decorations?.edge?.(e.from, e.to),
-        labelStyle: issues.length ? { fill: "#cf1322" } : undefined,
+        style: issues.length ? { stroke: palette.problem, strokeWidth: 2 } : decorations?.edge?.(e.from, e.to),
+        labelStyle: issues.length ? { fill: palette.problem } : undefined,
         data: { problem: issues.length > 0 },
       };
     });

@@ -53,7 +53,7 @@ export function NodeCards({ data }: { data: Diagnostics }) {
                   </>
                 }
               >
-                <Progress percent={n.slotsCapacity ? Math.round((100 * n.slotsInUse) / n.slotsCapacity) : 0} size="small" format={() => `${n.slotsInUse} / ${n.slotsCapacity}`} />
+                <Progress aria-label={t("nodes.slots")} percent={n.slotsCapacity ? Math.round((100 * n.slotsInUse) / n.slotsCapacity) : 0} size="small" format={() => `${n.slotsInUse} / ${n.slotsCapacity}`} />
                 <Descriptions size="small" column={1} style={{ marginTop: 8 }}>
                   <Descriptions.Item label={t("nodes.id")}><span data-testid="node-id">{n.id}</span></Descriptions.Item>
                   <Descriptions.Item label={t("nodes.slots")}><span data-testid="node-slots">{`${n.slotsInUse} / ${n.slotsCapacity}`}</span></Descriptions.Item>

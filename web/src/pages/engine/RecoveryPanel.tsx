@@ -97,7 +97,7 @@ function ActionPane({ action, initial }: { action: RecoveryAction; initial: Reco
             pagination={false}
             rowKey={(i) => `${i.target}:${i.jobId ?? ""}:${i.taskId ?? ""}:${i.outboxId ?? ""}`}
             dataSource={plan.samples}
-            locale={{ emptyText: t("recovery.nothing") }}
+            locale={{ emptyText: <Typography.Text type="secondary">{t("recovery.nothing")}</Typography.Text> }}
             columns={itemColumns(t)}
             footer={plan.count > plan.samples.length ? () => t("recovery.samplesOf", { shown: plan.samples.length, total: plan.count }) : undefined}
           />

@@ -10,7 +10,7 @@ function Labeled<T extends string | number>({ label, testId, ...props }: { label
   return (
     <Space>
       <Typography.Text>{label}</Typography.Text>
-      <Select<T> data-testid={testId} {...props} />
+      <Select<T> data-testid={testId} aria-label={label} {...props} />
     </Space>
   );
 }

@@ -3,7 +3,7 @@
 // summary counts and score, and the problems grouped by rule with links to
 // each instance's drawer and to its suggested repair.
 import { useMemo } from "react";
-import { Button, Card, Col, Row, Space, Statistic, Typography } from "antd";
+import { Button, Card, Col, Row, Space, Statistic, Typography, theme } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -22,6 +22,7 @@ const PAGE_SIZE = 100;
 
 export default function HealthPage() {
   const { t } = useTranslation("health");
+  const { token } = theme.useToken();
   const [params, setParams] = useSearchParams();
   const query = useMemo(() => readHealthQuery(params), [params]);
   const viewParam = Number(params.get("view"));
@@ -69,7 +70,7 @@ export default function HealthPage() {
                 title={t(`summary.${s.key}`)}
                 value={s.value ?? "—"}
                 suffix={s.key === "score" && data ? "/ 100" : undefined}
-                valueStyle={s.key === "critical" && s.value ? { color: "#cf1322" } : s.key === "warning" && s.value ? { color: "#d46b08" } : undefined}
+                valueStyle={s.key === "critical" && s.value ? { color: token.colorError } : s.key === "warning" && s.value ? { color: token.colorWarning } : undefined}
               />
             </Card>
           </Col>

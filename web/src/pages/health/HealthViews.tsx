@@ -51,7 +51,7 @@ export function HealthViews({ query, viewId, onPick }: { query: HealthQuery; vie
         allowClear
         style={{ minWidth: 220 }}
         placeholder={t("views.pick")}
-        data-testid="health-view-select"
+        data-testid="health-view-select" aria-label={t("views.pick")}
         loading={views.isLoading}
         value={items.some((v) => v.id === viewId) ? viewId : undefined}
         options={items.map((v) => ({ value: v.id, label: v.shared ? `${v.name} (${t("views.shared")})` : v.name }))}

@@ -3,7 +3,7 @@
 // instance drawer through ?instance=<id>), export and batch recovery, with
 // a selectable auto-refresh.
 import { Suspense, lazy, useEffect, useMemo, useRef, useState } from "react";
-import { Button, Card, Segmented, Space, Table, Typography } from "antd";
+import { Button, Card, Space, Table, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -20,6 +20,7 @@ import { fromView, hasFilters, matching, readQuery, writeQuery, type InstanceQue
 import { useInstanceViews, type View } from "./views";
 import { instanceCountsQuery, instancesQuery } from "./queries";
 import { StatusCounts } from "./StatusCounts";
+import { Choice } from "../../components/Choice";
 
 // The filter bar (date pickers) and the saved views load beside the first
 // page of rows and render right after it: the rows are not held back by
@@ -127,7 +128,8 @@ export default function InstancesPage() {
             <StatusCounts counts={counts.data} status={query.status} onChange={(status) => apply({ ...query, status })} />
             <Space wrap style={{ marginLeft: "auto" }}>
             <Typography.Text type="secondary" data-testid="refresh-state">{refresh.paused ? t("refresh.paused") : t("refresh.label")}</Typography.Text>
-            <Segmented
+            <Choice
+              label={t("refresh.label")}
               data-testid="auto-refresh"
               value={refresh.choice}
               onChange={(v) => refresh.setChoice(v as RefreshChoice)}
@@ -146,13 +148,13 @@ export default function InstancesPage() {
         {list.error ? <ErrorAlert error={list.error} /> : null}
         {counts.error ? <ErrorAlert error={counts.error} /> : null}
         <Table<Instance>
-          data-testid="instances-table"
+          data-testid="instances-table" data-list="main"
           size="small"
           rowKey="id"
           loading={list.isLoading || waitingForDefault}
           pagination={false}
           dataSource={waitingForDefault ? [] : (list.data?.items ?? [])}
-          rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
+          rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]), getCheckboxProps: (i) => ({ "aria-label": t("common:selectRow", { id: i.id }) }) as object }}
           columns={[
             { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
             { title: t("col.definition"), render: (_, i) => `${i.definitionKey} v${i.definitionVersion}` },

@@ -74,7 +74,7 @@ export function SavedViews({ me, views, current, query, onPick }: Props) {
   return (
     <Space wrap>
       <Select
-        data-testid="view-select"
+        data-testid="view-select" aria-label={t("views.pick")}
         style={{ minWidth: 220 }}
         placeholder={t("views.pick")}
         allowClear

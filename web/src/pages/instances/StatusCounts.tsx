@@ -1,10 +1,11 @@
 // The status badges: how many instances match the filter in each status
 // (GET /instances/counts ignores `status`, so every badge keeps its number
 // while one is selected); choosing one filters by that status.
-import { Segmented, Tag } from "antd";
+import { Tag } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { INSTANCE_STATUSES, type InstanceStatus } from "./filters";
+import { Choice } from "../../components/Choice";
 
 const ALL = "all";
 
@@ -24,7 +25,8 @@ export function StatusCounts(props: {
     </span>
   );
   return (
-    <Segmented
+    <Choice
+      label={t("counts.label")}
       data-testid="status-counts"
       value={value}
       onChange={(v) => props.onChange(v === ALL ? undefined : [v as InstanceStatus])}

@@ -8,6 +8,7 @@ import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
+import { ActionLink } from "../../components/ActionLink";
 
 type Connector = Schemas["ConnectorPublic"];
 type AuthKind = "none" | "bearer" | "basic" | "api_key" | "hmac";
@@ -69,7 +70,7 @@ export function ConnectorsTab() {
       </Space>
       {list.error ? <ErrorAlert error={list.error} /> : null}
       <Table<Connector>
-        data-testid="connectors-table"
+        data-testid="connectors-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}
@@ -84,7 +85,7 @@ export function ConnectorsTab() {
           { title: t("connector.rateLimit"), render: (_, c) => (c.rateLimit ? t("connector.rateValue", { rate: c.rateLimit.requestsPerSecond }) : "—") },
           { title: t("connector.enabled"), dataIndex: "enabled", render: (v: boolean) => (v ? t("common:enabled") : t("common:disabled")) },
           { title: t("connector.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
-          { title: "", render: (_, c) => <a onClick={() => open(c)} data-testid={`connector-edit-${c.id}`}>{t("common:edit")}</a> },
+          { title: "", render: (_, c) => <ActionLink onClick={() => open(c)} data-testid={`connector-edit-${c.id}`}>{t("common:edit")}</ActionLink> },
         ]}
       />
       <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />

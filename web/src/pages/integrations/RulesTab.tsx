@@ -10,6 +10,7 @@ import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
+import { ActionLink } from "../../components/ActionLink";
 
 type Rule = Schemas["AutomationRulePublic"];
 type Action = Schemas["AutomationRuleCreate"]["actions"][number];
@@ -82,7 +83,7 @@ export function RulesTab() {
       </Space>
       {list.error ? <ErrorAlert error={list.error} /> : null}
       <Table<Rule>
-        data-testid="rules-table"
+        data-testid="rules-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}
@@ -96,7 +97,7 @@ export function RulesTab() {
           { title: t("rule.actions"), dataIndex: "actions", render: (a: { type?: string }[]) => a.map((x) => x.type).join(", ") },
           { title: t("rule.enabled"), dataIndex: "enabled", render: (v: boolean, r) => <Switch checked={v} onChange={(on) => toggle(r, on)} data-testid={`rule-enabled-${r.id}`} /> },
           { title: t("rule.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
-          { title: "", render: (_, r) => <a onClick={() => open(r)} data-testid={`rule-edit-${r.id}`}>{t("common:edit")}</a> },
+          { title: "", render: (_, r) => <ActionLink onClick={() => open(r)} data-testid={`rule-edit-${r.id}`}>{t("common:edit")}</ActionLink> },
         ]}
       />
       <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />

@@ -1,7 +1,7 @@
 // Failure clusters (SPEC L-25) by one of four dimensions — error reason,
 // type, instance, traceId — within the ledger's current filters; each with
 // its samples and "replay this cluster" (the cluster's own filter).
-import { Button, Card, Empty, List, Segmented, Space, Tag, Typography } from "antd";
+import { Button, Card, Empty, List, Space, Tag, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
@@ -10,6 +10,8 @@ import { formatTime } from "../../components/format";
 import type { JobQuery } from "./filters";
 
 import { clustersQuery, type ClusterBy } from "./queries";
+import { ActionLink } from "../../components/ActionLink";
+import { Choice } from "../../components/Choice";
 
 export type { ClusterBy };
 type Cluster = Schemas["FailureCluster"];
@@ -32,8 +34,10 @@ export function FailureClusters(props: {
       title={t("clusters.title")}
       data-testid="failure-clusters"
       extra={
-        <Segmented<ClusterBy>
+        <Choice<ClusterBy>
           data-testid="cluster-by"
+          label={t("clusters.byLabel")}
+          size="small"
           value={props.by}
           onChange={props.onBy}
           options={(["reason", "type", "instance", "trace"] as ClusterBy[]).map((b) => ({ value: b, label: t(`clusters.by_${b}`) }))}
@@ -73,7 +77,7 @@ export function FailureClusters(props: {
                     <Space wrap>
                       {t("clusters.samples")}
                       {c.samples.map((s) => (
-                        <a key={s.jobId} onClick={() => props.onOpenJob(s.jobId)}>#{s.jobId}</a>
+                        <ActionLink key={s.jobId} onClick={() => props.onOpenJob(s.jobId)}>#{s.jobId}</ActionLink>
                       ))}
                     </Space>
                   </Space>

@@ -11,6 +11,7 @@ import { InstanceLink } from "../../components/InstanceLink";
 import { JsonBlock } from "../../components/JsonBlock";
 import { StatusTag } from "../../components/StatusTag";
 import { JobActionButtons } from "./JobActions";
+import { ActionLink } from "../../components/ActionLink";
 
 type Execution = Schemas["JobExecutionPublic"];
 
@@ -29,7 +30,7 @@ function Attempts({ executions }: { executions: Execution[] }) {
           .filter((e) => e.generation === g)
           .sort((a, b) => a.attempt - b.attempt)
           .map((e) => (
-            <div key={e.id} data-testid="job-attempt" style={{ borderBottom: "1px solid #f0f0f0", paddingBottom: 8, marginBottom: 8 }}>
+            <div key={e.id} data-testid="job-attempt" style={{ borderBottom: "1px solid rgba(128, 128, 128, 0.25)", paddingBottom: 8, marginBottom: 8 }}>
               <Space style={{ marginBottom: 8 }}>
                 <Typography.Text strong>{t("detail.attempt", { attempt: e.attempt })}</Typography.Text>
                 <StatusTag status={e.status} />
@@ -91,7 +92,7 @@ function TraceChain({ traceId, onOpen }: { traceId: string; onOpen: (id: number)
         pagination={false}
         dataSource={chain.data?.jobs ?? []}
         columns={[
-          { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => onOpen(id)}>#{id}</a> },
+          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => onOpen(id)}>#{id}</ActionLink> },
           { title: t("col.type"), dataIndex: "type" },
           { title: t("col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },

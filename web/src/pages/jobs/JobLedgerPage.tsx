@@ -17,6 +17,7 @@ import { FailureClusters, type ClusterBy } from "./FailureClusters";
 import { JOB_STATUSES, readQuery, writeQuery, type JobQuery } from "./filters";
 import { RuntimePanel } from "./RuntimePanel";
 import { jobSummaryQuery, jobsQuery } from "./queries";
+import { ActionLink } from "../../components/ActionLink";
 
 // the drawer and the replay dialog load when first opened
 const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
@@ -105,16 +106,16 @@ export default function JobLedgerPage() {
           >
             {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
             <Table<Job>
-              data-testid="jobs-table"
+              data-testid="jobs-table" data-list="main"
               size="small"
               rowKey="id"
               loading={jobs.isLoading}
               pagination={false}
               dataSource={jobs.data?.items ?? []}
-              rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]) }}
+              rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]), getCheckboxProps: (job) => ({ "aria-label": t("common:selectRow", { id: job.id }) }) as object }}
               onRow={(job) => ({ onDoubleClick: () => setJob(job.id) })}
               columns={[
-                { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</a> },
+                { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</ActionLink> },
                 { title: t("col.type"), dataIndex: "type" },
                 { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
                 { title: t("col.instance"), dataIndex: "instanceId", render: (v: number | null) => <InstanceLink id={v} /> },

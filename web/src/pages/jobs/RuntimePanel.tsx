@@ -21,7 +21,7 @@ function WorkersCard({ nodes }: { nodes: Node[] }) {
       rowKey="id"
       pagination={false}
       dataSource={nodes}
-      locale={{ emptyText: t("runtime.noWorkers") }}
+      locale={{ emptyText: <Typography.Text type="secondary">{t("runtime.noWorkers")}</Typography.Text> }}
       columns={[
         { title: t("runtime.node"), dataIndex: "id", render: (id: string, n) => <span title={n.hostname}>{id}</span> },
         { title: t("runtime.nodeStatus"), render: (_, n) => <StatusTag status={n.active ? "active" : n.status === "stopped" ? "stopped" : "stale"} /> },

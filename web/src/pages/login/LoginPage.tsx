@@ -2,7 +2,7 @@
 // `flowledger run`) is exchanged for a session token; otherwise a token is
 // typed in. The code never reaches the server's request line or log.
 import { useEffect, useRef, useState } from "react";
-import { Alert, Button, Card, Form, Input, Segmented, Space, Typography } from "antd";
+import { Alert, Button, Card, Form, Input, Space, Typography, theme } from "antd";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { api, unwrap } from "../../api/client";
@@ -10,9 +10,11 @@ import { clearToken, setToken } from "../../auth/session";
 import { describeError } from "../../components/errors";
 import { setLanguage, type Language } from "../../i18n";
 import { HOME } from "../registry";
+import { Choice } from "../../components/Choice";
 
 export default function LoginPage() {
   const { t, i18n } = useTranslation("login");
+  const { token: colors } = theme.useToken();
   const navigate = useNavigate();
   const [params] = useSearchParams();
   const [error, setError] = useState<string | null>(null);
@@ -50,9 +52,11 @@ export default function LoginPage() {
   }
 
   return (
-    <div style={{ display: "flex", justifyContent: "center", paddingTop: "12vh", minHeight: "100vh", background: "#f5f5f5" }}>
+    <div style={{ display: "flex", justifyContent: "center", paddingTop: "12vh", minHeight: "100vh", background: colors.colorBgLayout }}>
       <Card style={{ width: 420 }} title={t("title")} extra={
-        <Segmented
+        <Choice
+          label={t("common:language")}
+          data-testid="language-switch"
           value={i18n.language}
           options={[{ value: "zh-CN", label: "中文" }, { value: "en", label: "English" }]}
           onChange={(value) => void setLanguage(value as Language)}

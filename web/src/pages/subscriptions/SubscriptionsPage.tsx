@@ -13,6 +13,7 @@ import { formatTime } from "../../components/format";
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
+import { ActionLink } from "../../components/ActionLink";
 
 type Sub = Schemas["SubscriptionPublic"];
 interface Values {
@@ -36,7 +37,7 @@ function Hits({ sub, onClose }: { sub: Sub; onClose: () => void }) {
     <Drawer open onClose={onClose} width={900} title={t("hits.title", { name: sub.name })} data-testid="hits-drawer">
       <Space style={{ marginBottom: 12 }}>
         {t("hits.status")}
-        <Select allowClear style={{ width: 160 }} value={status} onChange={setStatus} options={(["pending", "delivered", "failed", "skipped"] as const).map((s) => ({ value: s, label: t(`common:status.${s}`) }))} />
+        <Select allowClear style={{ width: 160 }} value={status} onChange={setStatus} aria-label={t("hits.status")} options={(["pending", "delivered", "failed", "skipped"] as const).map((s) => ({ value: s, label: t(`common:status.${s}`) }))} />
       </Space>
       {hits.error ? <ErrorAlert error={hits.error} /> : null}
       <Table
@@ -127,7 +128,7 @@ export default function SubscriptionsPage() {
       </Space>
       {subs.error ? <ErrorAlert error={subs.error} /> : null}
       <Table<Sub>
-        data-testid="subscriptions-table"
+        data-testid="subscriptions-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}
@@ -148,10 +149,10 @@ export default function SubscriptionsPage() {
             title: "",
             render: (_, s) => (
               <Space>
-                <a onClick={() => setHitsOf(s)} data-testid={`subscription-hits-${s.id}`}>{t("hits.open")}</a>
-                <a onClick={() => open(s)} data-testid={`subscription-edit-${s.id}`}>{t("common:edit")}</a>
+                <ActionLink onClick={() => setHitsOf(s)} data-testid={`subscription-hits-${s.id}`}>{t("hits.open")}</ActionLink>
+                <ActionLink onClick={() => open(s)} data-testid={`subscription-edit-${s.id}`}>{t("common:edit")}</ActionLink>
                 <Popconfirm title={t("deleteConfirm", { name: s.name })} onConfirm={() => remove(s)} okText={t("common:delete")} cancelText={t("common:cancel")} okButtonProps={{ "data-testid": "delete-ok" } as Record<string, string>}>
-                  <a data-testid={`subscription-delete-${s.id}`}>{t("common:delete")}</a>
+                  <ActionLink data-testid={`subscription-delete-${s.id}`}>{t("common:delete")}</ActionLink>
                 </Popconfirm>
               </Space>
             ),

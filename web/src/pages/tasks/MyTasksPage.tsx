@@ -14,6 +14,7 @@ import { GeneratedForm, formFields, fromFormData, toFormData } from "../../compo
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
+import { ActionLink } from "../../components/ActionLink";
 
 type Task = Schemas["TaskPublic"];
 type Act = "approve" | "reject" | "handle" | "transfer" | "comment";
@@ -157,20 +158,20 @@ export default function MyTasksPage() {
           style={{ width: 160 }}
           value={status}
           onChange={(v: string) => set("status", v)}
-          data-testid="task-filter-status"
+          data-testid="task-filter-status" aria-label={t("col.status")}
           options={[{ value: "all", label: t("all") }, ...["pending", "waiting", "completed", "canceled", "cc"].map((s) => ({ value: s, label: t(`common:status.${s}`) }))]}
         />
       </Space>
       {tasks.error ? <ErrorAlert error={tasks.error} /> : null}
       <Table<Task>
-        data-testid="tasks-table"
+        data-testid="tasks-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}
         loading={tasks.isLoading}
         dataSource={tasks.data?.items ?? []}
         columns={[
-          { title: t("col.id"), dataIndex: "id", render: (id: number) => <a onClick={() => set("task", String(id))} data-testid={`task-link-${id}`}>#{id}</a> },
+          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("task", String(id))} data-testid={`task-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.definition"), dataIndex: "definitionKey", render: (v: string | null) => v ?? "—" },
           { title: t("col.node"), dataIndex: "nodeKey" },
           { title: t("col.kind"), dataIndex: "kind", render: (k: string) => t(`kind.${k}`) },

@@ -14,6 +14,7 @@ import { useCursor } from "../../components/useCursor";
 import { JobActionButtons } from "../jobs/JobActions";
 import { JobDetailDrawer } from "../jobs/JobDetailDrawer";
 import { JOB_STATUSES, type JobStatus } from "../jobs/filters";
+import { ActionLink } from "../../components/ActionLink";
 
 const TYPES = ["trigger_dispatch", "external_dispatch"];
 
@@ -47,30 +48,30 @@ export default function TriggerExecutionsPage() {
       <Card size="small" style={{ marginBottom: 16 }}>
         <Form layout="inline">
           <Form.Item label={t("filter.type")}>
-            <Select allowClear style={{ width: 200 }} value={typeParam ?? undefined} onChange={(v: string | undefined) => setParam("type", v ? [v] : [])} options={TYPES.map((v) => ({ value: v, label: t(`type.${v}`) }))} data-testid="trigger-filter-type" />
+            <Select allowClear style={{ width: 200 }} value={typeParam ?? undefined} onChange={(v: string | undefined) => setParam("type", v ? [v] : [])} options={TYPES.map((v) => ({ value: v, label: t(`type.${v}`) }))} data-testid="trigger-filter-type" aria-label={t("filter.type")} />
           </Form.Item>
           <Form.Item label={t("filter.definition")}>
-            <Select allowClear showSearch style={{ width: 200 }} value={definitionKey} onChange={(v: string | undefined) => setParam("definitionKey", v ? [v] : [])} options={defKeys.map((k) => ({ value: k, label: k }))} data-testid="trigger-filter-definition" />
+            <Select allowClear showSearch style={{ width: 200 }} value={definitionKey} onChange={(v: string | undefined) => setParam("definitionKey", v ? [v] : [])} options={defKeys.map((k) => ({ value: k, label: k }))} data-testid="trigger-filter-definition" aria-label={t("filter.definition")} />
           </Form.Item>
           <Form.Item label={t("filter.node")}>
-            <Input.Search allowClear defaultValue={nodeKey} style={{ width: 180 }} onSearch={(v) => setParam("nodeKey", v ? [v] : [])} data-testid="trigger-filter-node" />
+            <Input.Search allowClear defaultValue={nodeKey} style={{ width: 180 }} onSearch={(v) => setParam("nodeKey", v ? [v] : [])} data-testid="trigger-filter-node" aria-label={t("filter.node")} />
           </Form.Item>
           <Form.Item label={t("filter.status")}>
-            <Select mode="multiple" allowClear style={{ minWidth: 200 }} value={status} onChange={(v: string[]) => setParam("status", v)} options={JOB_STATUSES.map((s) => ({ value: s, label: t(`common:status.${s}`) }))} data-testid="trigger-filter-status" />
+            <Select mode="multiple" allowClear style={{ minWidth: 200 }} value={status} onChange={(v: string[]) => setParam("status", v)} options={JOB_STATUSES.map((s) => ({ value: s, label: t(`common:status.${s}`) }))} data-testid="trigger-filter-status" aria-label={t("filter.status")} />
           </Form.Item>
           <Button onClick={() => setParams(new URLSearchParams())}>{t("filter.reset")}</Button>
         </Form>
       </Card>
       {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
       <Table<Schemas["JobPublic"]>
-        data-testid="triggers-table"
+        data-testid="triggers-table" data-list="main"
         size="small"
         rowKey="id"
         pagination={false}
         loading={jobs.isLoading}
         dataSource={jobs.data?.items ?? []}
         columns={[
-          { title: t("col.job"), dataIndex: "id", render: (id: number) => <a onClick={() => setParam("job", [String(id)])} data-testid={`trigger-job-${id}`}>#{id}</a> },
+          { title: t("col.job"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setParam("job", [String(id)])} data-testid={`trigger-job-${id}`}>#{id}</ActionLink> },
           { title: t("col.type"), dataIndex: "type", render: (v: string) => t(`type.${v}`) },
           { title: t("col.instance"), dataIndex: "instanceId", render: (v: number | null) => v ?? "—" },
           { title: t("col.node"), dataIndex: "nodeKey", render: (v: string | null) => v ?? "—" },
