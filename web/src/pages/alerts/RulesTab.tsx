@@ -87,7 +87,7 @@ export function RulesTab({ onSilence }: { onSilence: (rule: Rule) => void }) {
             ),
           },
           { title: t("rule.lastValue"), dataIndex: "lastValue", align: "right", render: (v: number | null) => formatValue(v) },
-          { title: t("common:enabled"), dataIndex: "enabled", render: (v: boolean, r) => <Switch checked={v} onChange={(on) => void toggle(r, on)} data-testid={`rule-enabled-${r.id}`} /> },
+          { title: t("common:enabled"), dataIndex: "enabled", render: (v: boolean, r) => <Switch checked={v} onChange={(on) => void toggle(r, on)} aria-label={`${t("common:enabled")}: ${r.name}`} data-testid={`rule-enabled-${r.id}`} /> },
           {
             title: "",
             key: "actions",

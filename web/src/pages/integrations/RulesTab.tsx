@@ -95,7 +95,7 @@ export function RulesTab() {
           { title: t("rule.definition"), dataIndex: "definitionKey", render: (v: string | null) => v ?? t("rule.anyDefinition") },
           { title: t("rule.condition"), dataIndex: "condition", ellipsis: true, render: (v: string | null) => v ?? "—" },
           { title: t("rule.actions"), dataIndex: "actions", render: (a: { type?: string }[]) => a.map((x) => x.type).join(", ") },
-          { title: t("rule.enabled"), dataIndex: "enabled", render: (v: boolean, r) => <Switch checked={v} onChange={(on) => toggle(r, on)} data-testid={`rule-enabled-${r.id}`} /> },
+          { title: t("rule.enabled"), dataIndex: "enabled", render: (v: boolean, r) => <Switch checked={v} onChange={(on) => toggle(r, on)} aria-label={`${t("rule.enabled")}: ${r.name}`} data-testid={`rule-enabled-${r.id}`} /> },
           { title: t("rule.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
           { title: "", render: (_, r) => <ActionLink onClick={() => open(r)} data-testid={`rule-edit-${r.id}`}>{t("common:edit")}</ActionLink> },
         ]}

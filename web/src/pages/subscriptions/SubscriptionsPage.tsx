@@ -143,7 +143,7 @@ export default function SubscriptionsPage() {
           {
             title: t("col.enabled"),
             dataIndex: "enabled",
-            render: (v: boolean, s) => <Switch checked={v} onChange={(on) => toggle(s, on)} data-testid={`subscription-enabled-${s.id}`} />,
+            render: (v: boolean, s) => <Switch checked={v} onChange={(on) => toggle(s, on)} aria-label={`${t("col.enabled")}: ${s.name}`} data-testid={`subscription-enabled-${s.id}`} />,
           },
           {
             title: "",
