@@ -1,8 +1,10 @@
 """The durable job ledger of SPEC L-1 … L-22: enqueue, claim, lease, settle,
 step receipts, generation fencing, pause/resume, cleanup, manual retry and
-cancel. It knows job types only as names, pools and budgets (plus the two
-type lists of L-18 and L-22 in :mod:`~flowledger.ledger.types`); it never
-imports the engine, the worker or anything above it.
+cancel. It knows job types only as the values its callers declare (a name,
+a pool, a budget: :mod:`~flowledger.ledger.types`); which types pause with
+an instance (L-18) and which its cleanup cancels (L-22) the caller passes
+(the engine's lists are in ``engine/job_types.py``). It never imports the
+engine, the worker or anything above it.
 
 All storage goes through one :class:`~flowledger.ledger.driver.LedgerDriver`
 (:mod:`flowledger.ledger.driver`), the only writer of the job tables. A
@@ -11,6 +13,9 @@ transaction; one whose first parameter is ``db`` opens and commits its own
 (claim, batch settlement, lease renewal, the side-effect marker, next due).
 The module-level functions (``enqueue``, ``enqueue_bulk``, ``jobs_claim``, ``job_settle`` …)
 are the same operations addressed by connection or database: each picks the
-driver of its dialect and delegates. Every operation takes an explicit
-``now``.
+driver of its dialect and delegates. A caller that locks its own rows before
+the job's in a step passes a :class:`~flowledger.ledger.receipts.StepLock`,
+which builds its statement from the fence the driver exports
+(:mod:`flowledger.ledger.driver.fence`); the ledger runs no caller SQL.
+Every operation takes an explicit ``now``.
 """
