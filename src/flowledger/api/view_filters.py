@@ -32,6 +32,7 @@ from flowledger.api.job_schemas import (
 )
 from flowledger.api.schemas import MAX_ID, DefinitionKey, UserId, UtcTime
 from flowledger.errors import FlowledgerError
+from flowledger.ops.health_rules import RULE_CODES
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus
 
 HEALTH_RULES = (
@@ -50,6 +51,7 @@ HEALTH_RULES = (
     "instance_stalled",
     "webhook_delivery_failed",
 )
+assert set(HEALTH_RULES) == set(RULE_CODES), "the API's rule codes are the inspection's"
 
 
 def _listed(value: Any) -> Any:

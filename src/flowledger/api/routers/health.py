@@ -35,11 +35,11 @@ from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import ApiModel, DefinitionKey, UtcTime
+from flowledger.api.view_filters import HEALTH_RULES
 from flowledger.errors import FlowledgerError
 from flowledger.ops import health_inspection as inspection
 from flowledger.ops.health_history import history
 from flowledger.ops.health_messages import problem_fields
-from flowledger.ops.health_rules import RULE_CODES
 from flowledger.ops.health_score import engine_health_score, health_score_of
 from flowledger.ops.runtime_status import runtime_figures
 
@@ -51,23 +51,8 @@ router = APIRouter(
     dependencies=[allow(INSTANCE_MONITOR)],
 )
 
-RuleCode = Literal[
-    "token_task_mismatch",
-    "external_dispatch_failed",
-    "external_dispatch_pending",
-    "trigger_execution_failed",
-    "trigger_waiting_no_execution",
-    "subprocess_waiting",
-    "delay_missing_wake_job",
-    "delay_overdue",
-    "task_timeout_overdue",
-    "waiting_task_stuck",
-    "workflow_event_outbox_failed",
-    "workflow_event_outbox_pending",
-    "instance_stalled",
-    "webhook_delivery_failed",
-]
-assert set(RuleCode.__args__) == set(RULE_CODES)  # type: ignore[attr-defined]
+# the inspection's rule codes, in one list (api/view_filters.py, checked against ops)
+RuleCode = Literal[HEALTH_RULES]  # type: ignore[valid-type]
 Level = Literal["critical", "warning"]
 MAX_HISTORY = timedelta(days=31)
 
