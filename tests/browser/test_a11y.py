@@ -172,8 +172,13 @@ def test_find_open_and_force_jump_with_the_keyboard_only(
     # the search matches the id (and any form text holding the number)
     expect(rows.first).to_be_visible()
     expect(rows.get_by_test_id(f"instance-link-{iid}")).to_be_visible()
-    ids = [r.get_attribute("data-row-key") for r in rows.all()]
-    row = rows.nth(ids.index(str(iid)))
+    # the search's own answer (not the list shown before it): then the row keys, read at once
+    page.wait_for_load_state("networkidle")
+    ids = page.eval_on_selector_all(
+        "[data-testid=instances-table] tbody tr.ant-table-row",
+        "rows => rows.map(r => r.getAttribute('data-row-key'))",
+    )
+    row = page.locator(f"[data-testid=instances-table] tbody tr[data-row-key='{iid}']")
     # Esc leaves the box; `j` moves to the instance's row (focused, outlined); Enter opens it
     page.keyboard.press("Escape")
     for _ in range(ids.index(str(iid)) + 1):
