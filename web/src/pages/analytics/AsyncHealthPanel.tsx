@@ -45,7 +45,7 @@ export function AsyncHealthPanel({ definitionKey }: { definitionKey?: string }) 
     return {
       tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: (v: unknown) => formatCount(Number(v)) },
       legend: { top: 0, type: "scroll" },
-      grid: { left: 120, right: 16, top: 36, bottom: 24 },
+      grid: { left: 120, right: 28, top: 36, bottom: 24 },
       xAxis: { type: "value", minInterval: 1, axisLabel: { formatter: (v: number) => formatCount(v) } },
       yAxis: { type: "category", data: (jobs ?? []).map((j) => j.type) },
       series: statuses.map((s) => ({ name: t(`common:status.${s}`), type: "bar", stack: "jobs", itemStyle: { color: STATUS_COLORS[s] }, data: (jobs ?? []).map((j) => j.byStatus[s] ?? 0) })),
