@@ -149,7 +149,13 @@ class Runtime:
 
 
 def open_database(settings: Settings) -> Database:
-    return Database(settings.database_url, pool_size=settings.db_pool_size)
+    """The database the settings name, with its pooler settings (issue 34)."""
+    return Database(
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        listen_url=settings.listen_database_url,
+        prepared_statements=settings.db_prepared_statements,
+    )
 
 
 def build_runtime(
