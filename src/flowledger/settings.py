@@ -30,6 +30,10 @@ class Settings(BaseSettings):
     # or max_prepared_statements = 0)
     listen_database_url: str = ""
     db_prepared_statements: bool = True
+    # a streaming replica (issue 34 item 6): the console's heavy read models
+    # (lists, counts, exports, analytics, health inspection) read it;
+    # everything that decides or writes reads the primary (empty: no replica)
+    read_database_url: str = ""
 
     # worker (SPEC L-6, L-10, L-11)
     ledger_slots: int = Field(default=4, ge=1, le=256)

@@ -1,5 +1,7 @@
 """Real PostgreSQL-side servers a production setup puts around flowledger
-(issue 34): a PgBouncer in transaction mode in front of the test server.
+(issue 34): a PgBouncer in transaction mode in front of the test server
+(item 5); a primary of its own with a streaming replica (item 6: the test
+server's pg_hba.conf allows no replication connection).
 Each is a process of Debian's binaries, started by the test on a free port
 of 127.0.0.1 from a generated configuration and stopped after it. They run
 as the ``postgres`` OS user when the tests run as root (both refuse root)."""
@@ -117,3 +119,83 @@ def pgbouncer_show(port: int, what: str) -> list[list[str]]:
         check=True,
     )
     return [line.split("|") for line in done.stdout.splitlines() if line]
+
+
+def _pg_bin() -> Path:
+    """The newest Debian server's binaries (/usr/lib/postgresql/<major>/bin)."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
+    assert found, "no PostgreSQL server binaries under /usr/lib/postgresql"
+    return found[-1]
+
+
+def _pg(tool: str, *args: str, timeout: float = 60) -> None:
+    done = subprocess.run(
+        [str(_pg_bin() / tool), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        **_as_postgres(),
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"{tool} failed: {done.stdout}{done.stderr}")
+
+
+def _start_cluster(data: Path, port: int, sockets: Path) -> None:
+    _pg(
+        "pg_ctl",
+        "-D",
+        str(data),
+        "-l",
+        str(data.parent / f"{data.name}.log"),
+        "-o",
+        f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1",
+        "-w",
+        "start",
+    )
+
+
+def _stop_cluster(data: Path) -> None:
+    if (data / "postmaster.pid").exists():
+        _pg("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+
+
+@contextmanager
+def primary_and_replica() -> Iterator[tuple[str, str]]:
+    """A PostgreSQL primary of its own (``initdb``, trust auth, which also
+    lets 127.0.0.1 replicate) and a streaming replica of it
+    (``pg_basebackup -R -X stream``, hot standby), each on a free port of
+    127.0.0.1; yields their URLs (database ``postgres``). Both are stopped
+    and removed afterwards."""
+    with server_dir("fl-replica-") as folder:
+        primary, replica = folder / "primary", folder / "replica"
+        primary_port, replica_port = free_port(), free_port()
+        _pg("initdb", "-D", str(primary), "-U", "postgres", "--auth=trust", "-N", "-E", "UTF8")
+        with (primary / "postgresql.conf").open("a") as conf:
+            conf.write("fsync = off\nwal_level = replica\nmax_wal_senders = 4\n")
+        try:
+            _start_cluster(primary, primary_port, folder)
+            _pg(
+                "pg_basebackup",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(primary_port),
+                "-U",
+                "postgres",
+                "-D",
+                str(replica),
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+            )
+            _start_cluster(replica, replica_port, folder)
+            yield (
+                f"postgresql://postgres@127.0.0.1:{primary_port}/postgres",
+                f"postgresql://postgres@127.0.0.1:{replica_port}/postgres",
+            )
+        finally:
+            _stop_cluster(replica)
+            _stop_cluster(primary)
