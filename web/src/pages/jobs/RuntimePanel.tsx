@@ -63,7 +63,7 @@ export function RuntimePanel() {
         { key: "attempts1h", value: `${formatCount(s.attempts1h)} / ${formatCount(s.failedAttempts1h)}` },
         { key: "lastClaim", value: formatTime(s.lastClaimAt) },
         // only with a read replica configured (issue 34 item 6)
-        ...(s.replicaLagMs == null ? [] : [{ key: "replicaLag", value: ms(s.replicaLagMs) }]),
+        ...(s.replicaLagMs == null ? [] : [{ key: "replicaLag", value: formatDuration(s.replicaLagMs) }]),
       ]
     : [];
   return (
