@@ -29,8 +29,15 @@ from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out, runtime_session
 from flowledger.cli.runtime import run_async
 from flowledger.engine.force_jump import clean_reason
-from flowledger.errors import FlowledgerError, UnknownJobTypeError
-from flowledger.ledger.pauses import Pause, Scope, pause_scope, pauses_list, resume_scope
+from flowledger.errors import FlowledgerError
+from flowledger.ledger.pauses import (
+    Pause,
+    Scope,
+    check_scope,
+    pause_scope,
+    pauses_list,
+    resume_scope,
+)
 from flowledger.ledger.types import JobTypeRegistry
 from flowledger.ops.scope_suspend import Action, ScopeSelection, preview_scope, run_scope
 
@@ -63,15 +70,10 @@ def _run(as_json: bool, main: Any) -> None:
 def _scope(registry: JobTypeRegistry, pool: str | None, job_type: str | None) -> tuple[Scope, str]:
     if (pool is None) == (job_type is None):
         raise FlowledgerError("give exactly one of --pool and --type", field="pool")
-    if pool is not None:
-        if pool not in registry.pools:
-            known = ", ".join(sorted(registry.pools))
-            raise UnknownJobTypeError(f"unknown pool {pool!r} (known: {known})", field="pool")
-        return "pool", pool
-    assert job_type is not None
-    if job_type not in registry:
-        raise UnknownJobTypeError(f"unknown job type {job_type!r}", field="type")
-    return "job_type", job_type
+    scope: Scope = "pool" if pool is not None else "job_type"
+    value = pool if pool is not None else str(job_type)
+    check_scope(registry, scope, value, field="pool" if pool is not None else "type")
+    return scope, value
 
 
 def _pause_json(p: Pause) -> dict[str, Any]:

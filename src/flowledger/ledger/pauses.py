@@ -22,7 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db import wake
 from flowledger.db.schema import workflow_job_pauses as pauses
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.errors import ConflictError, NotFoundError
+from flowledger.errors import ConflictError, FlowledgerError, NotFoundError
+from flowledger.ledger.types import JobTypeRegistry
 from flowledger.states import JobStatus
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "NotPaused",
     "Pause",
     "Scope",
+    "UnknownScope",
+    "check_scope",
     "pause_scope",
     "pauses_list",
     "resume_scope",
@@ -111,6 +114,25 @@ class AlreadyPaused(ConflictError):
             pausedBy=pause.paused_by,
             since=pause.since.isoformat(),
         )
+
+
+class UnknownScope(FlowledgerError):
+    """A pool or job type the caller's registry does not know (422 naming ``field``)."""
+
+    def __init__(self, scope: Scope, value: str, known: list[str], field: str) -> None:
+        self.code = f"unknown_{scope}"
+        what = "pool" if scope == "pool" else "job type"
+        super().__init__(
+            f"unknown {what} {value!r} (known: {', '.join(known)})", field=field, known=known
+        )
+
+
+def check_scope(registry: JobTypeRegistry, scope: Scope, value: str, *, field: str) -> None:
+    """UnknownScope unless ``registry`` knows the pool / job type ``value``."""
+    if scope == "pool" and value not in registry.pools:
+        raise UnknownScope(scope, value, sorted(registry.pools), field)
+    if scope == "job_type" and value not in registry:
+        raise UnknownScope(scope, value, [t.name for t in registry.types()], field)
 
 
 class NotPaused(NotFoundError):

@@ -11,7 +11,7 @@
 Mutations need ``workflow:engine:operate`` and are audited
 (``job_scope.pause`` / ``job_scope.resume``, target ``pool`` or
 ``job_type``). A pool or job type this API's runtime does not know is 422
-naming ``pool`` / ``jobType``; pausing a paused scope is 409
+``unknown_pool`` / ``unknown_job_type`` naming ``pool`` / ``jobType``; pausing a paused scope is 409
 ``already_paused``, resuming one that is not paused 404 ``not_paused``. The
 mechanics live in :mod:`flowledger.ledger.pauses`."""
 
@@ -26,8 +26,7 @@ from flowledger.api.job_schemas import JobPausePublic
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.scope_schemas import JobPauseList, JobScope, PauseJobs, ResumeJobs
-from flowledger.errors import UnknownJobTypeError
-from flowledger.ledger.pauses import Pause, pause_scope, pauses_list, resume_scope
+from flowledger.ledger.pauses import Pause, check_scope, pause_scope, pauses_list, resume_scope
 
 router = APIRouter(prefix="/engine/job-pauses", tags=["jobs"], route_class=GuardedRoute)
 
@@ -38,13 +37,7 @@ def _public(pause: Pause) -> JobPausePublic:
 
 def _check_known(ctx: ApiContext, body: JobScope) -> None:
     """422 naming the field when the runtime knows no such pool or job type."""
-    if body.pool is not None and body.pool not in ctx.job_types.pools:
-        known = ", ".join(sorted(ctx.job_types.pools))
-        raise UnknownJobTypeError(
-            f"unknown pool {body.pool!r} (known pools: {known})", field="pool"
-        )
-    if body.job_type is not None and body.job_type not in ctx.job_types:
-        raise UnknownJobTypeError(f"unknown job type {body.job_type!r}", field="jobType")
+    check_scope(ctx.job_types, body.scope, body.value, field=body.field)
 
 
 @router.get("", response_model=JobPauseList, dependencies=[allow(INSTANCE_MONITOR)])
