@@ -53,7 +53,12 @@ class ResumeJobs(JobScope):
 
 
 class JobPauseList(ApiModel):
+    """The paused scopes, and the pools and job types this API's runtime
+    knows (what may be paused)."""
+
     items: list[JobPausePublic]
+    known_pools: list[str]
+    known_job_types: list[str]
 
 
 class DefinitionScope(RequestModel):

@@ -228,5 +228,14 @@ async def runtime_status(db: Database, *, now: datetime | None = None) -> dict[s
         p95, p99 = await _queue_percentiles(conn, now)
         status.update(queueP95Ms=p95, queueP99Ms=p99)
         status.update(await _attempt_figures(conn, now))
-        status["pausedScopes"] = [p.__dict__ for p in await pauses_list(conn)]
+        status["pausedScopes"] = [
+            {
+                "scope": p.scope,
+                "value": p.value,
+                "pausedBy": p.paused_by,
+                "reason": p.reason,
+                "since": p.since,
+            }
+            for p in await pauses_list(conn)
+        ]
     return status

@@ -42,9 +42,15 @@ def _check_known(ctx: ApiContext, body: JobScope) -> None:
 
 @router.get("", response_model=JobPauseList, dependencies=[allow(INSTANCE_MONITOR)])
 async def list_job_pauses(ctx: Ctx) -> JobPauseList:
-    """Every paused pool and job type (pools first), who paused it, why, since."""
+    """Every paused pool and job type (pools first), who paused it, why, since;
+    and the pools and job types that may be paused."""
     async with ctx.db.read() as conn:
-        return JobPauseList(items=[_public(p) for p in await pauses_list(conn)])
+        items = [_public(p) for p in await pauses_list(conn)]
+    return JobPauseList(
+        items=items,
+        known_pools=sorted(ctx.job_types.pools),
+        known_job_types=[t.name for t in ctx.job_types.types()],
+    )
 
 
 @router.post(
