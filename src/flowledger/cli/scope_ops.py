@@ -67,13 +67,15 @@ def _run(as_json: bool, main: Any) -> None:
         raise typer.Exit(2) from exc
 
 
-def _scope(registry: JobTypeRegistry, pool: str | None, job_type: str | None) -> tuple[Scope, str]:
+def _scope(pool: str | None, job_type: str | None) -> tuple[Scope, str]:
     if (pool is None) == (job_type is None):
         raise FlowledgerError("give exactly one of --pool and --type", field="pool")
     scope: Scope = "pool" if pool is not None else "job_type"
-    value = pool if pool is not None else str(job_type)
-    check_scope(registry, scope, value, field="pool" if pool is not None else "type")
-    return scope, value
+    return scope, pool if pool is not None else str(job_type)
+
+
+def _check(registry: JobTypeRegistry, scope: Scope, value: str) -> None:
+    check_scope(registry, scope, value, field="pool" if scope == "pool" else "type")
 
 
 def _pause_json(p: Pause) -> dict[str, Any]:
@@ -103,12 +105,13 @@ def pause_jobs(
     """Pause a pool or a job type: its pending jobs stay pending, unclaimed."""
 
     async def main(runtime: Any) -> None:
-        scope, value = _scope(runtime.job_types, pool, job_type)
+        scope, value = _scope(pool, job_type)
         why = clean_reason(reason)
         ctx, caller = js.operator(runtime.engine, actor)
-        audit = audited(ctx, caller, "job_scope.pause", scope, value, reason=why)
-        async with audit, runtime.db.begin() as conn:
-            p = await pause_scope(conn, scope, value, by=actor, reason=why, now=ctx.now())
+        async with audited(ctx, caller, "job_scope.pause", scope, value, reason=why):
+            _check(runtime.job_types, scope, value)  # refused: audited as failed, as the API
+            async with runtime.db.begin() as conn:
+                p = await pause_scope(conn, scope, value, by=actor, reason=why, now=ctx.now())
         if as_json:
             js.print_json(_pause_json(p))
         else:
@@ -127,9 +130,10 @@ def resume_jobs(
     """Resume a paused pool or job type and wake its workers."""
 
     async def main(runtime: Any) -> None:
-        scope, value = _scope(runtime.job_types, pool, job_type)
+        scope, value = _scope(pool, job_type)
         ctx, caller = js.operator(runtime.engine, actor)
         async with audited(ctx, caller, "job_scope.resume", scope, value, reason=reason) as e:
+            _check(runtime.job_types, scope, value)
             async with runtime.db.begin() as conn:
                 p = await resume_scope(conn, scope, value)
             e.detail.update(pausedBy=p.paused_by, pausedSince=p.since.isoformat())
