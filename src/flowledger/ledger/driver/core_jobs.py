@@ -36,6 +36,7 @@ from flowledger.ledger.driver.job_values import (
     plan_outcome,
     to_claimed,
 )
+from flowledger.ledger.driver.pause_filter import unpaused
 from flowledger.ledger.driver.plans import (
     CLEAR_LEASE,
     claim_plan,
@@ -203,7 +204,9 @@ class JobsCore:
             due: datetime | None = (
                 await conn.execute(
                     select(func.min(jobs.c.run_at)).where(
-                        jobs.c.pool == pool, jobs.c.status == JobStatus.PENDING.value
+                        jobs.c.pool == pool,
+                        jobs.c.status == JobStatus.PENDING.value,
+                        unpaused(),
                     )
                 )
             ).scalar_one_or_none()

@@ -11,7 +11,8 @@ Claim: ``WITH locked AS (SELECT … FOR UPDATE SKIP LOCKED LIMIT n), claimed AS
 (UPDATE … RETURNING …), attempts AS (INSERT INTO workflow_job_executions …),
 next_due AS (earliest run_at … pending, not locked here) SELECT …`` — the
 claim, its lease and its attempt rows commit together and concurrent
-claimers skip each other's rows. Every row also carries the earliest
+claimers skip each other's rows; jobs of a paused pool or type are not
+candidates (:mod:`.pause_filter`). Every row also carries the earliest
 ``run_at`` of the pool's pending jobs this claim did not take (one row of
 NULL job columns when it took none), so the pool knows when to claim next
 without another round trip (issue 15 item 2); all CTEs read the statement's
@@ -77,6 +78,7 @@ from sqlalchemy.engine import Dialect
 from flowledger.db.schema import workflow_jobs
 from flowledger.db.types import UTCDateTime
 from flowledger.db.wake import WAKE_CHANNEL
+from flowledger.ledger.driver.pause_filter import UNPAUSED_SQL
 
 RETURNED = (
     "id, type, pool, payload, generation, attempts, max_attempts, lease_token, lease_until, "
@@ -87,7 +89,7 @@ RETURNED = (
 _CLAIM = """
 WITH locked AS (
     SELECT id FROM workflow_jobs
-    WHERE pool = %(pool)s AND status = 'pending' AND run_at <= %(now)s
+    WHERE pool = %(pool)s AND status = 'pending' AND run_at <= %(now)s AND {unpaused}
     ORDER BY {order}
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -113,9 +115,11 @@ WITH locked AS (
     SELECT CASE WHEN (SELECT count(*) FROM locked) >= %(limit)s
         THEN (SELECT run_at FROM workflow_jobs
               WHERE pool = %(pool)s AND status = 'pending' AND id NOT IN (SELECT id FROM locked)
+                AND {unpaused}
               ORDER BY run_at LIMIT 1)
         ELSE (SELECT run_at FROM workflow_jobs
               WHERE pool = %(pool)s AND status = 'pending' AND run_at > %(now)s
+                AND {unpaused}
               ORDER BY run_at LIMIT 1)
     END AS next_due
 ), commit_mode AS (
@@ -133,7 +137,12 @@ _ORDERS = {
 }
 
 CLAIM_SQL = {
-    order: _CLAIM.format(order=inner, outer_order=outer, returned=RETURNED.replace(", ", ", j."))
+    order: _CLAIM.format(
+        order=inner,
+        outer_order=outer,
+        returned=RETURNED.replace(", ", ", j."),
+        unpaused=UNPAUSED_SQL,
+    )
     for order, (inner, outer) in _ORDERS.items()
 }
 

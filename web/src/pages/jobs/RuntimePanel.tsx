@@ -1,6 +1,7 @@
 // The runtime status panel (SPEC L-23): every figure of runtime-status
 // (the read replica's lag only when there is one), refreshed every 5 s. The previous figures stay on screen while a refresh
-// is in flight (no spinner, no layout change), so nothing flickers.
+// is in flight (no spinner, no layout change), so nothing flickers. Below
+// the figures: the paused pools and job types (PausedScopes).
 import { Card, Col, Popover, Row, Statistic, Table, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
@@ -10,6 +11,7 @@ import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { formatCount, formatDuration, formatNumber } from "../../components/units";
 import { StatusTag } from "../../components/StatusTag";
+import { PausedScopes } from "./PausedScopes";
 
 type Node = Schemas["WorkerNodePublic"];
 
@@ -93,6 +95,7 @@ export function RuntimePanel() {
           </Col>
         ))}
       </Row>
+      <PausedScopes />
     </Card>
   );
 }
