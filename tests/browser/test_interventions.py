@@ -40,6 +40,8 @@ WORDS = {
         "assignee": "处理人",
         "node": "节点",
         "reason": "原因\uff1a",  # the full-width colon of the zh-CN text
+        "pending": "待处理",
+        "skipped": "已跳过",
     },
     "en": {
         "tag": "Intervention",
@@ -49,6 +51,8 @@ WORDS = {
         "assignee": "Assignee",
         "node": "Node",
         "reason": "Reason: ",
+        "pending": "Pending",
+        "skipped": "Skipped",
     },
 }
 
@@ -153,9 +157,10 @@ def test_interventions_in_the_drawer_timeline(
         expect(node).to_contain_text(words["node"])
         expect(node.get_by_test_id("change-before")).to_have_text("manager")
         expect(node.get_by_test_id("change-after")).to_have_text("end")
-        expect(_change(jump, f"task.{task_id}.status")).to_contain_text("pending")
-        expect(_change(jump, f"task.{task_id}.status")).to_contain_text("skipped")
-        marked.nth(0).scroll_into_view_if_needed()
+        status = _change(jump, f"task.{task_id}.status")
+        expect(status.get_by_test_id("change-before")).to_have_text(words["pending"])
+        expect(status.get_by_test_id("change-after")).to_have_text(words["skipped"])
+        jump.scroll_into_view_if_needed()
         shot(page, f"drawer-trace-interventions-{lang}")
 
         # the filter: interventions only, then everything again

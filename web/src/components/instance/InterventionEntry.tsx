@@ -21,7 +21,11 @@ function fieldLabel(t: TFunction, field: string): string {
   return plain(field);
 }
 
-function valueText(t: TFunction, value: unknown): string {
+function valueText(t: TFunction, field: string, value: unknown): string {
+  // a status in the console's words (common:status.*), as the status tags say it
+  if (typeof value === "string" && (field === "status" || field.endsWith(".status"))) {
+    return t(`status.${value}`, { ns: "common", defaultValue: value });
+  }
   if (value === null || value === undefined || (Array.isArray(value) && value.length === 0)) return t("intervention.empty");
   if (Array.isArray(value)) return value.join(", ");
   if (typeof value === "object") return JSON.stringify(value);
@@ -55,13 +59,13 @@ export function InterventionEntry({ row }: { row: TraceRow }) {
         <ul style={{ margin: "4px 0 0", paddingInlineStart: 20 }} data-testid="intervention-changes">
           {changes.map((c) => (
             <li key={c.field} data-testid="intervention-change" data-field={c.field}>
-              <Typography.Text>{fieldLabel(t, c.field)}: </Typography.Text>
+              <Typography.Text>{t("intervention.change", { field: fieldLabel(t, c.field) })}</Typography.Text>
               <Typography.Text type="secondary" data-testid="change-before">
-                {valueText(t, c.before)}
+                {valueText(t, c.field, c.before)}
               </Typography.Text>
               <Typography.Text> → </Typography.Text>
               <Typography.Text strong data-testid="change-after">
-                {valueText(t, c.after)}
+                {valueText(t, c.field, c.after)}
               </Typography.Text>
             </li>
           ))}
