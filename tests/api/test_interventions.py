@@ -259,28 +259,40 @@ async def test_targeted_recovery(api: Api, people: People) -> None:
     assert changes(row) == [(f"job.{job_id}.status", "dead", "pending")]
 
 
-async def test_batch_recovery(api: Api, people: People) -> None:
+async def test_batch_recovery_and_a_reminder_is_no_progress(api: Api, people: People) -> None:
     await api.deploy(people.root, approval("stuck"))
     iid = (await api.start(people.ann, "stuck", form={"days": 1}))["id"]
     (task,) = await _tasks(api, iid)
+    api.clock.advance(seconds=31 * 60)
+    # a reminder now: the instance is still stuck (an intervention is no engine progress)
+    reminded = await api.post(f"/tasks/{task['id']}/remind", people.ops, {"note": "please"})
+    assert reminded.status_code == 200, reminded.text
     body = {
         "definitionKey": "stuck",
         "nodeKey": "manager",
-        "stuckMinutes": 0,
+        "stuckMinutes": 30,
         "instanceIds": [iid],
         "reason": "desk closed",
     }
+    listed = await api.get("/instances", people.ops, stuckMinutes=30, definitionKey="stuck")
+    assert [i["id"] for i in listed.json()["items"]] == [iid], listed.text
     dry = await api.post("/instances/batch-recover", people.ops, {**body, "dryRun": True})
     assert dry.status_code == 200, dry.text
-    assert (await trace(api, people, iid, kind="intervention"))["items"] == []
+    assert [r["action"] for r in (await trace(api, people, iid, kind="intervention"))["items"]] == [
+        "remind"
+    ]
     done = await api.post("/instances/batch-recover", people.ops, body)
     assert done.json()["totals"]["advanced"] == 1, done.text
-    row = await only_intervention(api, people, iid)
-    assert (row["action"], row["actor"], row["reason"]) == ("batch_recovery", "ops", "desk closed")
+    rows = (await trace(api, people, iid, kind="intervention"))["items"]
+    assert [r["action"] for r in rows] == ["remind", "batch_recovery"]
+    row = rows[1]
+    assert (row["actor"], row["reason"]) == ("ops", "desk closed")
     assert changes(row) == [
         ("node", "manager", "end"),
         (f"task.{task['id']}.status", "pending", "skipped"),
     ]
+    bundle = (await api.get(f"/instances/{iid}/diagnostic-bundle", people.mon)).json()
+    assert bundle["interventions"] == rows
 
 
 async def test_suspend_resume_and_the_filter(api: Api, people: People) -> None:
