@@ -19,18 +19,16 @@ batch settlement) that are atomic on their own.
 
 A writing transaction can hold buffers (:func:`pre_commit`) that are flushed
 just before it commits: the engine writes a step's trace and outbox rows
-that way, once per table per transaction (issue 15 item 2) — or earlier,
-as CTEs in front of another statement whose caller hands them over
-explicitly (:data:`RiderSource`, :func:`ride_in_front`: the ledger's
-settlement of the job that ran the step carries them when the job's handler
-says so). No statement looks into these buffers by itself.
+that way, once per table per transaction (issue 15 item 2), or the engine's
+store writes them earlier in a statement of its own. No statement looks
+into these buffers by itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
 from functools import partial
@@ -140,35 +138,10 @@ def _close_without_greenlet(engine: AsyncEngine) -> None:
     dialect.do_terminate = do_close  # type: ignore[method-assign]
 
 
-# data-modifying CTEs ("name AS (…), …", driver SQL with %(name)s
-# parameters) and their parameters: writes another statement can carry
-Rider = tuple[str, dict[str, Any]]
-
-
-# where a statement's riders come from, asked only when that statement
-# carries them (None: nothing to carry)
-RiderSource = Callable[[], Awaitable[Rider | None]]
-
-
 class PreCommit(Protocol):
     """Work buffered in a transaction and written just before it commits."""
 
     async def flush(self) -> None: ...
-
-
-def ride_in_front(sql: str, params: dict[str, Any], rider: Rider) -> Rider:
-    """``sql`` (driver SQL that begins with ``WITH``, PostgreSQL) with the
-    ``rider``'s CTEs put in front of its own: one round trip for both (issue
-    15). Unreferenced data-modifying CTEs still run, to completion, in the
-    same statement, so they commit or roll back with it."""
-    text_, extra = rider
-    clash = params.keys() & extra.keys()
-    if clash:
-        raise ValueError(f"a rider's parameters {sorted(clash)} clash with the statement's")
-    body = sql.lstrip()
-    if body[:5].upper() != "WITH ":
-        raise ValueError("riders go in front of a statement's own WITH list")
-    return "WITH " + text_ + ", " + body[5:], {**params, **extra}
 
 
 def pre_commit(conn: AsyncConnection) -> dict[str, PreCommit] | None:
