@@ -12408,6 +12408,8 @@ export interface operations {
                 limit?: number;
                 /** @description The `next` value of the previous page. */
                 cursor?: string | null;
+                /** @description Trace rows of one kind only: `intervention` (operators' actions on the instance, with actor, reason and changes before → after) or `engine`. */
+                kind?: ("engine" | "intervention") | null;
                 /** @description The health inspection's threshold for the conclusions (10 to 1440). */
                 thresholdMinutes?: number;
             };
