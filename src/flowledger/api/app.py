@@ -36,6 +36,7 @@ from flowledger.api.routers import (
     instances,
     job_actions,
     jobs,
+    live,
     me,
     messages,
     recovery,
@@ -95,6 +96,7 @@ def api_router() -> APIRouter:
         worker_nodes,
         task_reminders,
         views,
+        live,  # the live console's event stream (issue 33 item 2)
     ):
         router.include_router(module.router)
     router.include_router(alerts.router)  # SPEC O-22
