@@ -28,7 +28,6 @@ from flowledger.db.database import Database
 from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
 from flowledger.worker import JobContext
-from flowledger.worker.worker import Worker
 from tests.api.conftest import BASE, Api
 from tests.runtime_support import TEST_HANDLERS, job_types_for_tests, runtime_for
 
@@ -38,6 +37,17 @@ async def _live_noop(ctx: JobContext) -> dict[str, Any]:
 
 
 LIVE_NOOP = TEST_HANDLERS.register("api_live_noop", _live_noop).job_type.name
+# a delay already due on the engine's clock: its wake job runs at once
+WAIT = {
+    "key": "live_wait",
+    "name": "Live wait",
+    "nodes": [
+        {"key": "start", "type": "start"},
+        {"key": "wait", "type": "delay", "duration": "PT1S"},
+        {"key": "end", "type": "end"},
+    ],
+    "edges": [{"from": "start", "to": "wait"}, {"from": "wait", "to": "end"}],
+}
 
 
 def _free_port() -> int:
@@ -143,7 +153,7 @@ async def test_a_settled_job_reaches_its_tenants_stream_only(
     # change crosses by NOTIFY; SQLite: the worker shares the process
     worker_db = db if db.is_sqlite else Database(db_url)
     stop = asyncio.Event()
-    worker = Worker(worker_db, handlers=TEST_HANDLERS)
+    worker = runtime_for(worker_db).worker(maintenance=False)  # the engine's handlers and ours
     running = asyncio.ensure_future(worker.run(stop))
     try:
         async with (
@@ -167,6 +177,12 @@ async def test_a_settled_job_reaches_its_tenants_stream_only(
             await _enqueue(db, "acme")
             await theirs.wait_for("change", 2.0, topic="jobs", tenant="acme")
             assert all(d["tenant"] == "default" for e, d in mine.events if e == "change")
+            # an engine step's job (settled in its own step, L-14) names its instance
+            admin = await api.admin()
+            await api.deploy(admin, WAIT)
+            instance = await api.start(admin, WAIT["key"], form={})
+            await mine.wait_for("change", 2.0, topic="instances", instanceIds=[instance["id"]])
+            await mine.wait_for("change", 2.0, topic="health", tenant="default")
     finally:
         stop.set()
         await asyncio.wait_for(running, 30)

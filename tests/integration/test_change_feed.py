@@ -33,8 +33,8 @@ async def test_a_burst_of_settlements_is_one_coalesced_delivery(db: Database, db
             await asyncio.sleep(0.3)  # the PostgreSQL listener is LISTENing
             settled = [("default", i, False) for i in range(1, 31)]
             settled += [("default", None, True), ("acme", None, False)]
-            for i in range(0, len(settled), 4):  # batch after batch within one window
-                db.changes.jobs_settled(settled[i : i + 4])
+            for tenant, instance_id, failed in settled:  # job after job within one window
+                db.changes.job_settled(tenant, instance_id, failed)
             got = await _drain(subscription.queue, COALESCE_S + 1.0)
     finally:
         if listener_db is not db:
@@ -50,7 +50,8 @@ async def test_a_burst_of_settlements_is_one_coalesced_delivery(db: Database, db
 async def test_too_many_instances_become_some_instances(db: Database) -> None:
     async with db.changes.subscribe() as subscription:
         await asyncio.sleep(0.3)  # the PostgreSQL listener is LISTENing
-        db.changes.jobs_settled(("t", i, False) for i in range(1, MAX_INSTANCE_IDS + 2))
+        for i in range(1, MAX_INSTANCE_IDS + 2):
+            db.changes.job_settled("t", i, False)
         got = await _drain(subscription.queue, COALESCE_S + 0.5)
     assert Change("instances", "t", ()) in got
 

@@ -37,13 +37,9 @@ from flowledger.db.changes import (
 
 log = structlog.get_logger("flowledger.changes")
 
-COALESCE_S = 0.1
+COALESCE_S = 0.05
 SUBSCRIBER_BACKLOG = 1_000
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
-
-Settled = tuple[str | None, int | None, bool]
-"""One settled job as :meth:`ChangeFeed.jobs_settled` takes it: its tenant,
-its instance and whether its attempt failed."""
 
 
 class Subscription:
@@ -92,17 +88,15 @@ class ChangeFeed:
         if self._pending and (self._flush is None or self._flush.done()):
             self._flush = asyncio.get_running_loop().create_task(self._send_later())
 
-    def jobs_settled(self, settled: Iterable[Settled]) -> None:
-        """Publish what a settlement batch changed: the job lists of its
-        tenants, the instances its jobs belong to, and the health page when
-        an attempt failed or an instance moved on."""
-        changes: list[Change] = []
-        for tenant, instance_id, failed in settled:
-            changes.append(Change("jobs", tenant))
-            if instance_id is not None:
-                changes.append(Change("instances", tenant, (instance_id,)))
-            if failed or instance_id is not None:
-                changes.append(Change("health", tenant))
+    def job_settled(self, tenant: str | None, instance_id: int | None, failed: bool) -> None:
+        """Publish what one job's settlement changed: the job lists of its
+        tenant, its instance, and the health page when the attempt failed or
+        an instance moved on (the worker calls it once per settled job)."""
+        changes = [Change("jobs", tenant)]
+        if instance_id is not None:
+            changes.append(Change("instances", tenant, (instance_id,)))
+        if failed or instance_id is not None:
+            changes.append(Change("health", tenant))
         self.publish(changes)
 
     async def _send_later(self) -> None:

@@ -15,12 +15,11 @@ import structlog
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.ledger.driver import ledger_driver
-from flowledger.ledger.models import ClaimedJob, Outcome, OutcomeKind
+from flowledger.ledger.models import ClaimedJob, Outcome
 
 log = structlog.get_logger("flowledger.worker")
 
 MAX_BATCH = 256
-_FAILED = frozenset({OutcomeKind.RETRY, OutcomeKind.DEAD, OutcomeKind.UNCONFIRMED})
 
 
 @dataclass
@@ -88,11 +87,6 @@ class Settler:
         for item in batch:
             if not item.done.done():
                 item.done.set_result(item.job.id in settled)
-        self.db.changes.jobs_settled(  # the live console (issue 33 item 2)
-            (i.job.tenant_id, i.job.instance_id, i.outcome.kind in _FAILED)
-            for i in batch
-            if i.job.id in settled
-        )
         for callback in self.on_flushed:
             callback()  # pools held back by a full backlog may claim again
         return len(batch)

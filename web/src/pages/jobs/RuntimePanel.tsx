@@ -9,6 +9,7 @@ import { runtimeStatusQuery, workersQuery } from "./queries";
 import { ErrorAlert } from "../../components/errors";
 import { formatNumber, formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
+import { useLiveInterval } from "../../live/context";
 
 type Node = Schemas["WorkerNodePublic"];
 
@@ -35,14 +36,15 @@ function WorkersCard({ nodes }: { nodes: Node[] }) {
 
 export function RuntimePanel() {
   const { t } = useTranslation("jobs");
+  const live = useLiveInterval(5_000); // longer while the change stream is up (issue 33 item 2)
   const status = useQuery({
     ...runtimeStatusQuery(),
-    refetchInterval: 5_000,
+    refetchInterval: live,
     placeholderData: keepPreviousData,
   });
   const workers = useQuery({
     ...workersQuery(),
-    refetchInterval: 5_000,
+    refetchInterval: live,
     placeholderData: keepPreviousData,
   });
   const s = status.data;
