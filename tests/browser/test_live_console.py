@@ -1,11 +1,12 @@
 """The live console (issue 33 item 2) in both languages: with the job ledger
-open (runtime panel and job list), an instance started through the API
-gives the server's in-process worker a job (its one-second delay's wake); once the worker has settled it
-(seen through the API), the job's row shows it settled and the runtime
-panel's attempt count has moved within 2 s, without a reload — the job list
-does not poll, so only the change stream can bring it. The header's
-indicator says live; the instances list (no auto-refresh by default) shows
-an instance started while it is open once the worker has run its step."""
+open (runtime panel and job list), an instance started through the API gives
+the server's in-process worker a job (its one-second delay's wake); once the
+worker has settled it (seen through the API), the job's row shows it settled
+and the runtime panel's attempt count has moved within 2 s, without a reload
+— the job list does not poll, so only the change stream can bring it. The
+header's indicator says live; the instances list (no auto-refresh by
+default) shows an instance started while it is open once the worker has run
+its step, and an open instance drawer shows its instance move on."""
 
 from __future__ import annotations
 
@@ -32,6 +33,13 @@ LIVE: dict[str, Any] = {
     ],
     "edges": [{"from": "start", "to": "wait"}, {"from": "wait", "to": "end"}],
 }
+# long enough to open the drawer while the instance still waits
+SLOW: dict[str, Any] = {
+    **LIVE,
+    "key": "live_console_slow",
+    "name": "Live console slow wait",
+    "nodes": [{**n, "duration": "PT8S"} if n["key"] == "wait" else n for n in LIVE["nodes"]],
+}
 INDICATOR = {"zh-CN": "实时", "en": "Live"}
 SETTLED = ("succeeded", "skipped")
 
@@ -39,8 +47,9 @@ SETTLED = ("succeeded", "skipped")
 @pytest.fixture(scope="module")
 def api(server: Server) -> Iterator[httpx.Client]:
     with server.api() as client:
-        response = client.post("/definitions", json={"definition": LIVE})
-        assert response.status_code == 201, response.text
+        for definition in (LIVE, SLOW):
+            response = client.post("/definitions", json={"definition": definition})
+            assert response.status_code == 201, response.text
         yield client
 
 
@@ -50,9 +59,9 @@ def _settled_job(api: httpx.Client, instance_id: int) -> dict[str, Any] | None:
     return done[0] if done else None
 
 
-def _start(api: httpx.Client) -> int:
+def _start(api: httpx.Client, key: str = LIVE["key"]) -> int:
     tag = f"live-{uuid.uuid4().hex[:8]}"
-    response = api.post("/instances", json={"definitionKey": LIVE["key"], "form": {"tag": tag}})
+    response = api.post("/instances", json={"definitionKey": key, "form": {"tag": tag}})
     assert response.status_code == 201, response.text
     return int(response.json()["id"])
 
@@ -109,3 +118,19 @@ def test_the_instances_list_follows_a_new_instance(
     second, _job, _settled = _settle_and_time(api)
     expect(page.locator(f'tr[data-row-key="{second}"]')).to_be_visible(timeout=2_000)
     shot(page, f"live-instances-{lang}")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_an_open_instance_drawer_follows_its_instance(
+    open_console: Opener, api: httpx.Client, lang: str
+) -> None:
+    instance_id = _start(api, SLOW["key"])
+    page, _ = open_console(lang, path=f"/monitor/instances?instance={instance_id}")
+    drawer = page.get_by_test_id("instance-drawer")
+    expect(drawer).to_have_attribute("data-loaded", "true")
+    waiting = page.get_by_test_id("drawer-position").locator("[data-node=wait]")
+    expect(waiting).to_be_visible()
+    _wait_live(page, lang)
+    wait_for(lambda: _settled_job(api, instance_id), 30, "the delay's wake to settle")
+    expect(waiting).to_have_count(0, timeout=2_000)
+    shot(page, f"live-drawer-{lang}")
