@@ -30,7 +30,6 @@ async def test_a_burst_of_settlements_is_one_coalesced_delivery(db: Database, db
     listener_db = db if db.is_sqlite else Database(db_url)  # PostgreSQL: across "processes"
     try:
         async with listener_db.changes.subscribe() as subscription:
-            await asyncio.sleep(0.3)  # the PostgreSQL listener is LISTENing
             settled = [("default", i, False) for i in range(1, 31)]
             settled += [("default", None, True), ("acme", None, False)]
             for tenant, instance_id, failed in settled:  # job after job within one window
@@ -49,7 +48,6 @@ async def test_a_burst_of_settlements_is_one_coalesced_delivery(db: Database, db
 
 async def test_too_many_instances_become_some_instances(db: Database) -> None:
     async with db.changes.subscribe() as subscription:
-        await asyncio.sleep(0.3)  # the PostgreSQL listener is LISTENing
         for i in range(1, MAX_INSTANCE_IDS + 2):
             db.changes.job_settled("t", i, False)
         got = await _drain(subscription.queue, COALESCE_S + 0.5)

@@ -39,6 +39,7 @@ log = structlog.get_logger("flowledger.changes")
 
 COALESCE_S = 0.05
 SUBSCRIBER_BACKLOG = 1_000
+LISTEN_WAIT_S = 2.0  # how long a new subscriber waits for the listener's LISTEN
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 
 
@@ -64,6 +65,7 @@ class ChangeFeed:
         self._subscribers: set[Subscription] = set()
         self._listener: asyncio.Task[None] | None = None
         self._listener_stop: asyncio.Event | None = None
+        self._listening = asyncio.Event()
         self._ending: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -100,15 +102,21 @@ class ChangeFeed:
         self.publish(changes)
 
     async def _send_later(self) -> None:
-        await asyncio.sleep(COALESCE_S)
-        pending, self._pending = self._pending, {}
-        changes = [
-            Change(topic, tenant, tuple(sorted(ids or ())))
-            for (topic, tenant), ids in pending.items()
-        ]
-        if self._local:
-            self.deliver(changes)
-            return
+        # until nothing is left: changes published while a window was being
+        # sent are the next window's
+        while self._pending:
+            await asyncio.sleep(COALESCE_S)
+            pending, self._pending = self._pending, {}
+            changes = [
+                Change(topic, tenant, tuple(sorted(ids or ())))
+                for (topic, tenant), ids in pending.items()
+            ]
+            if self._local:
+                self.deliver(changes)
+            else:
+                await self._notify(changes)
+
+    async def _notify(self, changes: list[Change]) -> None:
         try:
             async with self._engine.connect() as conn:
                 conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -133,10 +141,14 @@ class ChangeFeed:
             subscription.closed.set()
         self._subscribers.add(subscription)
         if not self._local and self._listener is None:
-            self._listener_stop = asyncio.Event()
+            self._listener_stop, self._listening = asyncio.Event(), asyncio.Event()
             self._listener = asyncio.get_running_loop().create_task(
-                listen_changes(self._url, self.deliver, self._listener_stop)
+                listen_changes(self._url, self.deliver, self._listener_stop, self._listening)
             )
+        if not self._local:  # what is sent from now on is heard (unless the server is away)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(LISTEN_WAIT_S):
+                    await self._listening.wait()
         try:
             yield subscription
         finally:

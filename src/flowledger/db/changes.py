@@ -81,22 +81,28 @@ def decode(payload: str) -> list[Change]:
 
 
 async def listen_changes(
-    url: URL, deliver: Callable[[list[Change]], None], stop: asyncio.Event
+    url: URL,
+    deliver: Callable[[list[Change]], None],
+    stop: asyncio.Event,
+    listening: asyncio.Event,
 ) -> None:
     """LISTEN on :data:`CHANGES_CHANNEL` and hand every change to ``deliver``
-    until ``stop`` is set; reconnects with backoff (changes sent meanwhile are
-    lost: the console's polling covers them)."""
+    until ``stop`` is set; ``listening`` is set once the LISTEN holds.
+    Reconnects with backoff (changes sent meanwhile are lost: the console's
+    polling covers them)."""
     conninfo = libpq_conninfo(url)
     delay = 0.1
     while not stop.is_set():
         try:
             async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                 await conn.execute(f"LISTEN {CHANGES_CHANNEL}")
+                listening.set()
                 delay = 0.1
                 while not stop.is_set():
                     async for notify in conn.notifies(timeout=0.5):
                         deliver(decode(notify.payload))
         except (psycopg.Error, OSError) as exc:
+            listening.clear()
             log.warning("change_listener_reconnecting", error=str(exc))
             try:
                 async with asyncio.timeout(delay):
