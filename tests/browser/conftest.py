@@ -211,9 +211,9 @@ def quiet_network(page: Page, *, quiet_ms: int = 500, timeout_s: float = 15.0) -
 def _track_requests(page: Page) -> None:
     inflight: set[Any] = set()
     _INFLIGHT[page] = inflight
-    page.on("request", inflight.add)
-    page.on("requestfinished", inflight.discard)
-    page.on("requestfailed", inflight.discard)
+    page.on("request", lambda request: inflight.add(request))
+    page.on("requestfinished", lambda request: inflight.discard(request))
+    page.on("requestfailed", lambda request: inflight.discard(request))
 
 
 def _attach(page: Page, watch: Watch) -> None:
