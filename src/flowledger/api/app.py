@@ -124,6 +124,7 @@ def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> F
         outbound=runtime.outbound,
         login_codes=runtime.login_codes,
         job_types=runtime.job_types,
+        replica=runtime.replica,
     )
     app.add_middleware(  # issue 17: the caps of the app's settings at each request
         InputGuardMiddleware,

@@ -141,6 +141,9 @@ class RuntimeStatus(ApiModel):
     avg_duration_ms_1h: float | None = Field(default=None, alias="avgDurationMs1h")
     attempts_1h: int = Field(alias="attempts1h")
     failed_attempts_1h: int = Field(alias="failedAttempts1h")
+    # how far the read replica's replay trails the primary (issue 34 item 6;
+    # null: no replica configured, or it cannot say)
+    replica_lag_ms: float | None = None
 
 
 class ClusterType(ApiModel):

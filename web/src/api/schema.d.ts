@@ -967,7 +967,9 @@ export interface paths {
          * Read Runtime Status
          * @description SPEC L-23: live workers, slots, in-flight, stuck, backlog, oldest
          *     queued, queue P95/P99 (1 h), dead, last claim, failure rate and average
-         *     duration (1 h) — global, by database time.
+         *     duration (1 h) — global, by database time — read on the primary; and how
+         *     far the read replica's replay trails it (``replicaLagMs``, null without
+         *     a replica, issue 34 item 6).
          */
         get: operations["jobs-read_runtime_status"];
         put?: never;
@@ -4608,6 +4610,8 @@ export interface components {
             queueP95Ms?: number | null;
             /** Queuep99Ms */
             queueP99Ms?: number | null;
+            /** Replicalagms */
+            replicaLagMs?: number | null;
             slots: components["schemas"]["Slots"];
             /** Stuck */
             stuck: number;

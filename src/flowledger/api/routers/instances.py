@@ -119,7 +119,7 @@ async def list_instances(
             )
         initiator = caller.user_id
     after = decode_cursor(cursor, (datetime, int))
-    async with ctx.db.read() as conn:
+    async with ctx.read_db.read() as conn:
         rows, next_key = await instance_queries.list_instances(
             conn,
             scoped(flt, caller, initiator=initiator),

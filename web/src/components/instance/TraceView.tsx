@@ -7,6 +7,7 @@ import { api, unwrap } from "../../api/client";
 import { ErrorAlert } from "../errors";
 import { formatJson, formatTime } from "../format";
 import { Pager } from "../Pager";
+import { formatCount, formatDuration } from "../units";
 import { useCursor } from "../useCursor";
 import { RunTag } from "./RunTag";
 import { TRACE_PAGE } from "./useDiagnostics";
@@ -49,7 +50,7 @@ function Attempts({ executions }: { executions: Execution[] }) {
         { title: t("col.attempt"), dataIndex: "attempt" },
         { title: t("col.status"), dataIndex: "status", render: (v: string) => <RunTag status={v} /> },
         { title: t("col.startedAt"), dataIndex: "startedAt", render: formatTime },
-        { title: t("col.durationMs"), dataIndex: "durationMs", render: (v: number | null) => v ?? "—" },
+        { title: t("col.duration"), dataIndex: "durationMs", render: (v: number | null) => formatDuration(v) },
         { title: t("col.error"), render: (_: unknown, e: Execution) => (e.error ? `${e.errorCode ?? ""} ${e.error}` : "—") },
       ]}
     />
@@ -107,7 +108,7 @@ export function TraceView({ doc, onRetry }: { doc: Diagnostics; onRetry: (job: J
   const trace = pager.cursor === null ? doc.trace : page.data;
   return (
     <div data-testid="view-trace">
-      <Typography.Title level={5}>{t("trace.timeline", { total: doc.trace.total })}</Typography.Title>
+      <Typography.Title level={5}>{t("trace.timeline", { total: formatCount(doc.trace.total) })}</Typography.Title>
       <ErrorAlert error={page.error} />
       {trace && <TraceTimeline trace={trace} />}
       <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={trace?.next} onPrevious={pager.previous} onNext={() => pager.next(trace?.next)} />
