@@ -87,8 +87,12 @@ class ChangeFeed:
             ids.update(change.instance_ids)
             listed = change.topic != "instances" or change.instance_ids
             self._pending[key] = ids if listed and len(ids) <= MAX_INSTANCE_IDS else None
-        if self._pending and (self._flush is None or self._flush.done()):
-            self._flush = asyncio.get_running_loop().create_task(self._send_later())
+        loop = asyncio.get_running_loop()
+        flush = self._flush
+        # a window is open unless none is, or it ended, or it was left in a
+        # loop that is gone (a Database used by several asyncio.run calls)
+        if self._pending and (flush is None or flush.done() or flush.get_loop() is not loop):
+            self._flush = loop.create_task(self._send_later())
 
     def job_settled(self, tenant: str | None, instance_id: int | None, failed: bool) -> None:
         """Publish what one job's settlement changed: the job lists of its
