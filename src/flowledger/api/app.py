@@ -38,6 +38,7 @@ from flowledger.api.routers import (
     job_actions,
     job_pauses,
     jobs,
+    live,
     me,
     messages,
     recovery,
@@ -99,6 +100,7 @@ def api_router() -> APIRouter:
         worker_nodes,
         task_reminders,
         views,
+        live,  # the live console's event stream (issue 33 item 2)
     ):
         router.include_router(module.router)
     router.include_router(alerts.router)  # SPEC O-22

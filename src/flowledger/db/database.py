@@ -52,6 +52,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.util.concurrency import in_greenlet
 
 from flowledger.db import wake
+from flowledger.db.change_feed import ChangeFeed
 from flowledger.db.idle_ping import ping_when_idle
 from flowledger.db.pg_direct import DirectEngine
 from flowledger.db.pg_hotpath import PgHotPath
@@ -170,7 +171,8 @@ def pre_commit(conn: AsyncConnection) -> dict[str, PreCommit] | None:
 
 
 class Database:
-    """One database: its engine, its transactions and its in-process wake hub."""
+    """One database: its engine, its transactions, its in-process wake hub and
+    its change feed for the live console (:mod:`flowledger.db.change_feed`)."""
 
     def __init__(
         self,
@@ -209,6 +211,8 @@ class Database:
         self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self.hub = wake.WakeHub()
+        # issue 33 item 2: its LISTEN goes where the wake listener's does
+        self.changes = ChangeFeed(self.listen_url, self.engine, is_sqlite=self.is_sqlite)
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:

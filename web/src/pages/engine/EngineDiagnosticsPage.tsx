@@ -13,6 +13,7 @@ import { NodeCards } from "./NodeCards";
 import { QueueChart } from "./QueueChart";
 import { RecoveryPanel } from "./RecoveryPanel";
 import { ScoreTrend } from "./ScoreTrend";
+import { useLiveInterval } from "../../live/context";
 
 export default function EngineDiagnosticsPage() {
   const { t } = useTranslation("engine");
@@ -20,13 +21,13 @@ export default function EngineDiagnosticsPage() {
   const diagnostics = useQuery({
     queryKey: ["engine-diagnostics"],
     queryFn: () => unwrap(api.GET("/api/workflows/engine/diagnostics")),
-    refetchInterval: 10_000,
+    refetchInterval: useLiveInterval(10_000),
     placeholderData: keepPreviousData,
   });
   const score = useQuery({
     queryKey: ["health-score"],
     queryFn: () => unwrap(api.GET("/api/workflows/engine/health-score")),
-    refetchInterval: 30_000,
+    refetchInterval: useLiveInterval(30_000),
     placeholderData: keepPreviousData,
   });
   const data = diagnostics.data;

@@ -12,6 +12,7 @@ import { formatTime } from "../../components/format";
 import { formatCount, formatDuration, formatNumber } from "../../components/units";
 import { StatusTag } from "../../components/StatusTag";
 import { PausedScopes } from "./PausedScopes";
+import { useLiveInterval } from "../../live/context";
 
 type Node = Schemas["WorkerNodePublic"];
 
@@ -38,14 +39,15 @@ function WorkersCard({ nodes }: { nodes: Node[] }) {
 
 export function RuntimePanel() {
   const { t } = useTranslation("jobs");
+  const live = useLiveInterval(5_000); // longer while the change stream is up (issue 33 item 2)
   const status = useQuery({
     ...runtimeStatusQuery(),
-    refetchInterval: 5_000,
+    refetchInterval: live,
     placeholderData: keepPreviousData,
   });
   const workers = useQuery({
     ...workersQuery(),
-    refetchInterval: 5_000,
+    refetchInterval: live,
     placeholderData: keepPreviousData,
   });
   const s = status.data;
