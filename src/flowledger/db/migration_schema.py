@@ -25,8 +25,8 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
+    Text,
 )
-from sqlalchemy import Text
 
 from flowledger.db.schema import in_values, metadata
 from flowledger.db.types import BigId, JsonType, UTCDateTime
