@@ -10,7 +10,6 @@ record the migration."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
