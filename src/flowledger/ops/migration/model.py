@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowledger.errors import FlowledgerError
+from flowledger.errors import FlowledgerError, NotFoundError
 from flowledger.ops.instance_filters import InstanceFilter
 
 OK = "ok"
@@ -59,7 +59,9 @@ class MigrationInvalid(FlowledgerError):
     code = "migration_invalid"
 
 
-class MigrationNotFound(FlowledgerError):
+class MigrationNotFound(NotFoundError):
+    """No saved migration with that id in the caller's tenants (404)."""
+
     code = "migration_not_found"
 
 
