@@ -6,7 +6,8 @@ layers; no logic lives here.
   token, demo data on an empty database, then API + worker + system tasks.
 - ``serve``: the API only. ``worker``: the worker role only.
 - ``migrate``, ``demo``, ``token create``, ``definitions …``, ``instances …``,
-  ``jobs …`` (job ledger operations), ``alerts rules|events|silence``.
+  ``jobs …`` (job ledger operations), ``alerts rules|events|silence``,
+  ``migrate-instances`` (issue 30).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ SUBCOMMANDS = MappingProxyType(
         "alerts": LazyCommand("flowledger.cli.alerts:alerts_app"),
         "demo": LazyCommand("flowledger.cli.data:demo"),
         "recover": LazyCommand("flowledger.cli.recovery:recover"),
+        "migrate-instances": LazyCommand("flowledger.cli.migrate_instances:migrate_instances"),
         "health": LazyCommand("flowledger.cli.health:health"),
         "analytics": LazyCommand("flowledger.cli.analytics:analytics"),
         "retention": LazyCommand("flowledger.cli.analytics:retention_app"),
