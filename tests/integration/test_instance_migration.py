@@ -19,7 +19,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import operation_audit
 from flowledger.engine import Engine
-from flowledger.engine.callbacks import trigger_result
+from flowledger.engine.callbacks import external_decision, trigger_result
 from flowledger.engine.force_jump import ReasonRequired
 from flowledger.ops.consistency import instance_findings
 from flowledger.ops.migration import service
@@ -210,6 +210,11 @@ async def test_the_run_rechecks_each_instance_under_its_lock(
 
 
 KID = definition("kid", [START, approval("k", "kim"), END], [("start", "k"), ("k", "end")])
+KID_V2 = definition(
+    "kid",
+    [START, approval("k", "kim"), approval("k2", "kai"), END],
+    [("start", "k"), ("k", "k2"), ("k2", "end")],
+)
 OTHER_KID = definition("kid2", [START, approval("k", "kim"), END], [("start", "k"), ("k", "end")])
 
 
@@ -251,7 +256,12 @@ async def test_subprocess_parent_migrates_and_a_changed_child_definition_blocks(
         len(links) == 1 and links[0]["nodeKey"] == "call" and len(links[0]["childInstanceIds"]) == 1
     )
     child = links[0]["childInstanceIds"][0]
+    # the child migrates too: a second approval after k
+    await _deploy(engine, KID_V2)
+    kids, _ = await _preview_and_run(engine, db, clock, ms.plan(1, 2, [child], key="kid"))
+    assert kids[child]["verdict"] == "ok"
     await _approve(engine, db, child, "k", "kim")
+    await _approve(engine, db, child, "k2", "kai")
     await run_due_jobs(db, clock)  # the child's end joins the parent
     await _approve(engine, db, parent, "after", "amy")
     row = await instance(db, parent)
@@ -318,3 +328,62 @@ async def test_running_versions_oldest_first(
         await engine.start("mig", form={}, initiator="ira", version=version)
     rows = await service.running_versions(db, "mig")
     assert [(r["version"], r["running"]) for r in rows] == [(1, 2), (2, 1)]
+
+
+AMOUNT = [{"key": "amount", "type": "number", "required": True}]
+
+
+def _many(handle_key: str, audit: bool) -> dict[str, Any]:
+    """cc → inclusive fork → handle, external approval, ``any`` approval → join."""
+    dispatch = {"kind": "http", "url": "https://partner.example/approvals"}
+    nodes: list[dict[str, Any]] = [
+        START,
+        {"key": "cc1", "type": "cc", "assignees": {"users": ["carl"]}},
+        {"key": "inc", "type": "inclusive"},
+        {"key": handle_key, "type": "handle", "assignees": {"users": ["hal"]}},
+        {"key": "x", "type": "external_approval", "dispatch": dispatch},
+        approval("an", "ann", "amy"),
+        {"key": "ij", "type": "inclusive"},
+        END,
+    ]
+    edges: list[Any] = [
+        ("start", "cc1"),
+        ("cc1", "inc"),
+        {"from": "inc", "to": handle_key, "condition": "form.amount > 0"},
+        {"from": "inc", "to": "x", "condition": "form.amount > 100"},
+        {"from": "inc", "to": "an", "condition": "form.amount > 1000"},
+        (handle_key, "ij"),
+        ("x", "ij"),
+        ("an", "ij"),
+    ]
+    if audit:
+        nodes.append(approval("audit", "aud"))
+        edges += [("ij", "audit"), ("audit", "end")]
+    else:
+        edges.append(("ij", "end"))
+    return definition("many", nodes, edges, AMOUNT)
+
+
+async def test_handle_external_any_approval_and_inclusive_join_migrate(
+    engine: Engine, db: Database, clock: ManualClock
+) -> None:
+    await _deploy(engine, _many("h", False), _many("hh", True))
+    iid = await engine.start("many", form={"amount": 5000}, initiator="ira", version=1)
+    await _approve(engine, db, iid, "an", "ann")  # any: the branch arrives at the join
+    by_id, _ = await _preview_and_run(
+        engine, db, clock, ms.plan(1, 2, [iid], key="many", mapping={"h": "hh"})
+    )
+    result = by_id[iid]
+    assert result["verdict"] == "changed"
+    assert result["joins"] == [
+        {"nodeKey": "ij", "expected": 3, "arrived": 1, "waitingFor": ["hh", "x"]}
+    ]
+    assert sorted((t["nodeKey"], t["kind"]) for t in result["tasks"]) == [
+        ("hh", "handle"),
+        ("x", "external_approval"),
+    ]
+    await engine.handle(await pending_task(db, iid, "hh"), actor="hal")
+    await external_decision(engine, await pending_task(db, iid, "x"), "approve")
+    await _approve(engine, db, iid, "audit", "aud")
+    row = await instance(db, iid)
+    assert (row["status"], row["definition_version"]) == ("approved", 2)

@@ -45,6 +45,10 @@ from flowledger.ops.migration.reads import (
 from flowledger.states import InstanceStatus
 
 
+# instances migrated at once, each in its own transaction and connection
+CONCURRENCY = 4
+
+
 @dataclass
 class Preview:
     mapping: dict[str, str]
@@ -117,9 +121,12 @@ async def run(
     actor: str,
     clock: Clock,
     per_second: float | None = None,
+    concurrency: int = CONCURRENCY,
 ) -> int:
     """Run ``plan``: save it, migrate each non-blocked instance in its own
-    transaction; the saved plan's id (its results: :func:`progress`)."""
+    transaction, ``concurrency`` transactions at a time (at most
+    ``per_second`` instances a second when given); the saved plan's id (its
+    results: :func:`progress`)."""
     _check_plan(plan)
     now = clock.now()
     async with db.begin() as conn:
@@ -130,10 +137,16 @@ async def run(
         )
     inputs = PlanInputs(**{**inputs.__dict__, "migration_id": migration_id})
     counts: Counter[str] = Counter()
-    for instance_id in ids:
-        counts[await _run_one(db, store, inputs, instance_id, clock)] += 1
-        if per_second:
-            await asyncio.sleep(1 / per_second)
+    queue = list(reversed(ids))
+
+    async def worker() -> None:
+        while queue:
+            instance_id = queue.pop()
+            counts[await _run_one(db, store, inputs, instance_id, clock)] += 1
+            if per_second:
+                await asyncio.sleep(concurrency / per_second)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(ids))))))
     async with db.begin() as conn:
         await plans.finish(
             conn,
