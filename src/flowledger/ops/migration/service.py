@@ -44,7 +44,6 @@ from flowledger.ops.migration.reads import (
 )
 from flowledger.states import InstanceStatus
 
-
 # instances migrated at once, each in its own transaction and connection
 CONCURRENCY = 4
 
