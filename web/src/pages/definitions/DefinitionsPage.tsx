@@ -1,6 +1,7 @@
 // 流程定义 (Process definitions): the list, a definition's versions, the
 // diagram of a version, starting an instance from the generated form, and
-// deploying a new definition or version.
+// deploying a new definition or version; the instances still running per
+// version and migrating them to the latest (MigratePanel, issue 30).
 import { useState } from "react";
 import { App, Button, Card, Col, Descriptions, Form, Modal, Row, Select, Space, Table } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
@@ -15,6 +16,7 @@ import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { DeployPanel } from "./DeployPanel";
 import { Diagram } from "./Diagram";
+import { RunningVersions } from "./MigratePanel";
 import { ActionLink } from "../../components/ActionLink";
 
 type Definition = Schemas["DefinitionPublic"];
@@ -51,6 +53,7 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
   }
 
   return (
+    <>
     <Card
       size="small"
       title={t("version.title", { key: defKey })}
@@ -88,6 +91,10 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
         {fields.length ? <GeneratedForm fields={fields} form={form} /> : <Form form={form}><p>{t("start.noFields")}</p></Form>}
       </Modal>
     </Card>
+    <div style={{ marginTop: 16 }}>
+      <RunningVersions defKey={defKey} latest={latest} />
+    </div>
+    </>
   );
 }
 
