@@ -62,8 +62,10 @@ class Preview:
         return dict(sorted(found.items()))
 
 
-def _check_plan(plan: MigrationPlan) -> MigrationPlan:
-    clean_reason(plan.reason)
+def _check_plan(plan: MigrationPlan, *, run: bool) -> MigrationPlan:
+    """The plan's own checks; a run needs a reason (a dry run does not)."""
+    if run:
+        clean_reason(plan.reason)
     if not plan.from_versions:
         raise MigrationInvalid("name at least one source version", field="fromVersions")
     if plan.to_version in plan.from_versions:
@@ -102,7 +104,7 @@ async def _inputs(
 
 async def preview(db: Database, plan: MigrationPlan, *, actor: str, clock: Clock) -> Preview:
     """The dry run of ``plan``: every selected instance's result; writes nothing."""
-    _check_plan(plan)
+    _check_plan(plan, run=False)
     now = clock.now()
     async with db.read() as conn:
         inputs, mapping = await _inputs(conn, plan, actor)
@@ -126,7 +128,7 @@ async def run(
     transaction, ``concurrency`` transactions at a time (at most
     ``per_second`` instances a second when given); the saved plan's id (its
     results: :func:`progress`)."""
-    _check_plan(plan)
+    _check_plan(plan, run=True)
     now = clock.now()
     async with db.begin() as conn:
         inputs, mapping = await _inputs(conn, plan, actor)
