@@ -132,4 +132,4 @@ class CoreEngineStore:
     async def instance_migrate(
         self, conn: AsyncConnection, migration: InstanceMigration
     ) -> list[int]:
-        return await core_migrate_instance(conn, migration)
+        return await core_migrate_instance(conn, self.ledger, migration)

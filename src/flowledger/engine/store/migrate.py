@@ -11,9 +11,10 @@ kind:
   target gateways;
 - open tasks re-pointed (node), tasks of assignees no longer on their node
   skipped with the migration's comment, tasks for new assignees inserted;
-- the instance's unfinished jobs re-pointed to the target nodes — their
-  ``run_at`` (wake times, timeouts) and payloads untouched, so times carry
-  over and a dispatch goes to the target node's task;
+- the instance's unfinished jobs re-pointed to the target nodes through the
+  ledger driver (``jobs_retarget``: only the driver writes the ledger's
+  tables) — their ``run_at`` (wake times, timeouts) and payloads untouched,
+  so times carry over and a dispatch goes to the target node's task;
 - one ``instance_migrated`` trace row."""
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from flowledger.db.engine_schema import (
     workflow_tokens,
     workflow_trace,
 )
-from flowledger.db.schema import workflow_jobs
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.states import TaskStatus
 
 
@@ -78,7 +79,9 @@ def _moves(table: Any, moves: dict[int, str]) -> tuple[Any, list[dict[str, Any]]
     return statement, [{"b_id": key, "b_node": node} for key, node in sorted(moves.items())]
 
 
-async def core_migrate_instance(conn: AsyncConnection, m: InstanceMigration) -> list[int]:
+async def core_migrate_instance(
+    conn: AsyncConnection, ledger: LedgerDriver, m: InstanceMigration
+) -> list[int]:
     """Write ``m``; the ids of the tasks it created, in the order of ``m.new_tasks``."""
     await conn.execute(
         update(workflow_instances)
@@ -95,17 +98,11 @@ async def core_migrate_instance(conn: AsyncConnection, m: InstanceMigration) -> 
         (workflow_tokens, m.token_nodes),
         (workflow_forks, m.frame_nodes),
         (workflow_tasks, m.task_nodes),
-        (workflow_jobs, m.job_nodes),
     ):
         if moves:
             statement, params = _moves(table, moves)
             await conn.execute(statement, params)
-    if m.job_nodes:
-        await conn.execute(
-            update(workflow_jobs)
-            .where(workflow_jobs.c.id.in_(sorted(m.job_nodes)))
-            .values(updated_at=m.now)
-        )
+    await ledger.jobs_retarget(conn, m.job_nodes, now=m.now)
     if m.skip_tasks:
         await conn.execute(
             update(workflow_tasks)
