@@ -191,6 +191,23 @@ async def test_blocked_instances_are_refused_and_left_untouched(
         )
     ).results[0]
     assert "required_field_missing" not in {r["code"] for r in by_id_v["reasons"]}
+    templated = (
+        await service.preview(
+            db,
+            ms.plan(1, 3, [halfway], field_values={"cost": {"template": "{{instanceId}}"}}),
+            actor="ops",
+            clock=clock,
+        )
+    ).results[0]
+    assert templated["formAdded"] == {"cost": halfway}
+    with pytest.raises(MigrationInvalid) as caught:
+        await service.preview(
+            db,
+            ms.plan(1, 3, [halfway], field_values={"cost": {"template": "{{ bad path! }}"}}),
+            actor="ops",
+            clock=clock,
+        )
+    assert caught.value.field == "fieldValues.cost"
 
 
 async def test_the_run_rechecks_each_instance_under_its_lock(

@@ -2,8 +2,9 @@
 
 A plan names one definition key, its source versions, the instances (explicit
 ids or an instance-list filter), the target version, node mapping overrides
-(``old → new``; the rest is drafted) and constant values for form fields the
-target requires that an instance lacks. The dry run and the run give the
+(``old → new``; the rest is drafted) and values (constants or
+``{"template": …}``) for form fields the target requires that an instance
+lacks. The dry run and the run give the
 same :class:`InstanceResult` per instance: the verdict (``ok``, ``changed``
 or ``blocked``), the reasons for a block, what changes, and the predicted
 tokens, open tasks, parked joins, pending jobs and subprocess links."""

@@ -20,7 +20,8 @@ What the result says, per instance:
 - jobs: the unfinished jobs on their mapped nodes, ``runAt`` unchanged;
 - subprocesses: each waiting subprocess task, its mapped node and its
   running children (the target node must start the same definition);
-- formAdded: the values set for required fields the instance lacks.
+- formAdded: the values set for required fields the instance lacks (a
+  constant, or a template over the instance's form: :func:`field_value`).
 
 Then the O-12 rules on that prediction (:mod:`.predicted_checks`)."""
 
@@ -33,6 +34,7 @@ from typing import Any
 
 from flowledger.definitions.expressions import ExpressionError
 from flowledger.definitions.model import ProcessDefinition
+from flowledger.definitions.templates import placeholders, render, resolve
 from flowledger.engine.assignee_rules import pick_assignees
 from flowledger.engine.store.migrate import InstanceMigration, NewTask
 from flowledger.ops.migration import model as m
@@ -61,6 +63,21 @@ class PlanInputs:
     actor: str
     reason: str
     migration_id: int | None = None
+
+
+def field_value(given: Any, form: dict[str, Any], row: Any) -> Any:
+    """The value of a new form field for one instance: a constant, or
+    ``{"template": "…"}`` rendered over the instance (``form.*``,
+    ``instanceId``, ``initiator``); a template that is one placeholder keeps
+    the value's type."""
+    if not (isinstance(given, dict) and set(given) == {"template"}):
+        return given
+    text = str(given["template"])
+    values = {"form": form, "instanceId": int(row.id), "initiator": row.initiator}
+    paths = placeholders(text)
+    if len(paths) == 1 and text.strip() in (f"{{{{{paths[0]}}}}}", f"{{{{ {paths[0]} }}}}"):
+        return resolve(values, paths[0])
+    return render(text, values)
 
 
 def skip_comment(target_version: int, reason: str) -> str:
@@ -133,15 +150,16 @@ class _Planner:
         for spec in self.target.form.fields:
             if not spec.required or self.form.get(spec.key) is not None:
                 continue
-            if values.get(spec.key) is None:
+            value = field_value(values.get(spec.key), self.form, self.row)
+            if value is None or value == "":
                 self.result.block(
                     m.REQUIRED_FIELD_MISSING,
                     f"the target requires {spec.key!r} and no value is given",
                     field=spec.key,
                 )
                 continue
-            self.form[spec.key] = values[spec.key]
-            self.result.form_added[spec.key] = values[spec.key]
+            self.form[spec.key] = value
+            self.result.form_added[spec.key] = value
         if self.result.form_added:
             self.result.changes.append(
                 {"kind": m.FORM_FIELDS_ADDED, "fields": sorted(self.result.form_added)}

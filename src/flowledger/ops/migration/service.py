@@ -25,6 +25,8 @@ from sqlalchemy import case, func, insert, select
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import operation_audit, workflow_instances
+from flowledger.definitions.expressions import ExpressionError
+from flowledger.definitions.templates import validate_template
 from flowledger.engine.force_jump import clean_reason
 from flowledger.engine.store import EngineStore
 from flowledger.ops.migration import plans
@@ -84,11 +86,16 @@ async def _inputs(
     )[plan.to_version]
     mapping = plan_mapping([v.defn for v in sources.values()], target.defn, plan.mapping)
     fields = {f.key for f in target.defn.form.fields}
-    for key in plan.field_values:
+    for key, value in plan.field_values.items():
         if key not in fields:
             raise MigrationInvalid(
                 f"{key!r} is not a form field of the target version", field=f"fieldValues.{key}"
             )
+        if isinstance(value, dict) and set(value) == {"template"}:
+            try:
+                validate_template(str(value["template"]))
+            except ExpressionError as exc:
+                raise MigrationInvalid(str(exc), field=f"fieldValues.{key}") from exc
     inputs = PlanInputs(
         sources=sources,
         target=target,
