@@ -4,7 +4,8 @@ version; "migrate to …" opens the dialog, whose first dry run shows the
 instance blocked (its node has no same-key node on the target), the mapping
 editor maps it, the second dry run shows it changed, and the run migrates it
 — checked through the API (the instance on the target version, its task on
-the renamed node)."""
+the renamed node). From the instances list, the selected instances of one
+definition version migrate to its latest version and the others stay."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from playwright.sync_api import expect
 from tests.browser.conftest import LANGS, Opener, Server, shot
 
 TEXT = {
-    "zh-CN": {"blocked": "被阻止", "changed": "有变化", "migrated": "已迁移"},
-    "en": {"blocked": "Blocked", "changed": "Changed", "migrated": "Migrated"},
+    "zh-CN": {"ok": "无变化", "blocked": "被阻止", "changed": "有变化", "migrated": "已迁移"},
+    "en": {"ok": "OK", "blocked": "Blocked", "changed": "Changed", "migrated": "Migrated"},
 }
 
 
@@ -79,3 +80,31 @@ def test_migrate_from_the_definitions_page(
     assert found["definitionVersion"] == 2
     drain = api.get(f"/definitions/{key}/versions/running").json()
     assert [(v["version"], v["running"]) for v in drain["versions"]] == [(2, 1)]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_migrate_selected_instances_from_the_instances_list(
+    server: Server, open_console: Opener, api: httpx.Client, lang: str
+) -> None:
+    key = f"migsel_{lang.replace('-', '_')}"
+    assert api.post("/definitions", json={"definition": _definition(key, "a", False)}).is_success
+    ids = [
+        api.post("/instances", json={"definitionKey": key, "form": {}}).json()["id"]
+        for _ in range(3)
+    ]
+    assert api.post("/definitions", json={"definition": _definition(key, "a", True)}).is_success
+
+    page, _ = open_console(lang, path=f"/monitor/instances?definitionKey={key}")
+    for iid in ids[:2]:
+        row = page.locator(f'[data-testid=instances-table] tr[data-row-key="{iid}"]')
+        row.locator("input[type=checkbox]").check()
+    page.get_by_test_id("open-migrate").click()
+    page.get_by_test_id("migrate-dry-run").click()
+    results = page.get_by_test_id("migrate-results")
+    expect(results.locator("tbody tr")).to_have_count(2)
+    expect(results).to_contain_text(TEXT[lang]["ok"])
+    page.get_by_test_id("migrate-reason").fill("a signature step was added")
+    page.get_by_test_id("migrate-run").click()
+    expect(results).to_contain_text(TEXT[lang]["migrated"])
+    versions = {i: api.get(f"/instances/{i}").json()["definitionVersion"] for i in ids}
+    assert versions == {ids[0]: 2, ids[1]: 2, ids[2]: 1}

@@ -50,7 +50,7 @@ function useVersion(defKey: string, version: number) {
   });
 }
 
-function MigrateDialog({ defKey, from, to, onClose }: { defKey: string; from: number; to: number; onClose: () => void }) {
+export function MigrateDialog({ defKey, from, to, instanceIds, onClose }: { defKey: string; from: number; to: number; instanceIds?: number[]; onClose: () => void }) {
   const { t } = useTranslation("definitions");
   const { message } = App.useApp();
   const showError = useShowError();
@@ -65,7 +65,7 @@ function MigrateDialog({ defKey, from, to, onClose }: { defKey: string; from: nu
   const source = useVersion(defKey, from);
   const target = useVersion(defKey, to);
   const targetNodes = nodesOf(target.data?.source);
-  const body = () => ({ definitionKey: defKey, fromVersions: [from], toVersion: to, mapping, reason });
+  const body = () => ({ definitionKey: defKey, fromVersions: [from], toVersion: to, mapping, reason, ...(instanceIds?.length ? { instanceIds } : {}) });
 
   async function dryRun() {
     setBusy(true);
@@ -167,6 +167,23 @@ function MigrateDialog({ defKey, from, to, onClose }: { defKey: string; from: nu
           </>
         )}
       </Space>
+    </Modal>
+  );
+}
+
+/** The instances list's batch action: the selected instances (one
+ * definition and version) to the definition's latest version. */
+export function MigrateSelected({ defKey, from, instanceIds, onClose }: { defKey: string; from: number; instanceIds: number[]; onClose: () => void }) {
+  const { t } = useTranslation("definitions");
+  const versions = useQuery({
+    queryKey: ["definitions", "versions", defKey],
+    queryFn: () => unwrap(api.GET("/api/workflows/definitions/{key}/versions", { params: { path: { key: defKey } } })),
+  });
+  const latest = versions.data?.items.reduce((m, d) => Math.max(m, d.version), 0) ?? null;
+  if (latest && latest > from) return <MigrateDialog defKey={defKey} from={from} to={latest} instanceIds={instanceIds} onClose={onClose} />;
+  return (
+    <Modal open title={t("migrate.selectedTitle", { key: defKey })} onCancel={onClose} footer={null}>
+      {versions.error ? <ErrorAlert error={versions.error} /> : latest ? <Alert type="info" message={t("migrate.onLatest", { version: latest })} /> : null}
     </Modal>
   );
 }
