@@ -174,8 +174,8 @@ async def _run_one(
         async with db.begin() as conn:
             now = clock.now()
             state = await lock_state(conn, instance_id)
-            if state is None:
-                return "failed"
+            if state is None:  # deleted (retention) since the selection
+                raise LookupError(f"instance {instance_id} no longer exists")
             planned = plan_instance(state, inputs, now=now)
             result = planned.result.to_public()
             if planned.write is None:
