@@ -41,6 +41,7 @@ from flowledger.api.routers import (
     live,
     me,
     messages,
+    migrations,
     recovery,
     retention,
     schedules,
@@ -75,6 +76,7 @@ def operation_id(route: APIRoute) -> str:
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, responses=_ERRORS)
     for module in (
+        migrations,  # before definitions: /definitions/{key}/versions/running is not a version
         definitions,
         instance_monitor,  # before instances: /instances/counts is not an id
         instances,

@@ -8,6 +8,7 @@ layers; no logic lives here.
 - ``migrate``, ``demo``, ``token create``, ``definitions …``, ``instances …``,
   ``jobs …`` (job ledger operations), ``alerts rules|events|silence``,
   ``pause-jobs`` / ``resume-jobs`` / ``paused-jobs`` (paused scopes).
+  ``migrate-instances`` (issue 30).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ SUBCOMMANDS = MappingProxyType(
         "alerts": LazyCommand("flowledger.cli.alerts:alerts_app"),
         "demo": LazyCommand("flowledger.cli.data:demo"),
         "recover": LazyCommand("flowledger.cli.recovery:recover"),
+        "migrate-instances": LazyCommand("flowledger.cli.migrate_instances:migrate_instances"),
         "health": LazyCommand("flowledger.cli.health:health"),
         "analytics": LazyCommand("flowledger.cli.analytics:analytics"),
         "retention": LazyCommand("flowledger.cli.analytics:retention_app"),

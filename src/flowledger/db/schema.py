@@ -234,6 +234,7 @@ from flowledger.db import connector_schema as _connector_schema  # noqa: E402,F4
 from flowledger.db import engine_schema as _engine_schema  # noqa: E402,F401
 from flowledger.db import event_schema as _event_schema  # noqa: E402,F401
 from flowledger.db import health_schema as _health_schema  # noqa: E402,F401
+from flowledger.db import migration_schema as _migration_schema  # noqa: E402,F401
 from flowledger.db import monitor_schema as _monitor_schema  # noqa: E402,F401
 from flowledger.db import retention_schema as _retention_schema  # noqa: E402,F401
 from flowledger.db import search_schema as _search_schema  # noqa: E402,F401

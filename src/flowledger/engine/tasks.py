@@ -20,8 +20,8 @@ from sqlalchemy import (
 )
 
 from flowledger.db.engine_schema import users, workflow_tasks, workflow_tokens
-from flowledger.definitions.expressions import evaluate_value
 from flowledger.definitions.model import Assignees
+from flowledger.engine.assignee_rules import pick_assignees
 from flowledger.engine.step import Step
 from flowledger.engine.store.job_lock import (
     TASK_FINISH,
@@ -388,25 +388,23 @@ async def close_tasks(
 
 
 async def resolve_assignees(step: Step, assignees: Assignees | None) -> list[str]:
-    """The users a human node is assigned to, in a stable order, deduplicated."""
+    """The users a human node is assigned to, in a stable order, deduplicated
+    (:func:`~flowledger.engine.assignee_rules.pick_assignees`)."""
     if assignees is None:
         return []
-    found: list[str] = list(assignees.users)
+    rows: list[Any] = []
     if assignees.roles:
-        rows = (
-            await step.conn.execute(
-                select(users.c.id, users.c.roles, users.c.tenants).order_by(users.c.id)
-            )
-        ).all()
-        tenant = step.instance["tenant_id"]
-        for row in rows:
-            in_tenant = "*" in (row.tenants or []) or tenant in (row.tenants or [])
-            if in_tenant and set(row.roles or []) & set(assignees.roles):
-                found.append(row.id)
-    if assignees.expr:
-        value = evaluate_value(assignees.expr, step.form, {"initiator": step.instance["initiator"]})
-        if isinstance(value, str) and value:
-            found.append(value)
-        elif isinstance(value, list):
-            found.extend(str(v) for v in value if v)
-    return list(dict.fromkeys(found))
+        rows = list(
+            (
+                await step.conn.execute(
+                    select(users.c.id, users.c.roles, users.c.tenants).order_by(users.c.id)
+                )
+            ).all()
+        )
+    return pick_assignees(
+        assignees,
+        rows,
+        tenant=step.instance["tenant_id"],
+        form=step.form,
+        initiator=step.instance["initiator"],
+    )

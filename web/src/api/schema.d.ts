@@ -539,6 +539,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/definitions/{key}/versions/running": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Running Versions
+         * @description Running instances per version of ``key``, oldest version first.
+         */
+        get: operations["migrations-running_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/definitions/{key}/versions/{version}": {
         parameters: {
             query?: never;
@@ -1722,6 +1742,66 @@ export interface paths {
          * @description Mark one of the caller's messages read (again: no change).
          */
         post: operations["messages-mark_message_read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/migrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run Migration
+         * @description Save the plan and migrate every instance its dry run does not block.
+         */
+        post: operations["migrations-run_migration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/migrations/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview Migration
+         * @description The exact dry run of the plan, per instance; writes nothing.
+         */
+        post: operations["migrations-preview_migration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/migrations/{migration_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Migration
+         * @description A saved plan, its progress and its per-instance results.
+         */
+        get: operations["migrations-read_migration"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3379,6 +3459,52 @@ export interface components {
              */
             updatedAt: string;
         };
+        /** InstanceResultPublic */
+        InstanceResultPublic: {
+            /** Changes */
+            changes: {
+                [key: string]: unknown;
+            }[];
+            /** Formadded */
+            formAdded: {
+                [key: string]: unknown;
+            };
+            /** Fromversion */
+            fromVersion: number;
+            /** Instanceid */
+            instanceId: number;
+            /** Jobs */
+            jobs: {
+                [key: string]: unknown;
+            }[];
+            /** Joins */
+            joins: {
+                [key: string]: unknown;
+            }[];
+            /** Reasons */
+            reasons: {
+                [key: string]: unknown;
+            }[];
+            /** Subprocesses */
+            subprocesses: {
+                [key: string]: unknown;
+            }[];
+            /** Tasks */
+            tasks: {
+                [key: string]: unknown;
+            }[];
+            /** Toversion */
+            toVersion: number;
+            /** Tokens */
+            tokens: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "ok" | "changed" | "blocked";
+        };
         /**
          * InstanceStatus
          * @description SPEC E-6.
@@ -3904,6 +4030,155 @@ export interface components {
             /** Items */
             items: components["schemas"]["MetricValue"][];
         };
+        /** MigrationBody */
+        MigrationBody: {
+            /** Definitionkey */
+            definitionKey: string;
+            /** Fieldvalues */
+            fieldValues?: {
+                [key: string]: unknown;
+            };
+            filter?: components["schemas"]["MigrationFilterBody"] | null;
+            /** Fromversions */
+            fromVersions: number[];
+            /** Instanceids */
+            instanceIds?: number[] | null;
+            /** Mapping */
+            mapping?: {
+                [key: string]: string;
+            };
+            /** Name */
+            name?: string | null;
+            /**
+             * Reason
+             * @default
+             */
+            reason: string;
+            /** Tenant */
+            tenant?: string | null;
+            /** Toversion */
+            toVersion: number;
+        };
+        /**
+         * MigrationFilterBody
+         * @description The instances-list filters a plan may select by (besides key and versions).
+         */
+        MigrationFilterBody: {
+            /** Createdfrom */
+            createdFrom?: string | null;
+            /** Createdto */
+            createdTo?: string | null;
+            /** Currentassignee */
+            currentAssignee?: string | null;
+            /** Currentnode */
+            currentNode?: string | null;
+            /** Initiator */
+            initiator?: string | null;
+            /** Keyword */
+            keyword?: string | null;
+            /** Statuses */
+            statuses?: ("running" | "suspended")[] | null;
+        };
+        /** MigrationItemPublic */
+        MigrationItemPublic: {
+            /** Error */
+            error?: string | null;
+            /** Instanceid */
+            instanceId: number;
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "migrated" | "blocked" | "failed";
+            /** Result */
+            result: {
+                [key: string]: unknown;
+            };
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "ok" | "changed" | "blocked";
+        };
+        /** MigrationPreviewPublic */
+        MigrationPreviewPublic: {
+            counts: components["schemas"]["VerdictCounts"];
+            /** Definitionkey */
+            definitionKey: string;
+            /** Fromversions */
+            fromVersions: number[];
+            /** Instances */
+            instances: components["schemas"]["InstanceResultPublic"][];
+            /** Mapping */
+            mapping: {
+                [key: string]: string;
+            };
+            /** Reasoncounts */
+            reasonCounts: {
+                [key: string]: number;
+            };
+            /** Toversion */
+            toVersion: number;
+            /** Total */
+            total: number;
+        };
+        /** MigrationProgress */
+        MigrationProgress: {
+            /** Byoutcome */
+            byOutcome: {
+                [key: string]: number;
+            };
+            /** Done */
+            done: number;
+            /** Total */
+            total: number;
+        };
+        /** MigrationPublic */
+        MigrationPublic: {
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Createdby */
+            createdBy: string;
+            /** Definitionkey */
+            definitionKey: string;
+            /** Fieldvalues */
+            fieldValues: {
+                [key: string]: unknown;
+            };
+            /** Finishedat */
+            finishedAt?: string | null;
+            /** Fromversions */
+            fromVersions: number[];
+            /** Id */
+            id: number;
+            /** Items */
+            items: components["schemas"]["MigrationItemPublic"][];
+            /** Mapping */
+            mapping: {
+                [key: string]: string;
+            };
+            /** Name */
+            name: string;
+            progress: components["schemas"]["MigrationProgress"];
+            /** Reason */
+            reason: string;
+            /** Selection */
+            selection: {
+                [key: string]: unknown;
+            };
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "draft" | "running" | "done";
+            /** Tenant */
+            tenant: string;
+            /** Toversion */
+            toVersion: number;
+        };
         /** NodeBottleneck */
         NodeBottleneck: {
             /** Avghandlingms */
@@ -4091,6 +4366,47 @@ export interface components {
             pool: string;
             /** Running */
             running: number;
+        };
+        /** PreviewBody */
+        PreviewBody: {
+            /** Definitionkey */
+            definitionKey: string;
+            /** Fieldvalues */
+            fieldValues?: {
+                [key: string]: unknown;
+            };
+            filter?: components["schemas"]["MigrationFilterBody"] | null;
+            /** Fromversions */
+            fromVersions: number[];
+            /** Instanceids */
+            instanceIds?: number[] | null;
+            /**
+             * Limit
+             * @default 200
+             */
+            limit: number;
+            /** Mapping */
+            mapping?: {
+                [key: string]: string;
+            };
+            /** Name */
+            name?: string | null;
+            /**
+             * Offset
+             * @default 0
+             */
+            offset: number;
+            /**
+             * Reason
+             * @default
+             */
+            reason: string;
+            /** Tenant */
+            tenant?: string | null;
+            /** Toversion */
+            toVersion: number;
+            /** Verdict */
+            verdict?: ("ok" | "changed" | "blocked") | null;
         };
         /** QueuePublic */
         QueuePublic: {
@@ -4741,6 +5057,27 @@ export interface components {
             severity?: ("info" | "warning" | "critical") | null;
             /** Threshold */
             threshold?: number | null;
+        };
+        /** RunningVersion */
+        RunningVersion: {
+            /**
+             * Oldeststartedat
+             * Format: date-time
+             */
+            oldestStartedAt: string;
+            /** Running */
+            running: number;
+            /** Suspended */
+            suspended: number;
+            /** Version */
+            version: number;
+        };
+        /** RunningVersionsPublic */
+        RunningVersionsPublic: {
+            /** Definitionkey */
+            definitionKey: string;
+            /** Versions */
+            versions: components["schemas"]["RunningVersion"][];
         };
         /**
          * RuntimeStatus
@@ -5505,6 +5842,15 @@ export interface components {
              * @enum {string}
              */
             type: "updateData";
+        };
+        /** VerdictCounts */
+        VerdictCounts: {
+            /** Blocked */
+            blocked: number;
+            /** Changed */
+            changed: number;
+            /** Ok */
+            ok: number;
         };
         /** ViewCreate */
         ViewCreate: {
@@ -8189,6 +8535,82 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DefinitionPage"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "migrations-running_versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunningVersionsPublic"];
                 };
             };
             /** @description Missing or invalid bearer token */
@@ -13220,6 +13642,242 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MessagePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "migrations-run_migration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MigrationBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MigrationPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "migrations-preview_migration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MigrationPreviewPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "migrations-read_migration": {
+        parameters: {
+            query?: {
+                outcome?: ("migrated" | "blocked" | "failed") | null;
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                migration_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MigrationPublic"];
                 };
             };
             /** @description Missing or invalid bearer token */

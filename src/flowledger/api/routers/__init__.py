@@ -7,6 +7,8 @@ The engine's own API:
 - :mod:`.definitions` — deploy and read definitions (SPEC E-1);
 - :mod:`.instances` — start, list, read, lifecycle actions, comments (E-2, E-6);
 - :mod:`.instance_monitor` — status counts, export, form correction (O-1..O-3);
+- :mod:`.migrations` — migrate running instances to another version, version
+  drainage (issue 30);
 - :mod:`.instance_ops` — diagnostics, force jump, batch recovery, bundle (O-3..O-7);
 - :mod:`.tasks` — my tasks, task actions, reassign (E-5, O-5);
 - :mod:`.task_reminders` — remind the assignee (O-5);

@@ -25,6 +25,8 @@ statements themselves:
   form writes, trace, held tasks and forks);
 - :mod:`~flowledger.engine.store.instance_end`: the statement that ends an
   instance;
+- :mod:`~flowledger.engine.store.migrate`: one instance's migration to
+  another definition version (issue 30);
 - :mod:`~flowledger.engine.store.job_lock`: a job step's first statement
   (instance lock, a delay's task finish, the ledger's fenced job lock and
   receipt, composed from the ledger's exported fence).

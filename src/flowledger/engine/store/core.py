@@ -21,6 +21,7 @@ from flowledger.engine.store.instance_end import (
     core_end_instance_with_last_token,
 )
 from flowledger.engine.store.job_lock import JobStepLocked, TaskFinish, core_job_step_lock
+from flowledger.engine.store.migrate import InstanceMigration, core_migrate_instance
 from flowledger.engine.store.start import Started, core_insert_instance_and_start_token
 from flowledger.engine.store.tokens import Frame, core_replace_tokens
 from flowledger.engine.store.writes import (
@@ -155,3 +156,8 @@ class CoreEngineStore:
 
     async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:
         raise AssertionError("forks are held with reserved ids, and only PostgreSQL reserves")
+
+    async def instance_migrate(
+        self, conn: AsyncConnection, migration: InstanceMigration
+    ) -> list[int]:
+        return await core_migrate_instance(conn, self.ledger, migration)

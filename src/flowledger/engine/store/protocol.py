@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.engine.store.instance_end import Ending, InstanceEnd
 from flowledger.engine.store.job_lock import JobStepLocked, TaskFinish
+from flowledger.engine.store.migrate import InstanceMigration
 from flowledger.engine.store.start import Started
 from flowledger.engine.store.tokens import Frame
 from flowledger.engine.store.writes import ForkRows, StepRows
@@ -136,3 +137,10 @@ class EngineStore(Protocol):
 
     async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:
         """Write held forks now."""
+
+    async def instance_migrate(
+        self, conn: AsyncConnection, migration: InstanceMigration
+    ) -> list[int]:
+        """Write one instance's migration to another definition version
+        (:mod:`~flowledger.engine.store.migrate`), the instance row locked
+        by the caller; the ids of the tasks it created."""

@@ -340,6 +340,23 @@ class ControlCore:
             )
         await _cancel_ids(conn, [job_id], now=now, reason=reason)
 
+    async def jobs_retarget(
+        self, conn: AsyncConnection, moves: dict[int, str], *, now: datetime
+    ) -> None:
+        """Point each job of ``moves`` at its new node (an instance migrated
+        to another definition version, issue 30); ``run_at``, payload,
+        status and attempts untouched (rows locked in id order)."""
+        if not moves:
+            return
+        ids = sorted(moves)
+        await conn.execute(select(jobs.c.id).where(locked_in_id_order(jobs.c.id.in_(ids))))
+        await conn.execute(
+            update(jobs)
+            .where(jobs.c.id == bindparam("b_id"))
+            .values(node_key=bindparam("b_node"), updated_at=now),
+            [{"b_id": job_id, "b_node": moves[job_id]} for job_id in ids],
+        )
+
     async def jobs_mark_replay_batch(
         self, conn: AsyncConnection, job_ids: list[int], batch_id: str | None
     ) -> None:

@@ -186,6 +186,11 @@ class LedgerDriver(Protocol):
     ) -> list[dict[str, Any]]:
         """Cancel the jobs of ``types`` (all, or of ``task_ids``) for a force jump."""
 
+    async def jobs_retarget(
+        self, conn: AsyncConnection, moves: dict[int, str], *, now: datetime
+    ) -> None:
+        """Point jobs at other nodes, times kept (an instance migration, issue 30)."""
+
     async def jobs_mark_replay_batch(
         self, conn: AsyncConnection, job_ids: list[int], batch_id: str | None
     ) -> None:

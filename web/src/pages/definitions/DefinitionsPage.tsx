@@ -1,7 +1,9 @@
 // 流程定义 (Process definitions): the list, a definition's versions, the
 // diagram of a version, starting an instance from the generated form, and
 // deploying a new definition or version; suspending / resuming every
-// running instance of a definition at once (ScopeSuspend).
+// running instance of a definition at once (ScopeSuspend); the instances
+// still running per version and migrating them to the latest (MigratePanel,
+// issue 30).
 import { useState } from "react";
 import { App, Button, Card, Col, Descriptions, Form, Modal, Row, Select, Space, Table } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
@@ -17,6 +19,7 @@ import { useCursor } from "../../components/useCursor";
 import { DeployPanel } from "./DeployPanel";
 import { Diagram } from "./Diagram";
 import { ScopeSuspendButtons } from "./ScopeSuspend";
+import { RunningVersions } from "./MigratePanel";
 import { ActionLink } from "../../components/ActionLink";
 
 type Definition = Schemas["DefinitionPublic"];
@@ -53,6 +56,7 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
   }
 
   return (
+    <>
     <Card
       size="small"
       title={t("version.title", { key: defKey })}
@@ -91,6 +95,10 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
         {fields.length ? <GeneratedForm fields={fields} form={form} /> : <Form form={form}><p>{t("start.noFields")}</p></Form>}
       </Modal>
     </Card>
+    <div style={{ marginTop: 16 }}>
+      <RunningVersions defKey={defKey} latest={latest} />
+    </div>
+    </>
   );
 }
 

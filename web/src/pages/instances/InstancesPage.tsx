@@ -30,6 +30,7 @@ const loadSavedViews = () => import("./SavedViews");
 const FilterBar = lazy(() => loadFilterBar().then((m) => ({ default: m.FilterBar })));
 const SavedViews = lazy(() => loadSavedViews().then((m) => ({ default: m.SavedViews })));
 const ExportDialog = lazy(() => import("./ExportDialog").then((m) => ({ default: m.ExportDialog })));
+const MigrateSelected = lazy(() => import("../definitions/MigratePanel").then((m) => ({ default: m.MigrateSelected })));
 const BatchRecoverDialog = lazy(() => import("./BatchRecoverDialog").then((m) => ({ default: m.BatchRecoverDialog })));
 
 type Instance = Schemas["InstancePublic"];
@@ -45,6 +46,7 @@ export default function InstancesPage() {
   const refresh = useAutoRefresh("instances");
   const [selected, setSelected] = useState<number[]>([]);
   const [dialog, setDialog] = useState<"export" | "recover" | null>(null);
+  const [migrating, setMigrating] = useState(false);
   const me = useQuery(meQuery());
   const views = useInstanceViews();
   const viewItems = views.data?.items ?? [];
@@ -105,6 +107,13 @@ export default function InstancesPage() {
     return parts.length ? parts.join(t("describe.and")) : t("describe.none");
   };
 
+  // the batch migration: every selected instance of this page, of one definition version
+  const chosen = (list.data?.items ?? []).filter((i) => selected.includes(i.id));
+  const migratable =
+    chosen.length > 0 &&
+    chosen.length === selected.length &&
+    chosen.every((i) => i.definitionKey === chosen[0].definitionKey && i.definitionVersion === chosen[0].definitionVersion);
+
   return (
     <div data-testid="page-instances">
       <Card size="small" style={{ marginBottom: 12 }}>
@@ -137,6 +146,9 @@ export default function InstancesPage() {
             />
             <Button onClick={() => setDialog("export")} data-testid="open-export">
               {t("export.open")}
+            </Button>
+            <Button onClick={() => setMigrating(true)} disabled={!migratable} data-testid="open-migrate">
+              {t("migrate.openSelected", { n: selected.length })}
             </Button>
             <Button danger onClick={() => setDialog("recover")} data-testid="open-recover">
               {selected.length ? t("recover.openSelected", { n: selected.length }) : t("recover.open")}
@@ -175,6 +187,9 @@ export default function InstancesPage() {
       </Card>
       <Suspense fallback={null}>
         {dialog === "export" && <ExportDialog query={query} total={matching(counts.data, query)} filterText={describe(query)} onClose={() => setDialog(null)} />}
+        {migrating && chosen.length > 0 && (
+          <MigrateSelected defKey={chosen[0].definitionKey} from={chosen[0].definitionVersion} instanceIds={selected} onClose={() => setMigrating(false)} />
+        )}
         {dialog === "recover" && <BatchRecoverDialog query={query} selected={selected} describe={describe} onClose={() => setDialog(null)} />}
       </Suspense>
     </div>
