@@ -45,11 +45,11 @@ from flowledger.access.login_codes import LoginCodes
 from flowledger.clock import Clock, SystemClock
 from flowledger.compensation.policies import compensation_hooks
 from flowledger.db.database import Database
+from flowledger.db.replica import open_replica_database
 from flowledger.engine import Engine
 from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.engine.step import Step
 from flowledger.engine.store import EngineStore
-from flowledger.errors import ConfigurationError
 from flowledger.handlers import builtin_handlers
 from flowledger.handlers.services import engine_services
 from flowledger.ledger.driver.protocol import LedgerDriver
@@ -170,19 +170,12 @@ def open_replica(settings: Settings, primary: Database) -> Database | None:
     empty. PostgreSQL only, the primary as the replica."""
     if not settings.read_database_url:
         return None
-    refused = ConfigurationError(
-        "a read replica is for PostgreSQL only", field="FLOWLEDGER_READ_DATABASE_URL"
-    )
-    if primary.is_sqlite:
-        raise refused
-    replica = Database(
+    return open_replica_database(
         settings.read_database_url,
+        primary,
         pool_size=settings.db_pool_size,
         prepared_statements=settings.db_prepared_statements,
     )
-    if replica.is_sqlite:
-        raise refused
-    return replica
 
 
 def build_runtime(

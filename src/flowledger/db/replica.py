@@ -1,5 +1,6 @@
-"""A streaming replica's position (issue 34 item 6): how far its replay
-trails the primary, asked on the replica itself. Owns that one query."""
+"""A streaming replica (issue 34 item 6): opening it beside its primary
+(:func:`open_replica_database`: PostgreSQL only) and its position — how far
+its replay trails the primary, asked on the replica itself."""
 
 from __future__ import annotations
 
@@ -8,8 +9,27 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from flowledger.db.database import Database
+from flowledger.errors import ConfigurationError
 
 log = structlog.get_logger("flowledger.db")
+
+
+def open_replica_database(
+    url: str, primary: Database, *, pool_size: int, prepared_statements: bool
+) -> Database:
+    """The replica at ``url`` of ``primary``; ConfigurationError naming
+    ``FLOWLEDGER_READ_DATABASE_URL`` when either is SQLite (a replica is
+    PostgreSQL's)."""
+    refused = ConfigurationError(
+        "a read replica is for PostgreSQL only", field="FLOWLEDGER_READ_DATABASE_URL"
+    )
+    if primary.is_sqlite:
+        raise refused
+    replica = Database(url, pool_size=pool_size, prepared_statements=prepared_statements)
+    if replica.is_sqlite:
+        raise refused
+    return replica
+
 
 # 0 when everything received is replayed (an idle primary sends nothing, and
 # the last replayed commit may be old); else the age of the last replayed

@@ -24,7 +24,9 @@ Operations under ``/engine`` and ``/analytics``: :mod:`.jobs` (ledger reads,
 L-23, L-25), :mod:`.job_actions` (retry, skip, replay, L-24),
 :mod:`.engine_diagnostics` (O-18), :mod:`.recovery` (targeted recovery,
 O-18), :mod:`.health` (O-16), :mod:`.retention` (O-20), :mod:`.worker_nodes`
-(L-23), :mod:`.alerts` (O-22) and :mod:`.analytics` (O-14).
+(L-23), :mod:`.alerts` (O-22) and :mod:`.analytics` (O-14);
+:mod:`.job_pauses` (pause a pool or a job type) and :mod:`.instance_scope`
+(suspend or resume a definition's running instances; issue 31 item 3).
 
 The live console: :mod:`.live` — the change events stream (server-sent
 events under ``/events``, issue 33 item 2).
