@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import MutableMapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -153,10 +154,9 @@ class AttemptOutcome(Protocol):
     def error_code(self) -> str | None: ...
 
 
+@dataclass(frozen=True, slots=True)
 class NoAttempt:
     """The attempt while tracing is off: does nothing."""
-
-    __slots__ = ()
 
     def __enter__(self) -> NoAttempt:
         return self
@@ -176,7 +176,7 @@ class NoAttempt:
 NO_ATTEMPT = NoAttempt()
 
 
-class Attempt(NoAttempt):
+class Attempt:
     """A ``job.attempt`` span, current while the handler runs."""
 
     __slots__ = ("span", "token")
@@ -219,7 +219,7 @@ class Attempt(NoAttempt):
             span.set_status(Status(StatusCode.ERROR, outcome.error))
 
 
-def attempt_span(job: AttemptJob, worker_node: str | None) -> NoAttempt:
+def attempt_span(job: AttemptJob, worker_node: str | None) -> Attempt | NoAttempt:
     """The span of one attempt of ``job`` (:data:`NO_ATTEMPT` while tracing
     is off): ``with attempt_span(job, node) as a: …; a.ended(outcome)``."""
     tracer = STATE.tracer
@@ -252,10 +252,9 @@ def attempt_span(job: AttemptJob, worker_node: str | None) -> NoAttempt:
     return Attempt(span)
 
 
+@dataclass(frozen=True, slots=True)
 class NoClientSpan:
     """The outbound call's span while tracing is off: does nothing."""
-
-    __slots__ = ()
 
     def __enter__(self) -> NoClientSpan:
         return self
@@ -275,11 +274,16 @@ class NoClientSpan:
 NO_CLIENT_SPAN = NoClientSpan()
 
 
-class ClientSpan(NoClientSpan):
+class ClientSpan:
+    """An outbound call's client span."""
+
     __slots__ = ("span",)
 
     def __init__(self, span: trace.Span) -> None:
         self.span = span
+
+    def __enter__(self) -> ClientSpan:
+        return self
 
     def __exit__(
         self,
@@ -302,7 +306,7 @@ class ClientSpan(NoClientSpan):
 
 def client_span(
     method: str, url: str, host: str, port: int, headers: MutableMapping[str, str]
-) -> NoClientSpan:
+) -> ClientSpan | NoClientSpan:
     """The client span of one outbound call (:data:`NO_CLIENT_SPAN` while
     tracing is off); its context goes into ``headers`` as ``traceparent``."""
     tracer = STATE.tracer
