@@ -51,7 +51,7 @@ from flowledger.engine.write_buffer import (
 from flowledger.ledger.models import EnqueueResult, Fence, JobSpec
 from flowledger.ledger.receipts import StepLock
 from flowledger.states import InstanceStatus, JobTransition, transition_sources
-from flowledger.telemetry import dispatch_key, step_span
+from flowledger.telemetry import dispatch_key, step_span, tracing_on
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -125,13 +125,14 @@ class Step:
         """This step, with its transaction's write buffer opened (inside a
         :meth:`~flowledger.db.database.Database.begin` transaction)."""
         open_buffer(self.conn, self.store)
-        self.span = step_span(
-            self.trace_id,
-            self.instance_id,
-            self.instance["definition_key"],
-            job_id=self.job_id,
-            commit=pre_commit(self.conn),
-        )
+        if tracing_on():  # flowledger.telemetry: the step's span, ended at the commit
+            self.span = step_span(
+                self.trace_id,
+                self.instance_id,
+                self.instance["definition_key"],
+                job_id=self.job_id,
+                commit=pre_commit(self.conn),
+            )
         return self
 
     @property
