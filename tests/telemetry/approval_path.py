@@ -74,6 +74,17 @@ async def walk_approval(
         return bool(receiver.requests)
 
     await until(dispatched, "the dispatch to reach the receiver")
+
+    async def dispatch_done() -> bool:
+        found = await client.get(
+            f"{BASE}/engine/jobs", params={"instanceId": instance_id}, headers=headers
+        )
+        done = [j["status"] for j in found.json()["items"] if j["type"] == "external_dispatch"]
+        return done == ["succeeded"]
+
+    # the partner answers once the dispatch finished (an earlier answer races
+    # the dispatch's own last step: the instance's end then cancels its job)
+    await until(dispatch_done, "the dispatch job to succeed")
     (received,) = receiver.requests
     task_id = json.loads(received.body)["taskId"]
     traceparent = received.headers.get("traceparent", "")  # none while untraced
