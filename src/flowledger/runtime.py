@@ -49,6 +49,7 @@ from flowledger.engine import Engine
 from flowledger.engine.hooks import NO_HOOKS, EngineHooks
 from flowledger.engine.step import Step
 from flowledger.engine.store import EngineStore
+from flowledger.errors import ConfigurationError
 from flowledger.handlers import builtin_handlers
 from flowledger.handlers.services import engine_services
 from flowledger.ledger.driver.protocol import LedgerDriver
@@ -92,6 +93,9 @@ class Runtime:
     job_types: JobTypeRegistry = field(default_factory=JobTypeRegistry)
     # the web console's one-time login codes: the CLI mints, the API redeems
     login_codes: LoginCodes = field(default_factory=LoginCodes)
+    # the streaming replica of FLOWLEDGER_READ_DATABASE_URL (None: none); the
+    # runtime opened it, and closes it in aclose
+    replica: Database | None = None
 
     @property
     def store(self) -> EngineStore:
@@ -122,8 +126,10 @@ class Runtime:
 
     async def aclose(self) -> None:
         """Close what the runtime opened on the running loop (the outbound
-        client); the database is the caller's to dispose."""
+        client, the replica's pool); the database is the caller's to dispose."""
         await self.outbound.aclose()
+        if self.replica is not None:
+            await self.replica.dispose()
 
     def worker(
         self,
@@ -150,7 +156,34 @@ class Runtime:
 
 
 def open_database(settings: Settings) -> Database:
-    return Database(settings.database_url, pool_size=settings.db_pool_size)
+    """The database the settings name, with its pooler settings (issue 34)."""
+    return Database(
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        listen_url=settings.listen_database_url,
+        prepared_statements=settings.db_prepared_statements,
+    )
+
+
+def open_replica(settings: Settings, primary: Database) -> Database | None:
+    """The streaming replica of ``primary`` the console's read models read
+    (issue 34 item 6), or None when ``FLOWLEDGER_READ_DATABASE_URL`` is
+    empty. PostgreSQL only, the primary as the replica."""
+    if not settings.read_database_url:
+        return None
+    refused = ConfigurationError(
+        "a read replica is for PostgreSQL only", field="FLOWLEDGER_READ_DATABASE_URL"
+    )
+    if primary.is_sqlite:
+        raise refused
+    replica = Database(
+        settings.read_database_url,
+        pool_size=settings.db_pool_size,
+        prepared_statements=settings.db_prepared_statements,
+    )
+    if replica.is_sqlite:
+        raise refused
+    return replica
 
 
 def build_runtime(
@@ -211,4 +244,5 @@ def build_runtime(
         worker_config=worker_config,
         worker_clock=worker_clock,
         job_types=job_types,
+        replica=open_replica(settings, db),
     )

@@ -21,6 +21,19 @@ class Settings(BaseSettings):
 
     database_url: str = Field(default=DEFAULT_DATABASE_URL)
     db_pool_size: int = Field(default=10, ge=1, le=200)
+    # PostgreSQL behind a transaction-mode pooler such as PgBouncer (issue 34
+    # item 5, docs/operations.md): the wake listener's LISTEN needs a session
+    # of its own, so it connects here — straight to the server, past the
+    # pooler (empty: database_url; when that is a pooler, hints are lost and
+    # polling alone finds the work) — and server-side prepared statements are
+    # turned off where the pooler cannot carry them (PgBouncer before 1.21,
+    # or max_prepared_statements = 0)
+    listen_database_url: str = ""
+    db_prepared_statements: bool = True
+    # a streaming replica (issue 34 item 6): the console's heavy read models
+    # (lists, counts, exports, analytics, health inspection) read it;
+    # everything that decides or writes reads the primary (empty: no replica)
+    read_database_url: str = ""
 
     # worker (SPEC L-6, L-10, L-11)
     ledger_slots: int = Field(default=4, ge=1, le=256)

@@ -166,7 +166,11 @@ async def test_runtime_status_and_clusters_bodies(
         "avgDurationMs1h",
         "attempts1h",
         "failedAttempts1h",
+        "replicaLagMs",
+        "pausedScopes",
     }
+    assert status["replicaLagMs"] is None  # no read replica (issue 34 item 6)
+    assert status["pausedScopes"] == []
     assert status["liveWorkers"] == {"active": 0, "total": 0}
     assert status["slots"] == {"inUse": 0, "capacity": 0}
     by_type = (await api.get(JOBS + "/failure-clusters", people.root, by="type", samples=1)).json()

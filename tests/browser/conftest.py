@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -181,7 +182,43 @@ class Watch:
         self.problems.append(f"HTTP {status} {url}")
 
 
+# the live console's change stream (issue 33 item 2): open for as long as
+# the page is, so the browser's network never goes idle while it is
+LIVE_STREAM = "/api/workflows/events/stream"
+_INFLIGHT: weakref.WeakKeyDictionary[Page, set[Any]] = weakref.WeakKeyDictionary()
+
+
+def quiet_network(page: Page, *, quiet_ms: int = 500, timeout_s: float = 15.0) -> None:
+    """``page.wait_for_load_state("networkidle")`` for the console: no request
+    in flight for ``quiet_ms``, the live change stream not counted (it never
+    ends while the page is open)."""
+    page.wait_for_load_state("load")
+    inflight = _INFLIGHT[page]
+    deadline = time.monotonic() + timeout_s
+    quiet_since: float | None = None
+    while True:
+        now = time.monotonic()
+        if any(LIVE_STREAM not in request.url for request in inflight):
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= quiet_ms / 1000:
+            return
+        assert now < deadline, f"requests still in flight: {[r.url for r in inflight]}"
+        page.wait_for_timeout(50)
+
+
+def _track_requests(page: Page) -> None:
+    inflight: set[Any] = set()
+    _INFLIGHT[page] = inflight
+    page.on("request", lambda request: inflight.add(request))
+    page.on("requestfinished", lambda request: inflight.discard(request))
+    page.on("requestfailed", lambda request: inflight.discard(request))
+
+
 def _attach(page: Page, watch: Watch) -> None:
+    _track_requests(page)
+
     def console(msg: Any) -> None:
         if msg.type == "error":
             text = msg.text

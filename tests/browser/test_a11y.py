@@ -19,7 +19,7 @@ from typing import Any, Literal
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LANGS, ROOT, Opener, Server, run_server, shot
+from tests.browser.conftest import LANGS, ROOT, Opener, Server, quiet_network, run_server, shot
 from tests.browser.test_pages import PAGES
 
 AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"
@@ -86,14 +86,14 @@ def test_axe_finds_nothing_serious_on_any_page(
     for path, ready, _zh, _en in PAGES:
         page.goto(server.base + path)
         page.get_by_test_id(ready).first.wait_for()
-        page.wait_for_load_state("networkidle")
+        quiet_network(page)
         expect(page.locator("html")).to_have_attribute("data-theme", scheme)
         found.append(_describe(f"{path} {lang} {scheme}", _axe(page)))
         shot(page, f"a11y-{path.strip('/').replace('/', '-').replace('?', '-')}-{lang}-{scheme}")
     iid = _running_instance(server)
     page.goto(f"{server.base}/monitor/instances?instance={iid}")
     expect(page.get_by_test_id("instance-drawer")).to_have_attribute("data-loaded", "true")
-    page.wait_for_load_state("networkidle")
+    quiet_network(page)
     found.append(_describe(f"drawer {lang} {scheme}", _axe(page)))
     shot(page, f"a11y-drawer-{lang}-{scheme}")
     report = "\n".join(f for f in found if f)
@@ -173,7 +173,7 @@ def test_find_open_and_force_jump_with_the_keyboard_only(
     expect(rows.first).to_be_visible()
     expect(rows.get_by_test_id(f"instance-link-{iid}")).to_be_visible()
     # the search's own answer (not the list shown before it): then the row keys, read at once
-    page.wait_for_load_state("networkidle")
+    quiet_network(page)
     ids = page.eval_on_selector_all(
         "[data-testid=instances-table] tbody tr.ant-table-row",
         "rows => rows.map(r => r.getAttribute('data-row-key'))",

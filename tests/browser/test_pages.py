@@ -16,7 +16,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import ARTIFACTS, LANGS, Opener, Server, shot
+from tests.browser.conftest import ARTIFACTS, LANGS, Opener, Server, quiet_network, shot
 
 # path, a testid the page renders once loaded, its title in zh-CN and en
 PAGES = [
@@ -183,7 +183,7 @@ def test_every_page_in_both_languages(server: Server, open_console: Opener, lang
         page.get_by_test_id(ready).first.wait_for()
         title = zh if lang == "zh-CN" else en
         page.get_by_text(title, exact=True).first.wait_for()
-        page.wait_for_load_state("networkidle")
+        quiet_network(page)
         name = path.strip("/").replace("/", "-").replace("?", "-").replace("=", "-")
         shot(page, f"page-{name}-{lang}")
     # Ant Design's own strings follow the language too (the table's empty text)

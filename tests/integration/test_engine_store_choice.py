@@ -82,10 +82,13 @@ async def test_a_steps_writes_go_through_the_engines_store_E3_E4_E6(
     assert (await instance(db, iid))["status"] == "approved"
     assert "instance_end_with_last_token" in calls
     assert "ledger" in calls  # the wakes' jobs and the ending's cleanup: the store's driver
-    if db.is_sqlite:  # one statement at a time: the rows are written, never ridden
+    # the wakes' rows with their jobs' settlements: through the store (one
+    # statement each on PostgreSQL)
+    assert "step_rows_and_settlement" in calls
+    if db.is_sqlite:  # no ids are reserved: the jobs' insert, then the rows
         assert "step_rows_write" in calls
-    else:  # the rows ride on the jobs' insert or the settlement
-        assert "step_rows_rider" in calls
+    else:  # the approval's rows with its jobs' insert, the ids reserved
+        assert "jobs_and_step_rows_write" in calls
 
 
 async def test_the_runtime_holds_the_store_and_the_ledger_driver_its_workers_use(

@@ -68,9 +68,9 @@ def test_strings_are_read_unbounded_so_the_insert_refuses_a_value_too_long() -> 
 
 
 def test_a_trace_rows_job_id_is_read_from_its_document_as_any_column() -> None:
-    sql = writes.pg_step_rows_rider(StepRows(trace=[_trace("job_enqueued")]))
-    assert sql is not None
-    text_sql, _params = sql
+    ctes = writes.pg_step_rows_ctes(StepRows(trace=[_trace("job_enqueued")]))
+    assert ctes is not None
+    text_sql = ctes.ctes
     assert "r.job_id" in text_sql and "job_ids" not in text_sql and "job_ord" not in text_sql
 
 

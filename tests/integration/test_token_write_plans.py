@@ -94,8 +94,8 @@ async def test_token_moves_update_by_primary_key_in_a_generic_plan_E4(db: Databa
     for count in (1, 2, engine_writes.MOVES_UNROLLED):
         some = dict(list({**moves, **{100 + i: "n" for i in range(count)}}.items())[:count])
         params = engine_writes._moves_params(some, parks, prefix="step_")
-        rider = engine_writes._rider(engine_writes._moves_key(some))
-        ctes = rider.split(", events AS")[0]
+        step_ctes = engine_writes._step_rows_ctes(engine_writes._moves_key(some))
+        ctes = step_ctes.split(", events AS")[0]
         plan = await _generic_plan(db, f"WITH {ctes} SELECT 1", params)
         assert "Seq Scan on workflow_tokens" not in plan, plan
         assert plan.count("Index Scan using pk_workflow_tokens") == count, plan

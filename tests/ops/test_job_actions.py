@@ -103,12 +103,12 @@ async def test_retry_eligibility_state_by_state(db: Database, clock: ManualClock
     for state, refusal in RETRY_TABLE.items():
         before = await job_row(db, ids[state])
         if refusal is None:
-            row = await retry_job(db, ids[state], now=now)
+            row = await retry_job(db, ids[state], now=now, actor="op")
             assert (row["status"], row["attempts"], row["run_at"]) == ("pending", 0, now), state
             assert row["generation"] == before.generation + 1, state
             continue
         with pytest.raises(InvalidStateError, match=refusal) as caught:
-            await retry_job(db, ids[state], now=now)
+            await retry_job(db, ids[state], now=now, actor="op")
         assert caught.value.code == "invalid_state"
         assert caught.value.details["status"] == state
         after = await job_row(db, ids[state])
@@ -121,13 +121,15 @@ async def test_skip_eligibility_state_by_state(db: Database, clock: ManualClock)
     for state, refusal in SKIP_TABLE.items():
         before = await job_row(db, ids[state])
         if refusal is None:
-            row = await skip_job(db, ids[state], now=now, reason=f"skip the {state} one")
+            row = await skip_job(
+                db, ids[state], now=now, actor="op", reason=f"skip the {state} one"
+            )
             assert row["status"] == "canceled", state
             assert row["generation"] == before.generation + 1, state
             assert row["cancel_reason"] == f"skip the {state} one"
             continue
         with pytest.raises(InvalidStateError, match=refusal):
-            await skip_job(db, ids[state], now=now)
+            await skip_job(db, ids[state], now=now, actor="op")
         after = await job_row(db, ids[state])
         assert (after.status, after.generation) == (state, before.generation), state
 
@@ -141,7 +143,7 @@ async def test_a_pending_job_in_automatic_retry_refuses_a_manual_retry(
     before = await job_row(db, job_id)
     assert before.status == "pending" and before.run_at > clock.now()  # backoff scheduled
     with pytest.raises(InvalidStateError, match="automatic retry is already scheduled"):
-        await retry_job(db, job_id, now=clock.now())
+        await retry_job(db, job_id, now=clock.now(), actor="op")
     after = await job_row(db, job_id)
     assert (after.generation, after.attempts, after.run_at) == (1, 1, before.run_at)
 
@@ -151,7 +153,7 @@ async def test_a_paused_job_refuses_retry_until_its_instance_resumes(
 ) -> None:
     job_id = await make_job(db, clock, "paused")
     with pytest.raises(InvalidStateError, match="resume the instance instead"):
-        await retry_job(db, job_id, now=clock.now())
+        await retry_job(db, job_id, now=clock.now(), actor="op")
     assert (await job_row(db, job_id)).status == "paused"
     async with db.begin() as conn:
         await ledger_driver(db).jobs_resume(conn, INSTANCE, types=PAUSABLE_TYPES, now=clock.now())
@@ -164,7 +166,7 @@ async def test_a_new_payload_gets_a_new_operation_key(db: Database, clock: Manua
 
     async def kill_and_retry(**kw: Any) -> dict[str, Any]:
         await force_status(db, job_id, "dead")
-        return await retry_job(db, job_id, now=clock.now(), **kw)
+        return await retry_job(db, job_id, now=clock.now(), actor="op", **kw)
 
     assert (await kill_and_retry())["operation_key"] == first_key
     assert (await kill_and_retry(payload={"amount": 10}))["operation_key"] == first_key
@@ -178,7 +180,7 @@ async def test_skipping_a_running_job_makes_its_executor_stale(
 ) -> None:
     job_id = await make_job(db, clock, "pending")
     job = await claim_one(db, clock.now())
-    row = await skip_job(db, job_id, now=clock.advance(seconds=1))
+    row = await skip_job(db, job_id, now=clock.advance(seconds=1), actor="op")
     assert (row["status"], row["generation"]) == ("canceled", job.generation + 1)
     # the old executor finishes and tries to settle: fenced out, nothing written
     assert not await settle_single(db, job, Outcome.success({"late": True}), clock.now())
@@ -192,11 +194,13 @@ async def test_single_actions_do_not_cross_tenants(db: Database, clock: ManualCl
     theirs = await make_job(db, clock, "dead", tenant_id="acme")
     for action in (retry_job, skip_job):
         with pytest.raises(NotFoundError, match=f"job {theirs} not found"):
-            await action(db, theirs, now=clock.now(), tenants=["default"])
+            await action(db, theirs, now=clock.now(), actor="op", tenants=["default"])
     with pytest.raises(NotFoundError):
-        await retry_job(db, 999_999, now=clock.now())
+        await retry_job(db, 999_999, now=clock.now(), actor="op")
     assert (await job_row(db, theirs)).status == "dead"
-    assert (await retry_job(db, theirs, now=clock.now(), tenants=["acme"]))["status"] == "pending"
+    assert (await retry_job(db, theirs, now=clock.now(), actor="op", tenants=["acme"]))[
+        "status"
+    ] == "pending"
 
 
 async def _batch_ids(db: Database, clock: ManualClock) -> tuple[dict[str, int], int, list[int]]:
@@ -209,7 +213,7 @@ async def _batch_ids(db: Database, clock: ManualClock) -> tuple[dict[str, int], 
 async def test_batch_retry_counts_and_explains_every_item(db: Database, clock: ManualClock) -> None:
     ids, theirs, request = await _batch_ids(db, clock)
     now = clock.advance(seconds=10)
-    result = await batch_retry(db, request, now=now, tenants=["default"], rate=4)
+    result = await batch_retry(db, request, now=now, actor="op", tenants=["default"], rate=4)
     assert (result.matched, result.submitted, result.skipped) == (7, 3, 6)
     assert result.rate == 4 and len(result.replay_batch_id or "") == 32
     assert (result.window_from, result.window_to) == (now, now + timedelta(seconds=0.75))
@@ -236,12 +240,14 @@ async def test_batch_retry_counts_and_explains_every_item(db: Database, clock: M
     assert rows[theirs].status == "dead"
     # a later single retry takes the job out of the batch it no longer runs for
     await force_status(db, ids["dead"], "dead")
-    assert (await retry_job(db, ids["dead"], now=now))["replay_batch_id"] is None
+    assert (await retry_job(db, ids["dead"], now=now, actor="op"))["replay_batch_id"] is None
 
 
 async def test_batch_skip_counts_and_explains_every_item(db: Database, clock: ManualClock) -> None:
     ids, theirs, request = await _batch_ids(db, clock)
-    result = await batch_skip(db, request, now=clock.now(), tenants=["default"], reason="noise")
+    result = await batch_skip(
+        db, request, now=clock.now(), actor="op", tenants=["default"], reason="noise"
+    )
     assert (result.matched, result.submitted, result.skipped) == (7, 5, 4)
     items = {item.id: item for item in result.items}
     for state in STATES:
@@ -261,10 +267,10 @@ async def test_batches_refuse_bad_input(db: Database, clock: ManualClock) -> Non
 
     for ids, rate, field in (([], 20, "ids"), (range(1, 502), 20, "ids"), ([1], 0, "rate")):
         with pytest.raises(FlowledgerError) as caught:
-            await batch_retry(db, ids, now=clock.now(), rate=rate)
+            await batch_retry(db, ids, now=clock.now(), actor="op", rate=rate)
         assert caught.value.field == field
     with pytest.raises(FlowledgerError, match="at most 500"):
-        await batch_skip(db, range(1, 502), now=clock.now())
+        await batch_skip(db, range(1, 502), now=clock.now(), actor="op")
 
 
 async def test_retry_waits_for_a_suspended_instance_L18_L24(
@@ -290,10 +296,10 @@ async def test_retry_waits_for_a_suspended_instance_L18_L24(
         await conn.execute(update(jobs).where(jobs.c.id == job["id"]).values(status="dead"))
     await engine.suspend(iid, actor="admin")
     with pytest.raises(InvalidStateError) as info:
-        await retry_job(db, job["id"], now=clock.now())
+        await retry_job(db, job["id"], now=clock.now(), actor="op")
     assert "resume the instance" in info.value.message
-    result = await batch_retry(db, [job["id"]], now=clock.now())
+    result = await batch_retry(db, [job["id"]], now=clock.now(), actor="op")
     assert (result.submitted, result.skipped) == (0, 1)
     await engine.resume(iid, actor="admin")
-    state = await retry_job(db, job["id"], now=clock.now())
+    state = await retry_job(db, job["id"], now=clock.now(), actor="op")
     assert state["status"] == "pending"

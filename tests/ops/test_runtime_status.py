@@ -35,6 +35,7 @@ async def test_empty_ledger_gives_zeros_and_nulls_L23(db: Database, clock: Manua
         "avgDurationMs1h": None,
         "attempts1h": 0,
         "failedAttempts1h": 0,
+        "pausedScopes": [],
     }
 
 

@@ -3,6 +3,7 @@ import { Spin } from "antd";
 import { Navigate, Route, Routes } from "react-router-dom";
 import { getToken } from "./auth/session";
 import { AppLayout } from "./layout/AppLayout";
+import { LiveEventsProvider } from "./live/LiveEvents";
 import { HOME, PAGES } from "./pages/registry";
 
 const LoginPage = lazy(() => import("./pages/login/LoginPage"));
@@ -19,7 +20,9 @@ export function App() {
         <Route
           element={
             <RequireSession>
-              <AppLayout />
+              <LiveEventsProvider>
+                <AppLayout />
+              </LiveEventsProvider>
             </RequireSession>
           }
         >

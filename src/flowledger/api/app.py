@@ -33,9 +33,12 @@ from flowledger.api.routers import (
     engine_diagnostics,
     instance_monitor,
     instance_ops,
+    instance_scope,
     instances,
     job_actions,
+    job_pauses,
     jobs,
+    live,
     me,
     messages,
     recovery,
@@ -90,12 +93,15 @@ def api_router() -> APIRouter:
         engine_diagnostics,
         recovery,
         instance_ops,
+        instance_scope,
+        job_pauses,
         health_routes,
         analytics,
         retention,
         worker_nodes,
         task_reminders,
         views,
+        live,  # the live console's event stream (issue 33 item 2)
     ):
         router.include_router(module.router)
     router.include_router(alerts.router)  # SPEC O-22
@@ -125,6 +131,7 @@ def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> F
         outbound=runtime.outbound,
         login_codes=runtime.login_codes,
         job_types=runtime.job_types,
+        replica=runtime.replica,
     )
     app.add_middleware(  # issue 17: the caps of the app's settings at each request
         InputGuardMiddleware,

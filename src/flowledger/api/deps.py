@@ -1,7 +1,7 @@
 """The request-scoped dependencies shared by every router (STYLE:
-``Annotated`` dependencies): the API context (database, engine, clock, the
-runtime's settings, outbound resources, console login codes and job types) and the caller (see
-:mod:`flowledger.api.auth`).
+``Annotated`` dependencies): the API context (database and its read replica,
+engine, clock, the runtime's settings, outbound resources, console login
+codes and job types) and the caller (see :mod:`flowledger.api.auth`).
 
 :func:`~flowledger.api.app.create_app` builds the context from its runtime.
 A context built by hand without ``runtime_settings`` reads the process
@@ -35,6 +35,8 @@ class ApiContext:
     login_codes: LoginCodes = field(default_factory=LoginCodes)
     # the runtime's job types (engine diagnostics lists them); none by hand
     job_types: JobTypeRegistry = field(default_factory=JobTypeRegistry)
+    # the streaming replica of FLOWLEDGER_READ_DATABASE_URL (issue 34 item 6)
+    replica: Database | None = None
 
     @property
     def settings(self) -> Settings:
@@ -46,6 +48,16 @@ class ApiContext:
         if self.outbound is not None:
             return self.outbound.secrets
         return box_from_settings(self.settings)
+
+    @property
+    def read_db(self) -> Database:
+        """Where the console's heavy read models read (issue 34 item 6): the
+        lists, counts and exports of instances and jobs, the failure
+        clusters, analytics and the health inspection, score and history.
+        The replica when one is configured, else the primary. Everything
+        that decides or writes — an action's lookups, the detail an action
+        answers with, tasks, the runtime status — reads ``db``, the primary."""
+        return self.replica or self.db
 
     def now(self) -> datetime:
         return self.engine.clock.now()

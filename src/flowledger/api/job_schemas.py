@@ -8,7 +8,7 @@ here is validated straight from them (``Model.model_validate(row)``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -123,6 +123,16 @@ class Slots(ApiModel):
     capacity: int
 
 
+class JobPausePublic(ApiModel):
+    """A paused pool or job type (issue 31 item 3): who, why, since."""
+
+    scope: Literal["pool", "job_type"]
+    value: str
+    paused_by: str
+    reason: str
+    since: datetime
+
+
 class RuntimeStatus(ApiModel):
     """SPEC L-23; the exact definitions are in :mod:`flowledger.ops.runtime_status`."""
 
@@ -141,6 +151,10 @@ class RuntimeStatus(ApiModel):
     avg_duration_ms_1h: float | None = Field(default=None, alias="avgDurationMs1h")
     attempts_1h: int = Field(alias="attempts1h")
     failed_attempts_1h: int = Field(alias="failedAttempts1h")
+    # how far the read replica's replay trails the primary (issue 34 item 6;
+    # null: no replica configured, or it cannot say)
+    replica_lag_ms: float | None = None
+    paused_scopes: list[JobPausePublic] = []
 
 
 class ClusterType(ApiModel):

@@ -12,6 +12,7 @@ from flowledger.db.database import Database
 from flowledger.db.migrate import upgrade
 from flowledger.engine import Engine
 from flowledger.runtime import Runtime, build_runtime
+from flowledger.runtime import open_database as runtime_database
 from flowledger.settings import get_settings
 
 console = Console(stderr=True)
@@ -19,8 +20,7 @@ out = Console()
 
 
 def open_database() -> Database:
-    settings = get_settings()
-    return Database(settings.database_url, pool_size=settings.db_pool_size)
+    return runtime_database(get_settings())
 
 
 @asynccontextmanager

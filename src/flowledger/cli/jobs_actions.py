@@ -72,7 +72,12 @@ def retry(
         if len(ids) == 1:
             async with audited(ctx, caller, "job.retry", "job", ids[0], reason=reason) as e:
                 row = await job_actions.retry_job(
-                    engine.db, ids[0], now=ctx.now(), payload=new_payload
+                    engine.db,
+                    ids[0],
+                    now=ctx.now(),
+                    actor=caller.user_id,
+                    payload=new_payload,
+                    reason=reason,
                 )
                 e.tenant_id = row["tenant_id"]
                 e.detail.update(generation=row["generation"], newPayload=payload is not None)
@@ -83,7 +88,13 @@ def retry(
             ctx, caller, "job.batch_retry", "job_batch", batch_id, reason=reason
         ) as e:
             result = await job_actions.batch_retry(
-                engine.db, ids, now=ctx.now(), rate=rate, replay_batch_id=batch_id
+                engine.db,
+                ids,
+                now=ctx.now(),
+                actor=caller.user_id,
+                rate=rate,
+                replay_batch_id=batch_id,
+                reason=reason,
             )
             _audit_counts(e, result)
         public = models.batch_retry_public(result)
@@ -112,12 +123,16 @@ def skip(
         ctx, caller = js.operator(engine, actor)
         if len(ids) == 1:
             async with audited(ctx, caller, "job.skip", "job", ids[0], reason=reason) as e:
-                row = await job_actions.skip_job(engine.db, ids[0], now=ctx.now(), reason=reason)
+                row = await job_actions.skip_job(
+                    engine.db, ids[0], now=ctx.now(), actor=caller.user_id, reason=reason
+                )
                 e.tenant_id = row["tenant_id"]
             _show_job(models.JobActionPublic.from_row(row), as_json)
             return
         async with audited(ctx, caller, "job.batch_skip", "job_batch", reason=reason) as e:
-            result = await job_actions.batch_skip(engine.db, ids, now=ctx.now(), reason=reason)
+            result = await job_actions.batch_skip(
+                engine.db, ids, now=ctx.now(), actor=caller.user_id, reason=reason
+            )
             _audit_counts(e, result)
         public = models.batch_skip_public(result)
         if as_json:

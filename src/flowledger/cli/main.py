@@ -6,7 +6,8 @@ layers; no logic lives here.
   token, demo data on an empty database, then API + worker + system tasks.
 - ``serve``: the API only. ``worker``: the worker role only.
 - ``migrate``, ``demo``, ``token create``, ``definitions …``, ``instances …``,
-  ``jobs …`` (job ledger operations), ``alerts rules|events|silence``.
+  ``jobs …`` (job ledger operations), ``alerts rules|events|silence``,
+  ``pause-jobs`` / ``resume-jobs`` / ``paused-jobs`` (paused scopes).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ SUBCOMMANDS = MappingProxyType(
         "health": LazyCommand("flowledger.cli.health:health"),
         "analytics": LazyCommand("flowledger.cli.analytics:analytics"),
         "retention": LazyCommand("flowledger.cli.analytics:retention_app"),
+        "pause-jobs": LazyCommand("flowledger.cli.scope_ops:pause_jobs"),
+        "resume-jobs": LazyCommand("flowledger.cli.scope_ops:resume_jobs"),
+        "paused-jobs": LazyCommand("flowledger.cli.scope_ops:paused_jobs"),
     }
 )
 
@@ -57,8 +61,10 @@ def instances_group() -> typer.Typer:
     import flowledger.cli.instances_monitor  # noqa: F401  (registers `instances list`)
     from flowledger.cli.data import instances_app
     from flowledger.cli.instance_ops import register
+    from flowledger.cli.scope_ops import register as register_scope_ops
 
     register(instances_app)
+    register_scope_ops(instances_app)
     return instances_app
 
 

@@ -42,6 +42,7 @@ async def serve_api(runtime: Runtime, *, host: str, port: int, stop: asyncio.Eve
     stop_wait = asyncio.ensure_future(stop.wait())
     await asyncio.wait({serving, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
+    runtime.db.changes.close()  # open event streams end: shutdown does not wait on them
     stop_wait.cancel()
     await serving
 

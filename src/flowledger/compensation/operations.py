@@ -30,6 +30,12 @@ note               any ticket status                            —
 - terminate rejects a live instance (pending and waiting tasks skipped,
   tokens consumed, advancement jobs canceled: the cleanup of L-22); a ticket
   of an instance that already ended is just marked terminated.
+
+Each of the four records the instance's intervention (issue 31,
+:mod:`flowledger.engine.interventions`: ``compensation_resume`` /
+``_retry`` / ``_release`` / ``_terminate``, with the ticket's status or its
+action's job before → after) in its transaction; a note changes nothing on
+the instance and records none.
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ from flowledger.compensation.tickets import (
 )
 from flowledger.db.compensation_schema import ActionStatus, LogKind, TicketStatus
 from flowledger.db.schema import workflow_jobs
-from flowledger.engine import Engine, lifecycle, runner
+from flowledger.engine import Engine, interventions, lifecycle, runner
 from flowledger.engine.moves import leave
 from flowledger.engine.step import Step, lock_instance
 from flowledger.engine.tasks import close_open_tasks, finish_task, lock_task, open_tasks
@@ -98,6 +104,10 @@ async def _locked(conn: AsyncConnection, ticket_id: int) -> dict[str, Any]:
     if ticket is None:
         raise TicketNotFound(f"compensation ticket {ticket_id} not found", field="id")
     return ticket
+
+
+def _ticket_status(ticket: dict[str, Any], after: str) -> interventions.Change:
+    return interventions.change(f"ticket.{ticket['id']}.status", ticket["status"], str(after))
 
 
 def _require_pending(ticket: dict[str, Any]) -> None:
@@ -174,6 +184,17 @@ async def _continue(step: Step, ticket: dict[str, Any], reason: str | None) -> N
         task_id=task.id,
         detail={"ticketId": ticket["id"], "reason": reason},
     )
+    await interventions.record_in_step(
+        step,
+        interventions.COMPENSATION_RESUME,
+        reason=reason,
+        node_key=task.node_key,
+        task_id=task.id,
+        changes=[
+            _ticket_status(ticket, TicketStatus.RESOLVED),
+            interventions.change(f"task.{task.id}.status", task.status, TaskStatus.COMPLETED.value),
+        ],
+    )
     node = step.defn.node(task.node_key)
     await runner.run(step, await leave(step, token, node))
 
@@ -243,6 +264,23 @@ async def retry(engine: Engine, ticket_id: int, *, actor: str, reason: str | Non
             .where(logs.c.id == log_id)
             .values(detail={"previousJobId": ticket["action_job_id"], "jobId": job_id})
         )
+        await interventions.record(
+            conn,
+            instance_id,
+            interventions.COMPENSATION_RETRY,
+            actor=actor,
+            reason=reason,
+            changes=[
+                interventions.change(
+                    f"ticket.{ticket_id}.actionJob", ticket["action_job_id"], job_id
+                ),
+                interventions.change(f"job.{job_id}.status", None, JobStatus.PENDING.value),
+            ],
+            now=now,
+            trace_id=str(instance["trace_id"]),
+            node_key=str(ticket["node_key"]),
+            job_id=job_id,
+        )
     return job_id
 
 
@@ -251,7 +289,7 @@ async def release(engine: Engine, ticket_id: int, *, actor: str, reason: str | N
     instance_id = await _instance_of(engine, ticket_id)
     now = engine.clock.now()
     async with engine.db.begin() as conn:
-        await lock_instance(conn, instance_id)
+        instance = await lock_instance(conn, instance_id)
         ticket = await _locked(conn, ticket_id)
         _require_pending(ticket)
         await close_ticket(
@@ -262,6 +300,17 @@ async def release(engine: Engine, ticket_id: int, *, actor: str, reason: str | N
             actor=actor,
             now=now,
             message=reason,
+        )
+        await interventions.record(
+            conn,
+            instance_id,
+            interventions.COMPENSATION_RELEASE,
+            actor=actor,
+            reason=reason,
+            changes=[_ticket_status(ticket, TicketStatus.RESOLVED)],
+            now=now,
+            trace_id=str(instance["trace_id"]),
+            node_key=ticket["node_key"],
         )
 
 
@@ -299,6 +348,16 @@ async def terminate(
             "compensation_terminated",
             node_key=ticket["failed_node_key"],
             detail={"ticketId": ticket_id, "reason": reason, "instanceStatusBefore": before},
+        )
+        await interventions.record_in_step(
+            step,
+            interventions.COMPENSATION_TERMINATE,
+            reason=reason,
+            node_key=ticket["failed_node_key"],
+            changes=[
+                _ticket_status(ticket, TicketStatus.TERMINATED),
+                interventions.change("status", before, str(step.instance["status"])),
+            ],
         )
 
 

@@ -17,20 +17,29 @@ it is pinged before use: :mod:`flowledger.db.idle_ping`), plus an
 autocommit view of the same pool for single-statement hot paths (claim and
 batch settlement) that are atomic on their own.
 
+Behind a transaction-mode pooler (PgBouncer, issue 34 item 5) every
+connection opened here works statement by statement or transaction by
+transaction: no session state is kept between transactions (``SET LOCAL`` /
+``set_config(…, true)`` only, no advisory lock, temporary table or
+``WITH HOLD`` cursor; ``pg_notify`` is delivered at commit). What a session
+pooler would break is kept apart: server-side prepared statements are off
+when ``prepared_statements`` is False (psycopg's ``prepare_threshold=None``,
+for the pool and the hot-path connections alike), and the wake listener's
+``LISTEN`` connects to ``listen_url`` (:attr:`Database.listen_conninfo`),
+straight to the server.
+
 A writing transaction can hold buffers (:func:`pre_commit`) that are flushed
 just before it commits: the engine writes a step's trace and outbox rows
-that way, once per table per transaction (issue 15 item 2) — or earlier,
-as CTEs in front of another statement whose caller hands them over
-explicitly (:data:`RiderSource`, :func:`ride_in_front`: the ledger's
-settlement of the job that ran the step carries them when the job's handler
-says so). No statement looks into these buffers by itself.
+that way, once per table per transaction (issue 15 item 2), or the engine's
+store writes them earlier in a statement of its own. No statement looks
+into these buffers by itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
 from functools import partial
@@ -43,12 +52,14 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.util.concurrency import in_greenlet
 
 from flowledger.db import wake
+from flowledger.db.change_feed import ChangeFeed
 from flowledger.db.idle_ping import ping_when_idle
 from flowledger.db.pg_direct import DirectEngine
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.db.sqlite_hotpath import SqliteHotPath
 from flowledger.db.sqlite_inline import BEGIN_IMMEDIATE, InlineWriterConnection
 from flowledger.db.urls import async_url, is_sqlite, libpq_conninfo
+from flowledger.errors import ConfigurationError
 
 _READONLY = "flowledger_readonly"
 _PRE_COMMIT = "flowledger_pre_commit"
@@ -108,9 +119,14 @@ def _sqlite_session(engine: Engine, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_M
         conn.exec_driver_sql("BEGIN" if readonly else BEGIN_IMMEDIATE)
 
 
-def _postgres_engine(url: URL, pool_size: int) -> AsyncEngine:
+def _postgres_engine(url: URL, pool_size: int, prepare_threshold: int | None) -> AsyncEngine:
     engine = DirectEngine(
-        create_async_engine(url, pool_size=pool_size, max_overflow=pool_size).sync_engine
+        create_async_engine(
+            url,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            connect_args={"prepare_threshold": prepare_threshold},
+        ).sync_engine
     )
     ping_when_idle(engine.sync_engine)  # not at every checkout: see db/idle_ping.py
     _close_without_greenlet(engine)
@@ -140,35 +156,10 @@ def _close_without_greenlet(engine: AsyncEngine) -> None:
     dialect.do_terminate = do_close  # type: ignore[method-assign]
 
 
-# data-modifying CTEs ("name AS (…), …", driver SQL with %(name)s
-# parameters) and their parameters: writes another statement can carry
-Rider = tuple[str, dict[str, Any]]
-
-
-# where a statement's riders come from, asked only when that statement
-# carries them (None: nothing to carry)
-RiderSource = Callable[[], Awaitable[Rider | None]]
-
-
 class PreCommit(Protocol):
     """Work buffered in a transaction and written just before it commits."""
 
     async def flush(self) -> None: ...
-
-
-def ride_in_front(sql: str, params: dict[str, Any], rider: Rider) -> Rider:
-    """``sql`` (driver SQL that begins with ``WITH``, PostgreSQL) with the
-    ``rider``'s CTEs put in front of its own: one round trip for both (issue
-    15). Unreferenced data-modifying CTEs still run, to completion, in the
-    same statement, so they commit or roll back with it."""
-    text_, extra = rider
-    clash = params.keys() & extra.keys()
-    if clash:
-        raise ValueError(f"a rider's parameters {sorted(clash)} clash with the statement's")
-    body = sql.lstrip()
-    if body[:5].upper() != "WITH ":
-        raise ValueError("riders go in front of a statement's own WITH list")
-    return "WITH " + text_ + ", " + body[5:], {**params, **extra}
 
 
 def pre_commit(conn: AsyncConnection) -> dict[str, PreCommit] | None:
@@ -180,20 +171,48 @@ def pre_commit(conn: AsyncConnection) -> dict[str, PreCommit] | None:
 
 
 class Database:
-    """One database: its engine, its transactions and its in-process wake hub."""
+    """One database: its engine, its transactions, its in-process wake hub and
+    its change feed for the live console (:mod:`flowledger.db.change_feed`)."""
 
-    def __init__(self, raw_url: str, *, pool_size: int = 10) -> None:
+    def __init__(
+        self,
+        raw_url: str,
+        *,
+        pool_size: int = 10,
+        listen_url: str = "",
+        prepared_statements: bool = True,
+    ) -> None:
+        """``listen_url``: where the wake listener's ``LISTEN`` session
+        connects (PostgreSQL; empty: ``raw_url``). ``prepared_statements``:
+        False turns psycopg's server-side prepared statements off (a
+        transaction-mode pooler that cannot carry them)."""
         self.raw_url = raw_url
         self.url = async_url(raw_url)
         self.is_sqlite = is_sqlite(self.url)
         self.dialect = "sqlite" if self.is_sqlite else "postgresql"
+        listen = (
+            async_url(listen_url, field="FLOWLEDGER_LISTEN_DATABASE_URL") if listen_url else None
+        )
+        if listen is not None and (self.is_sqlite or is_sqlite(listen)):
+            raise ConfigurationError(
+                "a listen database URL is for PostgreSQL only",
+                field="FLOWLEDGER_LISTEN_DATABASE_URL",
+            )
+        self.listen_url = listen or self.url
+        # psycopg: None never prepares; the pool keeps its default (5 runs)
+        # and the hot path prepares its fixed statements at once (0)
+        self._prepare: tuple[int | None, int | None] = (
+            (5, 0) if prepared_statements else (None, None)
+        )
         if self.is_sqlite:
             self.engine = _sqlite_engine(self.url, pool_size)
         else:
-            self.engine = _postgres_engine(self.url, pool_size)
+            self.engine = _postgres_engine(self.url, pool_size, self._prepare[0])
         self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
         self.hub = wake.WakeHub()
+        # issue 33 item 2: its LISTEN goes where the wake listener's does
+        self.changes = ChangeFeed(self.listen_url, self.engine, is_sqlite=self.is_sqlite)
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
@@ -245,10 +264,15 @@ class Database:
         sync connections that take this database's write lock (None for an
         in-memory SQLite database, which only its own engine can see)."""
         if not self.is_sqlite:
-            return PgHotPath(libpq_conninfo(self.url))
+            return PgHotPath(libpq_conninfo(self.url), prepare_threshold=self._prepare[1])
         if self.url.database in (None, "", ":memory:"):
             return None
         return SqliteHotPath(lambda ms: _sqlite_sync_engine(self.url, ms), self._write_lock)
+
+    @property
+    def listen_conninfo(self) -> str:
+        """The libpq connection string of the wake listener's session."""
+        return libpq_conninfo(self.listen_url)
 
     async def now(self) -> datetime:
         """The database server's clock."""

@@ -211,6 +211,19 @@ system_leader_leases = Table(
     Column("lease_until", UTCDateTime, nullable=False),
 )
 
+# Paused scopes (issue 31 item 3): while a pool or a job type has a row here,
+# claims skip its pending jobs (they stay pending, their run_at unchanged).
+workflow_job_pauses = Table(
+    "workflow_job_pauses",
+    metadata,
+    Column("scope", String(16), primary_key=True),
+    Column("value", String(64), primary_key=True),
+    Column("paused_by", String(128), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("since", UTCDateTime, nullable=False),
+    CheckConstraint("scope IN ('pool', 'job_type')", name="scope"),
+)
+
 # The engine's tables live in their own module but share this metadata.
 from flowledger.db import alert_schema as _alert_schema  # noqa: E402,F401
 from flowledger.db import analytics_schema as _analytics_schema  # noqa: E402,F401

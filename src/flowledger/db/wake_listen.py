@@ -3,12 +3,16 @@
 the database's dialect (:func:`wake_listener`).
 
 PostgreSQL: a dedicated connection that LISTENs on ``flowledger_wake`` and
-signals the hub; it reconnects with backoff and wakes every pool after
-reconnecting (hints sent while it was away are lost, polling and that first
-wake cover them). SQLite: hints from this process reach the hub directly
-when their transaction commits (:meth:`Database.begin`), with no poll in
-between; commits by other processes are noticed by watching ``PRAGMA
-data_version`` every 50 ms.
+signals the hub. It is a session of its own, opened on the database's
+listen URL (``FLOWLEDGER_LISTEN_DATABASE_URL``: straight to the server when
+the other connections go through a transaction-mode pooler, which would hand
+the LISTEN's server connection to other clients and lose the hints). It
+reconnects with backoff and wakes every pool after reconnecting (hints sent
+while it was away are lost, polling and that first wake cover them).
+SQLite: hints from this process reach the hub directly when their
+transaction commits (:meth:`Database.begin`), with no poll in between;
+commits by other processes are noticed by watching ``PRAGMA data_version``
+every 50 ms.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import psycopg
 import structlog
 
 from flowledger.db.database import Database
-from flowledger.db.urls import libpq_conninfo
 from flowledger.db.wake import WAKE_CHANNEL
 
 log = structlog.get_logger("flowledger.worker")
@@ -29,7 +32,7 @@ Listener = Callable[[Database, asyncio.Event], Awaitable[None]]
 
 
 async def listen_postgres(db: Database, stop: asyncio.Event) -> None:
-    conninfo = libpq_conninfo(db.url)
+    conninfo = db.listen_conninfo
     delay = 0.1
     while not stop.is_set():
         try:

@@ -157,8 +157,8 @@ class Engine:
     ) -> list[int]:
         return await self._in_step(instance_id, actor, lambda s: lifecycle.suspend(s, reason))
 
-    async def resume(self, instance_id: int, *, actor: str) -> list[int]:
-        return await self._in_step(instance_id, actor, lifecycle.resume)
+    async def resume(self, instance_id: int, *, actor: str, reason: str | None = None) -> list[int]:
+        return await self._in_step(instance_id, actor, lambda s: lifecycle.resume(s, reason))
 
     async def comment(
         self, instance_id: int, body: str, *, actor: str, task_id: int | None = None

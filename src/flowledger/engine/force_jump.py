@@ -34,13 +34,13 @@ from sqlalchemy import func, select, update
 
 from flowledger.db.engine_schema import workflow_tasks, workflow_tokens, workflow_trace
 from flowledger.db.schema import workflow_jobs
-from flowledger.engine import lifecycle, runner, write_buffer
+from flowledger.engine import interventions, lifecycle, runner, write_buffer
 from flowledger.engine.job_types import ADVANCEMENT_TYPES
 from flowledger.engine.moves import leave
 from flowledger.engine.step import Step
 from flowledger.engine.tokens import Token, create_token
 from flowledger.errors import ConflictError, FlowledgerError
-from flowledger.states import InstanceStatus, TaskStatus, TokenState
+from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
 
 MAX_REASON = 2000
 
@@ -260,6 +260,17 @@ async def _created_since(step: Step, marker: int, outcome: JumpOutcome) -> None:
         ]
 
 
+def _closed_changes(
+    tasks: list[dict[str, Any]], jobs: list[dict[str, Any]]
+) -> list[interventions.Change]:
+    """The intervention's changes of the tasks skipped and the jobs canceled."""
+    skipped, canceled = TaskStatus.SKIPPED.value, JobStatus.CANCELED.value
+    return [
+        *(interventions.change(f"task.{t['taskId']}.status", t["status"], skipped) for t in tasks),
+        *(interventions.change(f"job.{j['jobId']}.status", j["status"], canceled) for j in jobs),
+    ]
+
+
 def _common_stack(rows: list[Any]) -> list[int]:
     stacks = [list(r["fork_stack"] or []) for r in rows]
     if not stacks:
@@ -322,6 +333,18 @@ async def force_jump(
             "canceledJobs": [j["jobId"] for j in outcome.canceled_jobs],
         },
     )
+    await interventions.record_in_step(
+        step,
+        interventions.FORCE_JUMP,
+        reason=reason,
+        node_key=target,
+        changes=[
+            interventions.change(
+                "node", interventions.nodes_text([str(r["node_key"]) for r in tokens]), target
+            ),
+            *_closed_changes(outcome.terminated_tasks, outcome.canceled_jobs),
+        ],
+    )
     await step.emit(
         "instance.force_jumped", {"target": target, "fromNode": from_node, "reason": reason}
     )
@@ -371,6 +394,16 @@ async def skip_and_advance(step: Step, *, node_key: str, reason: str) -> Recover
     )
     skipped = await _skip_tasks(step, tasks, comment)
     await step.set_instance(error=None)
+    await interventions.record_in_step(
+        step,
+        interventions.BATCH_RECOVERY,
+        reason=reason,
+        node_key=node_key,
+        changes=[
+            interventions.change("node", node_key, interventions.nodes_text([edges[0].to])),
+            *_closed_changes(skipped, canceled),
+        ],
+    )
     await step.trace(
         "node_recovered",
         node_key=node_key,

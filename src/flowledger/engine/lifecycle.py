@@ -5,6 +5,7 @@ transaction, and a parent's ``subprocess_join`` job when a child ends."""
 
 from __future__ import annotations
 
+from flowledger.engine import interventions
 from flowledger.engine.errors import InstanceStateError
 from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.engine.step import Step
@@ -16,7 +17,7 @@ from flowledger.engine.tokens import (
     take_buffered_move,
 )
 from flowledger.engine.write_buffer import flush_jobs
-from flowledger.states import InstanceStatus, TaskStatus
+from flowledger.states import InstanceStatus, JobStatus, TaskStatus
 
 LIVE = (InstanceStatus.RUNNING, InstanceStatus.SUSPENDED)
 
@@ -156,11 +157,23 @@ async def suspend(step: Step, reason: str | None) -> list[int]:
     )
     await step.set_instance(status=InstanceStatus.SUSPENDED)
     await step.trace("instance_suspended", detail={"reason": reason, "pausedJobs": paused})
+    await interventions.record_in_step(
+        step,
+        interventions.SUSPEND,
+        reason=reason,
+        changes=[
+            interventions.change(
+                "status", InstanceStatus.RUNNING.value, InstanceStatus.SUSPENDED.value
+            ),
+            # a job is paused from pending or running: the ids, not a status before
+            interventions.change("pausedJobs", [], paused),
+        ],
+    )
     await step.emit("instance.suspended", {"reason": reason})
     return paused
 
 
-async def resume(step: Step) -> list[int]:
+async def resume(step: Step, reason: str | None = None) -> list[int]:
     require_status(step, InstanceStatus.SUSPENDED)
     await flush_jobs(step.conn)
     resumed = await step.store.ledger.jobs_resume(
@@ -168,6 +181,22 @@ async def resume(step: Step) -> list[int]:
     )
     await step.set_instance(status=InstanceStatus.RUNNING)
     await step.trace("instance_resumed", detail={"resumedJobs": resumed})
+    await interventions.record_in_step(
+        step,
+        interventions.RESUME,
+        reason=reason,
+        changes=[
+            interventions.change(
+                "status", InstanceStatus.SUSPENDED.value, InstanceStatus.RUNNING.value
+            ),
+            *(
+                interventions.change(
+                    f"job.{j}.status", JobStatus.PAUSED.value, JobStatus.PENDING.value
+                )
+                for j in resumed
+            ),
+        ],
+    )
     await step.emit("instance.resumed", {})
     return resumed
 

@@ -6,7 +6,8 @@ first, jobs after) — and the engine's hooks the step runs with
 hooks' module knows no step, so it sits below this one). Trace rows,
 outbox rows and jobs go to the transaction's write buffer
 (:mod:`~flowledger.engine.write_buffer`), written once per table just
-before the commit (issue 15 item 2).
+before the commit (issue 15 item 2) — or, in a job's step, with the job's
+settlement (:class:`JobStepSettlement`).
 
 The step reads the instance row without its frozen snapshot: the parsed
 definition of a version comes from the engine's
@@ -46,10 +47,11 @@ from flowledger.engine.write_buffer import (
     add_trace,
     flush_jobs,
     open_buffer,
+    take_rows,
     write_held,
 )
-from flowledger.ledger.models import EnqueueResult, Fence, JobSpec
-from flowledger.ledger.receipts import StepLock
+from flowledger.ledger.models import EnqueueResult, Fence, JobSpec, Outcome
+from flowledger.ledger.receipts import StepLock, StepSettlement
 from flowledger.states import InstanceStatus, JobTransition, transition_sources
 from flowledger.telemetry import dispatch_key, step_span, tracing_on
 
@@ -410,6 +412,41 @@ class JobStepLock(StepLock):
             raise InstanceNotFound(f"instance {self.instance_id} not found", field="instanceId")
         self.row, self.finished = locked.instance, locked.finished
         return locked.receipt_found, locked.receipt_result
+
+
+class JobStepSettlement(StepSettlement):
+    """A job step's settlement, handed to its store: the step's buffered
+    rows (its jobs written first), its receipt and its job's plain success
+    (:meth:`~flowledger.engine.store.protocol.EngineStore.step_rows_and_settlement`:
+    one statement on PostgreSQL)."""
+
+    def __init__(self, store: EngineStore) -> None:
+        self.store = store
+
+    async def settle(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        result: Any,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        started_at: datetime | None,
+    ) -> bool:
+        rows = await take_rows(conn)
+        return await self.store.step_rows_and_settlement(
+            conn,
+            rows,
+            fence,
+            operation_key,
+            step_key,
+            result,
+            outcome,
+            now=now,
+            started_at=started_at,
+        )
 
 
 async def open_step(

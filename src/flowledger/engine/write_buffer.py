@@ -31,13 +31,13 @@ idempotencyKey) is named by that id in its ``job_enqueued`` trace row from
 the start. The jobs go first, in one ``jobs_insert`` of the store's ledger
 driver (``ids=`` the reserved ones), so that the trace rows of the others
 carry the ids the insert drew; then the rest with the store's
-``step_rows_write`` (one statement on PostgreSQL) — or, in a job's step on
-PostgreSQL, as CTEs of the job's settlement (:func:`take_rider`, which a
-job step's handler hands to its settlement: ``ctx.step(…,
-rides=take_rider)``), which commits them with the step all the same. On
-PostgreSQL the flush before a commit writes the jobs and the rest in one
-statement (the rest riding after the jobs' insert, the ledger driver's
-``jobs_insert(…, ids=…, then=…)``) when every job has a reserved id."""
+``step_rows_write`` (one statement on PostgreSQL). When every buffered job
+has a reserved id, the store writes the jobs and the rest together
+(``jobs_and_step_rows_write``: one statement on PostgreSQL). In a job's
+step, the job's handler hands its settlement to the store
+(``engine.step.JobStepSettlement``), which takes the buffered rows
+(:func:`take_rows`) and writes them with the job's receipt and success
+(``step_rows_and_settlement``: one statement on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Rider, pre_commit
+from flowledger.db.database import pre_commit
 from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.writes import (
     FORKS_HELD_MAX,
@@ -58,7 +58,6 @@ from flowledger.engine.store.writes import (
     write_tasks,
     write_trace,
 )
-from flowledger.ledger.driver.postgres_sql import JSON_INSERT_MAX_ROWS
 from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
 from flowledger.states import TokenState
@@ -82,15 +81,15 @@ class WriteBuffer:
     store: EngineStore
     # the rows but the jobs: token moves (and the moved tokens that also park
     # there, a join not yet firing), outbox, form writes, trace, and the
-    # rows made with reserved ids — tasks and forks, which ride on this
-    # buffer's last statement unless a read's call site writes them first
-    # (write_held, flush_for_read)
+    # rows made with reserved ids — tasks and forks, which go with the other
+    # rows unless a read's call site writes them first (write_held,
+    # flush_for_read)
     rows: StepRows = field(default_factory=StepRows)
     jobs: list[_Job] = field(default_factory=list)
 
     def add_task(self, row: dict[str, Any]) -> None:
-        """Hold the insert of task ``row`` (its ``id`` reserved): it rides on
-        this buffer's last statement unless :meth:`write_held` writes it
+        """Hold the insert of task ``row`` (its ``id`` reserved): it is
+        written with the other rows unless :meth:`write_held` writes it
         first."""
         self.rows.tasks.append(row)
 
@@ -184,66 +183,53 @@ class WriteBuffer:
             self.jobs = [job for job in self.jobs if (job.now, job.reserved_id is None) != key]
             await self._insert_jobs(same)
 
-    async def _insert_jobs(self, jobs: list[_Job], then: Rider | None = None) -> None:
-        """Insert ``jobs`` (one clock reading; all with reserved ids or none),
-        with ``then`` riding after them; the others' trace rows take the ids."""
+    async def _insert_jobs(self, jobs: list[_Job]) -> None:
+        """Insert ``jobs`` (one clock reading; all with reserved ids or none);
+        the others' trace rows take the ids."""
         reserved = [job.reserved_id for job in jobs]
         ids = None if reserved[0] is None else [int(i) for i in reserved if i is not None]
         results = await self.store.ledger.jobs_insert(
-            self.conn, [job.spec for job in jobs], now=jobs[0].now, ids=ids, then=then
+            self.conn, [job.spec for job in jobs], now=jobs[0].now, ids=ids
         )
         for job, result in zip(jobs, results, strict=True):
             if job.reserved_id is not None and result.job_id != job.reserved_id:
                 raise RuntimeError(f"job {job.reserved_id} was inserted as {result.job_id}")
             job.trace_row["job_id"] = result.job_id
 
-    async def take_rider(self) -> Rider | None:
+    async def take_rows(self) -> StepRows:
         """After writing the buffered jobs (their trace rows need the jobs'
-        ids): the rest as CTEs another statement carries — the settlement of
-        the job running the step, on PostgreSQL — and nothing left buffered;
-        None (all still buffered) when they cannot ride."""
+        ids): the rest, no longer buffered — the caller writes them."""
         await self.flush_jobs()
-        self._fold_moves()
-        rider = self.store.step_rows_rider(self.rows)
-        if rider is not None:
-            self._take_rows()
-        return rider
+        return self._take_rows()
 
-    async def _flush_with_jobs(self) -> bool:
-        """PostgreSQL: the buffered jobs and every other buffered row in one
-        statement — the rows ride after the jobs' insert. Only for jobs of
-        one clock reading whose ids the step reserved (their ``job_enqueued``
+    def _reserved_ids(self) -> list[int] | None:
+        """The ids of the buffered jobs when they are all of one clock
+        reading and the step reserved every one (their ``job_enqueued``
         trace rows name them already; a job with an idempotencyKey is never
-        given one: the key may name an existing job); False (nothing
-        written) when they cannot."""
+        given one: the key may name an existing job); else None."""
         jobs = self.jobs
-        if (
-            not jobs
-            or len(jobs) > JSON_INSERT_MAX_ROWS
-            or len({job.now for job in jobs}) > 1
-            or any(job.reserved_id is None for job in jobs)
-        ):
-            return False
-        self._fold_moves()
-        rider = self.store.step_rows_rider(self.rows)
-        if rider is None:
-            return False
-        self.jobs = []
-        self._take_rows()
-        await self._insert_jobs(jobs, then=rider)
-        return True
+        if not jobs or len({job.now for job in jobs}) > 1:
+            return None
+        ids = [job.reserved_id for job in jobs]
+        return None if None in ids else [int(i) for i in ids if i is not None]
 
     def _take_rows(self) -> StepRows:
-        """The buffered rows but the jobs, forgotten here (a statement
-        carries them, or the caller writes them)."""
+        """The buffered rows but the jobs (a held fork's moved tokens folded
+        in), forgotten here: the caller writes them."""
+        self._fold_moves()
         rows, self.rows = self.rows, StepRows()
         return rows
 
     async def flush(self) -> None:
-        if await self._flush_with_jobs():
+        ids = self._reserved_ids()
+        if ids is not None:  # the jobs and the rest together
+            jobs, self.jobs = self.jobs, []
+            specs = [job.spec for job in jobs]
+            await self.store.jobs_and_step_rows_write(
+                self.conn, specs, ids, self._take_rows(), now=jobs[0].now
+            )
             return
         await self.flush_jobs()
-        self._fold_moves()
         await self.store.step_rows_write(self.conn, self._take_rows())
 
 
@@ -318,14 +304,12 @@ async def add_job(
     buffer.rows.trace.append(trace_row)
 
 
-async def take_rider(conn: AsyncConnection) -> Rider | None:
-    """The buffered rows of the transaction on ``conn`` as CTEs another
-    statement carries — handed over, so no longer buffered — after writing
-    its jobs; None (nothing handed over) when there is no buffer or they
-    cannot ride. A job step passes this to its settlement
-    (``ctx.step(…, rides=take_rider)``)."""
+async def take_rows(conn: AsyncConnection) -> StepRows:
+    """The buffered rows of the transaction on ``conn`` but its jobs (which
+    are written first), handed over: the caller writes them (a job step's
+    settlement, ``engine.step.JobStepSettlement``). Empty without a buffer."""
     buffer = buffer_of(conn)
-    return None if buffer is None else await buffer.take_rider()
+    return StepRows() if buffer is None else await buffer.take_rows()
 
 
 async def flush(conn: AsyncConnection) -> None:

@@ -22,8 +22,7 @@ from flowledger.engine import async_steps, schedules
 from flowledger.engine.facade import Engine
 from flowledger.engine.instances import start_instance
 from flowledger.engine.job_types import engine_job_type
-from flowledger.engine.step import JobStepLock, Step
-from flowledger.engine.write_buffer import take_rider
+from flowledger.engine.step import JobStepLock, JobStepSettlement, Step
 from flowledger.errors import PermanentError
 from flowledger.worker import JobContext
 from flowledger.worker.registry import Handler, HandlerFn, define_handler
@@ -54,9 +53,10 @@ async def _instance_step(
         )
         return await body(step)
 
-    # the step settles its job, its rows riding on that settlement where they can
+    # the step settles its job; its store writes the step's rows with that settlement
+    settlement = JobStepSettlement(engine.store)
     return outcome(
-        await ctx.step(ctx.job.type, run, lock_first=held, completes=outcome, rides=take_rider)
+        await ctx.step(ctx.job.type, run, lock_first=held, completes=outcome, settlement=settlement)
     )
 
 
@@ -132,7 +132,8 @@ async def schedule_launch(ctx: JobContext, engine: Engine) -> Any:
         )
         return {"instanceId": instance_id}
 
-    return outcome(await ctx.step("schedule_launch", run, completes=outcome, rides=take_rider))
+    settlement = JobStepSettlement(engine.store)
+    return outcome(await ctx.step("schedule_launch", run, completes=outcome, settlement=settlement))
 
 
 EngineJobFn = Callable[[JobContext, Engine], Awaitable[Any]]

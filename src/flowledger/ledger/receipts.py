@@ -5,7 +5,10 @@ instead of writing again. The receipts themselves are the ledger driver's
 (``job_lock_fenced_receipt`` — the fenced job lock and the receipt read in
 one statement — and ``receipt_put``); this module runs a step around them.
 A caller that must lock its own rows first in the same statement passes a
-:class:`StepLock`, which composes the ledger's exported fence with them.
+:class:`StepLock`, which composes the ledger's exported fence with them; one
+that writes its own rows with the settlement passes a
+:class:`StepSettlement`, which composes the ledger's exported settlement
+with them.
 
 A step that is its attempt's last write may also settle the attempt in its
 own transaction (``settle``; River's ``JobCompleteTx``): the job is
@@ -19,14 +22,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from functools import partial
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Database, Rider
+from flowledger.db.database import Database
 from flowledger.errors import LeaseLostError
 from flowledger.ledger.driver import ledger_for
+from flowledger.ledger.driver.job_values import is_plain_success
 from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import Fence, Outcome
 
@@ -61,6 +64,33 @@ class StepLock(ABC):
 LockFirst = Callable[[AsyncConnection], Awaitable[None]] | StepLock
 
 
+class StepSettlement(ABC):
+    """A step's last statement taken by its store: the step's own rows not
+    yet written, the step's receipt and the plain success (or skip) of its
+    job — in one statement where the store can, built from the ledger's
+    exported settlement (:mod:`flowledger.ledger.driver.postgres_parts`; the
+    engine's is ``engine.step.JobStepSettlement``), else in order. The
+    ledger hands over only a plain success without a side-effect
+    confirmation (anything else it settles itself, the caller's rows being
+    written before the commit as ever) and runs nothing of the caller's."""
+
+    @abstractmethod
+    async def settle(
+        self,
+        conn: AsyncConnection,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        result: Any,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        started_at: datetime | None,
+    ) -> bool:
+        """Write, and return whether the fenced settlement took (False: the
+        caller rolls back)."""
+
+
 async def receipt_get(conn: AsyncConnection, operation_key: str, step_key: str) -> tuple[bool, Any]:
     """(found, result) of the committed receipt of a step, in the caller's transaction."""
     return await ledger_for(conn).receipt_get(conn, operation_key, step_key)
@@ -79,7 +109,7 @@ async def run_step(
     confirm_side_effect: bool = False,
     settle: Callable[[Any], Outcome | None] | None = None,
     started_at: datetime | None = None,
-    rides: Callable[[AsyncConnection], Awaitable[Rider | None]] | None = None,
+    settlement: StepSettlement | None = None,
 ) -> Any:
     """Run ``fn(conn)`` once per operation: in one transaction, lock (the
     caller's instance row via ``lock_first``, then) the job row fenced — a
@@ -88,9 +118,8 @@ async def run_step(
     commit its result as the receipt. ``fn``'s result must be JSON-serialisable.
     With ``settle``, the attempt (which started at ``started_at``) also
     settles in that transaction with ``settle(result)``, unless that is None;
-    ``rides(conn)`` then hands over the step's own writes that may ride on
-    that settlement (asked only when it is one statement, PostgreSQL's plain
-    success; what it keeps, the step writes before its commit).
+    a plain success (or skip) then goes to ``settlement`` where given, which
+    writes the step's own rows with it.
     ``ledger`` is the driver of ``db``, chosen once by the caller (the
     worker). Raises :class:`~flowledger.errors.LeaseLostError` when the
     executor is stale."""
@@ -109,7 +138,20 @@ async def run_step(
         if not found:
             result = await fn(conn)
         outcome = settle(result) if settle is not None else None
-        if not found and outcome is not None:
+        plain = outcome is not None and is_plain_success(outcome) and not confirm_side_effect
+        if not found and outcome is not None and plain and settlement is not None:
+            # the caller's store writes its rows, the receipt and the settlement
+            settled = await settlement.settle(
+                conn,
+                fence,
+                operation_key,
+                step_key,
+                result,
+                outcome,
+                now=now(),
+                started_at=started_at,
+            )
+        elif not found and outcome is not None:
             # the receipt and the settlement in one call (one statement on PostgreSQL)
             settled = await driver.receipt_put_and_settle(
                 conn,
@@ -121,7 +163,6 @@ async def run_step(
                 now=now(),
                 started_at=started_at,
                 confirm_side_effect=confirm_side_effect,
-                then=None if rides is None else partial(rides, conn),
             )
         else:
             if not found:

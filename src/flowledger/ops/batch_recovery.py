@@ -30,6 +30,7 @@ from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.engine import Engine
 from flowledger.engine.force_jump import RecoveryOutcome, clean_reason
+from flowledger.engine.interventions import EVENT as INTERVENTION
 from flowledger.errors import FlowledgerError
 from flowledger.states import InstanceStatus, TokenState
 
@@ -52,7 +53,8 @@ async def _last_progress(conn: AsyncConnection, ids: Sequence[int]) -> dict[int,
         chunk = list(ids[offset : offset + 500])
         rows = await conn.execute(
             select(trace.c.instance_id, func.max(trace.c.created_at))
-            .where(trace.c.instance_id.in_(chunk))
+            # an operator's reminder or job skip is no progress of the engine (issue 31)
+            .where(trace.c.instance_id.in_(chunk), trace.c.event != INTERVENTION)
             .group_by(trace.c.instance_id)
         )
         out.update({int(i): at for i, at in rows.all()})

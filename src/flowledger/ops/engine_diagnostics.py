@@ -23,11 +23,13 @@ database time, for ``GET /api/workflows/engine/diagnostics``.
   the oldest *due* pending job per type, and per pool the pending, due and
   running counts with the oldest due ``runAt`` (``ix_workflow_jobs_claim_due``
   and ``ix_workflow_jobs_running_lease``).
+- **pausedScopes**: the paused pools and job types (issue 31 item 3), with
+  who paused each, why and since when; claims skip their pending jobs.
 
 Tenant scope (A-3): job and outbox figures count only the caller's tenants
 (``tenants=None``: all; a scoped caller then never sees system jobs without
 a tenant); nodes, leases, system tasks and settings are engine-wide and have
-no tenant. Nine queries in all, none per row. Never writes.
+no tenant; so are paused scopes. Ten queries in all, none per row. Never writes.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.schema import system_leader_leases as leases
 from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.ledger.pauses import pauses_list
 from flowledger.ledger.task_runs import task_runs_list
 from flowledger.ledger.types import JobType
 from flowledger.ops.runtime_status import ACTIVE_WINDOW, LIVE_WINDOW
@@ -285,4 +288,5 @@ async def engine_diagnostics(
             "outbox": await _outbox(conn, now, tenants),
             "settings": _settings(settings, job_types),
             "queue": await _queue(conn, now, tenants),
+            "paused_scopes": [p.__dict__ for p in await pauses_list(conn)],
         }

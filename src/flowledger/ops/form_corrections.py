@@ -7,7 +7,8 @@ checked (a finished instance is 409 ``instance_state``), the merged form is
 validated against the snapshot's form schema (422 ``form_invalid`` naming
 ``form.<key>``), written, and recorded in ``workflow_form_writes`` with the
 operator, ``source = "operator_correction"``, the changes and the reason,
-plus a ``form_corrected`` trace row with the previous values. Nothing is
+plus a ``form_corrected`` trace row with the previous values and the
+intervention (issue 31: ``form.<key>`` before → after). Nothing is
 written when any check fails."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowledger.db.engine_schema import workflow_form_writes
-from flowledger.engine import Engine
+from flowledger.engine import Engine, interventions
 from flowledger.engine.forms import validate_form
 from flowledger.engine.lifecycle import require_status
 from flowledger.states import InstanceStatus
@@ -48,5 +49,14 @@ async def correct_form(
         await step.trace(
             "form_corrected",
             detail={"fields": sorted(changes), "previous": previous, "reason": reason},
+        )
+        await interventions.record_in_step(
+            step,
+            interventions.FORM_CORRECTION,
+            reason=reason,
+            changes=[
+                interventions.change(f"form.{key}", previous[key], merged.get(key))
+                for key in sorted(changes)
+            ],
         )
     return {"previous": previous, "form": merged, "writeId": write_id}

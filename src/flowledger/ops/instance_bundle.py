@@ -1,8 +1,9 @@
 """The diagnostic bundle of one instance (SPEC O-7): one JSON document to
 attach to a ticket — the diagnostics document (every view, SPEC O-10, with
 up to :data:`BUNDLE_TRACE_ROWS` trace rows), the instance's jobs with every
-attempt, its audit rows (the instance's and its tasks') and the versions of
-flowledger and the schema. Secrets are redacted
+attempt, its audit rows (the instance's and its tasks'), its interventions
+(every one, oldest first: issue 31, also among the trace rows) and the
+versions of flowledger and the schema. Secrets are redacted
 (:mod:`flowledger.ops.redaction`).
 
 :func:`instance_bundle_part` is the per-instance part; the job-chain bundle
@@ -28,7 +29,11 @@ from flowledger.db.engine_schema import workflow_tasks
 from flowledger.db.migrate import current_revision, head_revision
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops.instance_diagnostics import instance_diagnostics
-from flowledger.ops.instance_diagnostics_trace import jobs_with_attempts
+from flowledger.ops.instance_diagnostics_trace import (
+    INTERVENTION_KIND,
+    jobs_with_attempts,
+    trace_page,
+)
 from flowledger.ops.job_queries import camel_row
 from flowledger.ops.redaction import redact
 
@@ -55,18 +60,22 @@ async def _audit_rows(conn: AsyncConnection, instance_id: int) -> list[dict[str,
 async def instance_bundle_part(
     conn: AsyncConnection, instance_id: int, *, tenants: Sequence[str] | None, now: datetime
 ) -> dict[str, Any]:
-    """The per-instance part: ``diagnostics``, ``jobs`` (with ``executions``)
-    and ``audit``. InstanceNotFound outside ``tenants``."""
+    """The per-instance part: ``diagnostics``, ``jobs`` (with ``executions``),
+    ``audit`` and ``interventions``. InstanceNotFound outside ``tenants``."""
     diagnostics = await instance_diagnostics(
         conn, instance_id, tenants=tenants, now=now, trace_limit=BUNDLE_TRACE_ROWS
     )
     instance_jobs = await jobs_with_attempts(
         conn, select(jobs).where(jobs.c.instance_id == instance_id).order_by(jobs.c.id)
     )
+    interventions = await trace_page(
+        conn, instance_id, limit=BUNDLE_TRACE_ROWS, cursor=None, kind=INTERVENTION_KIND
+    )
     return {
         "diagnostics": diagnostics,
         "jobs": instance_jobs,
         "audit": await _audit_rows(conn, instance_id),
+        "interventions": interventions["items"],
     }
 
 

@@ -4,8 +4,10 @@ every view in one read transaction, or one view alone.
 Views (the names of ``?view=``):
 
 ==============  ============================================================
-``trace``       engine trace rows, paged (cursor + limit), and the job chain
-                of the instance's traceId (:mod:`.instance_diagnostics_trace`)
+``trace``       engine trace rows, paged (cursor + limit), the operators'
+                interventions among them (``kind``; ``trace_kind`` keeps
+                one kind), and the job chain of the instance's traceId
+                (:mod:`.instance_diagnostics_trace`)
 ``nodes``       every snapshot node with its run state
                 (:mod:`.instance_diagnostics_nodes`)
 ``tasks``       every task; cc tasks marked (:mod:`.instance_diagnostics_tasks`)
@@ -96,10 +98,13 @@ async def _view(
     now: datetime,
     trace_limit: int,
     trace_cursor: str | None,
+    trace_kind: str | None = None,
 ) -> Any:
     instance_id = int(instance["id"])
     if name == "trace":
-        return await trace_view(conn, instance, limit=trace_limit, cursor=trace_cursor)
+        return await trace_view(
+            conn, instance, limit=trace_limit, cursor=trace_cursor, kind=trace_kind
+        )
     if name == "nodes":
         return await node_states(conn, instance_id, defn)
     if name == "tasks":
@@ -128,6 +133,7 @@ async def instance_diagnostics(
     view: str | None = None,
     trace_limit: int = DEFAULT_TRACE_LIMIT,
     trace_cursor: str | None = None,
+    trace_kind: str | None = None,
     threshold: timedelta = consistency.DEFAULT_THRESHOLD,
 ) -> dict[str, Any]:
     """The whole document (``view=None``) or ``{"instance", "view", <view>}``;
@@ -151,6 +157,7 @@ async def instance_diagnostics(
             now=now,
             trace_limit=trace_limit,
             trace_cursor=trace_cursor,
+            trace_kind=trace_kind,
         )
     if view is None:
         findings = await consistency.instance_findings(

@@ -5,6 +5,12 @@ count, and the job chain of the instance's traceId — every job carrying it
 (the instance's own and those of subprocess children sharing the traceId)
 with every attempt, payloads and attempts redacted.
 
+Every row carries ``kind``: ``intervention`` for an operator's action on the
+instance (issue 31, :mod:`flowledger.engine.interventions`: the row's
+``action``, ``actor``, ``reason`` and ``changes`` — before → after — lifted
+from its detail), ``engine`` for the rest. ``kind="intervention"`` pages the
+interventions alone (the drawer's "interventions only"), counted alike.
+
 Indexes: rows and count by ``ix_workflow_trace_instance (instance_id, id)``;
 the chain by ``ix_workflow_jobs_trace``; attempts by
 ``ix_workflow_job_executions_job``."""
@@ -18,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.engine.interventions import EVENT as INTERVENTION
 from flowledger.ops.job_queries import (
     camel_row,
     decode_cursor,
@@ -32,22 +39,51 @@ MAX_CHAIN_JOBS = 500
 
 _JOB_HIDDEN = frozenset({"lease_token"})
 
+ENGINE_KIND = "engine"
+INTERVENTION_KIND = "intervention"
+KINDS = (ENGINE_KIND, INTERVENTION_KIND)
+
+
+def trace_item(row: Any) -> dict[str, Any]:
+    """One trace row as the API shows it: redacted, with its ``kind`` (and
+    an intervention's action, actor, reason and changes at the top)."""
+    item: dict[str, Any] = redact(camel_row(row))
+    if item["event"] != INTERVENTION:
+        item["kind"] = ENGINE_KIND
+        return item
+    detail = item.get("detail") or {}
+    item.update(
+        kind=INTERVENTION_KIND,
+        action=detail.get("action"),
+        actor=detail.get("actor"),
+        reason=detail.get("reason"),
+        changes=detail.get("changes") or [],
+    )
+    return item
+
 
 async def trace_page(
-    conn: AsyncConnection, instance_id: int, *, limit: int, cursor: str | None
+    conn: AsyncConnection,
+    instance_id: int,
+    *,
+    limit: int,
+    cursor: str | None,
+    kind: str | None = None,
 ) -> dict[str, Any]:
-    """One page of trace rows (oldest first) after ``cursor``."""
+    """One page of trace rows (oldest first) after ``cursor``; only the
+    interventions with ``kind="intervention"``, only the rest with ``"engine"``."""
     after = decode_cursor(cursor)
-    query = select(trace).where(trace.c.instance_id == instance_id)
+    where = [trace.c.instance_id == instance_id]
+    if kind == INTERVENTION_KIND:
+        where.append(trace.c.event == INTERVENTION)
+    elif kind == ENGINE_KIND:
+        where.append(trace.c.event != INTERVENTION)
+    query = select(trace).where(*where)
     if after is not None:
         query = query.where(trace.c.id > after)
     rows = (await conn.execute(query.order_by(trace.c.id).limit(limit + 1))).mappings().all()
-    items = [redact(camel_row(r)) for r in rows[:limit]]
-    total = (
-        await conn.execute(
-            select(func.count()).select_from(trace).where(trace.c.instance_id == instance_id)
-        )
-    ).scalar_one()
+    items = [trace_item(r) for r in rows[:limit]]
+    total = (await conn.execute(select(func.count()).select_from(trace).where(*where))).scalar_one()
     more = len(rows) > limit
     return {
         "items": items,
@@ -90,7 +126,8 @@ async def trace_view(
     *,
     limit: int = DEFAULT_TRACE_LIMIT,
     cursor: str | None = None,
+    kind: str | None = None,
 ) -> dict[str, Any]:
-    page = await trace_page(conn, int(instance["id"]), limit=limit, cursor=cursor)
+    page = await trace_page(conn, int(instance["id"]), limit=limit, cursor=cursor, kind=kind)
     page["jobChain"] = await job_chain(conn, str(instance["trace_id"]))
     return page

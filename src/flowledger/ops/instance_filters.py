@@ -53,6 +53,7 @@ from flowledger.db.engine_schema import (
 )
 from flowledger.db.portable import json_text_contains
 from flowledger.db.schema import workflow_jobs
+from flowledger.engine.interventions import EVENT as INTERVENTION
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
 
 i = workflow_instances.c
@@ -126,7 +127,12 @@ class InstanceFilter:
             tr = workflow_trace.c
             out.append(i.status == InstanceStatus.RUNNING.value)
             out.append(i.updated_at <= cutoff)
-            out.append(~exists().where(tr.instance_id == i.id, tr.created_at > cutoff))
+            # an operator's intervention is no progress of the engine (issue 31)
+            out.append(
+                ~exists().where(
+                    tr.instance_id == i.id, tr.created_at > cutoff, tr.event != INTERVENTION
+                )
+            )
         if self.parent_instance_id is not None:
             out.append(i.parent_instance_id == self.parent_instance_id)
         if self.keyword:

@@ -23,6 +23,10 @@ failed / dead → canceled). This module adds:
   ``{id, outcome, reason, code, status}`` in request order.
 - A single retry clears the job's replay batch id: the id names the batch
   whose retry is the job's *current* generation.
+- **Interventions** (issue 31): each job retried or skipped that belongs to
+  an instance records ``job_retry`` / ``job_skip`` with its status before →
+  after, by ``actor`` with ``reason``, in the transaction that changes it
+  (:mod:`flowledger.engine.interventions`).
 
 Never imports the API or the CLI.
 """
@@ -38,6 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.engine import interventions
 from flowledger.errors import InvalidStateError, NotFoundError
 from flowledger.ledger.control import job_cancel
 from flowledger.ops.job_batching import (
@@ -80,14 +85,42 @@ _STATE_COLUMNS = (
     jobs.c.updated_at,
 )
 
-# An action on one locked job of a batch: (conn, job id, index among the
-# batch's submitted jobs so far) → None, or InvalidStateError when ineligible.
-_Act = Callable[[AsyncConnection, int, int], Awaitable[None]]
+# An action on one locked job of a batch: (conn, its row — id, instance_id,
+# status — index among the batch's submitted jobs so far) → None, or
+# InvalidStateError when ineligible.
+_Act = Callable[[AsyncConnection, Any, int], Awaitable[None]]
 
 
 async def _state(conn: AsyncConnection, job_id: int) -> dict[str, Any]:
     row = (await conn.execute(select(*_STATE_COLUMNS).where(jobs.c.id == job_id))).one()
     return dict(row._mapping)
+
+
+async def _intervention(
+    conn: AsyncConnection,
+    action: str,
+    before: Any,
+    *,
+    actor: str,
+    reason: str | None,
+    now: datetime,
+) -> None:
+    """The instance's intervention for job ``before`` (a row with id,
+    instance_id and status), read back after the change; none for a job of
+    no instance."""
+    if before.instance_id is None:
+        return
+    after = (await conn.execute(select(jobs.c.status).where(jobs.c.id == before.id))).scalar_one()
+    await interventions.record(
+        conn,
+        int(before.instance_id),
+        action,
+        actor=actor,
+        reason=reason,
+        changes=[interventions.change(f"job.{before.id}.status", before.status, after)],
+        now=now,
+        job_id=int(before.id),
+    )
 
 
 # --------------------------------------------------------------- single job
@@ -108,11 +141,12 @@ async def visible_job(
     return dict(row._mapping)
 
 
-async def _lock_visible(conn: AsyncConnection, job_id: int, tenants: Sequence[str] | None) -> None:
+async def _lock_visible(conn: AsyncConnection, job_id: int, tenants: Sequence[str] | None) -> Any:
     rows = await visible_rows(conn, [job_id], scope(tenants))
     if job_id not in rows:
         raise NotFoundError(f"job {job_id} not found", field="jobId")
     await lock_jobs(conn, rows.values())
+    return (await visible_rows(conn, [job_id], None))[job_id]  # its status under the lock
 
 
 async def retry_job(
@@ -120,15 +154,20 @@ async def retry_job(
     job_id: int,
     *,
     now: datetime,
+    actor: str,
     tenants: Sequence[str] | None = None,
     payload: dict[str, Any] | None = None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
     """Retry one failed / dead / canceled job now; a changed ``payload`` gets a
     new operationKey. Returns the job's state after the retry."""
     async with db.begin() as conn:
-        await _lock_visible(conn, job_id, tenants)
+        before = await _lock_visible(conn, job_id, tenants)
         await retry_checked(conn, job_id, now=now, payload=payload)
         await stamp_batch(conn, [job_id], None)
+        await _intervention(
+            conn, interventions.JOB_RETRY, before, actor=actor, reason=reason, now=now
+        )
         return await _state(conn, job_id)
 
 
@@ -137,14 +176,18 @@ async def skip_job(
     job_id: int,
     *,
     now: datetime,
+    actor: str,
     tenants: Sequence[str] | None = None,
     reason: str | None = None,
 ) -> dict[str, Any]:
     """Skip (cancel) one job: it never runs again and any executor holding the
     old generation loses the right to write. Returns the job's new state."""
     async with db.begin() as conn:
-        await _lock_visible(conn, job_id, tenants)
+        before = await _lock_visible(conn, job_id, tenants)
         await job_cancel(conn, job_id, now=now, reason=reason or DEFAULT_SKIP_REASON)
+        await _intervention(
+            conn, interventions.JOB_SKIP, before, actor=actor, reason=reason, now=now
+        )
         return await _state(conn, job_id)
 
 
@@ -170,6 +213,7 @@ async def _each(
             rows = await visible_rows(conn, chunk, visible_scope)
             matched += len(rows)
             await lock_jobs(conn, rows.values())
+            rows = await visible_rows(conn, list(rows), None)  # their status under the lock
             done: list[int] = []
             for job_id in chunk:
                 row = rows.get(job_id)
@@ -177,7 +221,7 @@ async def _each(
                     outcomes[job_id] = not_found_item(job_id)
                     continue
                 try:
-                    await act(conn, job_id, submitted + len(done))
+                    await act(conn, row, submitted + len(done))
                 except InvalidStateError as exc:
                     outcomes[job_id] = refused_item(job_id, exc)
                     continue
@@ -194,17 +238,20 @@ async def batch_retry(
     ids: Iterable[int],
     *,
     now: datetime,
+    actor: str,
     tenants: Sequence[str] | None = None,
     rate: int = DEFAULT_RATE,
     replay_batch_id: str | None = None,
+    reason: str | None = None,
 ) -> BatchResult:
     """Retry each listed job that is eligible, staggered at ``rate`` per second,
     under one replay batch id (``replay_batch_id``, or a new one)."""
     check_rate(rate)
     batch_id = replay_batch_id or new_batch_id()
 
-    async def retry(conn: AsyncConnection, job_id: int, k: int) -> None:
-        await retry_checked(conn, job_id, now=now, run_at=staggered_run_at(now, k, rate))
+    async def retry(conn: AsyncConnection, row: Any, k: int) -> None:
+        await retry_checked(conn, row.id, now=now, run_at=staggered_run_at(now, k, rate))
+        await _intervention(conn, interventions.JOB_RETRY, row, actor=actor, reason=reason, now=now)
 
     wanted, matched, items = await _each(db, ids, tenants, retry, batch_id=batch_id)
     submitted = sum(1 for item in items if item.outcome == SUBMITTED)
@@ -226,13 +273,15 @@ async def batch_skip(
     ids: Iterable[int],
     *,
     now: datetime,
+    actor: str,
     tenants: Sequence[str] | None = None,
     reason: str | None = None,
 ) -> BatchResult:
     """Cancel each listed job that can still be canceled."""
 
-    async def cancel(conn: AsyncConnection, job_id: int, _k: int) -> None:
-        await job_cancel(conn, job_id, now=now, reason=reason or DEFAULT_SKIP_REASON)
+    async def cancel(conn: AsyncConnection, row: Any, _k: int) -> None:
+        await job_cancel(conn, row.id, now=now, reason=reason or DEFAULT_SKIP_REASON)
+        await _intervention(conn, interventions.JOB_SKIP, row, actor=actor, reason=reason, now=now)
 
     wanted, matched, items = await _each(db, ids, tenants, cancel)
     submitted = sum(1 for item in items if item.outcome == SUBMITTED)

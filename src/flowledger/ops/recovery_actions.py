@@ -20,6 +20,11 @@ write goes through the ledger's and the engine's own functions:
   :func:`~flowledger.events.outbox.ensure_recovery_dispatch`;
 - ``needs_person``: nothing (L-17: an unconfirmed outcome is never resent).
 
+Each item done on an instance's job records the instance's
+``targeted_recovery`` intervention (issue 31: ``job.<id>.status`` before →
+after, the run's actor and reason) in the item's transaction
+(:mod:`flowledger.engine.interventions`).
+
 Staggering is replay's (SPEC L-24): the k-th job a run makes due (a retry or
 a recreated job) is due at ``now + k / rate``. Every job a run retried or
 recreated carries the run's batch id in ``replay_batch_id``, so the console
@@ -42,6 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.engine import interventions
 from flowledger.engine.hooks import EngineHooks
 from flowledger.engine.recovery_steps import recreate_job, waiting_task
 from flowledger.engine.snapshots import SnapshotCache
@@ -116,6 +122,14 @@ async def _job_state(conn: AsyncConnection, job_id: int) -> Any:
     ).first()
 
 
+async def _statuses(conn: AsyncConnection, *job_ids: int | None) -> dict[int, str]:
+    ids = [i for i in job_ids if i is not None]
+    if not ids:
+        return {}
+    rows = await conn.execute(select(jobs.c.id, jobs.c.status).where(jobs.c.id.in_(ids)))
+    return {int(r.id): str(r.status) for r in rows}
+
+
 async def _has_job(conn: AsyncConnection, job_type: str, task_id: int) -> int | None:
     found = (
         await conn.execute(
@@ -137,8 +151,10 @@ class _Runner:
         snapshots: SnapshotCache,
         hooks: EngineHooks[Step],
         actor: str,
+        reason: str | None = None,
     ) -> None:
         self.db, self.run, self.now, self.snapshots, self.actor = db, run, now, snapshots, actor
+        self.reason = reason
         self.hooks = hooks
         self.store = engine_store(db)  # the engine's writes on this database, chosen once
 
@@ -233,14 +249,44 @@ class _Runner:
         assert item.action == RECREATE
         return await self._recreate(conn, item)
 
+    async def _intervention(
+        self, conn: AsyncConnection, item: PlanItem, job_id: int, before: dict[int, str]
+    ) -> None:
+        """The item's intervention: its job's status before (None for a job
+        the item created) → after."""
+        assert item.instance_id is not None
+        after = await _job_state(conn, job_id)
+        await interventions.record(
+            conn,
+            item.instance_id,
+            interventions.TARGETED_RECOVERY,
+            actor=self.actor,
+            reason=self.reason,
+            changes=[
+                interventions.change(
+                    f"job.{job_id}.status",
+                    before.get(job_id),
+                    None if after is None else str(after.status),
+                )
+            ],
+            now=self.now,
+            node_key=item.node_key,
+            task_id=item.task_id,
+            job_id=job_id,
+        )
+
     async def one(self, item: PlanItem) -> ItemResult:
         if item.action == NEEDS_PERSON:
             return ItemResult(item, SKIPPED, item.reason, NEEDS_PERSON, item.job_id)
         try:
             async with self.db.begin() as conn:
-                if item.instance_id is not None and item.target != "outbox":
+                on_instance = item.instance_id is not None and item.target != "outbox"
+                if item.instance_id is not None and on_instance:
                     await lock_instance(conn, item.instance_id)
+                before = await _statuses(conn, item.job_id, item.canceled_job_id)
                 detail, job_id = await self._act(conn, item)
+                if on_instance and job_id is not None:
+                    await self._intervention(conn, item, job_id, before)
         except _Skip as skip:
             return ItemResult(item, SKIPPED, skip.detail, skip.code, item.job_id)
         except InvalidStateError as exc:
@@ -262,6 +308,7 @@ async def recovery_run(
     rate: int = DEFAULT_RATE,
     batch_id: str | None = None,
     progress: Progress | None = None,
+    reason: str | None = None,
 ) -> RecoveryRun:
     """Run ``action`` over what its plan lists now; see the module doc."""
     job_types(action)
@@ -269,7 +316,7 @@ async def recovery_run(
     async with db.read() as conn:
         plan = await plan_in(conn, action, flt, now=now)
     run = RecoveryRun(action, batch_id or new_batch_id(), rate, now)
-    runner = _Runner(db, run, now=now, snapshots=snapshots, hooks=hooks, actor=actor)
+    runner = _Runner(db, run, now=now, snapshots=snapshots, hooks=hooks, actor=actor, reason=reason)
     for item in plan.items:
         run.items.append(await runner.one(item))
         if progress is not None:

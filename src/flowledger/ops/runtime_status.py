@@ -27,6 +27,9 @@ failureRate1h          failed attempts / attempts started in the last hour;
                        null when none
 avgDurationMs1h        mean ``duration_ms`` of attempts started in the last
                        hour that have one; null when none
+pausedScopes           the paused pools and job types (issue 31 item 3):
+                       scope, value, pausedBy, reason, since — their due
+                       jobs still count in backlog (they wait, unclaimed)
 =====================  ======================================================
 
 "The last hour" is ``now - 1 h <= started_at <= now``.
@@ -65,6 +68,7 @@ from flowledger.db.database import Database
 from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.ledger.pauses import pauses_list
 from flowledger.states import AttemptStatus, JobStatus, Pool
 
 LIVE_WINDOW = timedelta(minutes=10)
@@ -224,4 +228,14 @@ async def runtime_status(db: Database, *, now: datetime | None = None) -> dict[s
         p95, p99 = await _queue_percentiles(conn, now)
         status.update(queueP95Ms=p95, queueP99Ms=p99)
         status.update(await _attempt_figures(conn, now))
+        status["pausedScopes"] = [
+            {
+                "scope": p.scope,
+                "value": p.value,
+                "pausedBy": p.paused_by,
+                "reason": p.reason,
+                "since": p.since,
+            }
+            for p in await pauses_list(conn)
+        ]
     return status

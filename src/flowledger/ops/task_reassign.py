@@ -6,12 +6,13 @@ to the current assignee changes nothing and is refused the same way).
 An operator action beside the others in ``ops/``, built from the engine's
 own pieces: one engine step (instance row locked first, SPEC L-13), the
 conflict check and the assignee change inside it, so two concurrent
-reassigns of one instance cannot both pass the check. The API route
+reassigns of one instance cannot both pass the check; its intervention
+(issue 31, :mod:`flowledger.engine.interventions`) in the same step. The API route
 (``POST /tasks/{taskId}/reassign``) audits and calls it."""
 
 from __future__ import annotations
 
-from flowledger.engine import Engine, actions, queries
+from flowledger.engine import Engine, actions, interventions, queries
 from flowledger.engine.errors import TaskNotFound
 from flowledger.errors import ConflictError
 
@@ -38,3 +39,11 @@ async def reassign_task(
                 taskId=held,
             )
         await actions.transfer(step, task_id, to_user, comment=f"[reassigned] {reason}")
+        await interventions.record_in_step(
+            step,
+            interventions.REASSIGN,
+            reason=reason,
+            node_key=task["node_key"],
+            task_id=task_id,
+            changes=[interventions.change("assignee", task["assignee"], to_user)],
+        )

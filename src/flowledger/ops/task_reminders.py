@@ -8,8 +8,9 @@ the task): it inserts the first reminder, or moves ``last_reminded_at``
 only when the previous one is at least ten minutes old. Two operators
 clicking at once: the database serializes the two upserts on the row, the
 second sees the first's time and is refused (:class:`RemindTooSoon`, 429
-with the seconds left). The message is posted in the same transaction, so a
-refused reminder posts nothing. Email leaves the process and so is sent
+with the seconds left). The message and the instance's intervention (issue
+31: ``reminders`` n-1 → n, the note as the reason) are written in the same
+transaction, so a refused reminder writes neither. Email leaves the process and so is sent
 after the commit; its outcome is reported, never retried silently.
 
 SMTP counts as configured when ``FLOWLEDGER_SMTP_HOST`` is set (the
@@ -27,6 +28,7 @@ from sqlalchemy import select
 from flowledger.db.database import Database
 from flowledger.db.dialects import upsert
 from flowledger.db.monitor_schema import workflow_task_reminders as r
+from flowledger.engine import interventions
 from flowledger.engine.errors import TaskStateError
 from flowledger.errors import FlowledgerError
 from flowledger.notify.email import send_email
@@ -69,7 +71,10 @@ def smtp_configured(settings: Settings) -> bool:
     return "smtp_host" in settings.model_fields_set
 
 
-async def _claim(db: Database, conn: Any, task: dict[str, Any], actor: str, now: datetime) -> bool:
+async def _claim(
+    db: Database, conn: Any, task: dict[str, Any], actor: str, now: datetime
+) -> int | None:
+    """The task's reminder count after this one, None when it is too soon."""
     stmt = upsert(conn, r).values(
         task_id=task["id"],
         tenant_id=task["tenant_id"],
@@ -85,8 +90,9 @@ async def _claim(db: Database, conn: Any, task: dict[str, Any], actor: str, now:
             "reminders": r.c.reminders + 1,
         },
         where=r.c.last_reminded_at <= now - REMIND_INTERVAL,
-    ).returning(r.c.task_id)
-    return (await conn.execute(conditional)).first() is not None
+    ).returning(r.c.reminders)
+    count = (await conn.execute(conditional)).scalar_one_or_none()
+    return None if count is None else int(count)
 
 
 async def remind(
@@ -110,7 +116,8 @@ async def remind(
     if note:
         body += f"\n\n{note}"
     async with db.begin() as conn:
-        if not await _claim(db, conn, task, actor, now):
+        count = await _claim(db, conn, task, actor, now)
+        if count is None:
             last = (
                 await conn.execute(select(r.c.last_reminded_at).where(r.c.task_id == task["id"]))
             ).scalar_one()
@@ -130,6 +137,17 @@ async def remind(
             kind=MESSAGE_KIND,
             link=f"/tasks/{task['id']}",
             now=now,
+        )
+        await interventions.record(
+            conn,
+            int(task["instance_id"]),
+            interventions.REMIND,
+            actor=actor,
+            reason=note,
+            changes=[interventions.change("reminders", count - 1, count)],
+            now=now,
+            node_key=task["node_key"],
+            task_id=int(task["id"]),
         )
     email = await _email(settings, task["assignee"], f"Reminder: {label}", body)
     return Reminder(

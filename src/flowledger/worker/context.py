@@ -16,11 +16,11 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import Clock
-from flowledger.db.database import Database, Rider
+from flowledger.db.database import Database
 from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import ClaimedJob, Outcome, OutcomeKind
-from flowledger.ledger.receipts import LockFirst, run_step
+from flowledger.ledger.receipts import LockFirst, StepSettlement, run_step
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class JobContext:
         *,
         lock_first: LockFirst | None = None,
         completes: Callable[[Any], Any] | None = None,
-        rides: Callable[[AsyncConnection], Awaitable[Rider | None]] | None = None,
+        settlement: StepSettlement | None = None,
     ) -> Any:
         """Run the internal step ``key`` once per operation: its business write
         and its receipt commit together; a retry returns the committed result.
@@ -122,8 +122,8 @@ class JobContext:
         in the step's own transaction, so the job is finished exactly when
         its work commits (an instance's cleanup never finds it running with
         its work done); the worker writes no settlement of its own for it.
-        ``rides(conn)``: the step's own rows that may ride on that settlement
-        (see :func:`~flowledger.ledger.receipts.run_step`)."""
+        ``settlement``: the store that writes the step's own rows with that
+        settlement (see :func:`~flowledger.ledger.receipts.run_step`)."""
 
         decided: list[Outcome] = []  # what the step settled, once its transaction ran
         settle: Callable[[Any], Outcome | None] | None = None
@@ -147,7 +147,7 @@ class JobContext:
             confirm_side_effect=self.side_effect_marked,
             settle=settle,
             started_at=self.job.started_at,
-            rides=rides,
+            settlement=settlement,
         )
         self.side_effect_marked = False
         self.settled = self.settled or bool(decided)  # its transaction committed

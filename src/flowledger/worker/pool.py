@@ -24,7 +24,7 @@ from flowledger.db.database import Database
 from flowledger.ledger.claim import claim_order
 from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.driver.protocol import LedgerDriver
-from flowledger.ledger.models import ClaimBatch, ClaimedJob
+from flowledger.ledger.models import ClaimBatch, ClaimedJob, Outcome, OutcomeKind
 from flowledger.telemetry import attempt_span
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
@@ -34,6 +34,13 @@ from flowledger.worker.settler import MAX_BATCH, Settler
 log = structlog.get_logger("flowledger.worker")
 
 MIN_WAIT_S = 0.01  # never spin faster than this on a due-but-locked job
+
+_FAILED = frozenset({OutcomeKind.RETRY, OutcomeKind.DEAD, OutcomeKind.UNCONFIRMED})
+
+
+def _failed(outcome: Outcome | None) -> bool:
+    """Whether a settled attempt failed (None: settled in its own step, as succeeded or skipped)."""
+    return outcome is not None and outcome.kind in _FAILED
 
 
 @dataclass(frozen=True)
@@ -156,13 +163,16 @@ class PoolRunner:
             timer.cancel()
             self.busy -= 1
             self.poke.set()
+        written = False
         try:
             if outcome is not None:
-                await self.settler.settle(ctx.job, outcome)
+                written = await self.settler.settle(ctx.job, outcome)
         except Exception as exc:
             log.error("settle_lost", job_id=ctx.job.id, error=str(exc))
         finally:
             self.contexts.pop(ctx.job.id, None)
+        if written or ctx.settled:  # by the settler or in its own step: the live console
+            self.db.changes.job_settled(ctx.job.tenant_id, ctx.job.instance_id, _failed(outcome))
 
     def abort_all(self, reason: str) -> None:
         for ctx in list(self.contexts.values()):

@@ -790,6 +790,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/engine/job-pauses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Job Pauses
+         * @description Every paused pool and job type (pools first), who paused it, why, since;
+         *     and the pools and job types that may be paused.
+         */
+        get: operations["jobs-list_job_pauses"];
+        put?: never;
+        /**
+         * Pause Jobs
+         * @description Pause a pool or a job type: no worker claims its pending jobs until it
+         *     is resumed (running jobs finish; nothing fails, due times are kept).
+         */
+        post: operations["jobs-pause_jobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/job-pauses/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume Jobs
+         * @description Resume a paused pool or job type; its pools' workers are woken at once.
+         *     Answers the pause that ended.
+         */
+        post: operations["jobs-resume_jobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/engine/jobs": {
         parameters: {
             query?: never;
@@ -967,7 +1014,9 @@ export interface paths {
          * Read Runtime Status
          * @description SPEC L-23: live workers, slots, in-flight, stuck, backlog, oldest
          *     queued, queue P95/P99 (1 h), dead, last claim, failure rate and average
-         *     duration (1 h) — global, by database time.
+         *     duration (1 h) — global, by database time — read on the primary; and how
+         *     far the read replica's replay trails it (``replicaLagMs``, null without
+         *     a replica, issue 34 item 6).
          */
         get: operations["jobs-read_runtime_status"];
         put?: never;
@@ -1299,6 +1348,69 @@ export interface paths {
         get: operations["instances-export_instances"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/scope-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview Definition Scope
+         * @description What ``scope-suspend`` (``scope-resume``) would act on: count, a sample
+         *     of ids, and the instances of the selection skipped by their status.
+         */
+        post: operations["instances-preview_definition_scope"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/scope-resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume Definition Scope
+         * @description Resume every suspended instance of the selection, each in its own
+         *     transaction (paused jobs continue with their remaining time).
+         */
+        post: operations["instances-resume_definition_scope"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/instances/scope-suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Suspend Definition Scope
+         * @description Suspend every running instance of the selection, each in its own
+         *     transaction (their advancement jobs pause, SPEC L-18).
+         */
+        post: operations["instances-suspend_definition_scope"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2732,6 +2844,8 @@ export interface components {
              */
             now: string;
             outbox: components["schemas"]["OutboxPublic"];
+            /** Pausedscopes */
+            pausedScopes: components["schemas"]["JobPausePublic"][];
             queue: components["schemas"]["QueuePublic"];
             schedulePlanner: components["schemas"]["SystemTaskRunPublic"] | null;
             settings: components["schemas"]["LedgerSettingsPublic"];
@@ -3489,6 +3603,41 @@ export interface components {
             next?: string | null;
         };
         /**
+         * JobPauseList
+         * @description The paused scopes, and the pools and job types this API's runtime
+         *     knows (what may be paused).
+         */
+        JobPauseList: {
+            /** Items */
+            items: components["schemas"]["JobPausePublic"][];
+            /** Knownjobtypes */
+            knownJobTypes: string[];
+            /** Knownpools */
+            knownPools: string[];
+        };
+        /**
+         * JobPausePublic
+         * @description A paused pool or job type (issue 31 item 3): who, why, since.
+         */
+        JobPausePublic: {
+            /** Pausedby */
+            pausedBy: string;
+            /** Reason */
+            reason: string;
+            /**
+             * Scope
+             * @enum {string}
+             */
+            scope: "pool" | "job_type";
+            /**
+             * Since
+             * Format: date-time
+             */
+            since: string;
+            /** Value */
+            value: string;
+        };
+        /**
          * JobPublic
          * @description A parent job (SPEC L-1) as lists show it; the lease token is never shown.
          */
@@ -3886,6 +4035,15 @@ export interface components {
             /** Taskid */
             taskId: number;
         };
+        /** PauseJobs */
+        PauseJobs: {
+            /** Jobtype */
+            jobType?: string | null;
+            /** Pool */
+            pool?: string | null;
+            /** Reason */
+            reason: string;
+        };
         /**
          * PoliciesPatch
          * @description Either ``{"policies": [{"name", "enabled"?, "keepDays"?}, …]}`` or one
@@ -4264,6 +4422,15 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** ResumeJobs */
+        ResumeJobs: {
+            /** Jobtype */
+            jobType?: string | null;
+            /** Pool */
+            pool?: string | null;
+            /** Reason */
+            reason?: string | null;
+        };
         /** RetentionItem */
         RetentionItem: {
             /**
@@ -4604,10 +4771,17 @@ export interface components {
             now: string;
             /** Oldestqueuedseconds */
             oldestQueuedSeconds?: number | null;
+            /**
+             * Pausedscopes
+             * @default []
+             */
+            pausedScopes: components["schemas"]["JobPausePublic"][];
             /** Queuep95Ms */
             queueP95Ms?: number | null;
             /** Queuep99Ms */
             queueP99Ms?: number | null;
+            /** Replicalagms */
+            replicaLagMs?: number | null;
             slots: components["schemas"]["Slots"];
             /** Stuck */
             stuck: number;
@@ -4685,6 +4859,142 @@ export interface components {
             tenant: string;
             /** Timezone */
             timezone: string;
+        };
+        /** ScopeItem */
+        ScopeItem: {
+            /** Error */
+            error?: {
+                [key: string]: unknown;
+            } | null;
+            /** Instanceid */
+            instanceId: number;
+            /**
+             * Jobids
+             * @default []
+             */
+            jobIds: number[];
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "suspended" | "resumed" | "skipped" | "failed";
+            /** Reason */
+            reason?: string | null;
+        };
+        /** ScopePreviewPublic */
+        ScopePreviewPublic: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "suspend" | "resume";
+            /** Count */
+            count: number;
+            /** Definitionkey */
+            definitionKey: string;
+            /** Dryrun */
+            dryRun: boolean;
+            /** Nodekey */
+            nodeKey: string | null;
+            /** Sample */
+            sample: number[];
+            /** Skipped */
+            skipped: components["schemas"]["ScopeItem"][];
+            /** Skippedbystatus */
+            skippedByStatus: {
+                [key: string]: number;
+            };
+            /** Truncated */
+            truncated: boolean;
+            /** Version */
+            version: number | null;
+        };
+        /** ScopePreviewRequest */
+        ScopePreviewRequest: {
+            /**
+             * Action
+             * @default suspend
+             * @enum {string}
+             */
+            action: "suspend" | "resume";
+            /** Definitionkey */
+            definitionKey: string;
+            /** Instanceids */
+            instanceIds?: number[] | null;
+            /** Nodekey */
+            nodeKey?: string | null;
+            /** Version */
+            version?: number | null;
+        };
+        /** ScopeResume */
+        ScopeResume: {
+            /** Definitionkey */
+            definitionKey: string;
+            /** Instanceids */
+            instanceIds?: number[] | null;
+            /** Nodekey */
+            nodeKey?: string | null;
+            /** Reason */
+            reason?: string | null;
+            /** Version */
+            version?: number | null;
+        };
+        /** ScopeRunPublic */
+        ScopeRunPublic: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "suspend" | "resume";
+            /** Definitionkey */
+            definitionKey: string;
+            /** Dryrun */
+            dryRun: boolean;
+            /** Nodekey */
+            nodeKey: string | null;
+            /** Results */
+            results: components["schemas"]["ScopeItem"][];
+            /** Skippedbystatus */
+            skippedByStatus: {
+                [key: string]: number;
+            };
+            totals: components["schemas"]["ScopeTotals"];
+            /** Truncated */
+            truncated: boolean;
+            /** Version */
+            version: number | null;
+        };
+        /** ScopeSuspend */
+        ScopeSuspend: {
+            /** Definitionkey */
+            definitionKey: string;
+            /** Instanceids */
+            instanceIds?: number[] | null;
+            /** Nodekey */
+            nodeKey?: string | null;
+            /** Reason */
+            reason: string;
+            /** Version */
+            version?: number | null;
+        };
+        /** ScopeTotals */
+        ScopeTotals: {
+            /** Failed */
+            failed: number;
+            /**
+             * Resumed
+             * @default 0
+             */
+            resumed: number;
+            /** Selected */
+            selected: number;
+            /** Skipped */
+            skipped: number;
+            /**
+             * Suspended
+             * @default 0
+             */
+            suspended: number;
         };
         /** SessionCreate */
         SessionCreate: {
@@ -9181,6 +9491,236 @@ export interface operations {
             };
         };
     };
+    "jobs-list_job_pauses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPauseList"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "jobs-pause_jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PauseJobs"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPausePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "jobs-resume_jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResumeJobs"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPausePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
     "jobs-list_jobs": {
         parameters: {
             query?: {
@@ -11313,6 +11853,240 @@ export interface operations {
             };
         };
     };
+    "instances-preview_definition_scope": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScopePreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopePreviewPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-resume_definition_scope": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScopeResume"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopeRunPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "instances-suspend_definition_scope": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScopeSuspend"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopeRunPublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
     "instances-read_instance": {
         parameters: {
             query?: never;
@@ -11634,6 +12408,8 @@ export interface operations {
                 limit?: number;
                 /** @description The `next` value of the previous page. */
                 cursor?: string | null;
+                /** @description Trace rows of one kind only: `intervention` (operators' actions on the instance, with actor, reason and changes before → after) or `engine`. */
+                kind?: ("engine" | "intervention") | null;
                 /** @description The health inspection's threshold for the conclusions (10 to 1440). */
                 thresholdMinutes?: number;
             };

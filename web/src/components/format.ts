@@ -14,11 +14,6 @@ export function formatJson(value: unknown): string {
   return JSON.stringify(value, null, 2);
 }
 
-export function formatNumber(value: number | null | undefined, digits = 0): string {
-  if (value === null || value === undefined) return "—";
-  return value.toLocaleString(undefined, { maximumFractionDigits: digits });
-}
-
 /** "45 min", "3 h", "2 d": the API's rounding of an age in whole minutes
  * (health_messages.age_text), worded by the keys `${prefix}.minutes|hours|days`. */
 export function ageLabel(t: TFunction, minutes: number, prefix: string): string {

@@ -15,6 +15,7 @@ import { useShortcuts } from "../components/useShortcuts";
 import "../theme/focus.css";
 import { Choice } from "../components/Choice";
 import { ThemeSwitch } from "../theme/ThemeSwitch";
+import { LiveIndicator } from "./LiveIndicator";
 
 export function AppLayout() {
   const { t, i18n } = useTranslation();
@@ -55,6 +56,7 @@ export function AppLayout() {
           style={{ background: token.colorBgContainer, display: "flex", justifyContent: "flex-end", alignItems: "center", borderBottom: `1px solid ${token.colorBorderSecondary}` }}
         >
           <Space size="large">
+            <LiveIndicator />
             <ThemeSwitch />
             <Choice
               label={t("language")}

@@ -23,4 +23,7 @@ L-23, L-25), :mod:`.job_actions` (retry, skip, replay, L-24),
 :mod:`.engine_diagnostics` (O-18), :mod:`.recovery` (targeted recovery,
 O-18), :mod:`.health` (O-16), :mod:`.retention` (O-20), :mod:`.worker_nodes`
 (L-23), :mod:`.alerts` (O-22) and :mod:`.analytics` (O-14).
+
+The live console: :mod:`.live` — the change events stream (server-sent
+events under ``/events``, issue 33 item 2).
 """

@@ -62,7 +62,7 @@ ItemLimit = Annotated[int, Query(ge=1, le=500)]
 async def read_totals(ctx: Ctx, scope: Scope) -> AnalyticsTotals:
     """Instances per status, average duration of finished ones, pending human
     tasks now and starts in the last 7 days."""
-    body = await analytics.totals(ctx.db, scope, now=ctx.now())
+    body = await analytics.totals(ctx.read_db, scope, now=ctx.now())
     return AnalyticsTotals.model_validate(body)
 
 
@@ -79,7 +79,7 @@ async def read_daily(
     """Starts and finishes per local day over the last ``days`` (default 14),
     today included, days without any included as zeros."""
     zone = resolve_time_zone(tz, default=ctx.settings.analytics_time_zone)
-    body = await analytics.daily(ctx.db, scope, now=ctx.now(), zone=zone, days=days)
+    body = await analytics.daily(ctx.read_db, scope, now=ctx.now(), zone=zone, days=days)
     return AnalyticsDaily.model_validate(body)
 
 
@@ -89,7 +89,9 @@ async def read_top_definitions(
 ) -> AnalyticsTopDefinitions:
     """Definitions by instances started in the period, largest first, with
     their running / approved / rejected split and average duration."""
-    body = await analytics.top_definitions(ctx.db, scope, now=ctx.now(), days=days, limit=limit)
+    body = await analytics.top_definitions(
+        ctx.read_db, scope, now=ctx.now(), days=days, limit=limit
+    )
     return AnalyticsTopDefinitions.model_validate(body)
 
 
@@ -100,7 +102,7 @@ async def read_node_bottlenecks(
     """Per human node: tasks handled in the period, average and p90 handling
     time, and the backlog of pending tasks now."""
     body = await analytics_tasks.node_bottlenecks(
-        ctx.db, scope, now=ctx.now(), days=days, limit=limit
+        ctx.read_db, scope, now=ctx.now(), days=days, limit=limit
     )
     return AnalyticsNodeBottlenecks.model_validate(body)
 
@@ -111,7 +113,7 @@ async def read_approver_workload(
 ) -> AnalyticsApproverWorkload:
     """Per assignee: pending now, handled in the period, average handling time."""
     body = await analytics_tasks.approver_workload(
-        ctx.db, scope, now=ctx.now(), days=days, limit=limit
+        ctx.read_db, scope, now=ctx.now(), days=days, limit=limit
     )
     return AnalyticsApproverWorkload.model_validate(body)
 
@@ -119,7 +121,7 @@ async def read_approver_workload(
 @router.get("/timeouts", response_model=AnalyticsTimeouts)
 async def read_timeouts(ctx: Ctx, scope: Scope, limit: ItemLimit = 100) -> AnalyticsTimeouts:
     """Overdue pending tasks (count and list), and those due within 24 h."""
-    body = await analytics_tasks.timeouts(ctx.db, scope, now=ctx.now(), limit=limit)
+    body = await analytics_tasks.timeouts(ctx.read_db, scope, now=ctx.now(), limit=limit)
     return AnalyticsTimeouts.model_validate(body)
 
 
@@ -127,4 +129,6 @@ async def read_timeouts(ctx: Ctx, scope: Scope, limit: ItemLimit = 100) -> Analy
 async def read_async_health(ctx: Ctx, scope: Scope) -> AnalyticsAsyncHealth:
     """Job status distribution per type, webhook deliveries per status and
     subprocess child instances per status."""
-    return AnalyticsAsyncHealth.model_validate(await analytics_async.async_health(ctx.db, scope))
+    return AnalyticsAsyncHealth.model_validate(
+        await analytics_async.async_health(ctx.read_db, scope)
+    )

@@ -15,6 +15,7 @@ from fastapi import APIRouter
 
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
+from flowledger.api.job_schemas import JobPausePublic
 from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import ApiModel
@@ -125,6 +126,7 @@ class EngineDiagnosticsPublic(ApiModel):
     outbox: OutboxPublic
     settings: LedgerSettingsPublic
     queue: QueuePublic
+    paused_scopes: list[JobPausePublic]
 
 
 @router.get(

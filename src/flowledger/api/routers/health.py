@@ -164,7 +164,7 @@ async def health_inspection(
     threshold = _threshold(threshold_minutes)
     after = decode_cursor(cursor, (int, datetime, int, int, int))
     now = ctx.now()
-    async with ctx.db.read() as conn:
+    async with ctx.read_db.read() as conn:
         problems = await inspection.inspect(
             conn,
             now=now,
@@ -193,7 +193,7 @@ def _item(p: inspection.Problem, now: datetime) -> HealthItem:
 async def health_score(ctx: Ctx, caller: CurrentCaller) -> HealthScorePublic:
     """The engine health score (0-100) with its deductions and inputs."""
     now = ctx.now()
-    async with ctx.db.read() as conn:
+    async with ctx.read_db.read() as conn:
         score = await engine_health_score(conn, caller.tenant_scope, now=now)
     return HealthScorePublic.model_validate(score.to_public())
 
@@ -214,7 +214,7 @@ async def health_history(
     if end - start > MAX_HISTORY:
         raise InvalidQuery("at most 31 days of history at once", field="from")
     interval = timedelta(seconds=ctx.settings.health_snapshot_interval_s)
-    async with ctx.db.read() as conn:
+    async with ctx.read_db.read() as conn:
         points = await history(conn, start=start, end=end, interval=interval)
     return HealthHistory.model_validate(
         {

@@ -48,7 +48,7 @@ async def count_instances(ctx: Ctx, caller: CurrentCaller, flt: Filters) -> Inst
     """SPEC O-1: how many instances match the list's filter in each status
     (the console's tab badges), in one query. The ``status`` filter itself
     is not applied: every status is counted."""
-    async with ctx.db.read() as conn:
+    async with ctx.read_db.read() as conn:
         counts = await instance_queries.status_counts(
             conn, scoped(flt, caller).without_statuses(), now=ctx.now()
         )
@@ -77,7 +77,7 @@ async def export_instances(
     (UTF-8 with BOM) or XLSX, streamed."""
     flt = scoped(flt, caller)
     now = ctx.now()
-    plan = await instance_export.plan_export(ctx.db, flt, now=now, sort=sort)
+    plan = await instance_export.plan_export(ctx.read_db, flt, now=now, sort=sort)
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     headers = {
         "X-Total-Count": str(plan.matched),
@@ -86,9 +86,9 @@ async def export_instances(
         "Content-Disposition": f'attachment; filename="instances-{stamp}.{format}"',
     }
     if format == "csv":
-        stream = instance_export.csv_stream(ctx.db, flt, plan, now=now, sort=sort)
+        stream = instance_export.csv_stream(ctx.read_db, flt, plan, now=now, sort=sort)
         return StreamingResponse(stream, media_type=CSV, headers=headers)
-    path = await instance_export.xlsx_file(ctx.db, flt, plan, now=now, sort=sort)
+    path = await instance_export.xlsx_file(ctx.read_db, flt, plan, now=now, sort=sort)
     return StreamingResponse(
         instance_export.file_chunks(path),
         media_type=XLSX,

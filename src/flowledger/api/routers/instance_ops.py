@@ -2,7 +2,8 @@
 (SPEC O-3, O-4, O-6, O-7, O-10, O-12):
 
 - ``GET /instances/{id}/diagnostics`` — every view in one document, or one
-  with ``?view=`` (trace pages with ``limit`` / ``cursor``), plus the
+  with ``?view=`` (trace pages with ``limit`` / ``cursor``; ``kind=intervention``
+  keeps the operators' interventions alone, issue 31), plus the
   consistency ``conclusions`` and the ``verdict`` (English ``message``s,
   with the ``messageParams`` they are made of, keyed by the conclusion's
   ``rule`` / the verdict's ``code``: see ``ops/consistency_messages.py``),
@@ -53,7 +54,11 @@ from flowledger.ops.consistency import DEFAULT_THRESHOLD
 from flowledger.ops.health_inspection import MAX_THRESHOLD_MINUTES, MIN_THRESHOLD_MINUTES
 from flowledger.ops.instance_bundle import instance_bundle
 from flowledger.ops.instance_diagnostics import VIEWS, instance_diagnostics
-from flowledger.ops.instance_diagnostics_trace import DEFAULT_TRACE_LIMIT, MAX_TRACE_LIMIT
+from flowledger.ops.instance_diagnostics_trace import (
+    DEFAULT_TRACE_LIMIT,
+    KINDS,
+    MAX_TRACE_LIMIT,
+)
 
 router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 
@@ -62,6 +67,8 @@ View = Literal[
     "trace", "nodes", "tasks", "triggers", "events", "tokens", "diagram", "form", "definition"
 ]
 assert set(get_args(View)) == set(VIEWS)
+TraceKind = Literal["engine", "intervention"]
+assert get_args(TraceKind) == KINDS
 PREVIEW_REASON = "(preview)"
 
 
@@ -155,6 +162,13 @@ async def diagnose_instance(
         int, Query(ge=1, le=MAX_TRACE_LIMIT, description="Trace rows per page.")
     ] = DEFAULT_TRACE_LIMIT,
     cursor: Cursor = None,
+    kind: Annotated[
+        TraceKind | None,
+        Query(
+            description="Trace rows of one kind only: `intervention` (operators' actions on "
+            "the instance, with actor, reason and changes before → after) or `engine`."
+        ),
+    ] = None,
     threshold_minutes: Annotated[
         int,
         Query(
@@ -178,6 +192,7 @@ async def diagnose_instance(
             view=view,
             trace_limit=limit,
             trace_cursor=cursor,
+            trace_kind=kind,
             threshold=timedelta(minutes=threshold_minutes),
         )
     return JSONResponse(jsonable_encoder(doc))

@@ -119,7 +119,7 @@ async def list_instances(
             )
         initiator = caller.user_id
     after = decode_cursor(cursor, (datetime, int))
-    async with ctx.db.read() as conn:
+    async with ctx.read_db.read() as conn:
         rows, next_key = await instance_queries.list_instances(
             conn,
             scoped(flt, caller, initiator=initiator),
@@ -196,7 +196,7 @@ async def resume_instance(
     """Resume a suspended instance; paused jobs continue with their remaining time."""
 
     async def call(entry: AuditEntry) -> None:
-        resumed = await ctx.engine.resume(instance_id, actor=caller.user_id)
+        resumed = await ctx.engine.resume(instance_id, actor=caller.user_id, reason=body.reason)
         entry.detail["resumedJobs"] = resumed
 
     return await _lifecycle(ctx, caller, instance_id, "resume", body.reason, call)

@@ -266,7 +266,13 @@ async def retry_job(
         entry.tenant_id = job["tenant_id"]
         entry.detail.update(status=job["status"], newPayload=body.payload is not None)
         row = await ops.retry_job(
-            ctx.db, job_id, now=ctx.now(), tenants=caller.tenant_scope, payload=body.payload
+            ctx.db,
+            job_id,
+            now=ctx.now(),
+            actor=caller.user_id,
+            tenants=caller.tenant_scope,
+            payload=body.payload,
+            reason=body.reason,
         )
         entry.detail.update(
             generation=row["generation"],
@@ -290,7 +296,12 @@ async def skip_job(
         entry.tenant_id = job["tenant_id"]
         entry.detail["status"] = job["status"]
         row = await ops.skip_job(
-            ctx.db, job_id, now=ctx.now(), tenants=caller.tenant_scope, reason=body.reason
+            ctx.db,
+            job_id,
+            now=ctx.now(),
+            actor=caller.user_id,
+            tenants=caller.tenant_scope,
+            reason=body.reason,
         )
     return JobActionPublic.from_row(row)
 
@@ -311,9 +322,11 @@ async def batch_retry(body: BatchRetry, ctx: Ctx, caller: CurrentCaller) -> Batc
             ctx.db,
             body.ids,
             now=ctx.now(),
+            actor=caller.user_id,
             tenants=caller.tenant_scope,
             rate=body.rate,
             replay_batch_id=batch_id,
+            reason=body.reason,
         )
         entry.detail.update(_counts(result), submittedIds=result.submitted_ids)
     return batch_retry_public(result)
@@ -329,7 +342,12 @@ async def batch_skip(body: BatchSkip, ctx: Ctx, caller: CurrentCaller) -> BatchS
     async with audited(ctx, caller, "job.batch_skip", "job_batch", reason=body.reason) as entry:
         entry.detail["requested"] = len(body.ids)
         result = await ops.batch_skip(
-            ctx.db, body.ids, now=ctx.now(), tenants=caller.tenant_scope, reason=body.reason
+            ctx.db,
+            body.ids,
+            now=ctx.now(),
+            actor=caller.user_id,
+            tenants=caller.tenant_scope,
+            reason=body.reason,
         )
         entry.detail.update(_counts(result), submittedIds=result.submitted_ids)
     return batch_skip_public(result)

@@ -39,6 +39,7 @@ from flowledger.api.pagination import Cursor, Limit
 from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, UtcTime
+from flowledger.db.replica import replica_lag_ms
 from flowledger.ops import failure_clusters as clusters
 from flowledger.ops import job_queries
 from flowledger.ops.job_filters import JobFilter
@@ -113,22 +114,27 @@ Filter = Annotated[JobFilter, Depends(job_filter)]
 @router.get("", response_model=JobPage)
 async def list_jobs(ctx: Ctx, flt: Filter, limit: Limit = 50, cursor: Cursor = None) -> JobPage:
     """Jobs newest first (by id), keyset-paged: pass ``next`` back as ``cursor``."""
-    page = await job_queries.list_jobs(ctx.db, flt, limit=limit, cursor=cursor)
+    page = await job_queries.list_jobs(ctx.read_db, flt, limit=limit, cursor=cursor)
     return JobPage(items=[JobPublic.model_validate(j) for j in page["items"]], next=page["next"])
 
 
 @router.get("/summary", response_model=JobSummary)
 async def job_summary(ctx: Ctx, flt: Filter) -> JobSummary:
     """Counts of the matching jobs by status and by type and status."""
-    return JobSummary.model_validate(await job_queries.job_summary(ctx.db, flt))
+    return JobSummary.model_validate(await job_queries.job_summary(ctx.read_db, flt))
 
 
 @router.get("/runtime-status", response_model=RuntimeStatus)
 async def read_runtime_status(ctx: Ctx) -> RuntimeStatus:
     """SPEC L-23: live workers, slots, in-flight, stuck, backlog, oldest
     queued, queue P95/P99 (1 h), dead, last claim, failure rate and average
-    duration (1 h) — global, by database time."""
-    return RuntimeStatus.model_validate(await runtime_status(ctx.db))
+    duration (1 h) — global, by database time — read on the primary; and how
+    far the read replica's replay trails it (``replicaLagMs``, null without
+    a replica, issue 34 item 6)."""
+    status = await runtime_status(ctx.db)
+    if ctx.replica is not None:
+        status["replicaLagMs"] = await replica_lag_ms(ctx.replica)
+    return RuntimeStatus.model_validate(status)
 
 
 @router.get("/failure-clusters", response_model=FailureClusterList)
@@ -142,7 +148,7 @@ async def list_failure_clusters(
     """Dead and failed jobs grouped by error reason, type, instance or traceId,
     largest first, each with its newest members and the filter that selects
     exactly its jobs for a replay."""
-    items = await clusters.failure_clusters(ctx.db, flt, by=by, limit=limit, samples=samples)
+    items = await clusters.failure_clusters(ctx.read_db, flt, by=by, limit=limit, samples=samples)
     return FailureClusterList(by=by, items=[FailureCluster.model_validate(c) for c in items])
 
 

@@ -213,6 +213,7 @@ async def run_recovery(
             hooks=ctx.engine.hooks,
             actor=caller.user_id,
             rate=body.stagger,
+            reason=body.reason,
         )
         e.detail.update(run.totals(), batchId=run.batch_id, submitted=run.submitted)
     return run_public(run)

@@ -2,18 +2,18 @@
 at a time, in order, with SQLAlchemy Core — what
 :class:`~flowledger.engine.store.sqlite.SqliteEngineStore` runs, and what
 :class:`~flowledger.engine.store.postgres.PostgresEngineStore` does not
-override. Nothing is reserved and nothing rides on another statement."""
+override. Nothing is reserved and no statement is composed with the
+ledger's: a step's rows, then the ledger's write."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Rider
 from flowledger.engine.store.instance_end import (
     Ending,
     InstanceEnd,
@@ -30,7 +30,7 @@ from flowledger.engine.store.writes import (
     core_write_step_rows,
 )
 from flowledger.ledger.driver.protocol import LedgerDriver
-from flowledger.ledger.models import Fence
+from flowledger.ledger.models import EnqueueResult, Fence, JobSpec, Outcome
 
 
 class CoreEngineStore:
@@ -122,8 +122,36 @@ class CoreEngineStore:
     async def step_rows_write(self, conn: AsyncConnection, rows: StepRows) -> None:
         await core_write_step_rows(conn, rows)
 
-    def step_rows_rider(self, rows: StepRows) -> Rider | None:
-        return None  # Core statements carry no riders
+    async def step_rows_and_settlement(
+        self,
+        conn: AsyncConnection,
+        rows: StepRows,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        receipt: Any,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        started_at: datetime | None,
+    ) -> bool:
+        await self.step_rows_write(conn, rows)
+        return await self.ledger.receipt_put_and_settle(
+            conn, fence, operation_key, step_key, receipt, outcome, now=now, started_at=started_at
+        )
+
+    async def jobs_and_step_rows_write(
+        self,
+        conn: AsyncConnection,
+        specs: Sequence[JobSpec],
+        ids: Sequence[int],
+        rows: StepRows,
+        *,
+        now: datetime,
+    ) -> list[EnqueueResult]:
+        inserted = await self.ledger.jobs_insert(conn, specs, now=now, ids=ids)
+        await self.step_rows_write(conn, rows)
+        return inserted
 
     async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:
         raise AssertionError("forks are held with reserved ids, and only PostgreSQL reserves")

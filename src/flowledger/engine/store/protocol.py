@@ -9,21 +9,20 @@ differs."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Rider
 from flowledger.engine.store.instance_end import Ending, InstanceEnd
 from flowledger.engine.store.job_lock import JobStepLocked, TaskFinish
 from flowledger.engine.store.start import Started
 from flowledger.engine.store.tokens import Frame
 from flowledger.engine.store.writes import ForkRows, StepRows
 from flowledger.ledger.driver.protocol import LedgerDriver
-from flowledger.ledger.models import Fence
+from flowledger.ledger.models import EnqueueResult, Fence, JobSpec, Outcome
 
 
 class EngineStore(Protocol):
@@ -103,10 +102,37 @@ class EngineStore(Protocol):
     async def step_rows_write(self, conn: AsyncConnection, rows: StepRows) -> None:
         """Write a step's rows but its jobs now."""
 
-    def step_rows_rider(self, rows: StepRows) -> Rider | None:
-        """A step's rows as CTEs another statement carries; None where
-        nothing rides (nothing to write, or a store whose statements carry
-        none)."""
+    async def step_rows_and_settlement(
+        self,
+        conn: AsyncConnection,
+        rows: StepRows,
+        fence: Fence,
+        operation_key: str,
+        step_key: str,
+        receipt: Any,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        started_at: datetime | None,
+    ) -> bool:
+        """A job step's last write: its rows (but its jobs), its receipt and
+        the plain success (or skip) ``outcome`` of its job — one statement
+        where the store can
+        (:mod:`~flowledger.engine.store.step_statements`). Whether the fenced
+        settlement took (False: the caller rolls back)."""
+
+    async def jobs_and_step_rows_write(
+        self,
+        conn: AsyncConnection,
+        specs: Sequence[JobSpec],
+        ids: Sequence[int],
+        rows: StepRows,
+        *,
+        now: datetime,
+    ) -> list[EnqueueResult]:
+        """A step's jobs, inserted as ``ids`` (reserved by the step; no
+        idempotencyKeys), then its other rows — one statement where the
+        store can."""
 
     async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:
         """Write held forks now."""

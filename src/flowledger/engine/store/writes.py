@@ -13,8 +13,9 @@ psycopg prepares once per text. A
 JSON document is one C-encoded parameter per table; ``unnest`` arrays cost
 a pure-Python array dump per column.
 SQLite (in process): one executemany per table that has rows. On
-PostgreSQL the same writes can also ride, as CTEs, on another statement of
-the transaction (:func:`step_rows_rider`). Rows made with ids their step
+PostgreSQL the same writes are also CTEs (:func:`pg_step_rows_ctes`) that
+the store composes with the ledger's settlement or insert into one
+statement (:mod:`~flowledger.engine.store.step_statements`). Rows made with ids their step
 reserved come along: tasks, and forks (frame, the forking token consumed by
 primary key, the branch tokens) — :class:`ForkRows`."""
 
@@ -25,12 +26,11 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Rider
 from flowledger.db.engine_schema import (
     workflow_event_outbox,
     workflow_forks,
@@ -202,15 +202,20 @@ def _pg_write(moves: int, tasks: bool, forks: int) -> Any:
     return text(f"WITH {_step_ctes(moves, _colon, tasks, forks)} {TRACE.insert(':trace')}")
 
 
-def _rider_param(name: str) -> str:
-    return f"%(step_{name})s"
+# the prefix of every parameter name of :func:`pg_step_rows_ctes` (the
+# statement it goes into binds others)
+STEP_PARAM_PREFIX = "step_"
+
+
+def _step_param(name: str) -> str:
+    return f"%({STEP_PARAM_PREFIX}{name})s"
 
 
 @cache
-def _rider(moves: int, tasks: bool = False, forks: int = 0) -> str:
-    """The same writes as CTEs another statement carries (driver SQL, prefixed names)."""
-    trace = TRACE.insert(_rider_param("trace"))
-    ctes = _step_ctes(moves, _rider_param, tasks, forks)
+def _step_rows_ctes(moves: int, tasks: bool = False, forks: int = 0) -> str:
+    """The same writes as CTEs of a composed statement (driver SQL, prefixed names)."""
+    trace = TRACE.insert(_step_param("trace"))
+    ctes = _step_ctes(moves, _step_param, tasks, forks)
     return f"{ctes}, trace AS ({trace})"
 
 
@@ -299,28 +304,36 @@ async def pg_write_step_rows(conn: AsyncConnection, rows: StepRows) -> None:
     await conn.execute(_pg_write(_moves_key(rows.moves), bool(rows.tasks), n_forks), params)
 
 
-def pg_step_rows_rider(rows: StepRows) -> Rider | None:
-    """What :func:`pg_write_step_rows` writes, as CTEs another statement of
-    the transaction carries — a job's settlement
-    (:func:`~flowledger.db.database.ride_in_front`), or the insert of the
-    step's jobs (the ledger driver's ``jobs_insert(…, then=…)``; the trace
-    rows name those jobs by the ids the step reserved); None when there is
-    nothing to write."""
+class StepRowsCtes(NamedTuple):
+    """A step's rows as CTE text (``name AS (…), …``, driver SQL) and its
+    parameters, every name prefixed :data:`STEP_PARAM_PREFIX`."""
+
+    ctes: str
+    params: dict[str, Any]
+
+
+def pg_step_rows_ctes(rows: StepRows) -> StepRowsCtes | None:
+    """What :func:`pg_write_step_rows` writes, as CTEs the engine store
+    composes with the ledger's settlement of the job running the step or
+    with the insert of the step's jobs (the trace rows name those jobs by
+    the ids the step reserved): :mod:`~flowledger.engine.store.step_statements`.
+    None when there is nothing to write."""
     if not rows:
         return None
     n_forks = len(rows.forks.consumes)
-    sql = _rider(_moves_key(rows.moves), bool(rows.tasks), n_forks)
+    ctes = _step_rows_ctes(_moves_key(rows.moves), bool(rows.tasks), n_forks)
+    prefix = STEP_PARAM_PREFIX
     params = {
-        **_moves_params(rows.moves, rows.parks, prefix="step_"),
-        "step_outbox": OUTBOX.document(rows.outbox),
-        "step_forms": FORM_WRITES.document(rows.form_writes),
-        "step_trace": TRACE.document(rows.trace),
+        **_moves_params(rows.moves, rows.parks, prefix=prefix),
+        f"{prefix}outbox": OUTBOX.document(rows.outbox),
+        f"{prefix}forms": FORM_WRITES.document(rows.form_writes),
+        f"{prefix}trace": TRACE.document(rows.trace),
     }
     if rows.tasks:
-        params["step_tasks"] = TASKS.document(rows.tasks)
+        params[f"{prefix}tasks"] = TASKS.document(rows.tasks)
     if rows.forks.frames:
-        params.update(_fork_params(rows.forks, prefix="step_"))
-    return sql, params
+        params.update(_fork_params(rows.forks, prefix=prefix))
+    return StepRowsCtes(ctes, params)
 
 
 async def write_tasks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:

@@ -10,7 +10,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import RiderSource
 from flowledger.ledger.driver.core_control import ControlCore
 from flowledger.ledger.driver.core_jobs import JobsCore
 from flowledger.ledger.driver.core_maintenance import MaintenanceCore
@@ -37,10 +36,8 @@ class CoreLedger(JobsCore, ControlCore, MaintenanceCore, RegistryCore):
         now: datetime,
         started_at: datetime | None = None,
         confirm_side_effect: bool = False,
-        then: RiderSource | None = None,
     ) -> bool:
-        """The receipt, then the settlement: two statements in portable Core
-        (nothing rides on them: ``then`` is not asked)."""
+        """The receipt, then the settlement: two statements in portable Core."""
         await self.receipt_put(
             conn,
             fence,

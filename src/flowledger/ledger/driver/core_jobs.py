@@ -22,7 +22,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
-from flowledger.db.database import Database, Rider
+from flowledger.db.database import Database
 from flowledger.db.dialects import upsert
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
@@ -36,6 +36,7 @@ from flowledger.ledger.driver.job_values import (
     plan_outcome,
     to_claimed,
 )
+from flowledger.ledger.driver.pause_filter import unpaused
 from flowledger.ledger.driver.plans import (
     CLEAR_LEASE,
     claim_plan,
@@ -94,7 +95,6 @@ class JobsCore:
         *,
         now: datetime,
         job_types: JobTypeRegistry | None = None,
-        then: Rider | None = None,
         ids: Sequence[int] | None = None,
     ) -> list[EnqueueResult]:
         """Every row :meth:`job_insert` would write, in a few statements
@@ -110,12 +110,7 @@ class JobsCore:
                 raise ValueError("ids are given only for jobs without idempotencyKeys")
             for row, job_id in zip(rows, ids, strict=True):
                 row["id"] = job_id
-        if then is not None:
-            if any(row["idempotency_key"] is not None for row in rows):
-                raise ValueError("rows ride on an insert only of jobs without idempotencyKeys")
-            inserted = await self._insert_rows_then(conn, rows, then)
-        else:
-            inserted = await self._insert_rows(conn, rows)
+        inserted = await self._insert_rows(conn, rows)
         answer = await bulk.results(conn, rows, inserted)
         for pool in sorted({rows[p]["pool"] for p in inserted}):
             await self._hint_inserted(conn, pool)
@@ -124,12 +119,6 @@ class JobsCore:
     async def _hint_inserted(self, conn: AsyncConnection, pool: str) -> None:
         """Publish the wake hint of ``pool``, which :meth:`_insert_rows` gave a job."""
         await wake.hint(conn, pool)
-
-    async def _insert_rows_then(
-        self, conn: AsyncConnection, rows: Sequence[dict[str, Any]], then: Rider
-    ) -> dict[int, int]:
-        """:meth:`_insert_rows` with ``then`` in the same statement: PostgreSQL's."""
-        raise ValueError("rows ride on a job insert only on PostgreSQL")
 
     async def _insert_rows(
         self, conn: AsyncConnection, rows: Sequence[dict[str, Any]]
@@ -215,7 +204,9 @@ class JobsCore:
             due: datetime | None = (
                 await conn.execute(
                     select(func.min(jobs.c.run_at)).where(
-                        jobs.c.pool == pool, jobs.c.status == JobStatus.PENDING.value
+                        jobs.c.pool == pool,
+                        jobs.c.status == JobStatus.PENDING.value,
+                        unpaused(),
                     )
                 )
             ).scalar_one_or_none()

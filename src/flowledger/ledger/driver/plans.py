@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.db.types import JsonType
+from flowledger.ledger.driver.pause_filter import unpaused
 from flowledger.ledger.models import SuccessRow
 from flowledger.states import AttemptStatus, JobStatus
 
@@ -136,6 +137,7 @@ def claim_plan(
             # statistics, then walks the index that has the claim's order and
             # stops after ``limit`` rows, instead of sorting every due row
             func.coalesce(jobs.c.run_at, jobs.c.run_at) <= now,
+            unpaused(),
         )
         .order_by(*ordering)
         .limit(limit)

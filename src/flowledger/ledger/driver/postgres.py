@@ -7,7 +7,9 @@ transaction, which also publishes the wake hints of the pools it gave jobs.
 In a step's transaction, the receipt with the attempt's settlement
 (``receipt_put_and_settle``) is one statement. (A store that locks its own
 rows before the job's composes the fence of
-:mod:`~flowledger.ledger.driver.fence` into its own statement.)
+:mod:`~flowledger.ledger.driver.fence` into its own statement; one that
+writes its own rows with the settlement or the insert composes the parts of
+:mod:`~flowledger.ledger.driver.postgres_parts`.)
 
 :class:`PostgresLedger` sends those statements over a pooled autocommit
 connection; :class:`PostgresFastLedger` (the hot path of a worker's pools
@@ -25,10 +27,11 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db import wake
-from flowledger.db.database import Database, Rider, RiderSource, ride_in_front
+from flowledger.db.database import Database
 from flowledger.db.pg_hotpath import PgHotPath
 from flowledger.ledger.driver.core import CoreLedger
-from flowledger.ledger.driver.job_values import BATCH_COLUMNS, duration_ms, is_plain_success
+from flowledger.ledger.driver.job_values import BATCH_COLUMNS, is_plain_success
+from flowledger.ledger.driver.postgres_parts import settlement_params
 from flowledger.ledger.driver.postgres_sql import (
     CLAIM_SQL,
     JSON_INSERT_MAX_ROWS,
@@ -39,10 +42,9 @@ from flowledger.ledger.driver.postgres_sql import (
     insert_jobs_json_sql,
     insert_jobs_params,
     insert_jobs_sql,
-    settle_one_with_receipt_params,
     settle_success_params,
 )
-from flowledger.ledger.models import Fence, Outcome, OutcomeKind, SuccessRow
+from flowledger.ledger.models import Fence, Outcome, SuccessRow
 
 
 def _settle_params(rows: Sequence[SuccessRow], now: datetime) -> dict[str, Any]:
@@ -76,22 +78,6 @@ class PostgresLedger(CoreLedger):
             sql = insert_jobs_sql(columns, BATCH_COLUMNS)
             params = insert_jobs_params(columns, BATCH_COLUMNS, rows, conn.dialect)
         return await self._inserted(conn, sql, params)
-
-    async def _insert_rows_then(
-        self, conn: AsyncConnection, rows: Sequence[dict[str, Any]], then: Rider
-    ) -> dict[int, int]:
-        """The JSON insert with ``then``'s CTEs after it."""
-        if len(rows) > JSON_INSERT_MAX_ROWS:
-            raise ValueError(f"rows ride on an insert of at most {JSON_INSERT_MAX_ROWS} jobs")
-        then_sql, then_params = then
-        given = "id" in rows[0]
-        columns = tuple(n for n in rows[0] if n not in BATCH_COLUMNS and n != "id")
-        sql = insert_jobs_json_sql(columns, BATCH_COLUMNS, then_sql, given_ids=given)
-        params = insert_jobs_json_params(columns, BATCH_COLUMNS, rows, conn.dialect)
-        clash = set(params) & set(then_params)
-        if clash:
-            raise ValueError(f"the riding rows' parameters {sorted(clash)} clash with the insert's")
-        return await self._inserted(conn, sql, {**params, **then_params})
 
     async def _inserted(
         self, conn: AsyncConnection, sql: str, params: dict[str, Any]
@@ -156,12 +142,10 @@ class PostgresLedger(CoreLedger):
         now: datetime,
         started_at: datetime | None = None,
         confirm_side_effect: bool = False,
-        then: RiderSource | None = None,
     ) -> bool:
         """A plain success and the receipt in one statement (the receipt only
-        when the fenced settlement took), with what ``then`` hands over riding
-        in front of it; other outcomes, and a receipt that confirms a side
-        effect, as in Core."""
+        when the fenced settlement took); other outcomes, and a receipt that
+        confirms a side effect, as in Core."""
         if confirm_side_effect or not is_plain_success(outcome):
             return await super().receipt_put_and_settle(
                 conn,
@@ -174,24 +158,10 @@ class PostgresLedger(CoreLedger):
                 started_at=started_at,
                 confirm_side_effect=confirm_side_effect,
             )
-        params = settle_one_with_receipt_params(
-            job_id=fence.job_id,
-            gen=fence.generation,
-            token=fence.lease_token,
-            exec_id=fence.execution_id,
-            duration=None if started_at is None else duration_ms(started_at, now),
-            skipped=outcome.kind is OutcomeKind.SKIPPED,
-            result=outcome.result,
-            operation_key=operation_key,
-            step_key=step_key,
-            receipt=result,
-            now=now,
+        params = settlement_params(
+            fence, operation_key, step_key, result, outcome, now=now, started_at=started_at
         )
-        sql = SETTLE_ONE_WITH_RECEIPT_SQL
-        rider = None if then is None else await then()
-        if rider is not None:  # the caller's rows ride on the settlement: one round trip
-            sql, params = ride_in_front(sql, params, rider)
-        settled = await conn.exec_driver_sql(sql, params)
+        settled = await conn.exec_driver_sql(SETTLE_ONE_WITH_RECEIPT_SQL, params)
         return settled.first() is not None
 
 

@@ -11,7 +11,8 @@ Claim: ``WITH locked AS (SELECT … FOR UPDATE SKIP LOCKED LIMIT n), claimed AS
 (UPDATE … RETURNING …), attempts AS (INSERT INTO workflow_job_executions …),
 next_due AS (earliest run_at … pending, not locked here) SELECT …`` — the
 claim, its lease and its attempt rows commit together and concurrent
-claimers skip each other's rows. Every row also carries the earliest
+claimers skip each other's rows; jobs of a paused pool or type are not
+candidates (:mod:`.pause_filter`). Every row also carries the earliest
 ``run_at`` of the pool's pending jobs this claim did not take (one row of
 NULL job columns when it took none), so the pool knows when to claim next
 without another round trip (issue 15 item 2); all CTEs read the statement's
@@ -77,6 +78,7 @@ from sqlalchemy.engine import Dialect
 from flowledger.db.schema import workflow_jobs
 from flowledger.db.types import UTCDateTime
 from flowledger.db.wake import WAKE_CHANNEL
+from flowledger.ledger.driver.pause_filter import UNPAUSED_SQL
 
 RETURNED = (
     "id, type, pool, payload, generation, attempts, max_attempts, lease_token, lease_until, "
@@ -87,7 +89,7 @@ RETURNED = (
 _CLAIM = """
 WITH locked AS (
     SELECT id FROM workflow_jobs
-    WHERE pool = %(pool)s AND status = 'pending' AND run_at <= %(now)s
+    WHERE pool = %(pool)s AND status = 'pending' AND run_at <= %(now)s AND {unpaused}
     ORDER BY {order}
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -113,9 +115,11 @@ WITH locked AS (
     SELECT CASE WHEN (SELECT count(*) FROM locked) >= %(limit)s
         THEN (SELECT run_at FROM workflow_jobs
               WHERE pool = %(pool)s AND status = 'pending' AND id NOT IN (SELECT id FROM locked)
+                AND {unpaused}
               ORDER BY run_at LIMIT 1)
         ELSE (SELECT run_at FROM workflow_jobs
               WHERE pool = %(pool)s AND status = 'pending' AND run_at > %(now)s
+                AND {unpaused}
               ORDER BY run_at LIMIT 1)
     END AS next_due
 ), commit_mode AS (
@@ -133,7 +137,12 @@ _ORDERS = {
 }
 
 CLAIM_SQL = {
-    order: _CLAIM.format(order=inner, outer_order=outer, returned=RETURNED.replace(", ", ", j."))
+    order: _CLAIM.format(
+        order=inner,
+        outer_order=outer,
+        returned=RETURNED.replace(", ", ", j."),
+        unpaused=UNPAUSED_SQL,
+    )
     for order, (inner, outer) in _ORDERS.items()
 }
 
@@ -222,8 +231,7 @@ def settle_success_params(
 # transaction (which holds the job row's lock since its fenced check): the
 # batch statement's settlement over scalar parameters (no arrays to dump),
 # and the receipt inserted only when the fenced update settled the row.
-SETTLE_ONE_WITH_RECEIPT_SQL = f"""
-WITH settled AS (
+SETTLE_ONE_WITH_RECEIPT_CTES = f"""settled AS (
     UPDATE workflow_jobs AS j SET {_succeeded("%(result)s")}
     WHERE j.id = %(id)s AND j.generation = %(gen)s AND j.lease_token = %(token)s
       AND j.status = 'running'
@@ -239,9 +247,12 @@ WITH settled AS (
     SELECT %(operation_key)s, %(step_key)s, settled.id, %(gen)s, %(receipt)s, %(now)s
     FROM settled
     RETURNING id
+)"""
+# its answer: the settled job's id (no row: the fence no longer held)
+SETTLE_ONE_WITH_RECEIPT_SELECT = "SELECT id FROM settled"
+SETTLE_ONE_WITH_RECEIPT_SQL = (
+    f"WITH {SETTLE_ONE_WITH_RECEIPT_CTES}\n{SETTLE_ONE_WITH_RECEIPT_SELECT}\n"
 )
-SELECT id FROM settled
-"""
 
 
 def settle_one_with_receipt_params(
@@ -289,15 +300,12 @@ def _element_type(column: str) -> str:
     return str(_PG.type_compiler_instance.process(column_type.dialect_impl(_PG)))
 
 
-def _insert_from(input_sql: str, names: str, shared: tuple[str, ...], then: str = "") -> str:
-    """The bulk insert over ``input_sql`` (the rows, ``id`` drawn in input
-    order or given, ``ord`` their 1-based position) with the wake hint of
-    every pool that got a row (and ``then``'s CTEs after it: writes of
-    their own, which name the jobs by the ids their caller gave)."""
+def _insert_ctes(input_sql: str, names: str, shared: tuple[str, ...]) -> str:
+    """The bulk insert's CTEs over ``input_sql`` (the rows, ``id`` drawn in
+    input order or given, ``ord`` their 1-based position): the insert and
+    the wake hint of every pool that got a row."""
     scalars = "".join(f", %({name})s::{_element_type(name)}" for name in shared)
-    after = f", {then}" if then else ""
-    return f"""
-WITH input AS ({input_sql}
+    return f"""input AS ({input_sql}
 ), inserted AS (
     INSERT INTO workflow_jobs (id, {names}{"".join(", " + name for name in shared)})
     SELECT id, {names}{scalars} FROM input
@@ -307,10 +315,17 @@ WITH input AS ({input_sql}
 ), woken AS (
     SELECT count(pg_notify(%(wake_channel)s, pool)) AS pools
     FROM (SELECT DISTINCT pool FROM inserted) AS p
-){after}
-SELECT input.ord, inserted.id, (SELECT pools FROM woken) AS woken
-FROM inserted JOIN input USING (id)
-"""
+)"""
+
+
+# the bulk insert's answer: (ordinality, id) of each row it inserted
+INSERTED_SELECT = """SELECT input.ord, inserted.id, (SELECT pools FROM woken) AS woken
+FROM inserted JOIN input USING (id)"""
+
+
+def _insert_from(input_sql: str, names: str, shared: tuple[str, ...]) -> str:
+    """The bulk insert over ``input_sql`` as one statement."""
+    return f"WITH {_insert_ctes(input_sql, names, shared)}\n{INSERTED_SELECT}\n"
 
 
 @cache
@@ -345,16 +360,12 @@ JSON_INSERT_MAX_ROWS = 64
 
 
 @cache
-def insert_jobs_json_sql(
-    columns: tuple[str, ...], shared: tuple[str, ...], then: str = "", *, given_ids: bool = False
+def insert_jobs_json_ctes(
+    columns: tuple[str, ...], shared: tuple[str, ...], *, given_ids: bool = False
 ) -> str:
-    """:func:`insert_jobs_sql` over one JSON array of row objects,
-    ``%(rows)s`` (``json_to_recordset``, in order): each key a column of
-    ``columns`` read as the column's type; a JSON null in a jsonb column
-    stays JSON null, as the array path's bound value is. ``given_ids``:
-    each row carries its ``id`` (drawn by the caller from the sequence)
-    instead of drawing one here. ``then``: CTEs run after the insert in the
-    same statement (writes of the caller's own)."""
+    """The CTEs of :func:`insert_jobs_json_sql`, whose answer is
+    :data:`INSERTED_SELECT` (for a store that writes its own rows in the
+    same statement: :mod:`~flowledger.ledger.driver.postgres_parts`)."""
     names = ", ".join(columns)
     defs = ", ".join(f"{name} {_element_type(name)}" for name in columns)
     drawn = f"nextval('{JOBS_ID_SEQUENCE}')"
@@ -366,7 +377,7 @@ def insert_jobs_json_sql(
         else f"t.{name}"
         for name in columns
     )
-    return _insert_from(
+    return _insert_ctes(
         f"""
     SELECT {drawn} AS id, {values}, t.ord
     FROM ROWS FROM (json_to_recordset(%(rows)s::json) AS ({defs}))
@@ -374,8 +385,21 @@ def insert_jobs_json_sql(
     ORDER BY t.ord""",
         ", ".join(columns),
         shared,
-        then,
     )
+
+
+@cache
+def insert_jobs_json_sql(
+    columns: tuple[str, ...], shared: tuple[str, ...], *, given_ids: bool = False
+) -> str:
+    """:func:`insert_jobs_sql` over one JSON array of row objects,
+    ``%(rows)s`` (``json_to_recordset``, in order): each key a column of
+    ``columns`` read as the column's type; a JSON null in a jsonb column
+    stays JSON null, as the array path's bound value is. ``given_ids``:
+    each row carries its ``id`` (drawn by the caller from the sequence)
+    instead of drawing one here."""
+    ctes = insert_jobs_json_ctes(columns, shared, given_ids=given_ids)
+    return f"WITH {ctes}\n{INSERTED_SELECT}\n"
 
 
 def insert_jobs_params(

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.database import Database, Rider, RiderSource
+from flowledger.db.database import Database
 from flowledger.ledger.models import (
     ClaimBatch,
     ClaimedJob,
@@ -58,7 +58,6 @@ class LedgerDriver(Protocol):
         *,
         now: datetime,
         job_types: JobTypeRegistry | None = None,
-        then: Rider | None = None,
         ids: Sequence[int] | None = None,
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in a few statements, whether or not they carry
@@ -70,11 +69,9 @@ class LedgerDriver(Protocol):
         ``ids`` (specs without idempotencyKeys): the jobs' ids, one per spec,
         drawn by the caller from the jobs' id sequence beforehand (the
         engine reserves them in a statement it sends anyway), so that rows
-        naming the jobs can be written without waiting for the insert.
-        ``then`` (PostgreSQL only; specs without idempotencyKeys, at most
-        ``JSON_INSERT_MAX_ROWS``): SQL CTEs and their parameters that run in
-        the insert's own statement, after it — writes of the caller's own
-        (rows naming the jobs by the ids it gave), in the same round trip."""
+        naming the jobs can be written without waiting for the insert (or
+        in the same statement: a store composes the insert's parts,
+        :mod:`~flowledger.ledger.driver.postgres_parts`, with its own)."""
 
     async def jobs_claim(
         self,
@@ -262,14 +259,10 @@ class LedgerDriver(Protocol):
         now: datetime,
         started_at: datetime | None = None,
         confirm_side_effect: bool = False,
-        then: RiderSource | None = None,
     ) -> bool:
         """:meth:`receipt_put` and :meth:`job_settle` of the same attempt in
         the caller's (fenced) transaction — one statement on PostgreSQL for a
-        plain success. False when fenced out: the caller must roll back.
-        ``then``: where the caller's own writes that may ride on that one
-        statement come from (asked only when it is sent; what it does not
-        hand over the caller writes itself, e.g. before its commit)."""
+        plain success. False when fenced out: the caller must roll back."""
 
     # --- nodes and the leader lease -----------------------------------------------
     async def node_register(self, conn: AsyncConnection, node: NodeInfo, *, now: datetime) -> None:

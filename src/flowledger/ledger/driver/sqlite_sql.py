@@ -8,7 +8,8 @@ conformance suite runs both (``sqlite`` and ``sqlite-fast``).
 function here inside one ``BEGIN IMMEDIATE`` transaction on its
 :class:`~flowledger.db.sqlite_hotpath.SqliteHotPath` thread. SQLite has one
 writer at a time, so the claim needs no row locks: select the due
-candidates in claim order (the index that has the order, ``LIMIT``) and,
+candidates in claim order, none of a paused pool or type
+(:mod:`.pause_filter`) (the index that has the order, ``LIMIT``) and,
 in that statement, the earliest ``run_at`` of the pool's other pending jobs
 (when the pool is to claim next), lease
 them in one ``UPDATE … RETURNING`` (a fresh token and deadline each), add
@@ -31,6 +32,7 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 
 from flowledger.db.schema import workflow_job_executions, workflow_jobs
+from flowledger.ledger.driver.pause_filter import UNPAUSED_SQL
 
 CLAIMED = (
     *("id", "type", "pool", "payload", "generation", "attempts", "max_attempts"),
@@ -48,11 +50,11 @@ _ORDERS = {"priority": "priority, run_at, id", "due": "run_at, id"}
 _CANDIDATES = {
     order: "WITH c AS MATERIALIZED (SELECT id, execution_timeout_ms FROM workflow_jobs "
     "WHERE pool = ? AND status = 'pending' AND coalesce(run_at, run_at) <= ? "
-    f"ORDER BY {columns} LIMIT ?) "
+    f"AND {UNPAUSED_SQL} ORDER BY {columns} LIMIT ?) "
     "SELECT id, execution_timeout_ms, NULL FROM c UNION ALL "
     "SELECT NULL, NULL, (SELECT run_at FROM workflow_jobs "
     "WHERE pool = ? AND status = 'pending' AND id NOT IN (SELECT id FROM c) "
-    "ORDER BY run_at LIMIT 1)"
+    f"AND {UNPAUSED_SQL} ORDER BY run_at LIMIT 1)"
     for order, columns in _ORDERS.items()
 }
 

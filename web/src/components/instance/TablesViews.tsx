@@ -5,6 +5,7 @@ import { Button, Card, Space, Table, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import { formatJson, formatTime } from "../format";
 import { JsonBlock } from "../JsonBlock";
+import { formatCount, formatDuration } from "../units";
 import { RunTag } from "./RunTag";
 import type { RepairRequest } from "./repairs";
 import type { Diagnostics, NodeRun, OutboxRow, TaskRow, Token } from "./types";
@@ -63,7 +64,7 @@ export function TasksTable({ tasks, onRepair }: { tasks: TaskRow[]; onRepair?: (
         { title: t("col.assignee"), dataIndex: "assignee" },
         { title: t("col.createdAt"), dataIndex: "createdAt", render: formatTime },
         { title: t("col.dueAt"), dataIndex: "dueAt", render: formatTime },
-        { title: t("col.duration"), dataIndex: "durationMs", render: (v: number | null) => (v == null ? "—" : t("tasks.minutes", { minutes: Math.round(v / 60000) })) },
+        { title: t("col.duration"), dataIndex: "durationMs", render: (v: number | null) => formatDuration(v) },
         { title: t("col.comment"), dataIndex: "comment", render: (v: string | null) => v ?? "—", ellipsis: true },
         ...(onRepair
           ? [
@@ -128,7 +129,7 @@ export function EventsView({ doc }: { doc: Diagnostics }) {
           { title: t("col.error"), dataIndex: "error", render: (v: string | null) => formatJson(v), ellipsis: true },
         ]}
       />
-      {doc.events.truncated && <Typography.Text type="warning">{t("events.truncated", { total: doc.events.total })}</Typography.Text>}
+      {doc.events.truncated && <Typography.Text type="warning">{t("events.truncated", { total: formatCount(doc.events.total) })}</Typography.Text>}
     </div>
   );
 }

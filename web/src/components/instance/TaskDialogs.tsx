@@ -8,6 +8,7 @@ import { useTranslation } from "react-i18next";
 import { ApiError, api, unwrap } from "../../api/client";
 import { ErrorAlert } from "../errors";
 import { ReasonInput, blank, confirmProps } from "./ReasonInput";
+import { formatDuration } from "../units";
 
 function Refusal({ error }: { error: unknown }) {
   const { t } = useTranslation("instance");
@@ -15,7 +16,7 @@ function Refusal({ error }: { error: unknown }) {
     return <Alert type="error" showIcon data-testid="reassign-conflict" message={t("reassign.conflict", { taskId: String(error.body.taskId ?? "") })} description={error.message} />;
   }
   if (error instanceof ApiError && error.code === "remind_too_soon") {
-    return <Alert type="warning" showIcon data-testid="remind-too-soon" message={t("remind.tooSoon", { minutes: Math.ceil(Number(error.body.retryAfterSeconds ?? 0) / 60) })} />;
+    return <Alert type="warning" showIcon data-testid="remind-too-soon" message={t("remind.tooSoon", { wait: formatDuration(Number(error.body.retryAfterSeconds ?? 0) * 1000) })} />;
   }
   return <ErrorAlert error={error} />;
 }

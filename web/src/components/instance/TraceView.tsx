@@ -1,24 +1,32 @@
 // Engine trace: the timeline (oldest first, paged with the API's cursor) and
 // the job chain of the instance's traceId, each job with its attempts.
-import { Button, Empty, Table, Tag, Timeline, Typography } from "antd";
+import { Button, Empty, Space, Switch, Table, Tag, Timeline, Typography } from "antd";
+import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap } from "../../api/client";
 import { ErrorAlert } from "../errors";
 import { formatJson, formatTime } from "../format";
 import { Pager } from "../Pager";
+import { formatCount, formatDuration } from "../units";
 import { useCursor } from "../useCursor";
+import { InterventionEntry, InterventionIcon } from "./InterventionEntry";
 import { RunTag } from "./RunTag";
 import { TRACE_PAGE } from "./useDiagnostics";
-import type { Diagnostics, Execution, Job, Trace } from "./types";
+import type { Diagnostics, Execution, Job, Trace, TraceRow } from "./types";
 
-function TraceTimeline({ trace }: { trace: Trace }) {
+// issue 31 item 2: an operator's intervention, set apart by its colour and icon
+function interventionItem(row: TraceRow) {
+  return { key: row.id, color: "orange", dot: <InterventionIcon />, children: <InterventionEntry row={row} /> };
+}
+
+function TraceTimeline({ trace, onlyInterventions }: { trace: Trace; onlyInterventions?: boolean }) {
   const { t } = useTranslation("instance");
-  if (!trace.items.length) return <Empty />;
+  if (!trace.items.length) return <Empty description={onlyInterventions ? t("intervention.none") : undefined} />;
   return (
     <Timeline
       data-testid="trace-timeline"
-      items={trace.items.map((row) => ({
+      items={trace.items.map((row) => row.kind === "intervention" ? interventionItem(row) : ({
         key: row.id,
         color: /failed|error/.test(row.event) ? "red" : row.event.includes("jump") ? "purple" : "blue",
         children: (
@@ -49,7 +57,7 @@ function Attempts({ executions }: { executions: Execution[] }) {
         { title: t("col.attempt"), dataIndex: "attempt" },
         { title: t("col.status"), dataIndex: "status", render: (v: string) => <RunTag status={v} /> },
         { title: t("col.startedAt"), dataIndex: "startedAt", render: formatTime },
-        { title: t("col.durationMs"), dataIndex: "durationMs", render: (v: number | null) => v ?? "—" },
+        { title: t("col.duration"), dataIndex: "durationMs", render: (v: number | null) => formatDuration(v) },
         { title: t("col.error"), render: (_: unknown, e: Execution) => (e.error ? `${e.errorCode ?? ""} ${e.error}` : "—") },
       ]}
     />
@@ -95,21 +103,33 @@ export function JobTable({ jobs, onRetry }: { jobs: Job[]; onRetry?: (job: Job) 
 export function TraceView({ doc, onRetry }: { doc: Diagnostics; onRetry: (job: Job) => void }) {
   const { t } = useTranslation("instance");
   const id = doc.instance.id;
-  const pager = useCursor(String(id));
+  const [onlyInterventions, setOnlyInterventions] = useState(false);
+  const kind = onlyInterventions ? ("intervention" as const) : undefined;
+  const pager = useCursor(`${id}:${kind ?? "all"}`);
   const page = useQuery({
-    queryKey: ["instance-trace", id, pager.cursor],
-    enabled: pager.cursor !== null,
+    queryKey: ["instance-trace", id, pager.cursor, kind],
+    enabled: pager.cursor !== null || kind !== undefined,
     queryFn: async () =>
       ((await unwrap(
-        api.GET("/api/workflows/instances/{instanceId}/diagnostics", { params: { path: { instanceId: id }, query: { view: "trace", limit: TRACE_PAGE, cursor: pager.cursor } } }),
+        api.GET("/api/workflows/instances/{instanceId}/diagnostics", { params: { path: { instanceId: id }, query: { view: "trace", limit: TRACE_PAGE, cursor: pager.cursor, kind } } }),
       )) as unknown as { trace: Trace }).trace,
   });
-  const trace = pager.cursor === null ? doc.trace : page.data;
+  const trace = pager.cursor === null && kind === undefined ? doc.trace : page.data;
   return (
     <div data-testid="view-trace">
-      <Typography.Title level={5}>{t("trace.timeline", { total: doc.trace.total })}</Typography.Title>
+      <Typography.Title level={5}>{t("trace.timeline", { total: formatCount(doc.trace.total) })}</Typography.Title>
+      <Space style={{ marginBottom: 12 }}>
+        <Switch
+          size="small"
+          checked={onlyInterventions}
+          onChange={setOnlyInterventions}
+          aria-label={t("intervention.only")}
+          data-testid="interventions-only"
+        />
+        <Typography.Text>{t("intervention.only")}</Typography.Text>
+      </Space>
       <ErrorAlert error={page.error} />
-      {trace && <TraceTimeline trace={trace} />}
+      {trace && <TraceTimeline trace={trace} onlyInterventions={onlyInterventions} />}
       <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={trace?.next} onPrevious={pager.previous} onNext={() => pager.next(trace?.next)} />
       <Typography.Title level={5} style={{ marginTop: 16 }}>
         {t("trace.jobChain", { traceId: doc.trace.jobChain.traceId ?? "—" })}

@@ -56,6 +56,18 @@ export interface TraceRow {
   jobId: number | null;
   detail: unknown;
   createdAt: string;
+  // issue 31 item 2: "intervention" rows carry what an operator did
+  kind?: "engine" | "intervention";
+  action?: string;
+  actor?: string | null;
+  reason?: string | null;
+  changes?: InterventionChange[];
+}
+
+export interface InterventionChange {
+  field: string;
+  before: unknown;
+  after: unknown;
 }
 
 export interface Trace {

@@ -12,6 +12,7 @@ import { PagedTable } from "./PagedTable";
 import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } from "./labels";
 import { RuleDialog } from "./RuleDialog";
 import { ActionLink } from "../../components/ActionLink";
+import { formatDuration } from "../../components/units";
 
 type Rule = Schemas["RulePublic"];
 
@@ -71,7 +72,7 @@ export function RulesTab({ onSilence }: { onSilence: (rule: Rule) => void }) {
           { title: t("rule.name"), dataIndex: "name" },
           { title: t("rule.metric"), dataIndex: "metric", render: (m: string) => <Tooltip title={m}>{metricLabel(m)}</Tooltip> },
           { title: t("rule.condition"), key: "condition", render: (_, r) => `${comparisonSymbol(r.comparison)} ${formatValue(r.threshold)}` },
-          { title: t("rule.for"), dataIndex: "for" },
+          { title: t("rule.for"), dataIndex: "forSeconds", render: (s: number, r) => <span title={r.for}>{formatDuration(s * 1000)}</span> },
           { title: t("rule.severity"), dataIndex: "severity", render: (s: string) => <SeverityTag severity={s} /> },
           { title: t("rule.channels"), key: "channels", ellipsis: true, width: 220, render: (_, r) => channelsOf(r) },
           { title: t("rule.tenant"), dataIndex: "tenant", render: (v: string | null) => v ?? t("rule.allTenants") },

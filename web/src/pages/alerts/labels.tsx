@@ -5,7 +5,7 @@ import { Tag } from "antd";
 import { useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap } from "../../api/client";
-import { formatNumber } from "../../components/format";
+import { formatNumber } from "../../components/units";
 
 export const COMPARISONS = { gt: ">", gte: "≥", lt: "<", lte: "≤" } as const;
 export const SEVERITIES = ["info", "warning", "critical"] as const;

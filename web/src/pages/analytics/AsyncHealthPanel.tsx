@@ -6,7 +6,7 @@ import { Col, Descriptions, Row, Space, Table } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { EChart, type ChartOption } from "../../components/EChart";
-import { formatNumber } from "../../components/format";
+import { formatCount } from "../../components/units";
 import { StatusTag } from "../../components/StatusTag";
 import { PanelCard } from "./PanelCard";
 import { usePanel } from "./useAnalytics";
@@ -29,7 +29,7 @@ function Counts({ byStatus, testId }: { byStatus: Record<string, number>; testId
       {nonZero.length === 0 ? "—" : nonZero.map(([s, n]) => (
         <span key={s}>
           <StatusTag status={s} />
-          {formatNumber(n)}
+          {formatCount(n)}
         </span>
       ))}
     </Space>
@@ -43,10 +43,10 @@ export function AsyncHealthPanel({ definitionKey }: { definitionKey?: string }) 
   const option = useMemo<ChartOption>(() => {
     const statuses = [...new Set((jobs ?? []).flatMap((j) => Object.keys(j.byStatus)))];
     return {
-      tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
+      tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: (v: unknown) => formatCount(Number(v)) },
       legend: { top: 0, type: "scroll" },
-      grid: { left: 120, right: 16, top: 36, bottom: 24 },
-      xAxis: { type: "value", minInterval: 1 },
+      grid: { left: 120, right: 28, top: 36, bottom: 24 },
+      xAxis: { type: "value", minInterval: 1, axisLabel: { formatter: (v: number) => formatCount(v) } },
       yAxis: { type: "category", data: (jobs ?? []).map((j) => j.type) },
       series: statuses.map((s) => ({ name: t(`common:status.${s}`), type: "bar", stack: "jobs", itemStyle: { color: STATUS_COLORS[s] }, data: (jobs ?? []).map((j) => j.byStatus[s] ?? 0) })),
     };
@@ -65,15 +65,15 @@ export function AsyncHealthPanel({ definitionKey }: { definitionKey?: string }) 
             dataSource={jobs ?? []}
             columns={[
               { title: t("async.jobType"), dataIndex: "type" },
-              { title: t("top.total"), dataIndex: "total", align: "right" },
+              { title: t("top.total"), dataIndex: "total", align: "right", render: formatCount },
               { title: t("async.byStatus"), dataIndex: "byStatus", render: (b: Record<string, number>, r) => <Counts byStatus={b} testId={`async-job-${r.type}`} /> },
             ]}
           />
           <Descriptions size="small" column={1} style={{ marginTop: 12 }}>
-            <Descriptions.Item label={t("async.webhooks", { n: q.data?.webhookDeliveries.total ?? 0 })}>
+            <Descriptions.Item label={t("async.webhooks", { n: formatCount(q.data?.webhookDeliveries.total ?? 0) })}>
               <Counts byStatus={q.data?.webhookDeliveries.byStatus ?? {}} testId="async-webhooks" />
             </Descriptions.Item>
-            <Descriptions.Item label={t("async.subprocesses", { n: q.data?.subprocessInstances.total ?? 0 })}>
+            <Descriptions.Item label={t("async.subprocesses", { n: formatCount(q.data?.subprocessInstances.total ?? 0) })}>
               <Counts byStatus={q.data?.subprocessInstances.byStatus ?? {}} testId="async-subprocesses" />
             </Descriptions.Item>
           </Descriptions>

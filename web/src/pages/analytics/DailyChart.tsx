@@ -4,6 +4,7 @@ import { useMemo } from "react";
 import { Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import { EChart, type ChartOption } from "../../components/EChart";
+import { formatCount } from "../../components/units";
 import { PanelCard } from "./PanelCard";
 import { usePanel } from "./useAnalytics";
 
@@ -13,11 +14,11 @@ export function DailyChart({ definitionKey }: { definitionKey?: string }) {
   const days = q.data?.days;
   const option = useMemo<ChartOption>(
     () => ({
-      tooltip: { trigger: "axis" },
+      tooltip: { trigger: "axis", valueFormatter: (v: unknown) => formatCount(Number(v)) },
       legend: { top: 0 },
       grid: { left: 40, right: 16, top: 36, bottom: 28 },
       xAxis: { type: "category", data: (days ?? []).map((d) => d.date.slice(5)) },
-      yAxis: { type: "value", minInterval: 1 },
+      yAxis: { type: "value", minInterval: 1, axisLabel: { formatter: (v: number) => formatCount(v) } },
       series: [
         { name: t("daily.starts"), type: "line", data: (days ?? []).map((d) => d.starts) },
         { name: t("daily.finishes"), type: "line", data: (days ?? []).map((d) => d.finishes) },

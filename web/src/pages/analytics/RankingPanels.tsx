@@ -4,7 +4,7 @@
 import { Table, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
-import { formatDuration } from "./duration";
+import { formatCount, formatDuration } from "../../components/units";
 import { PanelCard } from "./PanelCard";
 import { usePanel } from "./useAnalytics";
 import { ActionLink } from "../../components/ActionLink";
@@ -36,11 +36,11 @@ export function TopDefinitionsPanel({ definitionKey, onPick }: Props & { onPick:
               </ActionLink>
             ),
           },
-          { title: t("top.total"), dataIndex: "total", align: "right" },
-          { title: t("common:status.running"), dataIndex: "running", align: "right" },
-          { title: t("common:status.approved"), dataIndex: "approved", align: "right" },
-          { title: t("common:status.rejected"), dataIndex: "rejected", align: "right" },
-          { title: t("avgDuration"), dataIndex: "avgDurationMs", align: "right", render: (ms: number | null) => formatDuration(ms, t) },
+          { title: t("top.total"), dataIndex: "total", align: "right", render: formatCount },
+          { title: t("common:status.running"), dataIndex: "running", align: "right", render: formatCount },
+          { title: t("common:status.approved"), dataIndex: "approved", align: "right", render: formatCount },
+          { title: t("common:status.rejected"), dataIndex: "rejected", align: "right", render: formatCount },
+          { title: t("avgDuration"), dataIndex: "avgDurationMs", align: "right", render: (ms: number | null) => formatDuration(ms) },
         ]}
       />
     </PanelCard>
@@ -60,10 +60,10 @@ export function NodeBottlenecksPanel({ definitionKey }: Props) {
         columns={[
           { title: t("definition"), dataIndex: "definitionKey" },
           { title: t("node"), dataIndex: "nodeKey" },
-          { title: t("nodes.backlog"), dataIndex: "backlog", align: "right" },
-          { title: t("handled"), dataIndex: "handled", align: "right" },
-          { title: t("avgHandling"), dataIndex: "avgHandlingMs", align: "right", render: (ms: number | null) => formatDuration(ms, t) },
-          { title: t("nodes.p90"), dataIndex: "p90HandlingMs", align: "right", render: (ms: number | null) => formatDuration(ms, t) },
+          { title: t("nodes.backlog"), dataIndex: "backlog", align: "right", render: formatCount },
+          { title: t("handled"), dataIndex: "handled", align: "right", render: formatCount },
+          { title: t("avgHandling"), dataIndex: "avgHandlingMs", align: "right", render: (ms: number | null) => formatDuration(ms) },
+          { title: t("nodes.p90"), dataIndex: "p90HandlingMs", align: "right", render: (ms: number | null) => formatDuration(ms) },
         ]}
       />
     </PanelCard>
@@ -82,9 +82,9 @@ export function ApproverWorkloadPanel({ definitionKey }: Props) {
         dataSource={q.data?.items ?? []}
         columns={[
           { title: t("workload.assignee"), dataIndex: "assignee" },
-          { title: t("workload.pending"), dataIndex: "pending", align: "right" },
-          { title: t("handled"), dataIndex: "handled", align: "right" },
-          { title: t("avgHandling"), dataIndex: "avgHandlingMs", align: "right", render: (ms: number | null) => formatDuration(ms, t) },
+          { title: t("workload.pending"), dataIndex: "pending", align: "right", render: formatCount },
+          { title: t("handled"), dataIndex: "handled", align: "right", render: formatCount },
+          { title: t("avgHandling"), dataIndex: "avgHandlingMs", align: "right", render: (ms: number | null) => formatDuration(ms) },
         ]}
       />
     </PanelCard>

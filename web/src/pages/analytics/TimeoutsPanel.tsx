@@ -3,9 +3,9 @@
 import { Col, Row, Statistic, Table, Typography, theme } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
-import { formatNumber, formatTime } from "../../components/format";
+import { formatTime } from "../../components/format";
+import { formatCount, formatDuration } from "../../components/units";
 import { InstanceLink } from "../../components/InstanceLink";
-import { formatDuration } from "./duration";
 import { PanelCard } from "./PanelCard";
 import { usePanel } from "./useAnalytics";
 
@@ -18,10 +18,10 @@ export function TimeoutsPanel({ definitionKey }: { definitionKey?: string }) {
     <PanelCard title={t("timeouts.title")} testId="panel-timeouts" loading={q.isLoading} error={q.error}>
       <Row gutter={16} style={{ marginBottom: 12 }}>
         <Col span={12}>
-          <Statistic title={t("timeouts.overdue")} value={d?.overdue ?? 0} valueRender={() => <span data-testid="timeouts-overdue">{formatNumber(d?.overdue)}</span>} valueStyle={{ color: d?.overdue ? token.colorError : undefined }} />
+          <Statistic title={t("timeouts.overdue")} value={d?.overdue ?? 0} valueRender={() => <span data-testid="timeouts-overdue">{formatCount(d?.overdue)}</span>} valueStyle={{ color: d?.overdue ? token.colorError : undefined }} />
         </Col>
         <Col span={12}>
-          <Statistic title={t("timeouts.dueWithin24h")} value={d?.dueWithin24h ?? 0} valueRender={() => <span data-testid="timeouts-due24h">{formatNumber(d?.dueWithin24h)}</span>} />
+          <Statistic title={t("timeouts.dueWithin24h")} value={d?.dueWithin24h ?? 0} valueRender={() => <span data-testid="timeouts-due24h">{formatCount(d?.dueWithin24h)}</span>} />
         </Col>
       </Row>
       <Table<Schemas["OverdueTask"]>
@@ -38,7 +38,7 @@ export function TimeoutsPanel({ definitionKey }: { definitionKey?: string }) {
           { title: t("node"), dataIndex: "nodeKey" },
           { title: t("workload.assignee"), dataIndex: "assignee" },
           { title: t("timeouts.dueAt"), dataIndex: "dueAt", render: formatTime },
-          { title: t("timeouts.overdueBy"), dataIndex: "overdueSeconds", align: "right", render: (s: number) => formatDuration(s * 1000, t) },
+          { title: t("timeouts.overdueBy"), dataIndex: "overdueSeconds", align: "right", render: (s: number) => formatDuration(s * 1000) },
         ]}
       />
     </PanelCard>

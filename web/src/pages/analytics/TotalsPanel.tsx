@@ -2,9 +2,8 @@
 // pending human tasks now and starts in the last 7 days.
 import { Col, Row, Space, Statistic, Typography } from "antd";
 import { useTranslation } from "react-i18next";
-import { formatNumber } from "../../components/format";
+import { formatCount, formatDuration } from "../../components/units";
 import { StatusTag } from "../../components/StatusTag";
-import { formatDuration } from "./duration";
 import { PanelCard } from "./PanelCard";
 import { usePanel } from "./useAnalytics";
 
@@ -14,11 +13,11 @@ export function TotalsPanel({ definitionKey }: { definitionKey?: string }) {
   const d = q.data;
   const figures = d
     ? [
-        { key: "instances", value: formatNumber(d.instances) },
-        { key: "finished", value: formatNumber(d.finished) },
-        { key: "avgDuration", value: formatDuration(d.avgDurationMs, t) },
-        { key: "pendingTasks", value: formatNumber(d.pendingTasks) },
-        { key: "startsLast7Days", value: formatNumber(d.startsLast7Days) },
+        { key: "instances", value: formatCount(d.instances) },
+        { key: "finished", value: formatCount(d.finished) },
+        { key: "avgDuration", value: formatDuration(d.avgDurationMs) },
+        { key: "pendingTasks", value: formatCount(d.pendingTasks) },
+        { key: "startsLast7Days", value: formatCount(d.startsLast7Days) },
       ]
     : [];
   return (
@@ -35,7 +34,7 @@ export function TotalsPanel({ definitionKey }: { definitionKey?: string }) {
         {Object.entries(d?.instancesByStatus ?? {}).map(([status, n]) => (
           <span key={status} data-testid={`totals-status-${status}`}>
             <StatusTag status={status} />
-            {formatNumber(n)}
+            {formatCount(n)}
           </span>
         ))}
       </Space>

@@ -16,6 +16,7 @@ import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
+import { formatBytes } from "../../components/units";
 
 type Ticket = Schemas["CompensationPublic"];
 type Detail = Schemas["CompensationDetail"];
@@ -184,7 +185,7 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
                         data-testid="attachment-download"
                         onClick={() => download(h.attachment!.url, h.attachment!.name).catch(showError)}
                       >
-                        {t("history.download", { name: h.attachment.name, size: Math.ceil(h.attachment.sizeBytes / 1024) })}
+                        {t("history.download", { name: h.attachment.name, size: formatBytes(h.attachment.sizeBytes) })}
                       </ActionLink>
                       </div>
                     )}

@@ -1,6 +1,7 @@
 // 流程定义 (Process definitions): the list, a definition's versions, the
 // diagram of a version, starting an instance from the generated form, and
-// deploying a new definition or version.
+// deploying a new definition or version; suspending / resuming every
+// running instance of a definition at once (ScopeSuspend).
 import { useState } from "react";
 import { App, Button, Card, Col, Descriptions, Form, Modal, Row, Select, Space, Table } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
@@ -15,6 +16,7 @@ import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { DeployPanel } from "./DeployPanel";
 import { Diagram } from "./Diagram";
+import { ScopeSuspendButtons } from "./ScopeSuspend";
 import { ActionLink } from "../../components/ActionLink";
 
 type Definition = Schemas["DefinitionPublic"];
@@ -65,6 +67,7 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
             options={(versions.data?.items ?? []).map((d) => ({ value: d.version, label: t("version.label", { version: d.version }) }))}
           />
           <Button type="primary" onClick={() => setStarting(true)} disabled={!detail.data} data-testid="start-instance">{t("start.open")}</Button>
+          {detail.data && <ScopeSuspendButtons defKey={defKey} version={shown} source={detail.data.source} />}
         </Space>
       }
     >

@@ -1,8 +1,8 @@
 // 引擎诊断 (Engine diagnostics, SPEC O-16 and O-18): node and pool cards, the
 // queue distribution, the health score trend and the targeted recovery
-// actions. The figures refresh every 10 s; the previous ones stay on screen.
+// actions, and the paused pools and job types (who, why, since). The figures refresh every 10 s; the previous ones stay on screen.
 import { useEffect } from "react";
-import { Card, Col, Row, Statistic, Typography } from "antd";
+import { Alert, Card, Col, Row, Statistic, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { useLocation } from "react-router-dom";
@@ -13,6 +13,7 @@ import { NodeCards } from "./NodeCards";
 import { QueueChart } from "./QueueChart";
 import { RecoveryPanel } from "./RecoveryPanel";
 import { ScoreTrend } from "./ScoreTrend";
+import { useLiveInterval } from "../../live/context";
 
 export default function EngineDiagnosticsPage() {
   const { t } = useTranslation("engine");
@@ -20,13 +21,13 @@ export default function EngineDiagnosticsPage() {
   const diagnostics = useQuery({
     queryKey: ["engine-diagnostics"],
     queryFn: () => unwrap(api.GET("/api/workflows/engine/diagnostics")),
-    refetchInterval: 10_000,
+    refetchInterval: useLiveInterval(10_000),
     placeholderData: keepPreviousData,
   });
   const score = useQuery({
     queryKey: ["health-score"],
     queryFn: () => unwrap(api.GET("/api/workflows/engine/health-score")),
-    refetchInterval: 30_000,
+    refetchInterval: useLiveInterval(30_000),
     placeholderData: keepPreviousData,
   });
   const data = diagnostics.data;
@@ -60,6 +61,24 @@ export default function EngineDiagnosticsPage() {
           </Card>
         </Col>
       </Row>
+      {data && data.pausedScopes.length > 0 && (
+        <Alert
+          type="warning"
+          showIcon
+          style={{ marginBottom: 16 }}
+          data-testid="engine-paused"
+          message={t("paused.title", { n: data.pausedScopes.length })}
+          description={
+            <ul style={{ margin: 0, paddingInlineStart: 20 }}>
+              {data.pausedScopes.map((p) => (
+                <li key={`${p.scope}:${p.value}`} data-testid={`engine-paused-${p.scope}-${p.value}`}>
+                  {t("paused.item", { kind: t(`paused.kind.${p.scope}`), value: p.value, by: p.pausedBy, since: formatTime(p.since), reason: p.reason })}
+                </li>
+              ))}
+            </ul>
+          }
+        />
+      )}
       {data && <NodeCards data={data} />}
       <Row gutter={16}>
         <Col xs={24} xl={12}>

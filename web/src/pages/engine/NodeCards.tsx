@@ -4,7 +4,8 @@ import type { ReactNode } from "react";
 import { Card, Col, Descriptions, Progress, Row, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
-import { formatNumber, formatTime } from "../../components/format";
+import { formatTime } from "../../components/format";
+import { formatCount, formatDuration } from "../../components/units";
 import { StatusTag } from "../../components/StatusTag";
 
 type Diagnostics = Schemas["EngineDiagnosticsPublic"];
@@ -28,7 +29,8 @@ function FigureCard({ title, testId, rows }: { title: string; testId: string; ro
 
 export function NodeCards({ data }: { data: Diagnostics }) {
   const { t } = useTranslation("engine");
-  const seconds = (s: number | null | undefined) => (s == null ? "—" : t("secondsAgo", { s: formatNumber(s, 1) }));
+  const ago = (s: number | null | undefined) => (s == null ? "—" : t("ago", { age: formatDuration(s * 1000) }));
+  const slots = (inUse: number, capacity: number) => `${formatCount(inUse)} / ${formatCount(capacity)}`;
   return (
     <>
       <Typography.Title level={5}>{t("nodes.title")}</Typography.Title>
@@ -53,13 +55,13 @@ export function NodeCards({ data }: { data: Diagnostics }) {
                   </>
                 }
               >
-                <Progress aria-label={t("nodes.slots")} percent={n.slotsCapacity ? Math.round((100 * n.slotsInUse) / n.slotsCapacity) : 0} size="small" format={() => `${n.slotsInUse} / ${n.slotsCapacity}`} />
+                <Progress aria-label={t("nodes.slots")} percent={n.slotsCapacity ? Math.round((100 * n.slotsInUse) / n.slotsCapacity) : 0} size="small" format={() => slots(n.slotsInUse, n.slotsCapacity)} />
                 <Descriptions size="small" column={1} style={{ marginTop: 8 }}>
                   <Descriptions.Item label={t("nodes.id")}><span data-testid="node-id">{n.id}</span></Descriptions.Item>
-                  <Descriptions.Item label={t("nodes.slots")}><span data-testid="node-slots">{`${n.slotsInUse} / ${n.slotsCapacity}`}</span></Descriptions.Item>
-                  <Descriptions.Item label={t("nodes.heartbeat")}><span data-testid="node-heartbeat">{seconds(n.heartbeatAgeS)}</span></Descriptions.Item>
+                  <Descriptions.Item label={t("nodes.slots")}><span data-testid="node-slots">{slots(n.slotsInUse, n.slotsCapacity)}</span></Descriptions.Item>
+                  <Descriptions.Item label={t("nodes.heartbeat")}><span data-testid="node-heartbeat">{ago(n.heartbeatAgeS)}</span></Descriptions.Item>
                   <Descriptions.Item label={t("nodes.roles")}>{n.roles.join(", ") || "—"}</Descriptions.Item>
-                  <Descriptions.Item label={t("nodes.pools")}>{Object.entries(n.pools).map(([k, v]) => `${k}: ${v}`).join(", ") || "—"}</Descriptions.Item>
+                  <Descriptions.Item label={t("nodes.pools")}>{Object.entries(n.pools).map(([k, v]) => `${k}: ${formatCount(v)}`).join(", ") || "—"}</Descriptions.Item>
                   <Descriptions.Item label={t("nodes.leases")}><span data-testid="node-leases">{leases.map((l) => l.name).join(", ") || "—"}</span></Descriptions.Item>
                   <Descriptions.Item label={t("nodes.started")}>{formatTime(n.startedAt)}</Descriptions.Item>
                 </Descriptions>
@@ -76,10 +78,10 @@ export function NodeCards({ data }: { data: Diagnostics }) {
             title={p.pool}
             testId={`pool-card-${p.pool}`}
             rows={[
-              ["pool-pending", t("pools.pending"), p.pending],
-              ["pool-due", t("pools.due"), p.due],
-              ["pool-running", t("pools.running"), p.running],
-              ["pool-oldest", t("pools.oldestDue"), seconds(p.oldestDueAgeS)],
+              ["pool-pending", t("pools.pending"), formatCount(p.pending)],
+              ["pool-due", t("pools.due"), formatCount(p.due)],
+              ["pool-running", t("pools.running"), formatCount(p.running)],
+              ["pool-oldest", t("pools.oldestDue"), ago(p.oldestDueAgeS)],
             ]}
           />
         ))}
@@ -87,9 +89,9 @@ export function NodeCards({ data }: { data: Diagnostics }) {
           title={t("outbox.title")}
           testId="outbox-card"
           rows={[
-            ["outbox-pending", t("outbox.pending"), data.outbox.pending],
-            ["outbox-failed", t("outbox.failed"), data.outbox.failed],
-            ["outbox-oldest", t("outbox.oldest"), seconds(data.outbox.oldestPending?.ageS)],
+            ["outbox-pending", t("outbox.pending"), formatCount(data.outbox.pending)],
+            ["outbox-failed", t("outbox.failed"), formatCount(data.outbox.failed)],
+            ["outbox-oldest", t("outbox.oldest"), ago(data.outbox.oldestPending?.ageS)],
           ]}
         />
         <Col xs={24} md={12} xl={6}>

@@ -5,6 +5,7 @@ import { Card } from "antd";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { EChart, type ChartOption } from "../../components/EChart";
+import { formatCount } from "../../components/units";
 
 type Count = Schemas["TypeStatusCount"];
 // one colour per status, whichever statuses a refresh holds
@@ -25,11 +26,11 @@ export function QueueChart({ counts }: { counts: Count[] }) {
     const statuses = [...new Set(counts.map((c) => c.status))].sort();
     return {
       animation: false, // refreshed every 10 s: bars change in place
-      tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
+      tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: (v: unknown) => formatCount(Number(v)) },
       legend: { top: 0 },
       grid: { left: 48, right: 16, top: 36, bottom: 72 },
       xAxis: { type: "category", data: types, axisLabel: { rotate: 30 } },
-      yAxis: { type: "value", minInterval: 1 },
+      yAxis: { type: "value", minInterval: 1, axisLabel: { formatter: (v: number) => formatCount(v) } },
       series: statuses.map((s) => ({
         name: t(`common:status.${s}`),
         type: "bar",

@@ -13,6 +13,7 @@ import { ErrorAlert } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
 import { formatTime } from "../../components/format";
 import { RECOVERY_ACTIONS, readRecovery, type RecoveryAction, type RecoveryFilter } from "./recoveryQuery";
+import { formatCount } from "../../components/units";
 
 type Item = Schemas["RecoveryItemPublic"];
 type Outcome = Schemas["RecoveryOutcomePublic"];
@@ -85,7 +86,7 @@ function ActionPane({ action, initial }: { action: RecoveryAction; initial: Reco
       {plan && (
         <Card size="small" style={{ marginTop: 12 }} data-testid="recovery-plan">
           <Space size="large" style={{ marginBottom: 8 }}>
-            <Statistic title={t("recovery.count")} value={plan.count} valueRender={(v) => <span data-testid="recovery-count">{v}</span>} />
+            <Statistic title={t("recovery.count")} value={plan.count} valueRender={() => <span data-testid="recovery-count">{formatCount(plan.count)}</span>} />
             <Space wrap>
               {Object.entries(plan.byAction).map(([verb, n]) => (
                 <Tag key={verb}>{`${t(`recovery.verb.${verb}`)}: ${n}`}</Tag>
@@ -99,7 +100,7 @@ function ActionPane({ action, initial }: { action: RecoveryAction; initial: Reco
             dataSource={plan.samples}
             locale={{ emptyText: <Typography.Text type="secondary">{t("recovery.nothing")}</Typography.Text> }}
             columns={itemColumns(t)}
-            footer={plan.count > plan.samples.length ? () => t("recovery.samplesOf", { shown: plan.samples.length, total: plan.count }) : undefined}
+            footer={plan.count > plan.samples.length ? () => t("recovery.samplesOf", { shown: formatCount(plan.samples.length), total: formatCount(plan.count) }) : undefined}
           />
         </Card>
       )}
@@ -108,7 +109,7 @@ function ActionPane({ action, initial }: { action: RecoveryAction; initial: Reco
           <Descriptions size="small" column={3} style={{ marginBottom: 8 }}>
             <Descriptions.Item label={t("recovery.batch")}><span data-testid="recovery-batch">{result.batchId}</span></Descriptions.Item>
             <Descriptions.Item label={t("recovery.totals")}>
-              <span data-testid="recovery-totals">{t("recovery.totalsText", { ...result.totals })}</span>
+              <span data-testid="recovery-totals">{t("recovery.totalsText", Object.fromEntries(Object.entries(result.totals).map(([k, v]) => [k, formatCount(v)])))}</span>
             </Descriptions.Item>
             <Descriptions.Item label={t("recovery.eta")}>{`${formatTime(result.estimatedCompletion.from)} – ${formatTime(result.estimatedCompletion.to)}`}</Descriptions.Item>
           </Descriptions>
@@ -135,7 +136,7 @@ function ActionPane({ action, initial }: { action: RecoveryAction; initial: Reco
         onOk={() => run.mutate()}
         onCancel={() => setConfirming(false)}
       >
-        <Alert type="warning" showIcon style={{ marginBottom: 12 }} message={t("recovery.confirmText", { n: plan?.count ?? 0 })} />
+        <Alert type="warning" showIcon style={{ marginBottom: 12 }} message={t("recovery.confirmText", { n: formatCount(plan?.count ?? 0) })} />
         <Typography.Text>{t("recovery.reason")}</Typography.Text>
         <Input.TextArea rows={2} maxLength={2000} value={reason} onChange={(e) => setReason(e.target.value)} data-testid="recovery-reason" />
         {run.error ? <ErrorAlert error={run.error} /> : null}

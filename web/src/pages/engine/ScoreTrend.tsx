@@ -9,6 +9,7 @@ import dayjs, { type Dayjs } from "dayjs";
 import { api, unwrap } from "../../api/client";
 import { EChart, type ChartOption } from "../../components/EChart";
 import { ErrorAlert } from "../../components/errors";
+import { formatCount, formatDuration } from "../../components/units";
 
 const PRESETS: [string, number][] = [
   ["6h", 6],
@@ -63,7 +64,7 @@ export function ScoreTrend() {
       {history.error ? <ErrorAlert error={history.error} /> : null}
       <EChart option={option} height={260} testId="trend-chart" />
       <Typography.Text type="secondary" data-testid="trend-points">
-        {t("trend.points", { n: points.length, minutes: Math.round((history.data?.intervalSeconds ?? 300) / 60) })}
+        {t("trend.points", { n: formatCount(points.length), interval: formatDuration((history.data?.intervalSeconds ?? 300) * 1000) })}
       </Typography.Text>
     </Card>
   );

@@ -5,6 +5,7 @@ import { Select, Space, Typography } from "antd";
 import type { SelectProps } from "antd";
 import { useTranslation } from "react-i18next";
 import { THRESHOLDS, thresholdLabel, type HealthQuery, type Level, type Rule } from "./query";
+import { formatCount } from "../../components/units";
 
 function Labeled<T extends string | number>({ label, testId, ...props }: { label: string; testId: string } & SelectProps<T>) {
   return (
@@ -17,7 +18,7 @@ function Labeled<T extends string | number>({ label, testId, ...props }: { label
 
 export function FilterBar({ query, byRule, byLevel, onChange }: { query: HealthQuery; byRule: Record<string, number>; byLevel: Record<string, number>; onChange: (q: HealthQuery) => void }) {
   const { t } = useTranslation("health");
-  const counted = (label: string, n: number | undefined) => ({ title: label, label: n === undefined ? label : `${label} (${n})` });
+  const counted = (label: string, n: number | undefined) => ({ title: label, label: n === undefined ? label : `${label} (${formatCount(n)})` });
   return (
     <Space wrap size="large">
       <Labeled<number>

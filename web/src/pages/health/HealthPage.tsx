@@ -17,6 +17,7 @@ import { HealthViews } from "./HealthViews";
 import { ProblemTable } from "./ProblemTable";
 import { FilterBar } from "./FilterBar";
 import { readHealthQuery, thresholdLabel, writeHealthQuery, type HealthQuery } from "./query";
+import { formatCount } from "../../components/units";
 
 const PAGE_SIZE = 100;
 
@@ -68,7 +69,7 @@ export default function HealthPage() {
             <Card size="small" data-testid={`health-summary-${s.key}`}>
               <Statistic
                 title={t(`summary.${s.key}`)}
-                value={s.value ?? "—"}
+                value={s.key === "score" ? (s.value ?? "—") : formatCount(s.value)}
                 suffix={s.key === "score" && data ? "/ 100" : undefined}
                 valueStyle={s.key === "critical" && s.value ? { color: token.colorError } : s.key === "warning" && s.value ? { color: token.colorWarning } : undefined}
               />

@@ -12,6 +12,7 @@ import { InstanceLink } from "../../components/InstanceLink";
 import { formatTime } from "../../components/format";
 import { repairOf, type Rule } from "./query";
 import { problemTexts } from "./problemText";
+import { formatCount } from "../../components/units";
 
 type Item = Schemas["HealthItem"];
 // the rules whose repair on the instance has its own words (repair.instance.*)
@@ -66,7 +67,7 @@ export function ProblemTable({ items, byRule, loading }: { items: Item[]; byRule
           <span data-testid={`health-group-${rule}`}>
             <LevelTag level={rows[0].level} />
             <Typography.Text strong>{t(`rule.${rule}`)}</Typography.Text>
-            <Typography.Text type="secondary">{` · ${t("table.groupCount", { shown: rows.length, total: byRule[rule] ?? rows.length })}`}</Typography.Text>
+            <Typography.Text type="secondary">{` · ${t("table.groupCount", { shown: formatCount(rows.length), total: formatCount(byRule[rule] ?? rows.length) })}`}</Typography.Text>
           </span>
         ),
         children: (

@@ -12,7 +12,7 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
-import { formatNumber } from "../../components/format";
+import { formatNumber } from "../../components/units";
 import type { InstanceQuery } from "./filters";
 
 type Result = Schemas["BatchRecoverPublic"];

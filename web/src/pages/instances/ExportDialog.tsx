@@ -6,7 +6,7 @@ import { Alert, Modal, Radio, Space, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import { download } from "../../api/client";
 import { useShowError } from "../../components/errors";
-import { formatNumber } from "../../components/format";
+import { formatNumber } from "../../components/units";
 import { toSearch, type InstanceQuery } from "./filters";
 
 export const EXPORT_CAP = 10_000;

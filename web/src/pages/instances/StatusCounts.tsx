@@ -6,6 +6,7 @@ import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { INSTANCE_STATUSES, type InstanceStatus } from "./filters";
 import { Choice } from "../../components/Choice";
+import { formatCount } from "../../components/units";
 
 const ALL = "all";
 
@@ -20,7 +21,7 @@ export function StatusCounts(props: {
     <span data-testid={`count-${key}`}>
       {label}{" "}
       <Tag bordered={false} color={key === ALL ? "blue" : undefined} data-count={n ?? ""} style={{ marginInlineEnd: 0 }}>
-        {n ?? "…"}
+        {n === undefined ? "…" : formatCount(n)}
       </Tag>
     </span>
   );

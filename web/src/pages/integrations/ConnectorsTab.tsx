@@ -9,6 +9,7 @@ import { formatTime } from "../../components/format";
 import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
+import { formatRate } from "../../components/units";
 
 type Connector = Schemas["ConnectorPublic"];
 type AuthKind = "none" | "bearer" | "basic" | "api_key" | "hmac";
@@ -82,7 +83,7 @@ export function ConnectorsTab() {
           { title: t("connector.baseUrl"), dataIndex: "baseUrl", ellipsis: true },
           { title: t("connector.authKind"), dataIndex: "authKind", render: (v: string) => t(`auth.${v}`) },
           { title: t("connector.secret"), dataIndex: "hasSecret", render: (v: boolean) => (v ? t("common:yes") : t("common:no")) },
-          { title: t("connector.rateLimit"), render: (_, c) => (c.rateLimit ? t("connector.rateValue", { rate: c.rateLimit.requestsPerSecond }) : "—") },
+          { title: t("connector.rateLimit"), render: (_, c) => (c.rateLimit ? formatRate(c.rateLimit.requestsPerSecond) : "—") },
           { title: t("connector.enabled"), dataIndex: "enabled", render: (v: boolean) => (v ? t("common:enabled") : t("common:disabled")) },
           { title: t("connector.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
           { title: "", render: (_, c) => <ActionLink onClick={() => open(c)} data-testid={`connector-edit-${c.id}`}>{t("common:edit")}</ActionLink> },

@@ -7,6 +7,7 @@ import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
+import { formatCount } from "../../components/units";
 import type { JobQuery } from "./filters";
 
 import { clustersQuery, type ClusterBy } from "./queries";
@@ -63,10 +64,10 @@ export function FailureClusters(props: {
               <List.Item.Meta
                 title={
                   <Space wrap>
-                    <Tag color="red">{c.count}</Tag>
+                    <Tag color="red">{formatCount(c.count)}</Tag>
                     <Typography.Text strong>{c.key === null || c.key === undefined ? t("clusters.unkeyed") : String(c.key)}</Typography.Text>
                     {c.types.map((ty) => (
-                      <Tag key={ty.type}>{`${ty.type} × ${ty.count}`}</Tag>
+                      <Tag key={ty.type}>{`${ty.type} × ${formatCount(ty.count)}`}</Tag>
                     ))}
                   </Space>
                 }

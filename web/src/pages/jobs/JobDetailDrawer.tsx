@@ -7,6 +7,7 @@ import { useTranslation } from "react-i18next";
 import { api, download, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
+import { formatDuration } from "../../components/units";
 import { InstanceLink } from "../../components/InstanceLink";
 import { JsonBlock } from "../../components/JsonBlock";
 import { StatusTag } from "../../components/StatusTag";
@@ -41,7 +42,7 @@ function Attempts({ executions }: { executions: Execution[] }) {
                 <Descriptions.Item label={t("detail.startedAt")}>{formatTime(e.startedAt)}</Descriptions.Item>
                 <Descriptions.Item label={t("detail.finishedAt")}>{formatTime(e.finishedAt)}</Descriptions.Item>
                 <Descriptions.Item label={t("detail.duration")}>
-                  {e.durationMs == null ? "—" : `${e.durationMs} ms`} · {t("detail.queueDelay", { ms: Math.round(e.queueDelayMs) })}
+                  {formatDuration(e.durationMs)} · {t("detail.queueDelay", { delay: formatDuration(e.queueDelayMs) })}
                 </Descriptions.Item>
                 <Descriptions.Item label={t("detail.node")}>{e.nodeId ?? "—"}</Descriptions.Item>
                 <Descriptions.Item label={t("detail.sideEffectAt")}>{formatTime(e.sideEffectAt)}</Descriptions.Item>

@@ -10,6 +10,7 @@ import { api, unwrap, type Schemas } from "../../api/client";
 import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
+import { formatCount, formatDuration, formatRate } from "../../components/units";
 
 type Filter = Schemas["ReplayFilter"];
 interface Values {
@@ -61,8 +62,8 @@ function ReplayProgress({ replay }: { replay: Schemas["ReplayPublic"] }) {
     <Space direction="vertical" style={{ width: "100%" }} data-testid="replay-progress">
       <Descriptions size="small" column={2} bordered>
         <Descriptions.Item label={t("replay.batch")}>{replay.replayBatchId}</Descriptions.Item>
-        <Descriptions.Item label={t("replay.submitted")}>{`${replay.submitted} / ${replay.matched}`}</Descriptions.Item>
-        <Descriptions.Item label={t("replay.rate")}>{t("replay.rateValue", { rate: replay.rate })}</Descriptions.Item>
+        <Descriptions.Item label={t("replay.submitted")}>{`${formatCount(replay.submitted)} / ${formatCount(replay.matched)}`}</Descriptions.Item>
+        <Descriptions.Item label={t("replay.rate")}>{formatRate(replay.rate)}</Descriptions.Item>
         <Descriptions.Item label={t("replay.window")}>
           {`${formatTime(replay.estimatedCompletion.from)} – ${formatTime(replay.estimatedCompletion.to)}`}
         </Descriptions.Item>
@@ -71,7 +72,7 @@ function ReplayProgress({ replay }: { replay: Schemas["ReplayPublic"] }) {
       <Space wrap>
         {Object.entries(by).map(([status, count]) => (
           <span key={status} data-testid={`replay-count-${status}`}>
-            <StatusTag status={status} /> {count}
+            <StatusTag status={status} /> {formatCount(count)}
           </span>
         ))}
       </Space>
@@ -137,7 +138,7 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
             <Button onClick={onClose}>{t("common:cancel")}</Button>
             <Button onClick={runPreview} loading={busy} data-testid="replay-preview">{t("replay.preview")}</Button>
             <Button type="primary" disabled={!preview || preview.wouldSubmit === 0} loading={busy} onClick={submit} data-testid="replay-submit">
-              {t("replay.submit", { count: preview?.wouldSubmit ?? 0 })}
+              {t("replay.submit", { n: formatCount(preview?.wouldSubmit ?? 0) })}
             </Button>
           </Space>
         )
@@ -204,11 +205,11 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
               <Alert
                 type={preview.wouldSubmit ? "info" : "warning"}
                 showIcon
-                message={t("replay.previewSummary", { matched: preview.matched, wouldSubmit: preview.wouldSubmit })}
+                message={t("replay.previewSummary", { matched: formatCount(preview.matched), wouldSubmit: formatCount(preview.wouldSubmit) })}
                 description={
                   preview.wouldSubmit
                     ? t("replay.estimate", {
-                        seconds,
+                        duration: formatDuration(seconds * 1000),
                         from: formatTime(dayjs().toISOString()),
                         to: formatTime(dayjs().add(seconds, "second").toISOString()),
                       })

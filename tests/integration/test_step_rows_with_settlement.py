@@ -1,23 +1,30 @@
 """A job's step writes its buffered rows with its settlement (SPEC L-14,
 E-8, E-10; issue 15 item 2: one round trip less per job step): on
-PostgreSQL the token moves, outbox, form writes and trace rows ride as CTEs
-on the statement that settles the job and puts its receipt, so they commit
-exactly with it; on SQLite they are written just before the commit as
-before. They ride only when the job's handler hands them over
-(``ctx.step(…, rides=take_rider)``; issue 28 item 3: no statement looks
-into the transaction's buffers by itself). Both backends."""
+PostgreSQL the token moves, outbox, form writes and trace rows are CTEs of
+the one statement that settles the job and puts its receipt — composed by
+the engine store from the ledger's exported parts
+(``engine/store/step_statements.py``) — so they commit exactly with it; on
+SQLite the store writes them, then the ledger settles. Only when the job's
+handler hands its settlement to the store (``ctx.step(…,
+settlement=JobStepSettlement(store))``; issue 28 item 3: no statement looks
+into the transaction's buffers by itself, and the ledger runs no caller's
+SQL). Both backends."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.clock import ManualClock
-from flowledger.db.database import Database, Rider, ride_in_front
+from flowledger.db.database import Database
+from flowledger.db.schema import workflow_jobs
 from flowledger.engine.job_types import engine_job_type
-from flowledger.engine.write_buffer import take_rider
+from flowledger.engine.step import JobStepSettlement
+from flowledger.engine.store import step_statements
+from flowledger.errors import LeaseLostError
 from flowledger.ledger.claim import jobs_claim
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
@@ -90,8 +97,8 @@ async def test_a_steps_rows_ride_only_when_its_handler_hands_them_over_L14(
             await step.trace("probe_written")
             return {"done": True}
 
-        rides = take_rider if handed else None
-        return await ctx.step("probe", run, completes=lambda result: result, rides=rides)
+        settlement = JobStepSettlement(engine.store) if handed else None
+        return await ctx.step("probe", run, completes=lambda result: result, settlement=settlement)
 
     with statement_watch.watched(db) as seen:
         probe = define_handler(engine_job_type("delay_wake"), handler)
@@ -105,16 +112,53 @@ async def test_a_steps_rows_ride_only_when_its_handler_hands_them_over_L14(
     assert "probe_written" in [r["event"] for r in await trace_events(db, job.instance_id)]
 
 
-def test_ride_in_front_puts_the_rider_before_the_statements_own_ctes() -> None:
-    statement = "WITH answer AS (SELECT %(v)s::int AS v) SELECT v FROM answer"
-    rider: Rider = ("rider AS (INSERT INTO rode VALUES (%(r)s))", {"r": 7})
-    sql, params = ride_in_front(statement, {"v": 1}, rider)
-    assert sql == (
-        "WITH rider AS (INSERT INTO rode VALUES (%(r)s)), "
-        "answer AS (SELECT %(v)s::int AS v) SELECT v FROM answer"
+async def test_a_stale_fence_commits_none_of_the_steps_rows_L13_L14(
+    db: Database, clock: ManualClock
+) -> None:
+    """The store's composed statement writes the step's rows even when the
+    settlement inside it finds the fence gone: the step must then roll back
+    whole (LeaseLostError), leaving no row of it and the job as it is."""
+    engine, job = await _one_wake(db, clock, "ride_stale")
+
+    async def handler(ctx: JobContext) -> Any:
+        async def run(conn: AsyncConnection) -> dict[str, Any]:
+            step = await engine.open_step(conn, job.instance_id, actor="t", job_id=job.id)
+            await step.trace("probe_written")
+            # another executor takes the job over inside the fence's window
+            await conn.execute(
+                update(workflow_jobs)
+                .where(workflow_jobs.c.id == job.id)
+                .values(lease_token="someone-else")
+            )
+            return {"done": True}
+
+        return await ctx.step(
+            "probe",
+            run,
+            completes=lambda result: result,
+            settlement=JobStepSettlement(engine.store),
+        )
+
+    with pytest.raises(LeaseLostError):
+        await handler(JobContext(job, db, clock))
+    assert "probe_written" not in [r["event"] for r in await trace_events(db, job.instance_id)]
+    [wake] = [j for j in await jobs(db, job.instance_id, type="delay_wake") if j["id"] == job.id]
+    assert wake["status"] == "running" and wake["lease_token"] != "someone-else"
+
+
+def test_the_composed_statements_put_the_ledgers_parts_whole_around_the_steps_rows() -> None:
+    """The settlement's CTEs follow the step's rows and answer with the
+    settled id; the insert's CTEs come first and answer (ord, id): the
+    ledger's parts appear whole, never edited."""
+    from flowledger.ledger.driver import postgres_parts as parts
+
+    settle = step_statements.rows_then_settlement_sql("mine AS (SELECT 1)")
+    assert (
+        settle == f"WITH mine AS (SELECT 1), {parts.SETTLEMENT_CTES}\n{parts.SETTLEMENT_SELECT}\n"
     )
-    assert params == {"v": 1, "r": 7}
-    with pytest.raises(ValueError, match="clash"):
-        ride_in_front(statement, {"v": 1}, ("again AS (SELECT 1)", {"v": 2}))
-    with pytest.raises(ValueError, match="WITH list"):
-        ride_in_front("SELECT 1", {}, rider)
+    insert = step_statements.jobs_then_rows_sql(
+        "input AS (SELECT 1)", "SELECT 2", "mine AS (SELECT 3)"
+    )
+    assert insert == "WITH input AS (SELECT 1), mine AS (SELECT 3)\nSELECT 2\n"
+    with pytest.raises(ValueError, match="also the ledger's"):  # a name both bind
+        step_statements.rows_then_settlement_sql("mine AS (SELECT %(gen)s)")

@@ -1,0 +1,171 @@
+// Suspend / resume every running (suspended) instance of a definition at
+// once (issue 31 item 3): a dialog that shows the dry run first — how many
+// instances the run would take, a sample of their ids and the instances of
+// the selection skipped by their status — for the definition, optionally
+// only this version and only the instances at one node; then the run, with
+// a reason (required to suspend), and its outcome per instance.
+import { useState } from "react";
+import { Alert, App, Button, Checkbox, Form, Input, Modal, Select, Space, Table, Tag, Typography } from "antd";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useTranslation } from "react-i18next";
+import { api, unwrap, type Schemas } from "../../api/client";
+import { ErrorAlert, useShowError } from "../../components/errors";
+import { InstanceLink } from "../../components/InstanceLink";
+
+type Action = "suspend" | "resume";
+type Item = Schemas["ScopeItem"];
+const OUTCOME_COLORS: Record<string, string> = { suspended: "warning", resumed: "success", skipped: "default", failed: "error" };
+
+/** The keys of the definition's nodes that can hold a token (not start / end). */
+export function waitingNodes(source: unknown): string[] {
+  const nodes = (source as { nodes?: { key: string; type: string }[] } | null)?.nodes;
+  return Array.isArray(nodes) ? nodes.filter((n) => n.type !== "start" && n.type !== "end").map((n) => n.key) : [];
+}
+
+function ScopeDialog({ action, defKey, version, nodes, onClose }: { action: Action; defKey: string; version: number | null; nodes: string[]; onClose: () => void }) {
+  const { t } = useTranslation("definitions");
+  const { message } = App.useApp();
+  const showError = useShowError();
+  const client = useQueryClient();
+  const [node, setNode] = useState<string | undefined>();
+  const [onlyVersion, setOnlyVersion] = useState(false);
+  const [reason, setReason] = useState("");
+  const scope = { definitionKey: defKey, version: onlyVersion ? version : null, nodeKey: node ?? null };
+  const preview = useQuery({
+    queryKey: ["scope-preview", action, scope],
+    queryFn: () => unwrap(api.POST("/api/workflows/instances/scope-preview", { body: { ...scope, action } })),
+  });
+  const run = useMutation({
+    mutationFn: () =>
+      action === "suspend"
+        ? unwrap(api.POST("/api/workflows/instances/scope-suspend", { body: { ...scope, reason: reason.trim() } }))
+        : unwrap(api.POST("/api/workflows/instances/scope-resume", { body: { ...scope, reason: reason.trim() || null } })),
+    onSuccess: async (result) => {
+      const done = action === "suspend" ? result.totals.suspended : result.totals.resumed;
+      message.success(t(`scope.${action}.done`, { n: done }));
+      await client.invalidateQueries({ queryKey: ["scope-preview"] });
+      await client.invalidateQueries({ queryKey: ["instances"] });
+    },
+    onError: showError,
+  });
+  const plan = preview.data;
+  const result = run.data;
+  const skipped = Object.entries(plan?.skippedByStatus ?? {});
+  const canRun = !!plan && plan.count > 0 && (action === "resume" || reason.trim().length > 0) && !result;
+  return (
+    <Modal
+      open
+      width={720}
+      title={t(`scope.${action}.title`, { key: defKey })}
+      onCancel={onClose}
+      footer={
+        <Space>
+          <Button onClick={onClose} data-testid="scope-close">{result ? t("scope.close") : t("common:cancel")}</Button>
+          {!result && (
+            <Button type="primary" danger={action === "suspend"} disabled={!canRun} loading={run.isPending} onClick={() => run.mutate()} data-testid="scope-run">
+              {t(`scope.${action}.run`, { n: plan?.count ?? 0 })}
+            </Button>
+          )}
+        </Space>
+      }
+    >
+      <div data-testid={`scope-dialog-${action}`}>
+        <Typography.Paragraph type="secondary">{t(`scope.${action}.help`)}</Typography.Paragraph>
+        <Form layout="vertical">
+          <Space wrap>
+            <Form.Item label={t("scope.node")}>
+              <Select
+                allowClear
+                style={{ width: 220 }}
+                value={node}
+                placeholder={t("scope.anyNode")}
+                onChange={(v: string | undefined) => setNode(v)}
+                options={nodes.map((k) => ({ value: k, label: k }))}
+                data-testid="scope-node"
+                aria-label={t("scope.node")}
+                disabled={!!result}
+              />
+            </Form.Item>
+            {version != null && (
+              <Form.Item label=" ">
+                <Checkbox checked={onlyVersion} onChange={(e) => setOnlyVersion(e.target.checked)} disabled={!!result} data-testid="scope-only-version">
+                  {t("scope.onlyVersion", { version })}
+                </Checkbox>
+              </Form.Item>
+            )}
+          </Space>
+          {preview.error ? <ErrorAlert error={preview.error} /> : null}
+          {plan && !result && (
+            <Alert
+              style={{ marginBottom: 12 }}
+              type={plan.count ? "warning" : "info"}
+              showIcon
+              data-testid="scope-count"
+              message={t(`scope.${action}.count`, { n: plan.count })}
+              description={
+                <Space direction="vertical" size={4}>
+                  {plan.sample.length > 0 && (
+                    <span>
+                      {t("scope.sample")}{" "}
+                      {plan.sample.map((id) => (
+                        <Tag key={id}>#{id}</Tag>
+                      ))}
+                      {plan.truncated ? t("scope.truncated") : null}
+                    </span>
+                  )}
+                  {skipped.length > 0 && (
+                    <span data-testid="scope-skipped">
+                      {t("scope.skippedByStatus")} {skipped.map(([s, n]) => `${t(`common:status.${s}`)} ${n}`).join(t("scope.sep"))}
+                    </span>
+                  )}
+                </Space>
+              }
+            />
+          )}
+          <Form.Item label={action === "suspend" ? t("scope.reason") : t("scope.reasonOptional")} required={action === "suspend"}>
+            <Input.TextArea rows={2} maxLength={2000} value={reason} onChange={(e) => setReason(e.target.value)} data-testid="scope-reason" disabled={!!result} />
+          </Form.Item>
+        </Form>
+        {result && (
+          <>
+            <Alert
+              type={result.totals.failed ? "error" : "success"}
+              showIcon
+              data-testid="scope-result"
+              message={t("scope.result", {
+                done: action === "suspend" ? result.totals.suspended : result.totals.resumed,
+                verb: t(`scope.${action}.verb`),
+                skipped: result.totals.skipped,
+                failed: result.totals.failed,
+              })}
+              style={{ marginBottom: 12 }}
+            />
+            <Table<Item>
+              size="small"
+              rowKey="instanceId"
+              pagination={{ pageSize: 10, hideOnSinglePage: true }}
+              dataSource={result.results}
+              columns={[
+                { title: t("scope.col.instance"), dataIndex: "instanceId", render: (id: number) => <InstanceLink id={id} /> },
+                { title: t("scope.col.outcome"), dataIndex: "outcome", render: (o: string) => <Tag color={OUTCOME_COLORS[o]}>{t(`scope.outcome.${o}`)}</Tag> },
+                { title: t("scope.col.why"), render: (_: unknown, i: Item) => i.reason ?? i.error?.message ?? "—" },
+              ]}
+            />
+          </>
+        )}
+      </div>
+    </Modal>
+  );
+}
+
+export function ScopeSuspendButtons({ defKey, version, source }: { defKey: string; version: number | null; source: unknown }) {
+  const { t } = useTranslation("definitions");
+  const [open, setOpen] = useState<Action | null>(null);
+  return (
+    <>
+      <Button onClick={() => setOpen("suspend")} data-testid="scope-suspend-open">{t("scope.suspend.open")}</Button>
+      <Button onClick={() => setOpen("resume")} data-testid="scope-resume-open">{t("scope.resume.open")}</Button>
+      {open && <ScopeDialog key={open} action={open} defKey={defKey} version={version} nodes={waitingNodes(source)} onClose={() => setOpen(null)} />}
+    </>
+  );
+}
