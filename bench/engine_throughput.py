@@ -19,7 +19,8 @@ sql_counts``); on PostgreSQL also the server's own xact_commit delta (which
 includes this script's polling). cpu_ms_per_instance: the CPU time (user +
 system) of this process and of the workers, from start to finish, per
 instance (less sensitive to a loaded machine than the wall clock).
-Last lines: instances_per_s=… steps_per_s=…, then statements_per_instance=…
+With the standard OTEL_* variables set (docs/telemetry.md) this process
+and the workers trace. Last lines: instances_per_s=… steps_per_s=…, then statements_per_instance=…
 commits_per_instance=…, then cpu_ms_per_instance=… (bench=… workers=…)
 """
 
@@ -44,6 +45,7 @@ from flowledger.db.engine_schema import workflow_instances, workflow_tasks, work
 from flowledger.db.migrate import upgrade
 from flowledger.db.schema import metadata
 from flowledger.engine import Engine
+from flowledger.telemetry import configure_from_env
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -156,6 +158,7 @@ async def main() -> None:
     args = parser.parse_args()
     n = args.instances
 
+    configure_from_env()  # traced when the OTEL_* variables ask, as the workers are
     db = Database(args.db)
     await reset(db)
     poll = Database(args.db, pool_size=2)  # polling stays out of the counts

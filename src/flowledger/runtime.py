@@ -58,6 +58,7 @@ from flowledger.ledger.types import JobTypeRegistry
 from flowledger.notify.sms import SmsGateway, gateway_from_settings
 from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings, get_settings
+from flowledger.telemetry import configure_from_env
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.registry import HandlerRegistry
 from flowledger.worker.services import PeriodicService
@@ -200,6 +201,7 @@ def build_runtime(
     the built-in slots); every pool of either is declared on the job-type
     registry before ``handler_modules`` are imported."""
     settings = settings or get_settings()
+    configure_from_env()  # OpenTelemetry, when the OTEL_* variables ask (issue 33)
     job_types = JobTypeRegistry()
     worker_config = WorkerConfig.from_settings(settings)
     job_types.declare_pools(settings_pools(settings))

@@ -56,6 +56,7 @@ from flowledger.api.schemas import ErrorPublic
 from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.runtime import Runtime, build_runtime
+from flowledger.telemetry import fastapi_config
 
 API_PREFIX = "/api/workflows"
 
@@ -122,6 +123,8 @@ def create_app(source: Runtime | Database, *, engine: Engine | None = None) -> F
         docs_url="/api/docs",
         redoc_url=None,
         generate_unique_id_function=operation_id,
+        # server spans per request, continuing a caller's traceparent (issue 33)
+        telemetry=fastapi_config(),
     )
     app.state.api = ApiContext(
         db=runtime.db,

@@ -29,6 +29,7 @@ from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.tokens import Token
 from flowledger.engine.write_buffer import add_form_write
 from flowledger.states import InstanceStatus, TokenState
+from flowledger.telemetry import current_trace_id
 
 
 async def start_instance(
@@ -47,7 +48,8 @@ async def start_instance(
     parent_task_id: int | None = None,
     trace_id: str | None = None,
 ) -> int:
-    trace_id = trace_id or uuid.uuid4().hex
+    # traced, an instance started in a span's trace is in that trace (issue 33)
+    trace_id = trace_id or current_trace_id() or uuid.uuid4().hex
     while True:  # again only when a newer version was deployed since it was remembered
         remembered = snapshots.latest(tenant, key) if version is None else None
         ref = remembered or await version_ref(conn, key, tenant=tenant, version=version)

@@ -18,13 +18,14 @@ Statements are built once, with bound parameters."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.database import pre_commit
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.engine.errors import InstanceNotFound, TaskNotFound
@@ -52,6 +53,10 @@ from flowledger.engine.write_buffer import (
 from flowledger.ledger.models import EnqueueResult, Fence, JobSpec, Outcome
 from flowledger.ledger.receipts import StepLock, StepSettlement
 from flowledger.states import InstanceStatus, JobTransition, transition_sources
+from flowledger.telemetry import dispatch_key, step_span, tracing_on
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 
 @dataclass
@@ -72,6 +77,8 @@ class Step:
     # ids reserved for this step's new tasks, fork frames, branch tokens and
     # jobs (engine/store/reserved_ids.py; PostgreSQL), ascending per kind
     reserved: Reserved = field(default_factory=Reserved)
+    # the step's OpenTelemetry span (None: tracing is off; flowledger.telemetry)
+    span: Span | None = None
 
     def take_task_id(self) -> int | None:
         """The next reserved task id, or None (the insert draws one)."""
@@ -97,7 +104,15 @@ class Step:
         both backends."""
         await flush_jobs(self.conn)
         self.forgo_reserved_job_ids()
+        if self.span is not None and spec.operation_key is None:
+            job_type = spec.type if isinstance(spec.type, str) else spec.type.name
+            spec = replace(spec, operation_key=self._dispatched(job_type, spec.node_key))
         return await self.store.ledger.job_insert(self.conn, spec, now=self.now)
+
+    def _dispatched(self, job_type: str, node_key: str | None) -> str | None:
+        """The operationKey naming the ``job.dispatch`` span of a job this
+        traced step makes (flowledger.telemetry)."""
+        return dispatch_key(self.span, job_type, instance_id=self.instance_id, node_key=node_key)
 
     def take_fork_ids(self, branches: int) -> tuple[int, list[int]] | None:
         """A reserved frame id and ``branches`` reserved token ids for a fork,
@@ -112,6 +127,14 @@ class Step:
         """This step, with its transaction's write buffer opened (inside a
         :meth:`~flowledger.db.database.Database.begin` transaction)."""
         open_buffer(self.conn, self.store)
+        if tracing_on():  # flowledger.telemetry: the step's span, ended at the commit
+            self.span = step_span(
+                self.trace_id,
+                self.instance_id,
+                self.instance["definition_key"],
+                job_id=self.job_id,
+                commit=pre_commit(self.conn),
+            )
         return self
 
     @property
@@ -159,6 +182,8 @@ class Step:
         job_id: int | None = None,
         detail: dict[str, Any] | None = None,
     ) -> None:
+        if self.span is not None:
+            self.span.add_event(event, {"workflow.node_id": node_key} if node_key else None)
         await add_trace(
             self.conn,
             self._trace_row(
@@ -219,6 +244,7 @@ class Step:
             instance_id=self.instance_id if instance_id is None else instance_id,
             task_id=task_id,
             node_key=node_key,
+            operation_key=None if self.span is None else self._dispatched(job_type, node_key),
         )
         # a reserved id names the job in its trace row before it is inserted
         # (a job with an idempotencyKey may turn out to be an existing one)
@@ -251,6 +277,9 @@ class Step:
 
     def _ended(self, status: InstanceStatus) -> None:
         self.instance.update(status=status, finished_at=self.now, updated_at=self.now)
+        if self.span is not None:
+            self.span.add_event("instance_ended", {"workflow.status": str(status)})
+            self.span.set_attribute("workflow.status", str(status))
 
     async def end_instance(
         self, status: InstanceStatus, *, job_types: Collection[str] = ()

@@ -48,6 +48,7 @@ from flowledger.outbound.ssrf import (
     parse_target,
 )
 from flowledger.settings import Settings
+from flowledger.telemetry import client_span
 
 RESPONSE_READ_LIMIT = 8 * 1024 * 1024
 
@@ -205,11 +206,15 @@ class OutboundClient:
         started = time.monotonic()
         try:
             request = self._http.build_request(method, target.url, headers=headers, content=content)
-            response = await self._http.send(request, stream=True)
-            try:
-                body, complete, error = await _read_body(response)
-            finally:
-                await response.aclose()
+            with client_span(
+                method, str(target.url), target.host, target.port, request.headers
+            ) as span:
+                response = await self._http.send(request, stream=True)
+                span.answered(response.status_code)
+                try:
+                    body, complete, error = await _read_body(response)
+                finally:
+                    await response.aclose()
         finally:
             _PIN.reset(token)
         return OutboundResponse(

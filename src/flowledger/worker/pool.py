@@ -25,6 +25,7 @@ from flowledger.ledger.claim import claim_order
 from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import ClaimBatch, ClaimedJob, Outcome, OutcomeKind
+from flowledger.telemetry import attempt_span
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
 from flowledger.worker.registry import HandlerRegistry
@@ -150,9 +151,11 @@ class PoolRunner:
             AbortReason.DEADLINE,
         )
         try:
-            outcome = await execute(
-                ctx, self.handlers.get(ctx.job.type), abort_grace_s=self.config.abort_grace_s
-            )
+            with attempt_span(ctx.job, self.node_id) as attempt:  # no-op untraced
+                outcome = await execute(
+                    ctx, self.handlers.get(ctx.job.type), abort_grace_s=self.config.abort_grace_s
+                )
+                attempt.ended(outcome)
         except Exception as exc:  # a bug in the executor itself must not kill the pool
             log.error("executor_failed", job_id=ctx.job.id, error=str(exc))
             outcome = None
