@@ -71,9 +71,15 @@ def _totals_match(page: Page, totals: dict[str, Any]) -> None:
         expect(page.get_by_test_id(f"totals-{key}")).to_have_text(f"{totals[field]:,}")
 
 
-def _pick(page: Page, select_test_id: str, text: str) -> None:
-    """Choose an option of an Ant Design select by its visible text."""
+def _pick(page: Page, select_test_id: str, text: str, *, search: bool = False) -> None:
+    """Choose an option of an Ant Design select by its visible text; with
+    ``search``, typed into the select's search first — its list is virtual,
+    and an option past the first rows is not rendered until the list is
+    filtered (the session's server holds every definition earlier tests
+    deployed)."""
     page.get_by_test_id(select_test_id).click()
+    if search:
+        page.keyboard.type(text)
     page.locator(
         ".ant-select-dropdown:visible .ant-select-item-option", has_text=text
     ).first.click()
@@ -113,7 +119,7 @@ def test_analytics_figures_filter_and_overdue_links(
     # the definition filter: figures and URL follow it
     key = "purchase"
     before = _text(page, "totals-instances")
-    _pick(page, "filter-definition", key)
+    _pick(page, "filter-definition", key, search=True)
     page.wait_for_url(f"**definitionKey={key}**")
     filtered = api.get("/analytics/totals", params={"definitionKey": key}).json()
     _totals_match(page, filtered)
