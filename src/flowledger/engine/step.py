@@ -39,6 +39,7 @@ from flowledger.engine.store.job_lock import (
     FinishedTask,
     TaskFinish,
 )
+from flowledger.engine.store.plan import PlannedSettlement
 from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.reserved_ids import Reserved, take_reserved
 from flowledger.engine.write_buffer import (
@@ -47,7 +48,7 @@ from flowledger.engine.write_buffer import (
     add_trace,
     flush_jobs,
     open_buffer,
-    take_rows,
+    take_plan,
     write_held,
 )
 from flowledger.ledger.models import EnqueueResult, Fence, JobSpec, Outcome
@@ -415,10 +416,10 @@ class JobStepLock(StepLock):
 
 
 class JobStepSettlement(StepSettlement):
-    """A job step's settlement, handed to its store: the step's buffered
-    rows (its jobs written first), its receipt and its job's plain success
-    (:meth:`~flowledger.engine.store.protocol.EngineStore.step_rows_and_settlement`:
-    one statement on PostgreSQL)."""
+    """A job step's settlement, handed to its store: the step's plan, its
+    receipt and its job's plain success
+    (:meth:`~flowledger.engine.store.protocol.EngineStore.step_commit`,
+    shape ``settle``: the jobs, then one statement on PostgreSQL)."""
 
     def __init__(self, store: EngineStore) -> None:
         self.store = store
@@ -435,18 +436,10 @@ class JobStepSettlement(StepSettlement):
         now: datetime,
         started_at: datetime | None,
     ) -> bool:
-        rows = await take_rows(conn)
-        return await self.store.step_rows_and_settlement(
-            conn,
-            rows,
-            fence,
-            operation_key,
-            step_key,
-            result,
-            outcome,
-            now=now,
-            started_at=started_at,
+        settlement = PlannedSettlement(
+            fence, operation_key, step_key, result, outcome, now, started_at
         )
+        return await self.store.step_commit(conn, take_plan(conn), settlement)
 
 
 async def open_step(

@@ -1,43 +1,32 @@
-"""The engine's per-transaction write buffer (issue 15 item 2): the engine
-trace rows (E-8), outbox events (E-10), form-write history (E-7), token moves
-(E-4) and ledger jobs (L-1) of every step in one transaction, written just
-before it commits — each table once, in the order the steps produced them.
+"""The engine's per-transaction write buffer (issue 15 item 2): it holds
+the transaction's :class:`~flowledger.engine.store.plan.StepPlan` — the
+engine trace rows (E-8), outbox events (E-10), form-write history (E-7),
+token moves (E-4) and ledger jobs (L-1) of every step in one transaction —
+which the engine store writes just before it commits (``step_commit``), each
+table once, in the order the steps produced them.
 
-A token parking at a join is buffered with its move (``parks``) and
+A token parking at a join is planned with its move (``parks``) and
 written in the same row of the moves. A task or a fork made with ids its
-step reserved (``engine/store/reserved_ids.py``, PostgreSQL) is held too
+step reserved (``engine/store/reserved_ids.py``, PostgreSQL) is planned too
 (``rows.tasks``, ``rows.forks``) and inserted with the other rows (a held
 fork's token that moved since is inserted where it now is). Nothing writes
 them behind a statement's back: a statement that reads or changes tasks,
 forks or tokens is preceded, at its call site, by :func:`flush_for_read`
 (the held rows and the token moves) or :func:`write_held` (the held rows
-alone), so every read in the transaction sees them.
+alone), and anything that reads or changes the instance's jobs by
+:func:`flush_jobs`, so every read in the transaction sees them.
 
 The buffer exists only inside a :meth:`~flowledger.db.database.Database.begin`
 transaction (it registers as one of its pre-commit buffers; the first step
 opened in the transaction opens it with its engine store,
 :func:`open_buffer`); a step on any other connection writes at once, as
-before. What the buffer holds but its jobs is a
-:class:`~flowledger.engine.store.writes.StepRows`; how it is written is the
-engine store's (:mod:`~flowledger.engine.store`). A read in the step that must see
-buffered rows flushes first (:func:`flush`; the task and token queries call
-:func:`flush_for_read`, :func:`flush_jobs` comes before anything that reads
-or changes the instance's jobs). Nothing changes in what commits: the rows commit with the
-step's other writes or roll back with them, and the instance row is still
-locked before any job is written (L-13).
-
-A job whose id the step reserved (PostgreSQL; a job without an
-idempotencyKey) is named by that id in its ``job_enqueued`` trace row from
-the start. The jobs go first, in one ``jobs_insert`` of the store's ledger
-driver (``ids=`` the reserved ones), so that the trace rows of the others
-carry the ids the insert drew; then the rest with the store's
-``step_rows_write`` (one statement on PostgreSQL). When every buffered job
-has a reserved id, the store writes the jobs and the rest together
-(``jobs_and_step_rows_write``: one statement on PostgreSQL). In a job's
-step, the job's handler hands its settlement to the store
-(``engine.step.JobStepSettlement``), which takes the buffered rows
-(:func:`take_rows`) and writes them with the job's receipt and success
-(``step_rows_and_settlement``: one statement on PostgreSQL)."""
+before. Nothing changes in what commits: the rows commit with the step's
+other writes or roll back with them, and the instance row is still locked
+before any job is written (L-13). In a job's step, the job's handler hands
+its settlement to the store (``engine.step.JobStepSettlement``), which
+takes the plan (:func:`take_plan`) and has the store write it with the
+job's receipt and success. Which statement writes what is the store's
+``step_commit`` (:mod:`~flowledger.engine.store.plan` names its shapes)."""
 
 from __future__ import annotations
 
@@ -48,6 +37,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import pre_commit
+from flowledger.engine.store.plan import PlannedJob, StepPlan
 from flowledger.engine.store.protocol import EngineStore
 from flowledger.engine.store.writes import (
     FORKS_HELD_MAX,
@@ -60,32 +50,26 @@ from flowledger.engine.store.writes import (
 )
 from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
-from flowledger.states import TokenState
 
 _NAME = "engine_writes"
-
-
-@dataclass
-class _Job:
-    spec: JobSpec
-    now: datetime
-    trace_row: dict[str, Any]  # its job_enqueued row: job_id is set when written
-    # its id, when the step reserved one (engine/store/reserved_ids.py): the
-    # trace row names the job by it before the insert
-    reserved_id: int | None = None
 
 
 @dataclass
 class WriteBuffer:
     conn: AsyncConnection
     store: EngineStore
-    # the rows but the jobs: token moves (and the moved tokens that also park
-    # there, a join not yet firing), outbox, form writes, trace, and the
-    # rows made with reserved ids — tasks and forks, which go with the other
-    # rows unless a read's call site writes them first (write_held,
-    # flush_for_read)
-    rows: StepRows = field(default_factory=StepRows)
-    jobs: list[_Job] = field(default_factory=list)
+    # what the transaction's steps write at its end (engine/store/plan.py):
+    # the rows but the jobs — token moves (and the moved tokens that also
+    # park there, a join not yet firing), outbox, form writes, trace, and
+    # the rows made with reserved ids: tasks and forks, which go with the
+    # other rows unless a read's call site writes them first (write_held,
+    # flush_for_read) — and the jobs
+    plan: StepPlan = field(default_factory=StepPlan)
+
+    @property
+    def rows(self) -> StepRows:
+        """The plan's rows but its jobs."""
+        return self.plan.rows
 
     def add_task(self, row: dict[str, Any]) -> None:
         """Hold the insert of task ``row`` (its ``id`` reserved): it is
@@ -129,22 +113,9 @@ class WriteBuffer:
             tasks, rows.tasks = rows.tasks, []
             await write_tasks(self.conn, tasks)
         if rows.forks.frames:
-            self._fold_moves()
+            self.plan.fold_moves()
             forks, rows.forks = rows.forks, ForkRows()
             await self.store.forks_write(self.conn, forks)
-
-    def _fold_moves(self) -> None:
-        """A held fork's token that moved (and parked) since: inserted where
-        it is now, instead of moved in the statement that inserts it (which
-        would not see the new row)."""
-        rows = self.rows
-        for row in rows.forks.tokens:
-            node = rows.moves.pop(row["id"], None)
-            if node is not None:
-                row["node_key"] = node
-            if row["id"] in rows.parks:
-                rows.parks.discard(row["id"])
-                row["state"] = TokenState.PARKED.value
 
     @property
     def moves(self) -> dict[int, str]:
@@ -173,64 +144,22 @@ class WriteBuffer:
             await self.store.token_moves_write(self.conn, moves, parks)
 
     async def flush_jobs(self) -> None:
-        """Insert the buffered jobs (one call per clock reading, and apart
-        the jobs with reserved ids) and fill in the job ids of the trace rows
-        of the others."""
-        while self.jobs:
-            first = self.jobs[0]
-            key = (first.now, first.reserved_id is None)
-            same = [job for job in self.jobs if (job.now, job.reserved_id is None) == key]
-            self.jobs = [job for job in self.jobs if (job.now, job.reserved_id is None) != key]
-            await self._insert_jobs(same)
+        """Insert the planned jobs now (one insert per clock reading, and
+        apart the jobs with reserved ids); the others' trace rows take the
+        ids the inserts drew."""
+        if self.plan.jobs:
+            await self.store.step_jobs_write(self.conn, self.plan)
 
-    async def _insert_jobs(self, jobs: list[_Job]) -> None:
-        """Insert ``jobs`` (one clock reading; all with reserved ids or none);
-        the others' trace rows take the ids."""
-        reserved = [job.reserved_id for job in jobs]
-        ids = None if reserved[0] is None else [int(i) for i in reserved if i is not None]
-        results = await self.store.ledger.jobs_insert(
-            self.conn, [job.spec for job in jobs], now=jobs[0].now, ids=ids
-        )
-        for job, result in zip(jobs, results, strict=True):
-            if job.reserved_id is not None and result.job_id != job.reserved_id:
-                raise RuntimeError(f"job {job.reserved_id} was inserted as {result.job_id}")
-            job.trace_row["job_id"] = result.job_id
-
-    async def take_rows(self) -> StepRows:
-        """After writing the buffered jobs (their trace rows need the jobs'
-        ids): the rest, no longer buffered — the caller writes them."""
-        await self.flush_jobs()
-        return self._take_rows()
-
-    def _reserved_ids(self) -> list[int] | None:
-        """The ids of the buffered jobs when they are all of one clock
-        reading and the step reserved every one (their ``job_enqueued``
-        trace rows name them already; a job with an idempotencyKey is never
-        given one: the key may name an existing job); else None."""
-        jobs = self.jobs
-        if not jobs or len({job.now for job in jobs}) > 1:
-            return None
-        ids = [job.reserved_id for job in jobs]
-        return None if None in ids else [int(i) for i in ids if i is not None]
-
-    def _take_rows(self) -> StepRows:
-        """The buffered rows but the jobs (a held fork's moved tokens folded
-        in), forgotten here: the caller writes them."""
-        self._fold_moves()
-        rows, self.rows = self.rows, StepRows()
-        return rows
+    def take_plan(self) -> StepPlan:
+        """The plan, handed over (the buffer starts a new one): the caller
+        has the store write it."""
+        plan, self.plan = self.plan, StepPlan()
+        return plan
 
     async def flush(self) -> None:
-        ids = self._reserved_ids()
-        if ids is not None:  # the jobs and the rest together
-            jobs, self.jobs = self.jobs, []
-            specs = [job.spec for job in jobs]
-            await self.store.jobs_and_step_rows_write(
-                self.conn, specs, ids, self._take_rows(), now=jobs[0].now
-            )
-            return
-        await self.flush_jobs()
-        await self.store.step_rows_write(self.conn, self._take_rows())
+        """Write the plan now (the store's ``step_commit``)."""
+        if self.plan:
+            await self.store.step_commit(self.conn, self.take_plan())
 
 
 def open_buffer(conn: AsyncConnection, store: EngineStore) -> WriteBuffer | None:
@@ -300,16 +229,16 @@ async def add_job(
         result = await ledger.job_insert(conn, spec, now=now)
         await write_trace(conn, [{**trace_row, "job_id": result.job_id}])
         return
-    buffer.jobs.append(_Job(spec, now, trace_row, trace_row.get("job_id")))
+    buffer.plan.jobs.append(PlannedJob(spec, now, trace_row, trace_row.get("job_id")))
     buffer.rows.trace.append(trace_row)
 
 
-async def take_rows(conn: AsyncConnection) -> StepRows:
-    """The buffered rows of the transaction on ``conn`` but its jobs (which
-    are written first), handed over: the caller writes them (a job step's
-    settlement, ``engine.step.JobStepSettlement``). Empty without a buffer."""
+def take_plan(conn: AsyncConnection) -> StepPlan:
+    """The plan of the transaction on ``conn``, handed over: the caller has
+    the store write it (a job step's settlement,
+    ``engine.step.JobStepSettlement``). Empty without a buffer."""
     buffer = buffer_of(conn)
-    return StepRows() if buffer is None else await buffer.take_rows()
+    return StepPlan() if buffer is None else buffer.take_plan()
 
 
 async def flush(conn: AsyncConnection) -> None:

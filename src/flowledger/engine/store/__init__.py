@@ -13,6 +13,9 @@ differs. :func:`engine_store` picks one for a database, once: the
 (``Step.store``), so nothing looks the dialect up per statement. The
 statements themselves:
 
+- :mod:`~flowledger.engine.store.plan`: what a step writes at its end, as
+  a plain value (:class:`~flowledger.engine.store.plan.StepPlan`), and the
+  fixed shapes ``step_commit`` writes it in;
 - :mod:`~flowledger.engine.store.start`: a new instance and its start token;
 - :mod:`~flowledger.engine.store.reserved_ids`: the ids a step reserves in a
   statement it sends anyway (PostgreSQL);

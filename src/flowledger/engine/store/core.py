@@ -22,6 +22,7 @@ from flowledger.engine.store.instance_end import (
 )
 from flowledger.engine.store.job_lock import JobStepLocked, TaskFinish, core_job_step_lock
 from flowledger.engine.store.migrate import InstanceMigration, core_migrate_instance
+from flowledger.engine.store.plan import PlannedJob, PlannedSettlement, StepPlan, commit_shape
 from flowledger.engine.store.start import Started, core_insert_instance_and_start_token
 from flowledger.engine.store.tokens import Frame, core_replace_tokens
 from flowledger.engine.store.writes import (
@@ -153,6 +154,54 @@ class CoreEngineStore:
         inserted = await self.ledger.jobs_insert(conn, specs, now=now, ids=ids)
         await self.step_rows_write(conn, rows)
         return inserted
+
+    async def step_commit(
+        self,
+        conn: AsyncConnection,
+        plan: StepPlan,
+        settlement: PlannedSettlement | None = None,
+    ) -> bool:
+        shape = commit_shape(plan, settlement)
+        if shape == "jobs_and_rows":
+            ids = plan.reserved_job_ids() or []
+            jobs, plan.jobs = plan.jobs, []
+            plan.fold_moves()
+            specs = [job.spec for job in jobs]
+            await self.jobs_and_step_rows_write(conn, specs, ids, plan.rows, now=jobs[0].now)
+            return True
+        await self.step_jobs_write(conn, plan)
+        plan.fold_moves()
+        if settlement is None:
+            await self.step_rows_write(conn, plan.rows)
+            return True
+        return await self.step_rows_and_settlement(
+            conn,
+            plan.rows,
+            settlement.fence,
+            settlement.operation_key,
+            settlement.step_key,
+            settlement.receipt,
+            settlement.outcome,
+            now=settlement.now,
+            started_at=settlement.started_at,
+        )
+
+    async def step_jobs_write(self, conn: AsyncConnection, plan: StepPlan) -> None:
+        for batch in plan.take_job_batches():
+            await self._jobs_insert(conn, batch)
+
+    async def _jobs_insert(self, conn: AsyncConnection, jobs: list[PlannedJob]) -> None:
+        """Insert ``jobs`` (one clock reading; all with reserved ids or none);
+        the others' trace rows take the ids the insert drew."""
+        reserved = [job.reserved_id for job in jobs]
+        ids = None if reserved[0] is None else [int(i) for i in reserved if i is not None]
+        results = await self.ledger.jobs_insert(
+            conn, [job.spec for job in jobs], now=jobs[0].now, ids=ids
+        )
+        for job, result in zip(jobs, results, strict=True):
+            if job.reserved_id is not None and result.job_id != job.reserved_id:
+                raise RuntimeError(f"job {job.reserved_id} was inserted as {result.job_id}")
+            job.trace_row["job_id"] = result.job_id
 
     async def forks_write(self, conn: AsyncConnection, forks: ForkRows) -> None:
         raise AssertionError("forks are held with reserved ids, and only PostgreSQL reserves")

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.engine.store.instance_end import Ending, InstanceEnd
 from flowledger.engine.store.job_lock import JobStepLocked, TaskFinish
 from flowledger.engine.store.migrate import InstanceMigration
+from flowledger.engine.store.plan import PlannedSettlement, StepPlan
 from flowledger.engine.store.start import Started
 from flowledger.engine.store.tokens import Frame
 from flowledger.engine.store.writes import ForkRows, StepRows
@@ -94,6 +95,23 @@ class EngineStore(Protocol):
         at_node: str | None,
     ) -> InstanceEnd | None:
         """Consume a token; end the instance when it was the last live one."""
+
+    async def step_commit(
+        self,
+        conn: AsyncConnection,
+        plan: StepPlan,
+        settlement: PlannedSettlement | None = None,
+    ) -> bool:
+        """Write a step's ``plan`` (:mod:`~flowledger.engine.store.plan`) in
+        the one of its fixed shapes that fits it — with ``settlement``, a job
+        step's end; the plan is handed over (the caller keeps no reference,
+        its trace rows take the ids of its jobs). Whether the fenced settlement took (always
+        True without one; False: the caller rolls back)."""
+
+    async def step_jobs_write(self, conn: AsyncConnection, plan: StepPlan) -> None:
+        """Insert the plan's jobs now and take them out of it (their trace
+        rows take the ids the inserts drew): before anything reads or
+        changes the instance's jobs."""
 
     async def token_moves_write(
         self, conn: AsyncConnection, moves: dict[int, str], parks: Collection[int] = ()
