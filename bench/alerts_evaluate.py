@@ -29,6 +29,7 @@ from flowledger.api import create_app
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.engine import Engine
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ops.alerts.evaluator import evaluate_once
 from flowledger.ops.alerts.rules import RuleFields, create_rule
 from ops_queries import fill, reset
@@ -79,9 +80,11 @@ async def main() -> None:
                 fields = RuleFields(f"{metric} {tenant}", metric, comparison, threshold, 0)
                 await create_rule(conn, tenant=tenant, fields=fields, actor="bench", now=now)
     clock = ManualClock(now)
-    first = await evaluate_once(db, clock)
+    first = await evaluate_once(db, clock, ledger=ledger_driver(db))
     print(f"first pass: {first.evaluated} rules, {len(first.fired)} fired")
-    evaluate_ms = await _timed("evaluate_once", lambda: evaluate_once(db, clock))
+    evaluate_ms = await _timed(
+        "evaluate_once", lambda: evaluate_once(db, clock, ledger=ledger_driver(db))
+    )
     transport = httpx.ASGITransport(app=create_app(db, engine=Engine(db, clock)))
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
 

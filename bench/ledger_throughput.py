@@ -71,7 +71,7 @@ from flowledger.db.migrate import upgrade  # noqa: E402
 from flowledger.db.schema import workflow_job_executions as executions  # noqa: E402
 from flowledger.db.schema import workflow_jobs as jobs  # noqa: E402
 from flowledger.db.urls import libpq_conninfo  # noqa: E402
-from flowledger.ledger.enqueue import enqueue, enqueue_many  # noqa: E402
+from flowledger.ledger.driver import ledger_driver  # noqa: E402
 from flowledger.ledger.models import JobSpec  # noqa: E402
 
 CHUNK = 5000
@@ -114,10 +114,11 @@ async def bulk_enqueue(
         )
         for i in range(n)
     ]
+    ledger = ledger_driver(db)
     started = time.perf_counter()
     for offset in range(0, n, CHUNK):
         async with db.begin() as conn:
-            await enqueue_many(conn, specs[offset : offset + CHUNK], now=clock.now())
+            await ledger.jobs_insert(conn, specs[offset : offset + CHUNK], now=clock.now())
     return n / (time.perf_counter() - started)
 
 
@@ -205,17 +206,18 @@ async def wake_latencies(db: Database, samples: int, *, same_process: bool) -> l
     worker's own ``Database`` (its hub is signalled on commit)."""
     clock = SystemClock()
     await asyncio.sleep(3.0)  # let the workers go idle (poll loops parked)
+    ledger = ledger_driver(db)
     latencies = []
     for _ in range(samples):
         if same_process:
             async with db.begin() as conn:
-                job = await enqueue(conn, JobSpec(bench_handlers.WAKE), now=clock.now())
+                job = await ledger.job_insert(conn, JobSpec(bench_handlers.WAKE), now=clock.now())
             t0 = time.time()  # committed; the pools run only once this coroutine waits
         else:
             async with db.engine.connect() as conn:
                 trans = await conn.begin()
                 wake.begin_tracking(conn)
-                job = await enqueue(conn, JobSpec(bench_handlers.WAKE), now=clock.now())
+                job = await ledger.job_insert(conn, JobSpec(bench_handlers.WAKE), now=clock.now())
                 t0 = time.time()
                 await trans.commit()
         while True:

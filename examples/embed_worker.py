@@ -46,7 +46,7 @@ async def main(database_url: str) -> None:
     )
 
     # Enqueue in a transaction of the runtime's own; inside a transaction of
-    # yours, call flowledger.worker.enqueue / enqueue_bulk with its connection.
+    # yours, call runtime.enqueue_in(conn, *specs) with its connection.
     results = await runtime.enqueue(
         *(JobSpec("send_welcome_email", {"to": f"user{i}@example.com"}) for i in range(JOBS))
     )

@@ -40,6 +40,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.access.login_codes import LoginCodes
 from flowledger.clock import Clock, SystemClock
@@ -112,13 +115,21 @@ class Runtime:
     async def enqueue(self, *specs: JobSpec) -> list[EnqueueResult]:
         """Enqueue ``specs`` in one transaction of their own (at the engine's
         clock); a spec may name its type, which :attr:`job_types` resolves.
-        To enqueue inside a transaction of yours, call
-        :func:`flowledger.ledger.enqueue.enqueue_bulk` with its connection
-        (and ``job_types=runtime.job_types`` for types given by name)."""
+        To enqueue inside a transaction of yours: :meth:`enqueue_in`."""
         async with self.db.begin() as conn:
-            return await self.ledger.jobs_insert(
-                conn, list(specs), now=self.clock.now(), job_types=self.job_types
-            )
+            return await self.enqueue_in(conn, *specs)
+
+    async def enqueue_in(
+        self, conn: AsyncConnection, *specs: JobSpec, now: datetime | None = None
+    ) -> list[EnqueueResult]:
+        """Enqueue ``specs`` in the caller's transaction on ``conn`` (one
+        statement on PostgreSQL; at ``now``, else the engine's clock): each
+        answer is the new job's id, or, for an idempotencyKey that already
+        names a job, that job's with ``created=False`` (SPEC L-15). The jobs
+        become visible, and their pools are woken, when the caller commits."""
+        return await self.ledger.jobs_insert(
+            conn, list(specs), now=now or self.clock.now(), job_types=self.job_types
+        )
 
     def maintenance_services(self, elector: LeaderElector) -> list[PeriodicService]:
         """The engine's maintenance services, gated by ``elector``."""

@@ -17,6 +17,7 @@ from flowledger.db.schema import workflow_jobs
 from flowledger.ops.alerts.evaluator import ALERT_NOTIFICATION, EvaluationSummary, evaluate_once
 from flowledger.ops.alerts.rules import RuleFields, create_rule
 from tests.integration.engine_helpers import run_due_jobs
+from tests.ledger_access import ledger_of
 from tests.ops.rows import add_job
 from tests.runtime_support import process_secrets
 
@@ -73,7 +74,7 @@ async def set_job(db: Database, job_id: int, **values: Any) -> None:
 async def tick(db: Database, clock: ManualClock, *, minutes: float = 1) -> EvaluationSummary:
     """Move time, evaluate once, run every due job."""
     clock.advance(seconds=minutes * 60)
-    summary = await evaluate_once(db, clock)
+    summary = await evaluate_once(db, clock, ledger=ledger_of(db))
     await run_due_jobs(db, clock)
     return summary
 

@@ -14,6 +14,7 @@ from flowledger.db.engine_schema import operation_audit
 from flowledger.ops.alerts.evaluator import evaluate_once
 from tests.alerts.support import dead_job
 from tests.api.conftest import Api, Headers
+from tests.ledger_access import ledger_of
 
 RULES = "/engine/alerts/rules"
 SILENCES = "/engine/alerts/silences"
@@ -220,7 +221,7 @@ async def test_events_list_shows_the_triggering_value_and_is_tenant_scoped_O22(
     rule = (await api.post(RULES, ops, body)).json()
     await dead_job(api.db, clock)
     await dead_job(api.db, clock)
-    await evaluate_once(api.db, clock)
+    await evaluate_once(api.db, clock, ledger=ledger_of(api.db))
     events = (await api.get("/engine/alerts/events", ops)).json()
     (event,) = events["items"]
     assert (event["ruleId"], event["kind"], event["value"], event["tenant"]) == (

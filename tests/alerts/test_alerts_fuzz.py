@@ -25,6 +25,7 @@ from flowledger.ops.alerts.evaluator import evaluate_once
 from flowledger.ops.alerts.rules import RuleFields, create_rule
 from flowledger.ops.alerts.silences import create_silence
 from tests.api.fuzzing import check_operation
+from tests.ledger_access import ledger_of
 from tests.ops.rows import add_job
 from tests.runtime_support import default_engine
 
@@ -50,7 +51,7 @@ async def _seed(db: Database, clock: ManualClock) -> str:
             now=now,
         )
     await add_job(db, now, status="dead")
-    await evaluate_once(db, clock)
+    await evaluate_once(db, clock, ledger=ledger_of(db))
     await db.dispose()  # the app opens its own connections on schemathesis' loop
     return token
 

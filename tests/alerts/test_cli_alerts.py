@@ -19,6 +19,7 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import operation_audit
 from flowledger.ops.alerts.evaluator import evaluate_once
 from flowledger.ops.alerts.rules import RuleFields, create_rule
+from tests.ledger_access import ledger_of
 from tests.ops.rows import add_job
 
 
@@ -55,7 +56,7 @@ def seed(tmp_path: Path) -> int:
                     now=clock.now(),
                 )
             await add_job(db, clock.now(), tenant_id="acme", status="dead")
-            await evaluate_once(db, clock)
+            await evaluate_once(db, clock, ledger=ledger_of(db))
             return int(row["id"])
         finally:
             await db.dispose()

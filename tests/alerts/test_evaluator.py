@@ -25,6 +25,7 @@ from tests.alerts.support import (
     set_job,
     tick,
 )
+from tests.ledger_access import ledger_of
 from tests.notify.servers import Collector
 
 
@@ -106,7 +107,7 @@ async def test_rule_scope_counts_only_its_tenant_and_overall_counts_all_O22(
     overall = await rule(db, clock, tenant=None, for_seconds=0, threshold=1)
     await dead_job(db, clock, "acme")
     await dead_job(db, clock, "initech")
-    summary = await evaluate_once(db, clock)
+    summary = await evaluate_once(db, clock, ledger=ledger_of(db))
     assert summary.evaluated == 3
     values = {r: (await rule_row(db, r))["last_value"] for r in (acme, other, overall)}
     assert values == {acme: 1.0, other: 0.0, overall: 2.0}
@@ -121,7 +122,7 @@ async def test_no_data_is_not_a_breach_and_resolves_O22(
     rule_id = await rule(
         db, clock, metric="job_failure_rate", comparison="lt", threshold=50, for_seconds=0
     )
-    await evaluate_once(db, clock)
+    await evaluate_once(db, clock, ledger=ledger_of(db))
     row = await rule_row(db, rule_id)
     assert (row["state"], row["last_value"]) == ("ok", None)
 
@@ -170,9 +171,9 @@ async def test_a_registered_metric_becomes_a_valid_rule_metric_O22(
     rule_id = await rule(
         db, clock, metric=HEALTH_SCORE, comparison="lt", threshold=95, for_seconds=0
     )
-    await evaluate_once(db, clock, metrics=table)
+    await evaluate_once(db, clock, ledger=ledger_of(db), metrics=table)
     assert (await rule_row(db, rule_id))["state"] == "ok"
     await dead_job(db, clock)
-    await evaluate_once(db, clock, metrics=table)
+    await evaluate_once(db, clock, ledger=ledger_of(db), metrics=table)
     row = await rule_row(db, rule_id)
     assert (row["state"], row["last_value"]) == ("firing", 90.0)

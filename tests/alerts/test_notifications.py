@@ -31,6 +31,7 @@ from tests.alerts.support import (
     set_job,
     tick,
 )
+from tests.ledger_access import ledger_of
 from tests.notify.conftest import free_port
 from tests.notify.servers import Collector
 from tests.outbound.receivers import Receiver
@@ -263,9 +264,13 @@ async def test_concurrent_passes_write_each_transition_once_O22(
     """Overlapping leaders: the UNIQUE event and the conditional update."""
     await rule(db, clock, for_seconds=0, email=["ops@example.com"], in_app=["mia"])
     await dead_job(db, clock)
-    one, two = await asyncio.gather(evaluate_once(db, clock), evaluate_once(db, clock))
+    one, two = await asyncio.gather(
+        evaluate_once(db, clock, ledger=ledger_of(db)),
+        evaluate_once(db, clock),
+        ledger=ledger_of(db),
+    )
     assert len(one.fired) + len(two.fired) == 1
     assert [e["kind"] for e in await alert_events(db)] == ["firing"]
     assert len(await notification_jobs(db)) == 2  # email + inApp, once each
-    again = await evaluate_once(db, clock)
+    again = await evaluate_once(db, clock, ledger=ledger_of(db))
     assert again.fired == [] and again.jobs == []

@@ -30,7 +30,6 @@ from flowledger.db.schema import (
     workflow_jobs,
 )
 from flowledger.handlers.retention_service import DataRetention, latest_slot
-from flowledger.ledger.nodes import leader_acquire
 from flowledger.ops import retention as ops
 from tests.analytics.rows import (
     add_effect,
@@ -44,6 +43,7 @@ from tests.analytics.rows import (
     add_trace,
 )
 from tests.api.conftest import Api, People
+from tests.ledger_access import ledger_of
 from tests.ops.rows import add_execution, add_node
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
@@ -257,7 +257,7 @@ async def test_disabled_policy_and_keep_days_O20(
 
 async def test_overlapping_runs_are_refused_O20(db: Database, world: dict) -> None:
     async with db.begin() as conn:
-        assert await leader_acquire(
+        assert await ledger_of(conn).leader_acquire(
             conn, ops.RUN_LEASE, "someone-else", now=NOW, ttl=timedelta(minutes=5)
         )
     with pytest.raises(ops.RetentionRunning):

@@ -14,9 +14,9 @@ from sqlalchemy import insert
 from flowledger.db.engine_schema import workflow_trace
 from flowledger.db.schema import workflow_job_executions, workflow_jobs
 from flowledger.engine.job_types import TRIGGER_DISPATCH
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from tests.api.conftest import Api, People
+from tests.ledger_access import ledger_of
 
 BASE = "/instances"
 VIEWS = ["trace", "nodes", "tasks", "triggers", "events", "tokens", "diagram", "form", "definition"]
@@ -271,7 +271,7 @@ async def test_trace_of_50000_rows_is_paged(api: Api, people: People) -> None:
 async def _trigger_job(api: Api, iid: int) -> int:
     now = api.clock.now()
     async with api.db.begin() as conn:
-        job = await enqueue(
+        job = await ledger_of(conn).job_insert(
             conn,
             JobSpec(
                 type=TRIGGER_DISPATCH,

@@ -19,9 +19,9 @@ from sqlalchemy import update
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine.job_types import TRIGGER_DISPATCH
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from tests.api.conftest import Api, People, approval
+from tests.ledger_access import ledger_of
 
 
 async def _ids(api: Api, who: dict[str, str], **params: Any) -> list[int]:
@@ -146,7 +146,7 @@ async def test_has_error_from_the_instance_or_a_dead_job_O1(
             .where(workflow_instances.c.id == w.b)
             .values(error="trigger failed: HTTP 502")
         )
-        job = await enqueue(
+        job = await ledger_of(conn).job_insert(
             conn,
             JobSpec(type=TRIGGER_DISPATCH, tenant_id="default", instance_id=w.c),
             now=api.clock.now(),

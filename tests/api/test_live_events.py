@@ -25,10 +25,10 @@ from flowledger.api.routers.live import visible
 from flowledger.cli.serve import serve_api
 from flowledger.db.changes import Change
 from flowledger.db.database import Database
-from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
 from flowledger.worker import JobContext
 from tests.api.conftest import BASE, Api
+from tests.ledger_access import enqueue_many
 from tests.runtime_support import TEST_HANDLERS, job_types_for_tests, runtime_for
 
 

@@ -15,10 +15,10 @@ from flowledger.db.engine_schema import operation_audit
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.schema import workflow_jobs
 from flowledger.handlers.services import SchedulePlanner
-from flowledger.ledger.claim import jobs_claim
 from flowledger.states import Pool
 from flowledger.worker.services import DRAIN_TASK, Drain
 from tests.api.conftest import Api, People
+from tests.ledger_access import ledger_of
 from tests.ops.rows import add_job, add_node
 
 DELAY = {
@@ -146,7 +146,10 @@ async def test_engine_diagnostics_figures_match_a_known_state_O18(api: Api, peop
     # a delay_wake job claimed by a worker that died: the drain reclaims it
     lost = await add_job(api.db, now, type="delay_wake", pool=Pool.LEDGER.value)
     assert [
-        j.id for j in await jobs_claim(api.db, pool=Pool.LEDGER, limit=5, node_id="x", now=now)
+        j.id
+        for j in await ledger_of(api.db).jobs_claim(
+            api.db, pool=Pool.LEDGER, limit=5, node_id="x", now=now
+        )
     ] == [lost]
     clock.advance(seconds=120)
     now = clock.now()

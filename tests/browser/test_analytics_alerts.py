@@ -27,11 +27,12 @@ import asyncio, os
 from flowledger.clock import SystemClock
 from flowledger.db.database import Database
 from flowledger.ops.alerts.evaluator import evaluate_once
+from tests.ledger_access import ledger_of
 
 async def main():
     db = Database(os.environ["FLOWLEDGER_DATABASE_URL"])
     try:
-        await evaluate_once(db, SystemClock())
+        await evaluate_once(db, SystemClock(), ledger=ledger_of(db))
     finally:
         await db.dispose()
 

@@ -149,6 +149,7 @@ async def repair_at(
                 action=action,
                 error=error,
                 now=step.now,
+                ledger=step.store.ledger,
             )
         return ticket_id
 

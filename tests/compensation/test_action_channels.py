@@ -20,9 +20,6 @@ from flowledger.compensation import operations
 from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.handlers.compensation_jobs import compensation_action
-from flowledger.ledger.claim import jobs_claim
-from flowledger.ledger.rescue import jobs_rescue
-from flowledger.ledger.settle import jobs_settle_many
 from flowledger.notify.email import COMPENSATION_SUBJECT
 from flowledger.outbound.resources import Outbound
 from flowledger.settings import Settings, get_settings
@@ -38,6 +35,7 @@ from tests.compensation.flows import (
     ticket,
 )
 from tests.integration.engine_helpers import instance, jobs, run_due_jobs
+from tests.ledger_access import ledger_of
 from tests.notify.servers import Collector, SmsGatewayServer
 from tests.runtime_support import handler_for
 
@@ -78,7 +76,9 @@ async def test_update_data_writes_rendered_text_and_null_C4(
 
 
 async def _claim(db: Database, clock: ManualClock) -> Any:
-    [job] = await jobs_claim(db, pool=Pool.OUTBOUND, limit=1, node_id="t", now=clock.now())
+    [job] = await ledger_of(db).jobs_claim(
+        db, pool=Pool.OUTBOUND, limit=1, node_id="t", now=clock.now()
+    )
     return job
 
 
@@ -95,7 +95,7 @@ async def test_update_data_after_crash_between_commit_and_settle_writes_once_C6_
     # crash: the attempt never settles; the drain reclaims the job after its lease
     clock.advance(seconds=61)
     async with db.begin() as conn:
-        assert (await jobs_rescue(conn, now=clock.now())).retried == [first.id]
+        assert (await ledger_of(conn).jobs_rescue(conn, now=clock.now())).retried == [first.id]
     clock.advance(seconds=31)
     again = await _claim(db, clock)
     assert (again.id, again.attempt) == (first.id, 2)
@@ -103,7 +103,7 @@ async def test_update_data_after_crash_between_commit_and_settle_writes_once_C6_
         JobContext(again, db, clock), handler_for(db, clock, again.type), abort_grace_s=1
     )
     assert outcome is not None
-    await jobs_settle_many(db, [(again, outcome)], now=clock.now())
+    await ledger_of(db).jobs_settle(db, [(again, outcome)], now=clock.now())
     writes = [w for w in await form_writes(db, iid) if w["source"] == f"compensation:{ticket_id}"]
     assert len(writes) == 1
     [job] = await jobs(db, iid, type="compensation_action")

@@ -16,7 +16,6 @@ from flowledger.compensation.tickets import open_ticket, update_ticket
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.engine import Engine
-from flowledger.ledger.control import job_cancel
 from tests.api.conftest import Api, People
 from tests.compensation.flows import (
     audit_rows,
@@ -28,6 +27,7 @@ from tests.compensation.flows import (
 )
 from tests.integration.engine_helpers import instance, jobs, pending_task, run_due_jobs, tasks
 from tests.integration.engine_helpers import tokens as token_rows
+from tests.ledger_access import ledger_of
 
 EMAIL = {"type": "email", "recipients": ["ops@example.com"], "maxRetries": 0}
 
@@ -275,7 +275,7 @@ async def test_retry_takes_a_dead_job_from_the_ledger_and_needs_a_valid_action_C
     iid, ticket_id = await _pending(engine, db, clock, action=EMAIL)
     [job] = await jobs(db, iid, type="compensation_action")
     async with db.begin() as conn:  # an operator skipped the job in the ledger
-        await job_cancel(conn, job["id"], now=clock.now())
+        await ledger_of(conn).job_cancel(conn, job["id"], now=clock.now())
     # the ticket's summary still says pending; the detail follows the ledger
     assert (await ticket(db, ticket_id))["compensation_action_status"] == "pending"
     shown = (await api.get(f"/compensation/{ticket_id}", people.mon)).json()

@@ -16,10 +16,7 @@ from flowledger.clock import ManualClock
 from flowledger.compensation.saga import register_saga, saga_key
 from flowledger.db.database import Database
 from flowledger.engine import Engine
-from flowledger.ledger.claim import jobs_claim
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec, Outcome
-from flowledger.ledger.settle import jobs_settle_many
 from flowledger.settings import Settings
 from flowledger.states import Pool
 from tests.compensation.policy_flows import (
@@ -44,6 +41,7 @@ from tests.integration.engine_helpers import (
     trace_events,
 )
 from tests.integration.ledger_helpers import attempt_rows
+from tests.ledger_access import ledger_of
 from tests.outbound.receivers import Receiver
 from tests.runtime_support import job_types_for_tests
 
@@ -190,11 +188,15 @@ async def _succeeded_job(
     async with db.begin() as conn:
         spec = JobSpec(type=job_type, instance_id=iid, node_key=node_key, tenant_id="default")
         job_id = (
-            await enqueue(conn, spec, now=clock.now(), job_types=job_types_for_tests())
+            await ledger_of(conn).job_insert(
+                conn, spec, now=clock.now(), job_types=job_types_for_tests()
+            )
         ).job_id
-    claimed = await jobs_claim(db, pool=Pool.OUTBOUND, limit=10, node_id="t", now=clock.now())
+    claimed = await ledger_of(db).jobs_claim(
+        db, pool=Pool.OUTBOUND, limit=10, node_id="t", now=clock.now()
+    )
     (job,) = [j for j in claimed if j.id == job_id]
-    await jobs_settle_many(db, [(job, Outcome.success({"status": 200}))], now=clock.now())
+    await ledger_of(db).jobs_settle(db, [(job, Outcome.success({"status": 200}))], now=clock.now())
     return job_id
 
 

@@ -25,11 +25,11 @@ from sqlalchemy import select, update
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import operation_audit
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType
 from flowledger.states import Pool
+from tests.ledger_access import enqueue_many
 
 NOOP_TYPE = JobType("cli_jobs_noop", Pool.LEDGER.value)
 NOOP = NOOP_TYPE.name

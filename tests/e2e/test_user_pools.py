@@ -31,13 +31,13 @@ from flowledger.clock import SystemClock
 from flowledger.db.database import Database
 from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.ledger.enqueue import enqueue_bulk
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType
 from flowledger.ops.engine_diagnostics import engine_diagnostics
 from flowledger.ops.runtime_status import runtime_status
 from flowledger.settings import Settings
 from flowledger.states import Pool
+from tests.ledger_access import ledger_of
 
 HERE = Path(__file__).parent
 REPORT, TICK, EMAIL = "pool_report", "pool_tick", "pool_email"  # as in pool_handlers.py
@@ -115,7 +115,7 @@ async def test_a_user_pool_with_one_slot_runs_one_job_at_a_time(
         specs = [JobSpec(REPORT_TYPE) for _ in range(REPORTS)] + [JobSpec(EMAIL_TYPE)]
         specs += [JobSpec(TICK_TYPE) for _ in range(TICKS)]
         async with db.begin() as conn:
-            await enqueue_bulk(conn, specs, now=SystemClock().now())
+            await ledger_of(conn).jobs_insert(conn, specs, now=SystemClock().now())
         done = select(func.count()).where(jobs.c.status == "succeeded")
         await _wait(db, proc, log, done, REPORTS + TICKS)
         async with db.read() as conn:

@@ -27,10 +27,10 @@ import pytest
 from sqlalchemy import text
 
 from flowledger.db.database import Database
-from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
 from tests.dbutil import pg_database
 from tests.e2e import e2e_handlers
+from tests.ledger_access import enqueue_many
 
 HERE = Path(__file__).parent
 JOBS = 3_000

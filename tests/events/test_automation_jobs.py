@@ -53,7 +53,6 @@ from flowledger.engine import Engine
 from flowledger.events.automation import enqueue_automation
 from flowledger.events.automation_rules import RuleSpec
 from flowledger.events.automation_store import Rule, create_rule
-from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.models import Outcome, OutcomeKind
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
@@ -68,6 +67,7 @@ from tests.integration.engine_helpers import (
     run_due_jobs,
 )
 from tests.integration.ledger_helpers import rescue
+from tests.ledger_access import ledger_of
 from tests.notify.servers import Collector, SmsGatewayServer
 from tests.outbound.conftest import other_receiver, outbound_env, receiver  # noqa: F401
 from tests.outbound.receivers import Receiver
@@ -165,7 +165,7 @@ async def relay(db: Database, clock: ManualClock, instance_id: int) -> int:
     count = 0
     for event in await outbox(db, instance_id):
         async with db.begin() as conn:
-            count += await enqueue_automation(conn, event, now=clock.now())
+            count += await enqueue_automation(conn, event, now=clock.now(), ledger=ledger_of(conn))
     return count
 
 
@@ -181,7 +181,7 @@ async def automation_jobs(db: Database) -> list[dict[str, Any]]:
 
 async def run_without_settling(db: Database, clock: ManualClock) -> list[Outcome | None]:
     """Claim and run the due outbound jobs, then "crash": nothing is settled."""
-    claimed = await jobs_claim(
+    claimed = await ledger_of(db).jobs_claim(
         db, pool=Pool.OUTBOUND, limit=10, node_id="doomed-node", now=clock.now()
     )
     return [
@@ -217,12 +217,15 @@ async def test_rules_match_type_definition_and_condition_once_per_event_X6_L15(
     large = await engine.start(purchase, form={"amount": 1200}, initiator="u")
     (started,) = await outbox(db, large, "instance.started")
     async with db.begin() as conn:
-        assert await enqueue_automation(conn, started, now=clock.now()) == 3
+        assert await enqueue_automation(conn, started, now=clock.now(), ledger=ledger_of(conn)) == 3
     async with db.begin() as conn:  # the relay runs again for the same event
-        assert await enqueue_automation(conn, started, now=clock.now()) == 3
+        assert await enqueue_automation(conn, started, now=clock.now(), ledger=ledger_of(conn)) == 3
     (small_started,) = await outbox(db, small, "instance.started")
     async with db.begin() as conn:
-        assert await enqueue_automation(conn, small_started, now=clock.now()) == 2
+        assert (
+            await enqueue_automation(conn, small_started, now=clock.now(), ledger=ledger_of(conn))
+            == 2
+        )
     jobs = await automation_jobs(db)
     assert sorted(j["idempotency_key"] for j in jobs) == sorted(
         [

@@ -27,7 +27,6 @@ from flowledger.events import outbox as outbox_module
 from flowledger.events.dispatch import _saga_node_key, dispatch_pending
 from flowledger.events.relay import EventRelay
 from flowledger.handlers.services import engine_services
-from flowledger.ledger.control import job_cancel
 from flowledger.settings import Settings
 from tests import statement_watch
 from tests.events import webhook_support as support
@@ -42,6 +41,7 @@ from tests.events.webhook_support import (
     subscribe,
 )
 from tests.integration.engine_helpers import pending_task, run_due_jobs, trace_events
+from tests.ledger_access import ledger_of
 
 secret_key = support.secret_key
 
@@ -156,7 +156,7 @@ async def test_a_full_batch_enqueues_the_next_job_and_the_next_batch_follows_X5(
     await subscribe(db, clock, URL, event_types=("custom.*",))
     ids = [await add_outbox_row(db, clock.now()) for _ in range(5)]
     async with db.begin() as conn:
-        report = await dispatch_pending(conn, now=clock.now(), limit=3)
+        report = await dispatch_pending(conn, now=clock.now(), ledger=ledger_of(conn), limit=3)
     assert (report.events, report.hits) == (3, 3)
     (job,) = await jobs_of(db, "event_dispatch")
     assert job["id"] == report.next_job_id
@@ -164,7 +164,7 @@ async def test_a_full_batch_enqueues_the_next_job_and_the_next_batch_follows_X5(
     assert [e["status"] for e in await outbox(db)] == ["dispatched"] * 3 + ["pending"] * 2
 
     async with db.begin() as conn:
-        last = await dispatch_pending(conn, now=clock.now(), limit=3)
+        last = await dispatch_pending(conn, now=clock.now(), ledger=ledger_of(conn), limit=3)
     assert (last.events, last.next_job_id) == (2, None)  # not full: the relay covers the rest
     assert len(await hits(db)) == 5
 
@@ -176,7 +176,7 @@ async def test_a_dispatch_job_that_ended_without_the_oldest_row_is_followed_X5(
     first = await relay(db, clock)
     assert first is not None
     async with db.begin() as conn:  # an operator skips it before it ran
-        await job_cancel(conn, first, now=clock.now())
+        await ledger_of(conn).job_cancel(conn, first, now=clock.now())
     second = await relay(db, clock)
     assert second is not None and second != first
     (_, job) = await jobs_of(db, "event_dispatch")
@@ -223,14 +223,14 @@ async def test_a_failing_fan_out_rolls_back_only_its_own_event_X5(
     bad = await add_outbox_row(db, clock.now(), event_type="custom.bad")
     real = dispatch.enqueue_automation
 
-    async def broken_rule(conn: Any, event: Any, *, now: Any) -> int:
+    async def broken_rule(conn: Any, event: Any, *, now: Any, ledger: Any) -> int:
         if event["event_type"] == "custom.bad":  # after its hit and delivery job were written
             raise ValueError("a rule that cannot run")
         return await real(conn, event, now=now)
 
     monkeypatch.setattr(dispatch, "enqueue_automation", broken_rule)
     async with db.begin() as conn:
-        report = await dispatch.dispatch_pending(conn, now=clock.now())
+        report = await dispatch.dispatch_pending(conn, now=clock.now(), ledger=ledger_of(conn))
     assert report.failed == [{"eventId": bad, "error": "ValueError: a rule that cannot run"}]
     assert [h["event_id"] for h in await hits(db, subscription)] == [good]
     (delivery,) = await jobs_of(db, "webhook_delivery")
@@ -244,7 +244,7 @@ async def test_an_empty_dispatch_is_a_skipped_attempt_L4(
     await add_outbox_row(db, clock.now())
     await relay(db, clock)
     async with db.begin() as conn:  # someone else dispatched the row meanwhile
-        await dispatch_pending(conn, now=clock.now())
+        await dispatch_pending(conn, now=clock.now(), ledger=ledger_of(conn))
     await run_due_jobs(db, clock)
     (job,) = await jobs_of(db, "event_dispatch")
     assert (job["status"], job["result"]) == ("succeeded", {"skipped": "no pending events"})
@@ -310,7 +310,7 @@ async def test_with_nobody_listening_a_batch_is_dispatched_in_one_statement_X5(
     ids = [await add_outbox_row(db, clock.now()) for _ in range(5)]
     with statement_watch.watched(db) as statements:
         async with db.begin() as conn:
-            report = await dispatch_pending(conn, now=clock.now(), limit=3)
+            report = await dispatch_pending(conn, now=clock.now(), ledger=ledger_of(conn), limit=3)
     assert (report.events, report.hits, report.automation_jobs) == (3, 0, 0)
     outbox_statements = [s for s in statements if "workflow_event_outbox" in s]
     assert len(outbox_statements) == 2  # the batch, then the next job's oldest row
@@ -322,7 +322,7 @@ async def test_with_nobody_listening_a_batch_is_dispatched_in_one_statement_X5(
     assert [e["status"] for e in rows] == ["dispatched"] * 3 + ["pending"] * 2
     assert all(e["dispatched_at"] == clock.now() for e in rows[:3])
     async with db.begin() as conn:
-        last = await dispatch_pending(conn, now=clock.now(), limit=3)
+        last = await dispatch_pending(conn, now=clock.now(), ledger=ledger_of(conn), limit=3)
     assert (last.events, last.next_job_id) == (2, None)
     assert [e["status"] for e in await outbox(db)] == ["dispatched"] * 5
     assert await hits(db) == []
@@ -353,7 +353,7 @@ async def test_a_listener_in_any_tenant_sends_the_batch_through_the_fan_out_X5_X
     await add_outbox_row(db, clock.now())
     with statement_watch.watched(db) as statements:
         async with db.begin() as conn:
-            report = await dispatch_pending(conn, now=clock.now())
+            report = await dispatch_pending(conn, now=clock.now(), ledger=ledger_of(conn))
     assert (report.events, report.hits) == (1, 0)  # the listener is another tenant's
     assert _reads_payloads(statements)
     assert [e["status"] for e in await outbox(db)] == ["dispatched"]

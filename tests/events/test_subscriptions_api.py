@@ -20,6 +20,7 @@ from tests.api import conftest as api_fixtures
 from tests.api.conftest import BASE, Api, Headers, People
 from tests.events import webhook_support as support
 from tests.events.webhook_support import add_outbox_row, hits
+from tests.ledger_access import ledger_of
 from tests.runtime_support import process_secrets
 
 engine = api_fixtures.engine
@@ -211,7 +212,7 @@ async def test_hits_are_listed_newest_first_in_pages_X5_O10(api: Api, people: Pe
     other = (await create(api, people.dev, body(eventTypes=["other.event"]))).json()["id"]
     events = [await add_outbox_row(api.db, api.clock.now()) for _ in range(3)]
     async with api.db.begin() as conn:
-        await dispatch_pending(conn, now=api.clock.now())
+        await dispatch_pending(conn, now=api.clock.now(), ledger=ledger_of(conn))
     assert len(await hits(api.db)) == 3
 
     first = (await api.get(f"{PATH}/{sub_id}/hits", people.mon, limit=2)).json()

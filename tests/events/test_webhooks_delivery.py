@@ -19,8 +19,6 @@ import pytest
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ledger.claim import jobs_claim
-from flowledger.ledger.rescue import jobs_rescue
 from flowledger.outbound import signing
 from flowledger.settings import Settings
 from flowledger.states import Pool
@@ -40,6 +38,7 @@ from tests.events.webhook_support import (
     subscribe,
 )
 from tests.integration.engine_helpers import pending_task, run_due_jobs
+from tests.ledger_access import ledger_of
 from tests.outbound.receivers import Receiver
 from tests.runtime_support import handler_for
 
@@ -255,7 +254,9 @@ async def test_a_delivery_whose_settlement_was_lost_is_retried_without_resending
     await relay(db, clock)
     assert await run_one_outbound(db, clock) == "event_dispatch"
 
-    (claimed,) = await jobs_claim(db, pool=Pool.OUTBOUND, limit=1, node_id="n", now=clock.now())
+    (claimed,) = await ledger_of(db).jobs_claim(
+        db, pool=Pool.OUTBOUND, limit=1, node_id="n", now=clock.now()
+    )
     handler = handler_for(db, clock, claimed.type)
     outcome = await execute(JobContext(claimed, db, clock), handler, abort_grace_s=1)
     assert outcome is not None and outcome.kind == "success"  # …but the worker dies unsettled
@@ -263,7 +264,7 @@ async def test_a_delivery_whose_settlement_was_lost_is_retried_without_resending
     assert hit["status"] == "delivered"
     clock.advance(seconds=300)
     async with db.begin() as conn:  # the drain reclaims the expired lease
-        await jobs_rescue(conn, now=clock.now())
+        await ledger_of(conn).jobs_rescue(conn, now=clock.now())
     (job,) = await jobs_of(db, "webhook_delivery")
     # the receipt confirmed the write: an ordinary retry, not the L-17 dead letter
     assert (job["status"], job["last_error_code"]) == ("pending", "lease_expired")

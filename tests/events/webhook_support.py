@@ -27,12 +27,11 @@ from flowledger.db.schema import workflow_job_executions, workflow_jobs
 from flowledger.engine import Engine
 from flowledger.events.relay import EventRelay
 from flowledger.events.subscriptions import create_subscription
-from flowledger.ledger.claim import jobs_claim
-from flowledger.ledger.settle import jobs_settle_many
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
 from tests.integration.engine_helpers import END, START, approval, definition, run_due_jobs
+from tests.ledger_access import ledger_of
 from tests.outbound import conftest as outbound  # noqa: F401  (fixtures for test modules)
 from tests.runtime_support import default_engine, handler_for, process_secrets
 
@@ -117,12 +116,14 @@ async def dispatch_all(db: Database, clock: ManualClock) -> int:
 
 async def run_one_outbound(db: Database, clock: ManualClock) -> str:
     """Claim and run exactly one due outbound job; returns its type."""
-    (job,) = await jobs_claim(db, pool=Pool.OUTBOUND, limit=1, node_id="test-node", now=clock.now())
+    (job,) = await ledger_of(db).jobs_claim(
+        db, pool=Pool.OUTBOUND, limit=1, node_id="test-node", now=clock.now()
+    )
     outcome = await execute(
         JobContext(job, db, clock), handler_for(db, clock, job.type), abort_grace_s=1.0
     )
     assert outcome is not None
-    await jobs_settle_many(db, [(job, outcome)], now=clock.now())
+    await ledger_of(db).jobs_settle(db, [(job, outcome)], now=clock.now())
     return job.type
 
 

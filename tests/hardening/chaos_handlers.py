@@ -20,10 +20,10 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.ledger.receipts import receipt_get
 from flowledger.ledger.types import JobType
 from flowledger.states import Pool
 from flowledger.worker import JobContext, job_handler
+from tests.ledger_access import ledger_of
 
 INTERNAL = "chaos_internal"
 UNSAFE = "chaos_unsafe"
@@ -54,7 +54,9 @@ async def unsafe(ctx: JobContext) -> Any:
     # killed, or the database went away, between the record and the
     # settlement) is not sent again — the receipt is the result (L-14, L-17)
     async with ctx.db.read() as conn:
-        found, recorded = await receipt_get(conn, ctx.job.operation_key, "record-send")
+        found, recorded = await ledger_of(conn).receipt_get(
+            conn, ctx.job.operation_key, "record-send"
+        )
     if found:
         return recorded
     await ctx.mark_side_effect()

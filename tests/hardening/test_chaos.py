@@ -27,11 +27,11 @@ from sqlalchemy import text
 
 from flowledger.db.database import Database
 from flowledger.db.migrate import upgrade
-from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
 from tests.e2e.test_worker_processes import TIMINGS
 from tests.hardening import chaos_handlers
 from tests.hardening.pgcluster import Cluster, throwaway_cluster
+from tests.ledger_access import enqueue_many
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).parent

@@ -16,11 +16,11 @@ from sqlalchemy import text
 
 from flowledger.db.database import Database
 from flowledger.db.migrate import upgrade
-from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
 from tests.e2e import e2e_handlers
 from tests.e2e.test_worker_processes import Workers, process_env, wait_for
 from tests.hardening.pgcluster import Cluster, throwaway_cluster
+from tests.ledger_access import enqueue_many
 
 pytestmark = pytest.mark.slow
 

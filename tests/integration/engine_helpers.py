@@ -19,11 +19,10 @@ from flowledger.db.engine_schema import (
 )
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine import Engine
-from flowledger.ledger.claim import jobs_claim
-from flowledger.ledger.settle import jobs_settle_many
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
+from tests.ledger_access import ledger_of
 from tests.runtime_support import default_engine, runtime_for
 
 
@@ -113,7 +112,7 @@ async def _run_due(db: Database, clock: ManualClock, handlers: Any, rounds: int)
     for _ in range(rounds):
         claimed = []
         for pool in (Pool.LEDGER, Pool.OUTBOUND):
-            claimed += await jobs_claim(
+            claimed += await ledger_of(db).jobs_claim(
                 db, pool=pool, limit=100, node_id="test-node", now=clock.now()
             )
         if not claimed:
@@ -123,7 +122,7 @@ async def _run_due(db: Database, clock: ManualClock, handlers: Any, rounds: int)
                 JobContext(job, db, clock), handlers.get(job.type), abort_grace_s=1.0
             )
             if outcome is not None:
-                await jobs_settle_many(db, [(job, outcome)], now=clock.now())
+                await ledger_of(db).jobs_settle(db, [(job, outcome)], now=clock.now())
             done += 1
     raise AssertionError("jobs kept coming after 50 rounds")
 

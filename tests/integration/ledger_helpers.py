@@ -18,13 +18,10 @@ from flowledger.db.schema import workflow_job_effects as effects
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.handlers import BUILTIN_JOB_TYPES
-from flowledger.ledger.claim import jobs_claim
-from flowledger.ledger.enqueue import enqueue
-from flowledger.ledger.models import ClaimedJob, EnqueueResult, JobSpec, Outcome
-from flowledger.ledger.rescue import RescueReport, jobs_rescue
-from flowledger.ledger.settle import job_settle, jobs_settle_many
+from flowledger.ledger.models import ClaimedJob, EnqueueResult, JobSpec, Outcome, RescueReport
 from flowledger.ledger.types import JobType, JobTypeRegistry
 from flowledger.states import Pool
+from tests.ledger_access import ledger_of
 
 LEDGER = Pool.LEDGER.value
 OUTBOUND = Pool.OUTBOUND.value
@@ -48,7 +45,9 @@ async def add_job_result(
     db: Database, now: datetime, type: str | JobType = TEST_TYPE, **spec: Any
 ) -> EnqueueResult:
     async with db.begin() as conn:
-        return await enqueue(conn, JobSpec(type=type, **spec), now=now, job_types=TEST_JOB_TYPES)
+        return await ledger_of(conn).job_insert(
+            conn, JobSpec(type=type, **spec), now=now, job_types=TEST_JOB_TYPES
+        )
 
 
 async def claim(
@@ -60,7 +59,9 @@ async def claim(
     order: str = "priority",
     node: str = "node-a",
 ) -> list[ClaimedJob]:
-    return await jobs_claim(db, pool=pool, limit=limit, node_id=node, now=now, order=order)
+    return await ledger_of(db).jobs_claim(
+        db, pool=pool, limit=limit, node_id=node, now=now, order=order
+    )
 
 
 async def claim_one(db: Database, now: datetime, **kw: Any) -> ClaimedJob:
@@ -72,17 +73,19 @@ async def claim_one(db: Database, now: datetime, **kw: Any) -> ClaimedJob:
 async def settle_batch(
     db: Database, items: Sequence[tuple[ClaimedJob, Outcome]], now: datetime
 ) -> set[int]:
-    return await jobs_settle_many(db, items, now=now)
+    return await ledger_of(db).jobs_settle(db, items, now=now)
 
 
 async def settle_single(db: Database, job: ClaimedJob, outcome: Outcome, now: datetime) -> bool:
     async with db.begin() as conn:
-        return await job_settle(conn, job.fence, outcome, now=now, started_at=job.started_at)
+        return await ledger_of(conn).job_settle(
+            conn, job.fence, outcome, now=now, started_at=job.started_at
+        )
 
 
 async def rescue(db: Database, now: datetime) -> RescueReport:
     async with db.begin() as conn:
-        return await jobs_rescue(conn, now=now)
+        return await ledger_of(conn).jobs_rescue(conn, now=now)
 
 
 async def job_row(db: Database, job_id: int) -> Any:

@@ -16,8 +16,6 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.db.schema import workflow_job_executions
 from flowledger.engine import Engine
-from flowledger.ledger.claim import jobs_claim
-from flowledger.ledger.settle import jobs_settle_many
 from flowledger.states import Pool
 from flowledger.worker.context import AbortReason, JobContext
 from flowledger.worker.executor import execute
@@ -32,6 +30,7 @@ from tests.integration.engine_helpers import (
     pending_task,
     tasks,
 )
+from tests.ledger_access import ledger_of
 from tests.runtime_support import runtime_for
 
 
@@ -59,7 +58,7 @@ async def test_a_sibling_ending_the_instance_does_not_cancel_a_finished_job_L22_
     runtime = runtime_for(db, clock)
     try:
         # both delay jobs claimed at once, as a worker's free slots take them
-        claimed = await jobs_claim(
+        claimed = await ledger_of(db).jobs_claim(
             db, pool=Pool.LEDGER, limit=10, node_id="node-a", now=clock.now()
         )
         assert sorted(j.type for j in claimed) == ["delay_wake", "delay_wake"]
@@ -69,7 +68,7 @@ async def test_a_sibling_ending_the_instance_does_not_cancel_a_finished_job_L22_
             ctx = JobContext(job, db, clock)
             outcomes.append(await execute(ctx, runtime.handlers.get(job.type), abort_grace_s=1.0))
         # what the worker's settlement queue writes after both steps committed
-        await jobs_settle_many(
+        await ledger_of(db).jobs_settle(
             db,
             [(j, o) for j, o in zip(claimed, outcomes, strict=True) if o is not None],
             now=clock.now(),
@@ -110,7 +109,9 @@ async def test_a_step_that_skips_settles_its_attempt_as_skipped_L4(
     [job_row] = await jobs(db, iid, type="delay_wake")
     runtime = runtime_for(db, clock)
     try:
-        [job] = await jobs_claim(db, pool=Pool.LEDGER, limit=1, node_id="n", now=clock.now())
+        [job] = await ledger_of(db).jobs_claim(
+            db, pool=Pool.LEDGER, limit=1, node_id="n", now=clock.now()
+        )
         [task] = await tasks(db, iid, node_key="wait")
         async with db.begin() as conn:  # the task no longer waits (as after a force jump)
             await conn.execute(
@@ -140,7 +141,9 @@ async def test_an_attempt_aborted_before_its_step_still_settles_with_it_L14_L11(
     iid = await _at_the_fork(engine, db)
     runtime = runtime_for(db, clock)
     try:
-        job, _other = await jobs_claim(db, pool=Pool.LEDGER, limit=2, node_id="n", now=clock.now())
+        job, _other = await ledger_of(db).jobs_claim(
+            db, pool=Pool.LEDGER, limit=2, node_id="n", now=clock.now()
+        )
         ctx = JobContext(job, db, clock)
         ctx.fire_abort(AbortReason.SHUTDOWN)
         assert await execute(ctx, runtime.handlers.get(job.type), abort_grace_s=1.0) is None

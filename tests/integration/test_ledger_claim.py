@@ -22,10 +22,9 @@ from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError
-from flowledger.ledger.claim import claim_order, jobs_claim
+from flowledger.ledger.claim import claim_order
 from flowledger.ledger.driver import PostgresFastLedger, ledger_driver
 from flowledger.ledger.driver.postgres_sql import CLAIM_SQL, claim_params
-from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.models import JobSpec
 from tests.integration.ledger_helpers import (
     LEDGER,
@@ -39,6 +38,7 @@ from tests.integration.ledger_helpers import (
     count_rows,
     job_row,
 )
+from tests.ledger_access import enqueue_many, ledger_of
 
 
 def test_claim_order_every_fourth_is_due_L7() -> None:
@@ -213,7 +213,7 @@ async def test_concurrent_claimers_never_claim_twice_L7(
         await barrier.wait()
         got: list[int] = []
         while True:
-            batch = await jobs_claim(
+            batch = await ledger_of(database).jobs_claim(
                 database, pool=LEDGER, limit=10, node_id=f"claimer-{index}", now=now
             )
             if not batch:

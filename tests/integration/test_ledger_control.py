@@ -24,10 +24,7 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.errors import InvalidStateError
 from flowledger.handlers import BUILTIN_JOB_TYPES
-from flowledger.ledger.control import job_cancel, job_retry
 from flowledger.ledger.driver import ledger_driver
-from flowledger.ledger.enqueue import enqueue
-from flowledger.ledger.fencing import job_mark_side_effect, jobs_renew_leases
 from flowledger.ledger.models import JobSpec, Outcome
 from tests.integration.ledger_helpers import (
     LEDGER,
@@ -43,6 +40,7 @@ from tests.integration.ledger_helpers import (
     job_row,
     settle_single,
 )
+from tests.ledger_access import ledger_of
 
 INSTANCE = 42
 PAUSABLE = {
@@ -100,7 +98,7 @@ async def test_concurrent_duplicate_enqueue_creates_one_row_L15(
     async def first() -> int:
         try:
             async with db.begin() as conn:
-                result = await enqueue(conn, spec, now=clock.now())
+                result = await ledger_of(conn).job_insert(conn, spec, now=clock.now())
                 assert result.created
                 inserted.set()
                 await release.wait()
@@ -113,7 +111,7 @@ async def test_concurrent_duplicate_enqueue_creates_one_row_L15(
     async def second() -> tuple[int, bool]:
         await inserted.wait()
         async with db.begin() as conn:
-            result = await enqueue(conn, spec, now=clock.now())
+            result = await ledger_of(conn).job_insert(conn, spec, now=clock.now())
         return result.job_id, result.created
 
     t1, t2 = asyncio.create_task(first()), asyncio.create_task(second())
@@ -175,7 +173,9 @@ async def test_pause_fences_out_running_executor_L18_L9(db: Database, clock: Man
     (attempt,) = await attempt_rows(db, job_id)
     assert (attempt.status, attempt.finished_at) == ("canceled", clock.now())
     assert await settle_single(db, job, Outcome.success(), clock.now()) is False
-    assert await jobs_renew_leases(db, [job], now=clock.now(), lease_ms=60_000) == set()
+    assert (
+        await ledger_of(db).jobs_renew_leases(db, [job], now=clock.now(), lease_ms=60_000) == set()
+    )
     assert (await job_row(db, job_id)).status == "paused"
     resumed_at = clock.advance(seconds=50)
     await _resume(db, clock)
@@ -188,7 +188,7 @@ async def test_pause_with_side_effect_marker_dead_letters_L18_L17(
 ) -> None:
     job_id = await add_job(db, clock.now(), type="external_dispatch", instance_id=INSTANCE)
     job = await claim_one(db, clock.now(), pool=OUTBOUND)
-    await job_mark_side_effect(db, job.fence, now=clock.now())
+    await ledger_of(db).job_mark_side_effect(db, job.fence, now=clock.now())
     assert await _pause(db, clock) == []
     row = await job_row(db, job_id)
     assert (row.status, row.last_error_code, row.generation, row.lease_token) == (
@@ -273,7 +273,7 @@ async def _job_in(db: Database, clock: ManualClock, status: str) -> int:
             await _pause(db, clock)
         if status == "canceled":
             async with db.begin() as conn:
-                await job_cancel(conn, job_id, now=clock.now())
+                await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
         return job_id
     job = await claim_one(db, clock.now())
     if status == "succeeded":
@@ -294,7 +294,7 @@ async def test_manual_retry_of_retryable_job_L5_L24(
     old_attempts = await attempt_rows(db, job_id)
     now = clock.advance(seconds=30)
     async with db.begin() as conn:
-        await job_retry(conn, job_id, now=now)
+        await ledger_of(conn).job_retry(conn, job_id, now=now)
     row = await job_row(db, job_id)
     assert (row.status, row.attempts, row.generation, row.run_at) == (
         "pending", 0, before.generation + 1, now,
@@ -311,7 +311,7 @@ async def test_manual_retry_can_stagger_run_at_L24(db: Database, clock: ManualCl
     job_id = await _job_in(db, clock, "dead")
     later = clock.now() + timedelta(seconds=3)
     async with db.begin() as conn:
-        await job_retry(conn, job_id, now=clock.now(), run_at=later)
+        await ledger_of(conn).job_retry(conn, job_id, now=clock.now(), run_at=later)
     assert (await job_row(db, job_id)).run_at == later
 
 
@@ -332,7 +332,7 @@ async def test_manual_retry_refuses_other_states_L24(
     assert before.status == status
     with pytest.raises(InvalidStateError, match=message) as info:
         async with db.begin() as conn:
-            await job_retry(conn, job_id, now=clock.now())
+            await ledger_of(conn).job_retry(conn, job_id, now=clock.now())
     assert info.value.details["status"] == status
     assert await job_row(db, job_id) == before
 
@@ -345,7 +345,7 @@ async def test_cancel_L24(status: str, db: Database, clock: ManualClock) -> None
     job_id = await _job_in(db, clock, status)
     before = await job_row(db, job_id)
     async with db.begin() as conn:
-        await job_cancel(conn, job_id, now=clock.now(), reason="operator skip")
+        await ledger_of(conn).job_cancel(conn, job_id, now=clock.now(), reason="operator skip")
     row = await job_row(db, job_id)
     assert (row.status, row.cancel_reason, row.generation, row.lease_token) == (
         "canceled", "operator skip", before.generation + 1, None,
@@ -361,7 +361,7 @@ async def test_cancel_refuses_finished_jobs_L24(
     before = await job_row(db, job_id)
     with pytest.raises(InvalidStateError):
         async with db.begin() as conn:
-            await job_cancel(conn, job_id, now=clock.now())
+            await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
     assert await job_row(db, job_id) == before
 
 
@@ -369,7 +369,7 @@ async def test_canceled_running_executor_cannot_settle_L9(db: Database, clock: M
     job_id = await add_job(db, clock.now())
     job = await claim_one(db, clock.now())
     async with db.begin() as conn:
-        await job_cancel(conn, job_id, now=clock.now())
+        await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
     (attempt,) = await attempt_rows(db, job_id)
     assert (attempt.status, attempt.error) == ("canceled", "canceled by operator")
     assert await settle_single(db, job, Outcome.success(), clock.now()) is False

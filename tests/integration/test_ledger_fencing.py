@@ -19,8 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import LeaseLostError
-from flowledger.ledger.control import job_cancel
-from flowledger.ledger.fencing import job_lock_fenced, job_mark_side_effect, jobs_renew_leases
 from flowledger.ledger.models import ClaimedJob, Fence, Outcome
 from flowledger.worker.context import JobContext
 from tests.integration.ledger_helpers import (
@@ -32,17 +30,18 @@ from tests.integration.ledger_helpers import (
     rescue,
     settle_single,
 )
+from tests.ledger_access import ledger_of
 
 LEASE_MS = 60_000
 
 
 async def _renew(db: Database, jobs: list[ClaimedJob], clock: ManualClock) -> set[int]:
-    return await jobs_renew_leases(db, jobs, now=clock.now(), lease_ms=LEASE_MS)
+    return await ledger_of(db).jobs_renew_leases(db, jobs, now=clock.now(), lease_ms=LEASE_MS)
 
 
 async def _lock(db: Database, fence: Fence, clock: ManualClock) -> None:
     async with db.begin() as conn:
-        await job_lock_fenced(conn, fence, now=clock.now())
+        await ledger_of(conn).job_lock_fenced(conn, fence, now=clock.now())
 
 
 async def test_renewal_keeps_job_alive_past_original_lease_L10(
@@ -123,7 +122,7 @@ async def test_stale_executor_cannot_renew_L9(db: Database, clock: ManualClock) 
     assert await _renew(db, [new], clock) == {job_id}
     # a canceled job (generation bumped) cannot be renewed either
     async with db.begin() as conn:
-        await job_cancel(conn, job_id, now=clock.now())
+        await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
     assert await _renew(db, [new], clock) == set()
     assert (await job_row(db, job_id)).lease_until is None
 
@@ -141,7 +140,7 @@ async def test_lock_fenced_accepts_owner_and_rejects_stale_fences_L13(
     with pytest.raises(LeaseLostError):
         await _lock(db, replace(job.fence, job_id=job_id + 1000), clock)
     async with db.begin() as conn:
-        await job_cancel(conn, job_id, now=clock.now())
+        await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
     with pytest.raises(LeaseLostError):
         await _lock(db, job.fence, clock)
 
@@ -163,7 +162,7 @@ async def test_side_effect_marker_then_lease_expiry_dead_letters_L17(
     job_id = await add_job(db, clock.now())
     job = await claim_one(db, clock.now())
     marked_at = clock.advance(seconds=5)
-    await job_mark_side_effect(db, job.fence, now=marked_at)
+    await ledger_of(db).job_mark_side_effect(db, job.fence, now=marked_at)
     row = await job_row(db, job_id)
     assert row.side_effect_at == marked_at
     (attempt,) = await attempt_rows(db, job_id)
@@ -185,9 +184,9 @@ async def test_stale_executor_cannot_mark_side_effect_L9(db: Database, clock: Ma
     job_id = await add_job(db, clock.now())
     job = await claim_one(db, clock.now())
     async with db.begin() as conn:
-        await job_cancel(conn, job_id, now=clock.now())
+        await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
     with pytest.raises(LeaseLostError):
-        await job_mark_side_effect(db, job.fence, now=clock.now())
+        await ledger_of(db).job_mark_side_effect(db, job.fence, now=clock.now())
     assert (await job_row(db, job_id)).side_effect_at is None
     (attempt,) = await attempt_rows(db, job_id)
     assert attempt.side_effect_at is None
@@ -199,7 +198,7 @@ async def test_side_effect_marker_is_cleared_by_the_next_claim_L17(
     # without a marker the drain reschedules instead of dead-lettering
     job_id = await add_job(db, clock.now())
     job = await claim_one(db, clock.now())
-    await job_mark_side_effect(db, job.fence, now=clock.now())
+    await ledger_of(db).job_mark_side_effect(db, job.fence, now=clock.now())
     assert await settle_single(db, job, Outcome.retry("409 conflict"), clock.now())
     clock.advance(seconds=30)
     again = await claim_one(db, clock.now())

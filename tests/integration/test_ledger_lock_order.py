@@ -27,9 +27,9 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.driver import CoreLedger, LedgerDriver, PostgresFastLedger, PostgresLedger
-from flowledger.ledger.fencing import jobs_renew_leases
 from flowledger.ledger.models import Outcome
 from tests.integration.ledger_helpers import add_job, attempt_rows, claim, job_row
+from tests.ledger_access import ledger_of
 
 N_JOBS = 40
 LEASE_MS = 60_000
@@ -71,7 +71,7 @@ async def test_renewal_and_settlement_in_opposite_orders_do_not_deadlock_L9_L10(
             trans = await blocker.begin()
             await blocker.execute(select(jobs.c.id).where(jobs.c.id == middle).with_for_update())
             renewal = asyncio.ensure_future(
-                jobs_renew_leases(db, claimed, now=clock.now(), lease_ms=LEASE_MS)
+                ledger_of(db).jobs_renew_leases(db, claimed, now=clock.now(), lease_ms=LEASE_MS)
             )
             settlement = asyncio.ensure_future(
                 settler.jobs_settle(
@@ -102,4 +102,4 @@ async def test_renewal_and_settlement_in_opposite_orders_do_not_deadlock_L9_L10(
         assert attempt.finished_at == clock.now()
     # the stale fences can neither renew nor settle again
     later = clock.now() + timedelta(seconds=1)
-    assert await jobs_renew_leases(db, claimed, now=later, lease_ms=LEASE_MS) == set()
+    assert await ledger_of(db).jobs_renew_leases(db, claimed, now=later, lease_ms=LEASE_MS) == set()

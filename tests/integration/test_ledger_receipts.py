@@ -21,10 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import LeaseLostError
-from flowledger.ledger.control import job_cancel, job_retry
 from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import ClaimedJob, Outcome
-from flowledger.ledger.receipts import receipt_get, run_step
+from flowledger.ledger.receipts import run_step
 from tests.integration.ledger_helpers import (
     add_job,
     claim_one,
@@ -33,6 +32,7 @@ from tests.integration.ledger_helpers import (
     rescue,
     settle_single,
 )
+from tests.ledger_access import ledger_of
 
 # A business table of the test's own, outside the ledger's metadata.
 business_md = MetaData()
@@ -119,8 +119,11 @@ async def test_step_commits_business_write_and_receipt_together_L14(
     )  # fmt: skip
     assert (effect.result, effect.created_at) == (result, clock.now())
     async with bdb.read() as conn:
-        assert await receipt_get(conn, job.operation_key, "create-child") == (True, result)
-        assert await receipt_get(conn, job.operation_key, "other") == (False, None)
+        assert await ledger_of(conn).receipt_get(conn, job.operation_key, "create-child") == (
+            True,
+            result,
+        )
+        assert await ledger_of(conn).receipt_get(conn, job.operation_key, "other") == (False, None)
 
 
 async def test_receipt_insert_failure_rolls_back_business_write_L14(
@@ -198,7 +201,7 @@ async def test_canceled_job_executor_cannot_write_a_receipt_L9(
     job_id = await add_job(bdb, clock.now())
     job = await claim_one(bdb, clock.now())
     async with bdb.begin() as conn:
-        await job_cancel(conn, job_id, now=clock.now())
+        await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
     step = Step(job_id)
     with pytest.raises(LeaseLostError):
         await _step(bdb, job, step, clock)
@@ -254,7 +257,7 @@ async def test_manual_retry_with_changed_payload_gets_new_operation_key_L12(
 ) -> None:
     job_id, first, step = await _dead_job_after_step(bdb, clock, {"amount": 1})
     async with bdb.begin() as conn:
-        await job_retry(conn, job_id, now=clock.now(), payload={"amount": 2})
+        await ledger_of(conn).job_retry(conn, job_id, now=clock.now(), payload={"amount": 2})
     row = await job_row(bdb, job_id)
     assert row.payload == {"amount": 2}
     assert row.operation_key != first.operation_key
@@ -275,7 +278,7 @@ async def test_manual_retry_without_payload_change_keeps_operation_key_L12(
 ) -> None:
     job_id, first, step = await _dead_job_after_step(bdb, clock, {"amount": 1})
     async with bdb.begin() as conn:
-        await job_retry(
+        await ledger_of(conn).job_retry(
             conn, job_id, now=clock.now(), payload={"amount": 1} if same_payload else None
         )
     second = await claim_one(bdb, clock.now())

@@ -20,10 +20,7 @@ import pytest
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.wake import WAKE_CHANNEL
-from flowledger.ledger.enqueue import enqueue
-from flowledger.ledger.fencing import jobs_renew_leases
 from flowledger.ledger.models import JobSpec
-from flowledger.ledger.nodes import leader_acquire, leader_release
 from tests.integration.ledger_helpers import (
     LEDGER,
     OUT_TYPE,
@@ -36,6 +33,7 @@ from tests.integration.ledger_helpers import (
     job_row,
     rescue,
 )
+from tests.ledger_access import ledger_of
 
 
 async def test_drain_reclaims_expired_lease_with_backoff_L20(
@@ -71,11 +69,15 @@ async def test_drain_reclaims_past_deadline_L20_L11(db: Database, clock: ManualC
     job = await claim_one(db, clock.now())
     for _ in range(2):  # the executor keeps renewing, but the handler hangs
         clock.advance(seconds=40)
-        assert await jobs_renew_leases(db, [job], now=clock.now(), lease_ms=60_000) == {job_id}
+        assert await ledger_of(db).jobs_renew_leases(
+            db, [job], now=clock.now(), lease_ms=60_000
+        ) == {job_id}
     assert (await job_row(db, job_id)).lease_until == job.execution_deadline
     assert (await rescue(db, clock.advance(seconds=39))).retried == []
     clock.advance(seconds=1)  # now == deadline == lease_until: the lease itself is not expired
-    assert await jobs_renew_leases(db, [job], now=clock.now(), lease_ms=60_000) == set()
+    assert (
+        await ledger_of(db).jobs_renew_leases(db, [job], now=clock.now(), lease_ms=60_000) == set()
+    )
     assert (await rescue(db, clock.now())).retried == [job_id]
     row = await job_row(db, job_id)
     assert (row.status, row.last_error_code) == ("pending", "deadline_exceeded")
@@ -144,7 +146,7 @@ async def test_drain_hint_reaches_subscribers_L20_L8(db: Database, clock: Manual
 async def _enqueue(db: Database, clock: ManualClock, *, commit: bool) -> None:
     with pytest.raises(RuntimeError) if not commit else nullcontext():
         async with db.begin() as conn:
-            await enqueue(conn, JobSpec(type=TEST_TYPE), now=clock.now())
+            await ledger_of(conn).job_insert(conn, JobSpec(type=TEST_TYPE), now=clock.now())
             if not commit:
                 raise RuntimeError("business check failed")
 
@@ -183,7 +185,7 @@ async def test_postgres_notify_is_coalesced_per_transaction_L8(
         await listener.execute(f"LISTEN {WAKE_CHANNEL}")
         async with db.begin() as conn:
             for spec_type in (TEST_TYPE, TEST_TYPE, OUT_TYPE):
-                await enqueue(conn, JobSpec(type=spec_type), now=clock.now())
+                await ledger_of(conn).job_insert(conn, JobSpec(type=spec_type), now=clock.now())
         received = [n async for n in listener.notifies(timeout=5.0, stop_after=2)]
         assert sorted(n.payload for n in received) == [LEDGER, OUTBOUND]
         # a marker notification proves nothing else was queued before it
@@ -197,7 +199,7 @@ async def test_postgres_notify_is_coalesced_per_transaction_L8(
 
 async def _acquire(db: Database, holder: str, clock: ManualClock) -> bool:
     async with db.begin() as conn:
-        return await leader_acquire(
+        return await ledger_of(conn).leader_acquire(
             conn, "workflow-jobs-drain", holder, now=clock.now(), ttl=timedelta(seconds=30)
         )
 
@@ -215,10 +217,12 @@ async def test_leader_lease_has_one_holder_until_ttl_passes_L20(
     assert await _acquire(db, "node-b", clock) is True
     assert await _acquire(db, "node-a", clock) is False
     async with db.begin() as conn:
-        await leader_release(conn, "workflow-jobs-drain", "node-a")  # not the holder: no-op
+        await ledger_of(conn).leader_release(
+            conn, "workflow-jobs-drain", "node-a"
+        )  # not the holder: no-op
     assert await _acquire(db, "node-a", clock) is False
     async with db.begin() as conn:
-        await leader_release(conn, "workflow-jobs-drain", "node-b")
+        await ledger_of(conn).leader_release(conn, "workflow-jobs-drain", "node-b")
     assert await _acquire(db, "node-a", clock) is True
 
 

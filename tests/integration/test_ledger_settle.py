@@ -19,7 +19,6 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import InvalidStateError
 from flowledger.ledger.backoff import CAP_MS, backoff_ms
-from flowledger.ledger.control import job_cancel, job_retry
 from flowledger.ledger.models import ClaimedJob, Outcome
 from tests.integration.ledger_helpers import (
     LONG_TYPE,
@@ -32,6 +31,7 @@ from tests.integration.ledger_helpers import (
     settle_batch,
     settle_single,
 )
+from tests.ledger_access import ledger_of
 
 SETTLE_PATHS = ["batch", "single"]
 
@@ -202,7 +202,7 @@ async def test_finished_attempt_is_never_rewritten_L4(
     assert await _settle(path, db, job, Outcome.success({"v": 2}), clock) is False
     async with db.begin() as conn:
         with pytest.raises(InvalidStateError):
-            await job_cancel(conn, job_id, now=clock.now())
+            await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
     assert await attempt_rows(db, job_id) == before
     assert before[0].finished_at == settled_at
     row = await job_row(db, job_id)
@@ -216,8 +216,8 @@ async def test_stale_executor_cannot_settle_after_manual_retry_L9(
     job_id = await add_job(db, clock.now())
     old = await claim_one(db, clock.now())
     async with db.begin() as conn:  # an operator cancels, then retries by hand
-        await job_cancel(conn, job_id, now=clock.now())
-        await job_retry(conn, job_id, now=clock.now())
+        await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
+        await ledger_of(conn).job_retry(conn, job_id, now=clock.now())
     new = await claim_one(db, clock.now())
     assert (old.generation, new.generation, new.attempt) == (1, 3, 1)  # cancel +1, retry +1
     before_rows = await attempt_rows(db, job_id)
@@ -272,7 +272,7 @@ async def test_batch_settles_live_jobs_and_fences_out_stale_ones_L9(
     stale, live = await claim(db, clock.now())
     assert (stale.id, live.id) == (stale_id, live_id)
     async with db.begin() as conn:
-        await job_cancel(conn, stale_id, now=clock.now())
+        await ledger_of(conn).job_cancel(conn, stale_id, now=clock.now())
     items = [(stale, Outcome.success({"s": 1})), (live, Outcome.skipped("nothing"))]
     assert await settle_batch(db, items, clock.now()) == {live_id}
     assert ((await job_row(db, stale_id)).status, (await job_row(db, live_id)).status) == (

@@ -23,7 +23,6 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
 from flowledger.db.schema import workflow_job_effects
 from flowledger.engine import Engine
-from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.models import OutcomeKind
 from flowledger.settings import Settings
 from flowledger.states import Pool
@@ -43,6 +42,7 @@ from tests.integration.engine_helpers import (
     trace_events,
 )
 from tests.integration.ledger_helpers import attempt_rows, rescue
+from tests.ledger_access import ledger_of
 from tests.outbound import conftest as outbound_fixtures
 from tests.outbound.receivers import Receiver
 from tests.runtime_support import handler_for
@@ -83,7 +83,9 @@ async def deploy_external(engine: Engine, url: str) -> int:
 async def crash_after_the_step(db: Database, clock: ManualClock, job_type: str) -> int:
     """Claim and run the job through its real handler, lose the outcome (the
     worker is killed before settling), let the lease expire and drain."""
-    (job,) = await jobs_claim(db, pool=Pool.OUTBOUND, limit=10, node_id="doomed", now=clock.now())
+    (job,) = await ledger_of(db).jobs_claim(
+        db, pool=Pool.OUTBOUND, limit=10, node_id="doomed", now=clock.now()
+    )
     assert job.type == job_type
     outcome = await execute(
         JobContext(job, db, clock), handler_for(db, clock, job.type), abort_grace_s=1.0

@@ -12,7 +12,6 @@ from typing import Any
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.pauses import pause_scope, resume_scope
 from flowledger.worker.context import JobContext
@@ -25,6 +24,7 @@ from tests.integration.worker_helpers import (
     wait_job,
     wait_until,
 )
+from tests.ledger_access import ledger_of
 from tests.runtime_support import TEST_HANDLERS
 
 
@@ -67,7 +67,7 @@ async def test_a_paused_type_waits_while_others_run_and_resume_wakes_it(
         paused = await add_scripted(db, clock, _done)
         run_at = (await job_row(db, paused)).run_at
         async with db.begin() as conn:
-            other = (await enqueue(conn, JobSpec(OTHER), now=clock.now())).job_id
+            other = (await ledger_of(conn).job_insert(conn, JobSpec(OTHER), now=clock.now())).job_id
         assert (await wait_job(db, other, "succeeded", within=5.0)).result == {
             "ran": "it_pause_other"
         }

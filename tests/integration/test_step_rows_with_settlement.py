@@ -25,7 +25,6 @@ from flowledger.engine.job_types import engine_job_type
 from flowledger.engine.step import JobStepSettlement
 from flowledger.engine.store import step_statements
 from flowledger.errors import LeaseLostError
-from flowledger.ledger.claim import jobs_claim
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.executor import execute
@@ -39,6 +38,7 @@ from tests.integration.engine_helpers import (
     pending_task,
     trace_events,
 )
+from tests.ledger_access import ledger_of
 from tests.runtime_support import runtime_for
 
 PARALLEL_DELAYS = parallel_delays("ride")
@@ -53,7 +53,9 @@ async def test_a_job_steps_rows_commit_with_its_settlement_L14_E8(
     await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
     runtime = runtime_for(db, clock)
     try:
-        claimed = await jobs_claim(db, pool=Pool.LEDGER, limit=10, node_id="n", now=clock.now())
+        claimed = await ledger_of(db).jobs_claim(
+            db, pool=Pool.LEDGER, limit=10, node_id="n", now=clock.now()
+        )
         assert sorted(j.type for j in claimed) == ["delay_wake", "delay_wake"]
         with statement_watch.watched(db) as seen:
             for job in claimed:  # the first parks its branch, the second ends the instance
@@ -81,7 +83,9 @@ async def _one_wake(db: Database, clock: ManualClock, key: str) -> tuple[Any, An
     await engine.deploy(parallel_delays(key), actor="admin")
     iid = await engine.start(key, form={}, initiator="u")
     await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
-    claimed = await jobs_claim(db, pool=Pool.LEDGER, limit=1, node_id="n", now=clock.now())
+    claimed = await ledger_of(db).jobs_claim(
+        db, pool=Pool.LEDGER, limit=1, node_id="n", now=clock.now()
+    )
     return engine, claimed[0]
 
 

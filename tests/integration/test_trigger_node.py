@@ -23,7 +23,6 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
 from flowledger.engine import Engine
-from flowledger.ledger.control import job_retry
 from flowledger.outbound.connector_config import ConnectorDraft, RateLimit
 from flowledger.outbound.connector_store import create_connector
 from flowledger.settings import Settings
@@ -41,6 +40,7 @@ from tests.integration.engine_helpers import (
     trace_events,
 )
 from tests.integration.ledger_helpers import attempt_rows
+from tests.ledger_access import ledger_of
 from tests.outbound import conftest as outbound_fixtures
 from tests.outbound.receivers import Receiver
 from tests.runtime_support import process_secrets
@@ -208,7 +208,7 @@ async def test_a_500_to_an_unsafe_post_is_the_l17_dead_letter_X1_L17(
     # the operator checked the receiver and retries: the same request again
     receiver.reply = 200
     async with db.begin() as conn:
-        await job_retry(conn, job["id"], now=clock.now())
+        await ledger_of(conn).job_retry(conn, job["id"], now=clock.now())
     await run_due_jobs(db, clock)
     assert len(receiver.requests) == 2
     assert receiver.requests[1].headers["x-idempotency-key"] == job["operation_key"]

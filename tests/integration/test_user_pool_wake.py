@@ -15,7 +15,6 @@ import pytest
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.worker.context import JobContext
 from tests.integration.ledger_helpers import job_row
@@ -26,6 +25,7 @@ from tests.integration.worker_helpers import (
     wait_job,
     wait_until,
 )
+from tests.ledger_access import ledger_of
 from tests.runtime_support import TEST_HANDLERS
 
 POOL = "it-wake-pool"
@@ -41,7 +41,7 @@ USER_JOB = TEST_HANDLERS.register("it_user_pool_job", _woken, pool=POOL).job_typ
 
 async def _enqueue(db: Database, clock: ManualClock, spec: JobSpec) -> int:
     async with db.begin() as conn:
-        return (await enqueue(conn, spec, now=clock.now())).job_id
+        return (await ledger_of(conn).job_insert(conn, spec, now=clock.now())).job_id
 
 
 @pytest.mark.parametrize("channel", ["in_process", "cross_process"])

@@ -21,7 +21,6 @@ from flowledger.db.engine_schema import workflow_instances, workflow_tasks
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine.store.job_lock import JobStepLocked
 from flowledger.errors import LeaseLostError
-from flowledger.ledger.claim import jobs_claim
 from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import ClaimedJob, Fence
 from flowledger.states import Pool
@@ -41,6 +40,7 @@ from tests.integration.engine_helpers import (
     tokens,
     trace_events,
 )
+from tests.ledger_access import ledger_of
 from tests.runtime_support import runtime_for
 
 DELAYED = definition(
@@ -66,7 +66,9 @@ async def _delayed(db: Database, clock: ManualClock) -> tuple[int, int, ClaimedJ
     iid = await engine.start("wake_lock", form={}, initiator="u")
     [wait] = await tasks(db, iid, node_key="wait")
     clock.advance(seconds=3600)
-    [job] = await jobs_claim(db, pool=Pool.LEDGER, limit=10, node_id="n", now=clock.now())
+    [job] = await ledger_of(db).jobs_claim(
+        db, pool=Pool.LEDGER, limit=10, node_id="n", now=clock.now()
+    )
     assert job.type == "delay_wake"
     return iid, int(wait["id"]), job
 
@@ -87,7 +89,9 @@ async def test_the_delay_task_is_finished_by_the_wakes_first_lock_E3_L13(
     await engine.deploy(parallel_delays("wake_both"), actor="admin")
     iid = await engine.start("wake_both", form={}, initiator="u")
     await engine.approve(await pending_task(db, iid, "mgr"), actor="al")
-    claimed = await jobs_claim(db, pool=Pool.LEDGER, limit=10, node_id="n", now=clock.now())
+    claimed = await ledger_of(db).jobs_claim(
+        db, pool=Pool.LEDGER, limit=10, node_id="n", now=clock.now()
+    )
     assert sorted(j.type for j in claimed) == ["delay_wake", "delay_wake"]
     clock.advance(seconds=5)
     with statement_watch.watched(db) as seen:

@@ -21,7 +21,6 @@ import pytest
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ledger.control import job_cancel
 from flowledger.ledger.models import ClaimedJob, Outcome
 from flowledger.worker.context import JobContext
 from tests.integration.ledger_helpers import attempt_rows, job_row
@@ -34,6 +33,7 @@ from tests.integration.worker_helpers import (
     wait_started,
     wait_until,
 )
+from tests.ledger_access import ledger_of
 
 
 async def test_renewal_keeps_a_long_handler_alive_L10(db: Database, clock: ManualClock) -> None:
@@ -163,7 +163,7 @@ async def test_lost_lease_aborts_and_writes_nothing_L9(
         await wait_started(gate)
         if how == "canceled":
             async with db.begin() as conn:
-                await job_cancel(conn, job_id, now=clock.advance(seconds=5))
+                await ledger_of(conn).job_cancel(conn, job_id, now=clock.advance(seconds=5))
         else:  # the executor stalled: no renewal, the drain reclaims the lease
             clock.advance(seconds=61)
             await run.worker.drain.run_once()

@@ -22,12 +22,12 @@ import pytest
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import ExternalOutcomeUnconfirmed, PermanentError, RetryableError
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType
 from flowledger.worker.context import JobContext, Skip
 from tests.integration.ledger_helpers import attempt_rows
 from tests.integration.worker_helpers import LEDGER, add_scripted, running_worker, wait_job
+from tests.ledger_access import ledger_of
 
 NO_HANDLER = JobType("wt_no_handler", LEDGER, max_attempts=3)
 
@@ -175,7 +175,9 @@ async def test_unknown_job_type_goes_dead_and_the_worker_goes_on_L3(
 ) -> None:
     async with running_worker(db, clock) as run:
         async with db.begin() as conn:
-            orphan = (await enqueue(conn, JobSpec(type=NO_HANDLER), now=clock.now())).job_id
+            orphan = (
+                await ledger_of(conn).job_insert(conn, JobSpec(type=NO_HANDLER), now=clock.now())
+            ).job_id
         row = await wait_job(db, orphan, "dead")
         good = await add_scripted(db, clock, returns({"ok": True}))
         good_row = await wait_job(db, good, "succeeded")

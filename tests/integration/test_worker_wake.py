@@ -30,7 +30,6 @@ from flowledger.clock import ManualClock
 from flowledger.db import wake
 from flowledger.db.database import Database
 from flowledger.db.schema import system_leader_leases as leases
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.worker.context import JobContext
 from tests.integration.worker_helpers import (
@@ -44,6 +43,7 @@ from tests.integration.worker_helpers import (
     wait_job,
     wait_until,
 )
+from tests.ledger_access import ledger_of
 
 CHANNELS = ["in_process", "cross_process"]
 
@@ -147,7 +147,7 @@ async def test_rolled_back_enqueue_never_wakes_the_worker_L8(
             version = await data_version(watch) if db.is_sqlite else None
             with pytest.raises(Rollback):
                 async with source.begin() as conn:
-                    await enqueue(
+                    await ledger_of(conn).job_insert(
                         conn, JobSpec(type=SCRIPTED, payload=behave(done)), now=clock.now()
                     )
                     raise Rollback
@@ -238,12 +238,12 @@ async def test_a_job_due_later_starts_on_time_while_the_pool_runs_others_L6(
         enqueued_at = clock.now()
         async with db.begin() as conn:  # one commit, one hint: one claim sees both
             long_id = (
-                await enqueue(
+                await ledger_of(conn).job_insert(
                     conn, JobSpec(type=SCRIPTED, payload=behave(long_running)), now=enqueued_at
                 )
             ).job_id
             delayed_id = (
-                await enqueue(
+                await ledger_of(conn).job_insert(
                     conn,
                     JobSpec(type=SCRIPTED, payload=behave(done), delay_ms=400),
                     now=enqueued_at,

@@ -27,13 +27,13 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_job_executions as executions
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.runtime import Runtime
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from flowledger.worker.worker import Worker, WorkerConfig
 from tests.integration.ledger_helpers import attempt_rows, job_row
+from tests.ledger_access import ledger_of
 from tests.runtime_support import TEST_HANDLERS, runtime_for
 
 LEDGER = Pool.LEDGER.value
@@ -109,7 +109,7 @@ def behave(fn: Behaviour) -> dict[str, Any]:
 async def add_scripted(db: Database, clock: ManualClock, fn: Behaviour, **spec: Any) -> int:
     """Enqueue (and commit) one ``wt_scripted`` job running ``fn``."""
     async with db.begin() as conn:
-        result = await enqueue(
+        result = await ledger_of(conn).job_insert(
             conn, JobSpec(type=SCRIPTED, payload=behave(fn), **spec), now=clock.now()
         )
     return result.job_id

@@ -21,10 +21,10 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.db.wake import WAKE_CHANNEL
 from flowledger.ledger.driver import LedgerDriver
 from flowledger.ledger.driver.postgres_sql import JSON_INSERT_MAX_ROWS
-from flowledger.ledger.enqueue import enqueue_bulk, enqueue_many
 from flowledger.ledger.models import EnqueueResult, JobSpec
 from flowledger.states import Pool
 from tests.analytics.test_task_definition_key import statements
+from tests.ledger_access import enqueue_many, ledger_of
 from tests.ledger_conformance.support import CF_OUT, CF_TYPE, in_tx, job_rows
 
 LEDGER, OUTBOUND = Pool.LEDGER.value, Pool.OUTBOUND.value
@@ -313,7 +313,7 @@ async def test_public_enqueue_bulk_and_enqueue_many(
         pytest.skip("the public functions pick the database's own driver")
     now = clock.now()
     async with db.begin() as conn:
-        made = await enqueue_bulk(
+        made = await ledger_of(conn).jobs_insert(
             conn, [JobSpec(CF_TYPE, idempotency_key="p1"), JobSpec(CF_OUT)], now=now
         )
         ids = await enqueue_many(

@@ -21,7 +21,6 @@ import pytest
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import ConfigurationError
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.notify.sms import HttpSmsGateway, SmsGateway, gateway_from_settings
 from flowledger.outbound.resources import Outbound
@@ -30,6 +29,7 @@ from flowledger.states import Pool
 from flowledger.worker.context import JobContext
 from tests.integration.engine_helpers import run_due_jobs
 from tests.integration.ledger_helpers import attempt_rows, job_row
+from tests.ledger_access import ledger_of
 from tests.notify.servers import SmsGatewayServer
 from tests.runtime_support import TEST_HANDLERS, process_outbound
 
@@ -47,7 +47,7 @@ PAYLOAD = {"templateId": "TPL_1", "recipients": ["+8613800000000"], "fieldValues
 async def send_job(db: Database, clock: ManualClock) -> int:
     async with db.begin() as conn:
         spec = JobSpec(type=SMS_SEND.job_type, payload=PAYLOAD)
-        return (await enqueue(conn, spec, now=clock.now())).job_id
+        return (await ledger_of(conn).job_insert(conn, spec, now=clock.now())).job_id
 
 
 async def test_sms_job_posts_json_and_records_the_call_X7_L16_L17(

@@ -23,7 +23,6 @@ from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine.job_types import PAUSABLE_TYPES
 from flowledger.errors import InvalidStateError, NotFoundError
-from flowledger.ledger.control import job_cancel
 from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import Outcome
 from flowledger.ops.job_actions import batch_retry, batch_skip, retry_job, skip_job
@@ -35,6 +34,7 @@ from tests.integration.ledger_helpers import (
     job_row,
     settle_single,
 )
+from tests.ledger_access import ledger_of
 from tests.runtime_support import default_engine
 
 INSTANCE = 4242
@@ -79,7 +79,7 @@ async def make_job(db: Database, clock: ManualClock, state: str, **spec: Any) ->
         return job_id
     if state == "canceled":
         async with db.begin() as conn:
-            await job_cancel(conn, job_id, now=clock.now())
+            await ledger_of(conn).job_cancel(conn, job_id, now=clock.now())
         return job_id
     job = await claim_one(db, clock.now())
     assert job.id == job_id

@@ -14,7 +14,6 @@ import pytest
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import NotFoundError
-from flowledger.ledger.control import job_retry
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import Outcome
 from flowledger.ops.job_filters import JobFilter
@@ -28,6 +27,7 @@ from flowledger.ops.job_queries import (
 )
 from tests.integration.ledger_helpers import add_job as enqueue_job
 from tests.integration.ledger_helpers import claim_one, settle_single
+from tests.ledger_access import ledger_of
 from tests.ops.rows import APPROVAL, add_execution, add_job
 from tests.runtime_support import default_engine
 
@@ -169,7 +169,7 @@ async def test_detail_has_every_attempt_of_every_generation_L25(
     await settle_single(db, first, Outcome.dead("upstream 502 for order 991"), clock.now())
     clock.advance(seconds=60)
     async with db.begin() as conn:
-        await job_retry(conn, job_id, now=clock.now())
+        await ledger_of(conn).job_retry(conn, job_id, now=clock.now())
     clock.advance(seconds=5)
     second = await claim_one(db, clock.now())
     clock.advance(seconds=1)

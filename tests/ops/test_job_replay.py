@@ -28,7 +28,6 @@ from flowledger.db.schema import metadata
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError
-from flowledger.ledger.enqueue import enqueue_many
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import JobSpec
 from flowledger.ops import job_batching, job_replay
@@ -37,6 +36,7 @@ from flowledger.ops.job_replay import batch_progress, replay, replay_preview
 from flowledger.worker import JobContext
 from flowledger.worker.worker import Worker
 from tests.dbutil import pg_database
+from tests.ledger_access import enqueue_many
 from tests.runtime_support import TEST_HANDLERS, job_types_for_tests
 
 

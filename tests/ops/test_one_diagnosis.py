@@ -46,13 +46,14 @@ from flowledger.db.schema import metadata, workflow_jobs
 from flowledger.demo import load_demo
 from flowledger.engine import Engine
 from flowledger.events.webhooks import WEBHOOK_DELIVERY_TYPE
-from flowledger.ledger.enqueue import JobSpec, enqueue
+from flowledger.ledger.models import JobSpec
 from flowledger.ops.consistency import Conclusion, InstanceFindings, instance_findings
 from flowledger.ops.consistency_messages import HEALTHY_CODES
 from flowledger.ops.health_inspection import Problem, inspect
 from flowledger.ops.health_messages import problem_fields
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 from tests.integration.engine_helpers import new_engine
+from tests.ledger_access import ledger_of
 from tests.ops.health_support import (
     approval_flow,
     dead_end_flow,
@@ -239,7 +240,7 @@ async def _dead_webhook(db: Database, clock: ManualClock, iid: int, unconfirmed:
                 select(workflow_instances.c.tenant_id).where(workflow_instances.c.id == iid)
             )
         ).scalar_one()
-        job = await enqueue(
+        job = await ledger_of(conn).job_insert(
             conn,
             JobSpec(type=WEBHOOK_DELIVERY_TYPE, payload={}, tenant_id=tenant, instance_id=iid),
             now=clock.now(),

@@ -24,7 +24,6 @@ from flowledger.db.schema import workflow_jobs
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError, NotFoundError
 from flowledger.events.outbox import ensure_dispatch_job
-from flowledger.ledger.claim import jobs_claim
 from flowledger.ops.recovery_actions import recovery_run
 from flowledger.ops.recovery_plan import recovery_preview
 from flowledger.ops.recovery_types import ACTIONS, RecoveryFilter, UnknownRecoveryAction
@@ -41,6 +40,7 @@ from tests.integration.engine_helpers import (
     tasks,
 )
 from tests.integration.worker_helpers import running_worker, wait_until
+from tests.ledger_access import ledger_of
 from tests.ops.rows import add_execution, add_job
 from tests.outbound import conftest as outbound_fixtures
 from tests.outbound.receivers import Receiver
@@ -162,7 +162,7 @@ async def test_reclaim_and_wake_stay_within_the_action_types_O18(
     )
     fresh = await add_job(db, now, type="delay_wake", pool=Pool.LEDGER.value, run_at=now)
     await add_job(db, now - timedelta(hours=1), type="task_timeout", pool=Pool.LEDGER.value)
-    claimed = await jobs_claim(db, pool=Pool.LEDGER, limit=10, node_id="n", now=now)
+    claimed = await ledger_of(db).jobs_claim(db, pool=Pool.LEDGER, limit=10, node_id="n", now=now)
     assert {job.id for job in claimed} >= {overdue, fresh}
     # both leases expire; a job becomes pending and overdue again
     clock.advance(seconds=300)
@@ -348,7 +348,7 @@ async def test_event_dispatch_requeues_failed_outbox_rows_O18(
     await engine.deploy(_delay_def(), actor="admin")
     iid = await engine.start("nap", form={}, initiator="ann")
     async with db.begin() as conn:  # what the outbox relay does
-        assert await ensure_dispatch_job(conn, now=clock.now()) is not None
+        assert await ensure_dispatch_job(conn, now=clock.now(), ledger=ledger_of(conn)) is not None
     assert await run_due_jobs(db, clock) == 1  # the rows are dispatched
     async with db.begin() as conn:
         ids = list(

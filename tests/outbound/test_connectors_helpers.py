@@ -17,7 +17,6 @@ from sqlalchemy import select
 from flowledger.clock import ManualClock
 from flowledger.db.connector_schema import connector_calls
 from flowledger.db.database import Database
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
 from flowledger.outbound.connector_config import BreakerSettings, ConnectorDraft, RateLimit
 from flowledger.outbound.connector_store import Connector, create_connector
@@ -25,6 +24,7 @@ from flowledger.outbound.connectors import call_connector
 from flowledger.outbound.job_calls import OutboundRequest
 from flowledger.states import Pool
 from flowledger.worker.context import JobContext
+from tests.ledger_access import ledger_of
 from tests.runtime_support import TEST_HANDLERS, process_outbound, process_secrets
 
 TENANT = "acme"
@@ -106,7 +106,7 @@ async def add_call(
         spec = JobSpec(
             type=CALL.job_type, payload=payload, tenant_id=TENANT, instance_id=instance_id
         )
-        return (await enqueue(conn, spec, now=clock.now())).job_id
+        return (await ledger_of(conn).job_insert(conn, spec, now=clock.now())).job_id
 
 
 async def call_rows(db: Database) -> list[dict[str, Any]]:

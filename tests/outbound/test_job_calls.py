@@ -31,15 +31,13 @@ import pytest
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ledger.control import job_retry
-from flowledger.ledger.enqueue import enqueue
 from flowledger.ledger.models import JobSpec
-from flowledger.ledger.rescue import jobs_rescue
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.settings import Settings
 from flowledger.worker.context import AbortReason, JobContext
 from tests.integration.ledger_helpers import attempt_rows, job_row
 from tests.integration.worker_helpers import OUTBOUND, running_worker, wait_job, wait_until
+from tests.ledger_access import ledger_of
 from tests.outbound.conftest import MAX_BODY_BYTES
 from tests.outbound.receivers import HANG, RESET, Receiver, Redirect
 from tests.runtime_support import TEST_HANDLERS, process_outbound
@@ -68,7 +66,7 @@ HTTP_CALL = TEST_HANDLERS.register("ot_http_call", _http_call, pool=OUTBOUND, ma
 async def add_call(db: Database, clock: ManualClock, **payload: Any) -> int:
     async with db.begin() as conn:
         spec = JobSpec(type=HTTP_CALL.job_type, payload=payload)
-        return (await enqueue(conn, spec, now=clock.now())).job_id
+        return (await ledger_of(conn).job_insert(conn, spec, now=clock.now())).job_id
 
 
 def post(receiver: Receiver, **extra: Any) -> dict[str, Any]:
@@ -315,11 +313,13 @@ async def test_idempotency_key_across_manual_retries_L16(
         job_id = await add_call(db, clock, **post(receiver))
         await wait_job(db, job_id, "dead")
         async with db.begin() as conn:
-            await job_retry(conn, job_id, now=clock.now())
+            await ledger_of(conn).job_retry(conn, job_id, now=clock.now())
         await wait_until(lambda: len(receiver.requests) == 2, what="the retried call")
         await wait_job(db, job_id, "dead")
         async with db.begin() as conn:
-            await job_retry(conn, job_id, now=clock.now(), payload=post(receiver, body={"n": 2}))
+            await ledger_of(conn).job_retry(
+                conn, job_id, now=clock.now(), payload=post(receiver, body={"n": 2})
+            )
         await wait_until(lambda: len(receiver.requests) == 3, what="the call with a new payload")
         row = await wait_job(db, job_id, "dead")
     first, same, changed = (r.headers["x-idempotency-key"] for r in receiver.requests)
@@ -346,7 +346,7 @@ async def test_lease_lost_during_an_unsafe_call_L17(
     assert "aborted during the call (lease_lost)" in str(RAISED[job_id])
     clock.advance(seconds=300)
     async with db.begin() as conn:
-        await jobs_rescue(conn, now=clock.now())
+        await ledger_of(conn).jobs_rescue(conn, now=clock.now())
     row = await job_row(db, job_id)
     assert (row.status, row.last_error_code) == ("dead", "external_outcome_unconfirmed")
     assert len(receiver.requests) == 1

@@ -26,7 +26,7 @@ from flowledger.compensation.tickets import set_action_status
 from flowledger.db.compensation_schema import ActionStatus
 from flowledger.definitions.model import CompensationAction
 from flowledger.engine.write_buffer import add_trace
-from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType
 from flowledger.states import Pool
@@ -72,15 +72,16 @@ async def enqueue_action(
     action: dict[str, Any],
     error: str | None,
     now: datetime,
+    ledger: LedgerDriver,
     idempotency_key: str | None = None,
 ) -> int:
-    """Enqueue the ``compensation_action`` job of ticket ``ticket_id`` and
+    """Enqueue (through ``ledger``) the ``compensation_action`` job of ticket ``ticket_id`` and
     set the ticket's action status to ``pending`` with the job's id.
     Returns the job id; an ``idempotency_key`` that already names a job
     returns that job and changes nothing."""
     parsed = parse_action(action)
     document = action_document(parsed)
-    result = await enqueue(
+    result = await ledger.job_insert(
         conn,
         JobSpec(
             type=COMPENSATION_ACTION_TYPE,

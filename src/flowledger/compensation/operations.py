@@ -258,6 +258,7 @@ async def retry(engine: Engine, ticket_id: int, *, actor: str, reason: str | Non
             action=ticket["action_payload"],
             error=ticket["error"],
             now=now,
+            ledger=engine.store.ledger,
         )
         await conn.execute(
             update(logs)

@@ -121,6 +121,7 @@ async def _enqueue(
         action=dict(action),
         error=failure.message,
         now=step.now,
+        ledger=step.store.ledger,
         idempotency_key=f"ticket:{ticket_id}:action",
     )
 

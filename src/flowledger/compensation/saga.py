@@ -103,6 +103,7 @@ async def register_saga(step: Step, failed: Node, *, error: str) -> list[int]:
             action=action,
             error=error,
             now=step.now,
+            ledger=step.store.ledger,
             idempotency_key=key,
         )
         await step.trace(

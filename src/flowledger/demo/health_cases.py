@@ -75,7 +75,8 @@ from flowledger.events import hits
 from flowledger.events.subscriptions import create_subscription
 from flowledger.events.webhooks import WEBHOOK_DELIVERY, WEBHOOK_DELIVERY_TYPE, delivery_payload
 from flowledger.ledger.driver import forge
-from flowledger.ledger.enqueue import JobSpec, enqueue
+from flowledger.ledger.driver.protocol import LedgerDriver
+from flowledger.ledger.models import JobSpec
 from flowledger.outbound.secrets import SecretBox
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 
@@ -166,7 +167,9 @@ async def _unconfirmed(conn: AsyncConnection, job: Any, now: Any, error: str) ->
     )
 
 
-async def _dead_webhook(conn: AsyncConnection, instance_id: int, now: Any, error: str) -> None:
+async def _dead_webhook(
+    conn: AsyncConnection, ledger: LedgerDriver, instance_id: int, now: Any, error: str
+) -> None:
     """A demo subscription hit by the instance's first event, whose
     ``webhook_delivery`` job (enqueued as ``event_dispatch`` does) then dies
     as the L-17 dead letter: what a receiver that took the POST and never
@@ -202,7 +205,7 @@ async def _dead_webhook(conn: AsyncConnection, instance_id: int, now: Any, error
     )
     hit_id = await hits.record_hit(conn, subscription_id=subscription["id"], event=event, now=now)
     assert hit_id is not None
-    job = await enqueue(
+    job = await ledger.job_insert(
         conn,
         JobSpec(
             type=WEBHOOK_DELIVERY_TYPE,
@@ -304,7 +307,9 @@ async def load_health_cases(engine: Engine) -> list[int]:
                 .values(status="failed", dispatched_at=now)
             )
         # webhook_delivery_failed: the delivery of an event dead-lettered (L-17)
-        await _dead_webhook(conn, hooked, now, "no answer after the POST was sent")
+        await _dead_webhook(
+            conn, engine.store.ledger, hooked, now, "no answer after the POST was sent"
+        )
         for iid, age in cases:
             await _backdate(conn, iid, age)
     return [iid for iid, _age in cases]

@@ -335,8 +335,10 @@ class Engine:
     async def launch_schedule(self, schedule_id: int, *, tenants: list[str] | None = None) -> int:
         async with self.db.begin() as conn:
             schedule = await schedules.get_schedule(conn, schedule_id, tenants=tenants)
-            return await schedules.launch_manually(conn, schedule, now=self.clock.now())
+            return await schedules.launch_manually(
+                conn, schedule, now=self.clock.now(), ledger=self.store.ledger
+            )
 
     async def plan_schedules(self) -> list[int]:
         async with self.db.begin() as conn:
-            return await schedules.plan_due(conn, now=self.clock.now())
+            return await schedules.plan_due(conn, now=self.clock.now(), ledger=self.store.ledger)

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_schedules
 from flowledger.engine.job_types import SCHEDULE_LAUNCH
 from flowledger.errors import FlowledgerError, NotFoundError
-from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
 
 
@@ -128,8 +128,10 @@ async def get_schedule(
     return dict(row)
 
 
-async def launch_manually(conn: AsyncConnection, schedule: dict[str, Any], *, now: datetime) -> int:
-    result = await enqueue(
+async def launch_manually(
+    conn: AsyncConnection, schedule: dict[str, Any], *, now: datetime, ledger: LedgerDriver
+) -> int:
+    result = await ledger.job_insert(
         conn,
         JobSpec(
             type=SCHEDULE_LAUNCH,
@@ -142,8 +144,11 @@ async def launch_manually(conn: AsyncConnection, schedule: dict[str, Any], *, no
     return result.job_id
 
 
-async def plan_due(conn: AsyncConnection, *, now: datetime, limit: int = 100) -> list[int]:
-    """Enqueue a launch job for every due fire time and move the schedules on."""
+async def plan_due(
+    conn: AsyncConnection, *, now: datetime, ledger: LedgerDriver, limit: int = 100
+) -> list[int]:
+    """Enqueue (through ``ledger``) a launch job for every due fire time and
+    move the schedules on."""
     rows = (
         (
             await conn.execute(
@@ -162,7 +167,7 @@ async def plan_due(conn: AsyncConnection, *, now: datetime, limit: int = 100) ->
     jobs = []
     for row in rows:
         fire_at = row["next_run_at"]
-        job = await enqueue(
+        job = await ledger.job_insert(
             conn,
             JobSpec(
                 type=SCHEDULE_LAUNCH,

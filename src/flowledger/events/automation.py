@@ -37,7 +37,7 @@ from flowledger.definitions.expressions import ExpressionError, compile_conditio
 from flowledger.events.automation_rules import matches_type
 from flowledger.events.automation_store import Rule, enabled_rules
 from flowledger.events.automation_templates import event_snapshot, system_values
-from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType
 from flowledger.states import Pool
@@ -72,9 +72,9 @@ def _holds(rule: Rule, form: Mapping[str, Any], snapshot: Mapping[str, Any], now
 
 
 async def enqueue_automation(
-    conn: AsyncConnection, event: Mapping[str, Any], *, now: datetime
+    conn: AsyncConnection, event: Mapping[str, Any], *, now: datetime, ledger: LedgerDriver
 ) -> int:
-    """Enqueue the automation jobs of one outbox event (a row of
+    """Enqueue (through ``ledger``) the automation jobs of one outbox event (a row of
     ``workflow_event_outbox`` as a mapping) in the caller's transaction.
     Returns how many (rule, action) pairs matched — the number of jobs that
     exist for this event afterwards, counting any a previous call created."""
@@ -94,7 +94,7 @@ async def enqueue_automation(
             if not _holds(rule, form, snapshot, now):
                 continue
         for index, action in enumerate(rule.actions):
-            await _enqueue_action(conn, rule, index, action, snapshot, now=now)
+            await _enqueue_action(conn, rule, index, action, snapshot, now=now, ledger=ledger)
             count += 1
     return count
 
@@ -107,9 +107,10 @@ async def _enqueue_action(
     snapshot: dict[str, Any],
     *,
     now: datetime,
+    ledger: LedgerDriver,
 ) -> None:
     instance_id = snapshot["instanceId"]
-    result = await enqueue(
+    result = await ledger.job_insert(
         conn,
         JobSpec(
             type=AUTOMATION_ACTION_TYPE,

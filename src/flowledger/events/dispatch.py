@@ -49,7 +49,7 @@ from flowledger.events.subscriptions import (
     matches,
 )
 from flowledger.events.webhooks import WEBHOOK_DELIVERY, WEBHOOK_DELIVERY_TYPE, delivery_payload
-from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
 
 log = structlog.get_logger("flowledger.events")
@@ -104,6 +104,7 @@ async def _fan_out(
     subscriptions: list[dict[str, Any]],
     *,
     now: datetime,
+    ledger: LedgerDriver,
 ) -> int:
     """Record the hits of one event and enqueue their deliveries."""
     node_key = _saga_node_key(event)
@@ -116,7 +117,7 @@ async def _fan_out(
         )
         if hit_id is None:
             continue
-        job = await enqueue(
+        job = await ledger.job_insert(
             conn,
             JobSpec(
                 type=WEBHOOK_DELIVERY_TYPE,
@@ -157,15 +158,16 @@ def nobody_listens() -> ColumnElement[bool]:
 
 
 async def dispatch_pending(
-    conn: AsyncConnection, *, now: datetime, limit: int = BATCH_SIZE
+    conn: AsyncConnection, *, now: datetime, ledger: LedgerDriver, limit: int = BATCH_SIZE
 ) -> DispatchReport:
-    """Dispatch one batch in the caller's transaction (see the module docstring)."""
+    """Dispatch one batch in the caller's transaction (see the module
+    docstring), its jobs enqueued through ``ledger``."""
     report = DispatchReport()
     unheard = await outbox.settle_unheard(conn, limit, now=now, nobody_listens=nobody_listens())
     if unheard:  # no subscription or rule anywhere: nothing to fan out
         report.events = len(unheard)
         if len(unheard) == limit:
-            report.next_job_id = await outbox.ensure_dispatch_job(conn, now=now)
+            report.next_job_id = await outbox.ensure_dispatch_job(conn, now=now, ledger=ledger)
         return report
     events = await outbox.take_pending(conn, limit)
     if not events:
@@ -185,8 +187,10 @@ async def dispatch_pending(
             continue
         try:
             async with conn.begin_nested():
-                found = await _fan_out(conn, event, subscriptions[event["tenant_id"]], now=now)
-                enqueued = await enqueue_automation(conn, event, now=now)
+                found = await _fan_out(
+                    conn, event, subscriptions[event["tenant_id"]], now=now, ledger=ledger
+                )
+                enqueued = await enqueue_automation(conn, event, now=now, ledger=ledger)
         except Exception as exc:
             if _transient(exc):
                 raise
@@ -203,5 +207,5 @@ async def dispatch_pending(
     await outbox.mark(conn, failed, "failed", now=now)
     report.events = len(dispatched)
     if len(events) == limit:
-        report.next_job_id = await outbox.ensure_dispatch_job(conn, now=now)
+        report.next_job_id = await outbox.ensure_dispatch_job(conn, now=now, ledger=ledger)
     return report

@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.portable import in_batch
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType
 from flowledger.states import JobStatus, Pool
@@ -68,7 +68,9 @@ async def dispatch_job_key(conn: AsyncConnection, oldest_id: int) -> str | None:
     return None
 
 
-async def ensure_dispatch_job(conn: AsyncConnection, *, now: datetime) -> int | None:
+async def ensure_dispatch_job(
+    conn: AsyncConnection, *, now: datetime, ledger: LedgerDriver
+) -> int | None:
     """Enqueue the ``event_dispatch`` job for the oldest pending row unless
     one is waiting or running; returns the new job's id (None: nothing to do)."""
     oldest = await oldest_pending(conn)
@@ -77,7 +79,7 @@ async def ensure_dispatch_job(conn: AsyncConnection, *, now: datetime) -> int | 
     key = await dispatch_job_key(conn, oldest)
     if key is None:
         return None
-    result = await enqueue(
+    result = await ledger.job_insert(
         conn,
         JobSpec(type=EVENT_DISPATCH_TYPE, payload={"fromEventId": oldest}, idempotency_key=key),
         now=now,
@@ -171,7 +173,12 @@ async def requeue_failed(conn: AsyncConnection, ids: Sequence[int]) -> list[int]
 
 
 async def ensure_recovery_dispatch(
-    conn: AsyncConnection, *, now: datetime, run_at: datetime, batch_key: str
+    conn: AsyncConnection,
+    *,
+    now: datetime,
+    run_at: datetime,
+    batch_key: str,
+    ledger: LedgerDriver,
 ) -> int | None:
     """The live dispatch job for the pending rows, enqueued (due at
     ``run_at``) when there is none: unlike :func:`ensure_dispatch_job` this
@@ -185,7 +192,7 @@ async def ensure_recovery_dispatch(
     if oldest is None:
         return None
     key = await dispatch_job_key(conn, oldest) or f"{EVENT_DISPATCH}:{oldest}:recovery:{batch_key}"
-    result = await enqueue(
+    result = await ledger.job_insert(
         conn,
         JobSpec(
             type=EVENT_DISPATCH_TYPE,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.events.outbox import dispatch_job_key, ensure_dispatch_job, oldest_pending
+from flowledger.ledger.driver import ledger_driver
 from flowledger.worker.services import PeriodicService
 
 RELAY_INTERVAL_S = 2.0
@@ -25,6 +26,7 @@ class EventRelay(PeriodicService):
     def __init__(self, db: Database, clock: Clock, *, interval_s: float = RELAY_INTERVAL_S) -> None:
         super().__init__(interval_s)
         self.db, self.clock = db, clock
+        self.ledger = ledger_driver(db)  # chosen once
 
     async def run_once(self) -> None:
         await self.relay_once()
@@ -36,4 +38,4 @@ class EventRelay(PeriodicService):
             if oldest is None or await dispatch_job_key(conn, oldest) is None:
                 return None
         async with self.db.begin() as conn:
-            return await ensure_dispatch_job(conn, now=self.clock.now())
+            return await ensure_dispatch_job(conn, now=self.clock.now(), ledger=self.ledger)

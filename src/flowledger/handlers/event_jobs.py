@@ -23,7 +23,7 @@ from flowledger.worker.registry import Handler, define_handler
 
 async def event_dispatch(ctx: JobContext) -> Any:
     async def run(conn: AsyncConnection) -> dict[str, Any]:
-        report = await dispatch_pending(conn, now=ctx.clock.now())
+        report = await dispatch_pending(conn, now=ctx.clock.now(), ledger=ctx.ledger)
         return report.as_result()
 
     result = await ctx.step(EVENT_DISPATCH, run)

@@ -57,7 +57,7 @@ class SchedulePlanner(LeaderService):
         async with self.db.begin() as conn:
             if not await self.lead(conn, now=now):
                 return
-            launched = await schedules.plan_due(conn, now=now)
+            launched = await schedules.plan_due(conn, now=now, ledger=self.ledger)
             await task_run_record(
                 conn,
                 self.name,

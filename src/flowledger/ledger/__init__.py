@@ -11,9 +11,11 @@ All storage goes through one :class:`~flowledger.ledger.driver.LedgerDriver`
 driver method whose first parameter is ``conn`` runs in the caller's
 transaction; one whose first parameter is ``db`` opens and commits its own
 (claim, batch settlement, lease renewal, the side-effect marker, next due).
-The module-level functions (``enqueue``, ``enqueue_bulk``, ``jobs_claim``, ``job_settle`` …)
-are the same operations addressed by connection or database: each picks the
-driver of its dialect and delegates. A caller that locks its own rows before
+Callers hold the driver chosen once for their database (``Runtime.ledger``,
+``Engine.store.ledger``, ``JobContext.ledger``, a service's ``self.ledger``)
+and call its methods; nothing picks a driver by dialect per call except the
+deprecated module-level ``enqueue`` of :mod:`flowledger.worker`.
+A caller that locks its own rows before
 the job's in a step passes a :class:`~flowledger.ledger.receipts.StepLock`,
 which builds its statement from the fence the driver exports
 (:mod:`flowledger.ledger.driver.fence`); the ledger runs no caller SQL.

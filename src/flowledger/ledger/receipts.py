@@ -28,7 +28,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.errors import LeaseLostError
-from flowledger.ledger.driver import ledger_for
 from flowledger.ledger.driver.job_values import is_plain_success
 from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import Fence, Outcome
@@ -89,11 +88,6 @@ class StepSettlement(ABC):
     ) -> bool:
         """Write, and return whether the fenced settlement took (False: the
         caller rolls back)."""
-
-
-async def receipt_get(conn: AsyncConnection, operation_key: str, step_key: str) -> tuple[bool, Any]:
-    """(found, result) of the committed receipt of a step, in the caller's transaction."""
-    return await ledger_for(conn).receipt_get(conn, operation_key, step_key)
 
 
 async def run_step(

@@ -181,7 +181,11 @@ class _Runner:
                 raise _Skip(f"outbox row {item.outbox_id} is no longer failed")
             live = await outbox.live_dispatch_job(conn)
             job_id = await outbox.ensure_recovery_dispatch(
-                conn, now=self.now, run_at=self._next_run_at(), batch_key=self.run.batch_id
+                conn,
+                now=self.now,
+                run_at=self._next_run_at(),
+                batch_key=self.run.batch_id,
+                ledger=self.store.ledger,
             )
             if job_id is None:
                 raise _Skip(f"outbox row {item.outbox_id} is no longer pending")

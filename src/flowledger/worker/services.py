@@ -99,9 +99,12 @@ class LeaderService(PeriodicService):
         elector: LeaderElector | None = None,
         holder: str | None = None,
         jitter: float = 0.1,
+        ledger: LedgerDriver | None = None,
     ) -> None:
         super().__init__(interval_s, jitter=jitter)
-        self.elector = elector or LeaderElector(db, holder)
+        self.elector = elector or LeaderElector(db, holder, ledger=ledger)
+        # the ledger driver of the service's database, chosen once
+        self.ledger = ledger or self.elector.ledger
 
     @property
     def holder(self) -> str:
@@ -204,9 +207,9 @@ class Drain(LeaderService):
         elector: LeaderElector | None = None,
         ledger: LedgerDriver | None = None,
     ) -> None:
-        super().__init__(db, interval_s, elector=elector or LeaderElector(db, node_id))
+        elector = elector or LeaderElector(db, node_id, ledger=ledger)
+        super().__init__(db, interval_s, elector=elector, ledger=ledger)
         self.db, self.clock, self.node_id = db, clock, node_id
-        self.ledger = ledger or ledger_driver(db)  # chosen once
         self.last_report: RescueReport | None = None
 
     async def run_once(self) -> None:

@@ -45,7 +45,7 @@ from flowledger.db.alert_schema import workflow_alert_events as events
 from flowledger.db.alert_schema import workflow_alert_rules as rules
 from flowledger.db.database import Database
 from flowledger.db.dialects import upsert
-from flowledger.ledger.enqueue import enqueue
+from flowledger.ledger.driver.protocol import LedgerDriver
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType
 from flowledger.ops.alerts.metrics import METRICS, Metric, measure
@@ -167,9 +167,14 @@ async def _insert_event(
 
 
 async def _notify(
-    conn: AsyncConnection, rule: dict[str, Any], event_id: int, kind: str, now: datetime
+    conn: AsyncConnection,
+    ledger: LedgerDriver,
+    rule: dict[str, Any],
+    event_id: int,
+    kind: str,
+    now: datetime,
 ) -> list[int]:
-    """Enqueue one job per channel for ``event_id`` and mark it notified."""
+    """Enqueue (through ``ledger``) one job per channel for ``event_id`` and mark it notified."""
     job_ids = []
     for channel, part in channels(rule):
         spec = JobSpec(
@@ -184,7 +189,7 @@ async def _notify(
             idempotency_key=f"alert-notification:{event_id}:{channel}",
             tenant_id=rule["tenant_id"],
         )
-        job_ids.append((await enqueue(conn, spec, now=now)).job_id)
+        job_ids.append((await ledger.job_insert(conn, spec, now=now)).job_id)
     await conn.execute(
         update(events)
         .where(events.c.id == event_id)
@@ -225,7 +230,11 @@ class _Lost(Exception):
 
 
 async def _apply(
-    conn: AsyncConnection, p: _Plan, now: datetime, summary: EvaluationSummary
+    conn: AsyncConnection,
+    ledger: LedgerDriver,
+    p: _Plan,
+    now: datetime,
+    summary: EvaluationSummary,
 ) -> None:
     """Write one planned transition (and the notice it owes) in ``conn``."""
     rule, step = p.rule, p.step
@@ -268,7 +277,7 @@ async def _apply(
             summary.silenced.append(int(event_id))
     if send:
         assert event_id is not None and p.due is not None
-        summary.jobs += await _notify(conn, rule, int(event_id), p.due, now)
+        summary.jobs += await _notify(conn, ledger, rule, int(event_id), p.due, now)
         summary.notified.append(int(event_id))
 
 
@@ -280,10 +289,14 @@ async def _enabled_rules(conn: AsyncConnection) -> list[dict[str, Any]]:
 
 
 async def evaluate_once(
-    db: Database, clock: Clock, *, metrics: Mapping[str, Metric] = METRICS
+    db: Database,
+    clock: Clock,
+    *,
+    ledger: LedgerDriver,
+    metrics: Mapping[str, Metric] = METRICS,
 ) -> EvaluationSummary:
     """One evaluator pass at ``clock.now()`` over the metrics of ``metrics``
-    (see the module docstring)."""
+    (see the module docstring), notification jobs enqueued through ``ledger``."""
     started = time.perf_counter()
     now = clock.now()
     summary = EvaluationSummary()
@@ -304,7 +317,7 @@ async def evaluate_once(
                 continue
             try:
                 async with conn.begin_nested():
-                    await _apply(conn, planned, now, summary)
+                    await _apply(conn, ledger, planned, now, summary)
             except _Lost:
                 continue
         if quiet:

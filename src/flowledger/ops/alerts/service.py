@@ -51,7 +51,7 @@ class AlertEvaluator(LeaderService):
         if not leader:
             self.last_summary = None
             return
-        summary = await evaluate_once(self.db, self.clock, metrics=self.metrics)
+        summary = await evaluate_once(self.db, self.clock, ledger=self.ledger, metrics=self.metrics)
         self.last_summary = summary
         if summary.fired or summary.resolved:
             log.info(
