@@ -266,8 +266,7 @@ async def test_concurrent_passes_write_each_transition_once_O22(
     await dead_job(db, clock)
     one, two = await asyncio.gather(
         evaluate_once(db, clock, ledger=ledger_of(db)),
-        evaluate_once(db, clock),
-        ledger=ledger_of(db),
+        evaluate_once(db, clock, ledger=ledger_of(db)),
     )
     assert len(one.fired) + len(two.fired) == 1
     assert [e["kind"] for e in await alert_events(db)] == ["firing"]

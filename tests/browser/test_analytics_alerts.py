@@ -27,12 +27,12 @@ import asyncio, os
 from flowledger.clock import SystemClock
 from flowledger.db.database import Database
 from flowledger.ops.alerts.evaluator import evaluate_once
-from tests.ledger_access import ledger_of
+from flowledger.ledger.driver import ledger_driver
 
 async def main():
     db = Database(os.environ["FLOWLEDGER_DATABASE_URL"])
     try:
-        await evaluate_once(db, SystemClock(), ledger=ledger_of(db))
+        await evaluate_once(db, SystemClock(), ledger=ledger_driver(db))
     finally:
         await db.dispose()
 

@@ -226,7 +226,7 @@ async def test_a_failing_fan_out_rolls_back_only_its_own_event_X5(
     async def broken_rule(conn: Any, event: Any, *, now: Any, ledger: Any) -> int:
         if event["event_type"] == "custom.bad":  # after its hit and delivery job were written
             raise ValueError("a rule that cannot run")
-        return await real(conn, event, now=now)
+        return await real(conn, event, now=now, ledger=ledger)
 
     monkeypatch.setattr(dispatch, "enqueue_automation", broken_rule)
     async with db.begin() as conn:

@@ -23,7 +23,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.ledger.types import JobType
 from flowledger.states import Pool
 from flowledger.worker import JobContext, job_handler
-from tests.ledger_access import ledger_of
 
 INTERNAL = "chaos_internal"
 UNSAFE = "chaos_unsafe"
@@ -54,9 +53,7 @@ async def unsafe(ctx: JobContext) -> Any:
     # killed, or the database went away, between the record and the
     # settlement) is not sent again — the receipt is the result (L-14, L-17)
     async with ctx.db.read() as conn:
-        found, recorded = await ledger_of(conn).receipt_get(
-            conn, ctx.job.operation_key, "record-send"
-        )
+        found, recorded = await ctx.ledger.receipt_get(conn, ctx.job.operation_key, "record-send")
     if found:
         return recorded
     await ctx.mark_side_effect()

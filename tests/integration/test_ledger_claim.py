@@ -139,7 +139,8 @@ async def test_lease_never_exceeds_execution_deadline_L11(db: Database, clock: M
     assert job.lease_until == job.execution_deadline
 
 
-# BUG (src/flowledger/ledger/enqueue.py, _row): JobSpec budget fields are documented as
+# BUG (ledger/driver/job_values.py, once ledger/enqueue.py _row): JobSpec budget fields are
+# documented as
 # "left as None take the job type's", and _row rejects maxAttempts < 1 — but it uses
 # ``spec.max_attempts or default`` / ``spec.execution_timeout_ms or default``, so 0 silently
 # becomes the type's default, and a negative executionTimeoutMs is stored as is (every claim
