@@ -18,16 +18,24 @@ What the result says, per instance:
   many expected, and the nodes of the branches it still waits for — each
   of which must still reach the join on the target version;
 - jobs: the unfinished jobs on their mapped nodes, ``runAt`` unchanged;
+- timeouts (SPEC E-5): a pending approval or handle task that lands on a
+  node declaring a timeout its source node did not gets a ``task_timeout``
+  job due ``now`` + the timeout (a timeout newly declared counts from the
+  migration; ``jobId`` null until the run creates it), as does a new task
+  on a node with a timeout; the ``task_timeout`` jobs of tasks skipped, or
+  whose target node declares no timeout, are canceled (left out of
+  ``jobs``); each task's ``dueAt`` says its timeout's due time;
 - subprocesses: each waiting subprocess task, its mapped node and its
   running children (the target node must start the same definition);
 - formAdded: the values set for required fields the instance lacks (a
   constant, or a template over the instance's form: :func:`field_value`).
 
-Then the O-12 rules on that prediction (:mod:`.predicted_checks`)."""
+Then the O-12 consistency rules and the O-16 health rules on that
+prediction (:mod:`.predicted_checks`)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,13 +44,15 @@ from flowledger.definitions.expressions import ExpressionError
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.templates import placeholders, render, resolve
 from flowledger.engine.assignee_rules import pick_assignees
-from flowledger.engine.store.migrate import InstanceMigration, NewTask
+from flowledger.engine.store.migrate import InstanceMigration, NewTask, NewTimeout
 from flowledger.ops.migration import model as m
-from flowledger.ops.migration.predicted_checks import predicted_problems
+from flowledger.ops.migration.predicted_checks import O12_RULES, predicted_problems
 from flowledger.ops.migration.reads import OPEN_TASKS, InstanceState, Version
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
 HUMAN_TYPES = frozenset({"approval", "handle", "catch"})
+# the task kinds a node's timeout policy applies to (engine.nodes.people)
+TIMED_TYPES = frozenset({"approval", "handle"})
 
 
 @dataclass
@@ -99,9 +109,10 @@ def reaches(defn: ProcessDefinition, start: str, goal: str) -> bool:
 
 
 class _Planner:
-    def __init__(self, state: InstanceState, inputs: PlanInputs) -> None:
+    def __init__(self, state: InstanceState, inputs: PlanInputs, now: datetime) -> None:
         self.state = state
         self.inputs = inputs
+        self.now = now
         row = state.instance
         self.row = row
         self.source = inputs.sources[int(row.definition_version)].defn
@@ -112,6 +123,10 @@ class _Planner:
         self.renamed: dict[str, str] = {}
         self._blocked_nodes: set[tuple[str, str]] = set()
         self.form = dict(row.form_data or {})
+        self.task_due: dict[int, datetime | None] = {}
+        self.new_timeouts: list[NewTimeout] = []
+        self.cancel_jobs: list[int] = []
+        self.added: list[NewTask] = []
 
     def block_once(self, code: str, node: str, message: str, **where: Any) -> None:
         if (code, node) not in self._blocked_nodes:
@@ -232,9 +247,12 @@ class _Planner:
             if new != task.node_key:
                 task_nodes[int(task.id)] = new
         skip, added = self._assignees(open_tasks)
+        self.added = added
+        self._timeouts(open_tasks, task_nodes, skip)
         for task in open_tasks:
             if int(task.id) in skip:
                 continue
+            due = self.task_due.get(int(task.id), task.due_at)
             self.result.tasks.append(
                 {
                     "taskId": int(task.id),
@@ -243,6 +261,7 @@ class _Planner:
                     "kind": task.kind,
                     "assignee": task.assignee,
                     "status": task.status,
+                    "dueAt": None if due is None else due.isoformat(),
                 }
             )
         for created in added:
@@ -254,9 +273,56 @@ class _Planner:
                     "kind": created.kind,
                     "assignee": created.assignee,
                     "status": TaskStatus.PENDING.value,
+                    "dueAt": None if created.due_at is None else created.due_at.isoformat(),
                 }
             )
         return task_nodes, sorted(skip), added
+
+    def _timeouts(self, open_tasks: list[Any], task_nodes: dict[int, str], skip: set[int]) -> None:
+        """Timeout jobs added for tasks landing on a node newly declaring a
+        timeout, canceled for tasks skipped or landing on a node without one."""
+        live: dict[int, list[int]] = defaultdict(list)
+        for job in self.state.jobs:
+            if job.type == "task_timeout" and job.task_id is not None:
+                live[int(job.task_id)].append(int(job.id))
+        counts: dict[str, Counter[str]] = defaultdict(Counter)
+        for task in open_tasks:
+            task_id = int(task.id)
+            new = task_nodes.get(task_id, task.node_key)
+            if not self.target.has_node(new):
+                continue  # blocked: node_not_mapped
+            after = self.target.node(new).timeout
+            if task_id in skip or after is None:
+                if live.get(task_id):
+                    self.cancel_jobs.extend(live[task_id])
+                    counts[new]["canceled"] += len(live[task_id])
+                if task_id not in skip and task.due_at is not None:
+                    self.task_due[task_id] = None
+                continue
+            before = (
+                self.source.node(task.node_key).timeout
+                if self.source.has_node(task.node_key)
+                else None
+            )
+            if (
+                task.status == TaskStatus.PENDING
+                and task.kind in TIMED_TYPES
+                and before is None
+                and not live.get(task_id)
+            ):
+                due = self.now + after.after
+                self.task_due[task_id] = due
+                self.new_timeouts.append(NewTimeout(task_id, new, due))
+                counts[new]["added"] += 1
+        for node, found in sorted(counts.items()):
+            self.result.changes.append(
+                {
+                    "kind": m.TIMEOUT,
+                    "nodeKey": node,
+                    "added": found["added"],
+                    "canceled": found["canceled"],
+                }
+            )
 
     def _assignees(self, open_tasks: list[Any]) -> tuple[set[int], list[NewTask]]:
         groups: dict[tuple[int, str], list[Any]] = defaultdict(list)
@@ -293,7 +359,12 @@ class _Planner:
             removed = sorted({t.assignee for t in group if t.assignee not in people})
             skip.update(int(t.id) for t in group if t.assignee not in people)
             new_people = [p for p in people if p not in held]
-            added.extend(NewTask(new, token_id, group[0].kind, p) for p in new_people)
+            due = (
+                self.now + after.timeout.after
+                if after.timeout is not None and group[0].kind in TIMED_TYPES
+                else None
+            )
+            added.extend(NewTask(new, token_id, group[0].kind, p, due) for p in new_people)
             if removed or new_people:
                 self.result.changes.append(
                     {"kind": m.ASSIGNEE, "nodeKey": new, "removed": removed, "added": new_people}
@@ -302,7 +373,10 @@ class _Planner:
 
     def jobs(self) -> dict[int, str]:
         job_nodes: dict[int, str] = {}
+        canceled = set(self.cancel_jobs)
         for job in self.state.jobs:
+            if int(job.id) in canceled:
+                continue
             node = job.node_key
             if node is not None:
                 new = self.use(node)
@@ -317,6 +391,21 @@ class _Planner:
                     "taskId": None if job.task_id is None else int(job.task_id),
                     "runAt": job.run_at.isoformat(),
                     "status": job.status,
+                }
+            )
+        new_jobs: list[tuple[int | None, str, datetime]] = [
+            (t.task_id, t.node_key, t.due_at) for t in self.new_timeouts
+        ]
+        new_jobs += [(None, t.node_key, t.due_at) for t in self.added if t.due_at is not None]
+        for task_id, node_key, due in new_jobs:
+            self.result.jobs.append(
+                {
+                    "jobId": None,
+                    "type": "task_timeout",
+                    "nodeKey": node_key,
+                    "taskId": task_id,
+                    "runAt": due.isoformat(),
+                    "status": "pending",
                 }
             )
         return job_nodes
@@ -351,17 +440,18 @@ class _Planner:
     def checks(self) -> None:
         if self.result.reasons:
             return  # the prediction of a blocked instance is not checked further
-        for problem in predicted_problems(self.result, self.target):
+        for problem in predicted_problems(self.result, self.target, self.state.finished_jobs):
+            spec = "O-12" if problem["rule"] in O12_RULES else "O-16"
             self.result.block(
                 m.CONSISTENCY,
-                f"the migrated instance would break O-12 rule {problem['rule']}",
+                f"the migrated instance would break {spec} rule {problem['rule']}",
                 **problem,
             )
 
 
 def plan_instance(state: InstanceState, inputs: PlanInputs, *, now: datetime) -> Planned:
     """The result of migrating ``state``'s instance, and its write unless blocked."""
-    p = _Planner(state, inputs)
+    p = _Planner(state, inputs, now)
     p.status()
     p.form_fields()
     token_nodes = p.tokens()
@@ -402,6 +492,9 @@ def plan_instance(state: InstanceState, inputs: PlanInputs, *, now: datetime) ->
         skip_tasks=skip,
         skip_comment=skip_comment(inputs.target.version, inputs.reason),
         new_tasks=added,
+        new_timeouts=p.new_timeouts,
+        task_due=p.task_due,
+        cancel_jobs=p.cancel_jobs,
         trace_detail={
             "migrationId": inputs.migration_id,
             "fromVersion": result.from_version,
