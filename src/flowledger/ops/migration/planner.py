@@ -36,12 +36,12 @@ prediction (:mod:`.predicted_checks`)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from flowledger.definitions.expressions import ExpressionError
-from flowledger.definitions.model import ProcessDefinition
+from flowledger.definitions.model import Edge, Node, ProcessDefinition
 from flowledger.definitions.templates import placeholders, render, resolve
 from flowledger.engine.assignee_rules import pick_assignees
 from flowledger.engine.store.migrate import InstanceMigration, NewTask, NewTimeout
@@ -73,6 +73,37 @@ class PlanInputs:
     actor: str
     reason: str
     migration_id: int | None = None
+    #: what is computed once per plan instead of once per instance
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def index(self, version: Version) -> NodeIndex:
+        found = self.memo.get(("index", version.version))
+        if found is None:
+            found = self.memo[("index", version.version)] = NodeIndex(version.defn)
+        assert isinstance(found, NodeIndex)
+        return found
+
+
+class NodeIndex:
+    """One version's nodes by key in a plain dict (the definition's own index
+    is a pydantic private attribute, slow to reach in a loop over 10,000
+    instances), with the definition's edges and form."""
+
+    def __init__(self, defn: ProcessDefinition) -> None:
+        self.defn = defn
+        self.form = defn.form
+        self.nodes: dict[str, Node] = {}
+        for node in defn.nodes:
+            self.nodes.setdefault(node.key, node)
+
+    def has_node(self, key: str) -> bool:
+        return key in self.nodes
+
+    def node(self, key: str) -> Node:
+        return self.nodes[key]
+
+    def outgoing(self, key: str) -> list[Edge]:
+        return self.defn.outgoing(key)
 
 
 def field_value(given: Any, form: dict[str, Any], row: Any) -> Any:
@@ -94,7 +125,7 @@ def skip_comment(target_version: int, reason: str) -> str:
     return f"[Admin migration to version {target_version}] {reason}"
 
 
-def reaches(defn: ProcessDefinition, start: str, goal: str) -> bool:
+def reaches(defn: ProcessDefinition | NodeIndex, start: str, goal: str) -> bool:
     """Whether ``goal`` can be reached from ``start`` along ``defn``'s edges."""
     seen, todo = {start}, [start]
     while todo:
@@ -115,8 +146,8 @@ class _Planner:
         self.now = now
         row = state.instance
         self.row = row
-        self.source = inputs.sources[int(row.definition_version)].defn
-        self.target = inputs.target.defn
+        self.source = inputs.index(inputs.sources[int(row.definition_version)])
+        self.target = inputs.index(inputs.target)
         self.result = m.InstanceResult(
             int(row.id), int(row.definition_version), inputs.target.version
         )
@@ -336,18 +367,28 @@ class _Planner:
             if new is None or not self.source.has_node(key) or not self.target.has_node(new):
                 continue
             before, after = self.source.node(key), self.target.node(new)
-            if before.type != after.type or before.assignees == after.assignees:
+            memo = self.inputs.memo
+            same = memo.get(("same", int(self.row.definition_version), key, new))
+            if same is None:
+                same = before.type != after.type or before.assignees == after.assignees
+                memo[("same", int(self.row.definition_version), key, new)] = same
+            if same:
                 continue
-            try:
-                people = pick_assignees(
-                    after.assignees,
-                    self.inputs.users,
-                    tenant=self.row.tenant_id,
-                    form=self.form,
-                    initiator=self.row.initiator,
-                )
-            except ExpressionError:
-                people = []
+            fixed = after.assignees is None or not after.assignees.expr
+            people = memo.get(("people", new, self.row.tenant_id)) if fixed else None
+            if people is None:
+                try:
+                    people = pick_assignees(
+                        after.assignees,
+                        self.inputs.users,
+                        tenant=self.row.tenant_id,
+                        form=self.form,
+                        initiator=self.row.initiator,
+                    )
+                except ExpressionError:
+                    people = []
+                if fixed:  # users and roles only: the same for every instance of the tenant
+                    memo[("people", new, self.row.tenant_id)] = people
             if not people:
                 self.block_once(m.NO_ASSIGNEE, key, f"no assignee resolves for {new!r}")
                 continue

@@ -38,15 +38,25 @@ migration does not change):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from flowledger.definitions.model import ProcessDefinition
+from flowledger.definitions.model import Node
 from flowledger.ops.migration.model import InstanceResult
 
 WAIT_TYPES = frozenset(
     {"approval", "handle", "catch", "delay", "trigger", "external_approval", "subprocess"}
 )
 BROKEN = frozenset({"failed", "dead"})
+
+
+class Nodes(Protocol):
+    """A version's nodes by key (a definition, or the planner's index of it)."""
+
+    def has_node(self, key: str) -> bool: ...
+
+    def node(self, key: str) -> Node: ...
+
+
 O12_RULES = frozenset(
     {
         "running_without_active_token",
@@ -60,7 +70,7 @@ O12_RULES = frozenset(
 
 def predicted_problems(
     result: InstanceResult,
-    target: ProcessDefinition,
+    target: Nodes,
     finished_jobs: dict[int, set[tuple[str, str]]] | None = None,
 ) -> list[dict[str, Any]]:
     """The O-12 and O-16 rules the predicted instance breaks: ``{rule,
@@ -71,7 +81,7 @@ def predicted_problems(
     return problems
 
 
-def _o12(result: InstanceResult, target: ProcessDefinition) -> list[dict[str, Any]]:
+def _o12(result: InstanceResult, target: Nodes) -> list[dict[str, Any]]:
     problems: list[dict[str, Any]] = []
     live = {int(t["tokenId"]): t for t in result.tokens}
     if not live:
