@@ -11,7 +11,8 @@ dry run does not block, each in its own transaction under its row lock.
   selected instances, their tokens, tasks, frames, jobs, children);
 - :mod:`.planner`: the pure computation of one instance's result and the
   write it implies (:class:`~flowledger.engine.store.migrate.InstanceMigration`);
-- :mod:`.predicted_checks`: the O-12 consistency rules on a predicted result;
+- :mod:`.predicted_checks`: the O-12 consistency rules and the O-16 health
+  rules on a predicted result;
 - :mod:`.plans`: saved plans and their per-instance results;
 - :mod:`.service`: preview, run, progress and the version drainage view.
 
