@@ -30,7 +30,9 @@ migration does not change):
   will call back);
 - ``trigger_execution_failed`` / ``external_dispatch_failed``: the task's
   dispatch failed or died and none is live (a broken instance: repair it
-  first);
+  first) — unless a person was handed the node's decision instead (an open
+  approval or handle task at the node, as ``dispatchFallback: manual``
+  creates), as O-16 has it;
 - ``external_dispatch_pending``: a pending external approval task whose
   dispatch neither is live nor succeeded;
 - ``subprocess_waiting``: a waiting subprocess task with no running child
@@ -138,6 +140,11 @@ def _o16(
     for job in result.jobs:
         if job["taskId"] is not None:
             live.setdefault(int(job["taskId"]), set()).add(job["type"])
+    handed = {
+        t["nodeKey"]
+        for t in result.tasks
+        if t["kind"] not in ("external_approval", "trigger", "catch")
+    }
     children = {int(s["taskId"]): s["childInstanceIds"] for s in result.subprocesses if s["taskId"]}
     for task in result.tasks:
         if task["taskId"] is None:
@@ -170,7 +177,7 @@ def _o16(
             and not jobs_live & {"subprocess_spawn", "subprocess_join"}
         ):
             rule = "subprocess_waiting"
-        if rule is not None:
+        if rule is not None and not (rule.endswith("_failed") and task["nodeKey"] in handed):
             problems.append({"rule": rule, "healthRule": rule, **where})
     return problems
 
