@@ -88,7 +88,9 @@ async def test_any_and_all_approvals_with_approvals_given_migrate(
     cc = [(t["node_key"], t["status"]) for t in await tasks(db, picking, kind="cc")]
     assert cc == [("cc1", "cc")]  # the cc passed before the wait
 
-    by_id, _ = await ms.preview_and_run(engine, db, clock, ms.plan(1, 2, [halfway, picking], key="apr"))
+    by_id, _ = await ms.preview_and_run(
+        engine, db, clock, ms.plan(1, 2, [halfway, picking], key="apr")
+    )
     assert by_id[halfway]["verdict"] == "ok"
     assert [(t["nodeKey"], t["assignee"]) for t in by_id[halfway]["tasks"]] == [("rev", "bob")]
     assert by_id[picking]["verdict"] == "changed"

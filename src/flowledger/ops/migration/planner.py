@@ -18,13 +18,9 @@ What the result says, per instance:
   many expected, and the nodes of the branches it still waits for — each
   of which must still reach the join on the target version;
 - jobs: the unfinished jobs on their mapped nodes, ``runAt`` unchanged;
-- timeouts (SPEC E-5): a pending approval or handle task that lands on a
-  node declaring a timeout its source node did not gets a ``task_timeout``
-  job due ``now`` + the timeout (a timeout newly declared counts from the
-  migration; ``jobId`` null until the run creates it), as does a new task
-  on a node with a timeout; the ``task_timeout`` jobs of tasks skipped, or
-  whose target node declares no timeout, are canceled (left out of
-  ``jobs``); each task's ``dueAt`` says its timeout's due time;
+- timeouts (:mod:`.timeouts`): new ``task_timeout`` jobs (``jobId`` null
+  until the run creates them) in ``jobs``, canceled ones left out; each
+  task's ``dueAt`` says its timeout's due time;
 - subprocesses: each waiting subprocess task, its mapped node and its
   running children (the target node must start the same definition);
 - formAdded: the values set for required fields the instance lacks (a
@@ -35,75 +31,30 @@ prediction (:mod:`.predicted_checks`)."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from flowledger.definitions.expressions import ExpressionError
-from flowledger.definitions.model import Edge, Node, ProcessDefinition
+from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.templates import placeholders, render, resolve
 from flowledger.engine.assignee_rules import pick_assignees
 from flowledger.engine.store.migrate import InstanceMigration, NewTask, NewTimeout
 from flowledger.ops.migration import model as m
+from flowledger.ops.migration.inputs import NodeIndex, PlanInputs
 from flowledger.ops.migration.predicted_checks import O12_RULES, predicted_problems
-from flowledger.ops.migration.reads import OPEN_TASKS, InstanceState, Version
+from flowledger.ops.migration.reads import OPEN_TASKS, InstanceState
+from flowledger.ops.migration.timeouts import new_task_due, plan_timeouts
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
 HUMAN_TYPES = frozenset({"approval", "handle", "catch"})
-# the task kinds a node's timeout policy applies to (engine.nodes.people)
-TIMED_TYPES = frozenset({"approval", "handle"})
 
 
 @dataclass
 class Planned:
     result: m.InstanceResult
     write: InstanceMigration | None
-
-
-@dataclass(frozen=True)
-class PlanInputs:
-    """What every instance of one plan shares."""
-
-    sources: dict[int, Version]
-    target: Version
-    mapping: dict[str, str]
-    field_values: dict[str, Any]
-    users: list[Any]
-    actor: str
-    reason: str
-    migration_id: int | None = None
-    #: what is computed once per plan instead of once per instance
-    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    def index(self, version: Version) -> NodeIndex:
-        found = self.memo.get(("index", version.version))
-        if found is None:
-            found = self.memo[("index", version.version)] = NodeIndex(version.defn)
-        assert isinstance(found, NodeIndex)
-        return found
-
-
-class NodeIndex:
-    """One version's nodes by key in a plain dict (the definition's own index
-    is a pydantic private attribute, slow to reach in a loop over 10,000
-    instances), with the definition's edges and form."""
-
-    def __init__(self, defn: ProcessDefinition) -> None:
-        self.defn = defn
-        self.form = defn.form
-        self.nodes: dict[str, Node] = {}
-        for node in defn.nodes:
-            self.nodes.setdefault(node.key, node)
-
-    def has_node(self, key: str) -> bool:
-        return key in self.nodes
-
-    def node(self, key: str) -> Node:
-        return self.nodes[key]
-
-    def outgoing(self, key: str) -> list[Edge]:
-        return self.defn.outgoing(key)
 
 
 def field_value(given: Any, form: dict[str, Any], row: Any) -> Any:
@@ -279,7 +230,19 @@ class _Planner:
                 task_nodes[int(task.id)] = new
         skip, added = self._assignees(open_tasks)
         self.added = added
-        self._timeouts(open_tasks, task_nodes, skip)
+        timeouts = plan_timeouts(
+            open_tasks,
+            task_nodes,
+            skip,
+            self.state.jobs,
+            source=self.source,
+            target=self.target,
+            now=self.now,
+        )
+        self.task_due = timeouts.task_due
+        self.new_timeouts = timeouts.new_timeouts
+        self.cancel_jobs = timeouts.cancel_jobs
+        self.result.changes.extend(timeouts.changes)
         for task in open_tasks:
             if int(task.id) in skip:
                 continue
@@ -308,52 +271,6 @@ class _Planner:
                 }
             )
         return task_nodes, sorted(skip), added
-
-    def _timeouts(self, open_tasks: list[Any], task_nodes: dict[int, str], skip: set[int]) -> None:
-        """Timeout jobs added for tasks landing on a node newly declaring a
-        timeout, canceled for tasks skipped or landing on a node without one."""
-        live: dict[int, list[int]] = defaultdict(list)
-        for job in self.state.jobs:
-            if job.type == "task_timeout" and job.task_id is not None:
-                live[int(job.task_id)].append(int(job.id))
-        counts: dict[str, Counter[str]] = defaultdict(Counter)
-        for task in open_tasks:
-            task_id = int(task.id)
-            new = task_nodes.get(task_id, task.node_key)
-            if not self.target.has_node(new):
-                continue  # blocked: node_not_mapped
-            after = self.target.node(new).timeout
-            if task_id in skip or after is None:
-                if live.get(task_id):
-                    self.cancel_jobs.extend(live[task_id])
-                    counts[new]["canceled"] += len(live[task_id])
-                if task_id not in skip and task.due_at is not None:
-                    self.task_due[task_id] = None
-                continue
-            before = (
-                self.source.node(task.node_key).timeout
-                if self.source.has_node(task.node_key)
-                else None
-            )
-            if (
-                task.status == TaskStatus.PENDING
-                and task.kind in TIMED_TYPES
-                and before is None
-                and not live.get(task_id)
-            ):
-                due = self.now + after.after
-                self.task_due[task_id] = due
-                self.new_timeouts.append(NewTimeout(task_id, new, due))
-                counts[new]["added"] += 1
-        for node, found in sorted(counts.items()):
-            self.result.changes.append(
-                {
-                    "kind": m.TIMEOUT,
-                    "nodeKey": node,
-                    "added": found["added"],
-                    "canceled": found["canceled"],
-                }
-            )
 
     def _assignees(self, open_tasks: list[Any]) -> tuple[set[int], list[NewTask]]:
         groups: dict[tuple[int, str], list[Any]] = defaultdict(list)
@@ -400,11 +317,7 @@ class _Planner:
             removed = sorted({t.assignee for t in group if t.assignee not in people})
             skip.update(int(t.id) for t in group if t.assignee not in people)
             new_people = [p for p in people if p not in held]
-            due = (
-                self.now + after.timeout.after
-                if after.timeout is not None and group[0].kind in TIMED_TYPES
-                else None
-            )
+            due = new_task_due(after, group[0].kind, self.now)
             added.extend(NewTask(new, token_id, group[0].kind, p, due) for p in new_people)
             if removed or new_people:
                 self.result.changes.append(
