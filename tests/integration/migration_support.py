@@ -1,14 +1,28 @@
 """Helpers for the instance migration tests (issue 30): the definitions'
-versions, a plan builder, and the observed state of an instance read back
-in the shape of the dry run's document, to compare prediction and result."""
+versions, a plan builder, the observed state of an instance read back in
+the shape of the dry run's document, to compare prediction and result, and
+:func:`preview_and_run`, which previews a plan, runs it and checks the run
+against the dry run field by field."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from flowledger.clock import ManualClock
 from flowledger.db.database import Database
+from flowledger.engine import Engine
+from flowledger.ops.migration import service
 from flowledger.ops.migration.model import MigrationPlan
-from tests.integration.engine_helpers import END, START, approval, definition, jobs, tasks, tokens
+from tests.integration.engine_helpers import (
+    END,
+    START,
+    approval,
+    definition,
+    instance,
+    jobs,
+    tasks,
+    tokens,
+)
 
 FORK = {"key": "fork", "type": "parallel"}
 JOIN = {"key": "join", "type": "parallel"}
@@ -134,9 +148,21 @@ def plan(from_version: int, to_version: int, ids: list[int], **kw: Any) -> Migra
     )
 
 
-async def observed(db: Database, instance_id: int) -> dict[str, Any]:
+async def observed(
+    db: Database, instance_id: int, known: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The instance's stored tokens, open tasks and unfinished jobs, shaped
-    as the dry run's ``tokens``/``tasks``/``jobs`` (new task ids dropped)."""
+    as the dry run's ``tokens``/``tasks``/``jobs``. ``known``: a dry run's
+    document, whose task and job ids are the ones that existed before the
+    run — any other id (a task or job the run created, which the dry run
+    names null) reads as null."""
+    tasks_known = {t["taskId"] for t in (known or {}).get("tasks", []) if t["taskId"]}
+    tasks_known |= {j["taskId"] for j in (known or {}).get("jobs", []) if j["jobId"]}
+    jobs_known = {j["jobId"] for j in (known or {}).get("jobs", []) if j["jobId"]}
+
+    def task_id(value: Any) -> Any:
+        return value if known is None or value is None or value in tasks_known else None
+
     live = [t for t in await tokens(db, instance_id) if t["state"] != "consumed"]
     open_tasks = [t for t in await tasks(db, instance_id) if t["status"] in ("pending", "waiting")]
     unfinished = [
@@ -147,20 +173,30 @@ async def observed(db: Database, instance_id: int) -> dict[str, Any]:
             {"tokenId": t["id"], "nodeKey": t["node_key"], "state": t["state"]} for t in live
         ],
         "tasks": sorted(
-            (t["node_key"], t["assignee"], t["kind"], t["status"], t["token_id"])
+            (
+                t["node_key"],
+                t["assignee"],
+                t["kind"],
+                t["status"],
+                t["token_id"],
+                None if t["due_at"] is None else t["due_at"].isoformat(),
+            )
             for t in open_tasks
         ),
-        "jobs": [
-            {
-                "jobId": j["id"],
-                "type": j["type"],
-                "nodeKey": j["node_key"],
-                "taskId": j["task_id"],
-                "runAt": j["run_at"].isoformat(),
-                "status": j["status"],
-            }
-            for j in unfinished
-        ],
+        "jobs": sorted(
+            (
+                (
+                    j["id"] if known is None or j["id"] in jobs_known else None,
+                    j["type"],
+                    j["node_key"],
+                    task_id(j["task_id"]),
+                    j["run_at"].isoformat(),
+                    j["status"],
+                )
+                for j in unfinished
+            ),
+            key=repr,
+        ),
     }
 
 
@@ -168,8 +204,46 @@ def predicted(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "tokens": result["tokens"],
         "tasks": sorted(
-            (t["nodeKey"], t["assignee"], t["kind"], t["status"], t["tokenId"])
+            (t["nodeKey"], t["assignee"], t["kind"], t["status"], t["tokenId"], t["dueAt"])
             for t in result["tasks"]
         ),
-        "jobs": result["jobs"],
+        "jobs": sorted(
+            (
+                (j["jobId"], j["type"], j["nodeKey"], j["taskId"], j["runAt"], j["status"])
+                for j in result["jobs"]
+            ),
+            key=repr,
+        ),
     }
+
+
+async def preview_and_run(
+    engine: Engine, db: Database, clock: ManualClock, plan: MigrationPlan
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
+    """Preview, check that it wrote nothing, run; the dry run by instance
+    and the run's progress. Asserts the run's result per instance equals its
+    dry run, field by field, the stored state of every migrated instance
+    its prediction, and every blocked instance untouched (its tokens, open
+    tasks, unfinished jobs and version)."""
+    assert plan.instance_ids is not None
+    before = {i: await observed(db, i) for i in plan.instance_ids}
+    versions = {i: (await instance(db, i))["definition_version"] for i in plan.instance_ids}
+    dry = await service.preview(db, plan, actor="ops", clock=clock)
+    assert {i: await observed(db, i) for i in plan.instance_ids} == before
+    by_id = {r["instanceId"]: r for r in dry.results}
+    migration_id = await service.run(db, engine.store, plan, actor="ops", clock=clock)
+    done = await service.progress(db, migration_id)
+    assert done["status"] == "done"
+    assert done["progress"]["total"] == len(plan.instance_ids)
+    for item in done["items"]:
+        iid = item["instanceId"]
+        assert item["result"] == by_id[iid]  # dry run == run, field by field
+        if item["outcome"] == "migrated":
+            stored, expected = await observed(db, iid, item["result"]), predicted(item["result"])
+            assert stored == expected, (iid, stored, expected)
+            assert (await instance(db, iid))["definition_version"] == plan.to_version
+        else:
+            assert item["outcome"] == "blocked"
+            assert await observed(db, iid) == before[iid]
+            assert (await instance(db, iid))["definition_version"] == versions[iid]
+    return by_id, done

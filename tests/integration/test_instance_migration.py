@@ -49,28 +49,7 @@ async def _deploy(engine: Engine, *defs: dict[str, Any]) -> None:
         await engine.deploy(d, actor="dev")
 
 
-async def _preview_and_run(
-    engine: Engine, db: Database, clock: ManualClock, plan: Any
-) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
-    """Preview, check that it wrote nothing, run; the dry run by instance
-    and the run's progress. Asserts the run's result per instance equals its
-    dry run, and the stored state of every migrated instance its prediction."""
-    before = {i: await ms.observed(db, i) for i in plan.instance_ids}
-    dry = await service.preview(db, plan, actor="ops", clock=clock)
-    assert {i: await ms.observed(db, i) for i in plan.instance_ids} == before
-    by_id = {r["instanceId"]: r for r in dry.results}
-    migration_id = await service.run(db, engine.store, plan, actor="ops", clock=clock)
-    done = await service.progress(db, migration_id)
-    assert done["status"] == "done"
-    assert done["progress"]["total"] == len(plan.instance_ids)
-    for item in done["items"]:
-        assert item["result"] == by_id[item["instanceId"]]  # dry run == run, field by field
-        if item["outcome"] == "migrated":
-            assert await ms.observed(db, item["instanceId"]) == ms.predicted(item["result"])
-        else:
-            assert item["outcome"] == "blocked"
-            assert await ms.observed(db, item["instanceId"]) == before[item["instanceId"]]
-    return by_id, done
+_preview_and_run = ms.preview_and_run
 
 
 async def _approve(engine: Engine, db: Database, iid: int, node: str, who: str) -> None:

@@ -57,6 +57,9 @@ def _what(result: dict[str, Any]) -> str:
         elif change["kind"] == "assignee":
             added, removed = change["added"], change["removed"]
             parts.append(f"{change['nodeKey']}: +{added} -{removed}")
+        elif change["kind"] == "timeout":
+            added, canceled = change["added"], change["canceled"]
+            parts.append(f"{change['nodeKey']}: timeouts +{added} -{canceled}")
         else:
             parts.append(f"fields {', '.join(change['fields'])}")
     return "; ".join(parts)

@@ -9,9 +9,12 @@ dry run does not block, each in its own transaction under its row lock.
 - :mod:`.mapping`: the drafted and validated node mapping;
 - :mod:`.reads`: what the dry run and the run read (definitions, the
   selected instances, their tokens, tasks, frames, jobs, children);
+- :mod:`.inputs`: what every instance of a plan shares, indexed once;
+- :mod:`.timeouts`: the timeout jobs added and canceled on the target;
 - :mod:`.planner`: the pure computation of one instance's result and the
   write it implies (:class:`~flowledger.engine.store.migrate.InstanceMigration`);
-- :mod:`.predicted_checks`: the O-12 consistency rules on a predicted result;
+- :mod:`.predicted_checks`: the O-12 consistency rules and the O-16 health
+  rules on a predicted result;
 - :mod:`.plans`: saved plans and their per-instance results;
 - :mod:`.service`: preview, run, progress and the version drainage view.
 

@@ -50,6 +50,7 @@ BLOCK_CODES = (
 NODE_RENAMED = "node_renamed"
 ASSIGNEE = "assignee"
 FORM_FIELDS_ADDED = "form_fields_added"
+TIMEOUT = "timeout"  # task_timeout jobs added or canceled on a node
 
 MAX_IDS = 10_000
 

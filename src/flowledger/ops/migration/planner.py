@@ -18,12 +18,16 @@ What the result says, per instance:
   many expected, and the nodes of the branches it still waits for — each
   of which must still reach the join on the target version;
 - jobs: the unfinished jobs on their mapped nodes, ``runAt`` unchanged;
+- timeouts (:mod:`.timeouts`): new ``task_timeout`` jobs (``jobId`` null
+  until the run creates them) in ``jobs``, canceled ones left out; each
+  task's ``dueAt`` says its timeout's due time;
 - subprocesses: each waiting subprocess task, its mapped node and its
   running children (the target node must start the same definition);
 - formAdded: the values set for required fields the instance lacks (a
   constant, or a template over the instance's form: :func:`field_value`).
 
-Then the O-12 rules on that prediction (:mod:`.predicted_checks`)."""
+Then the O-12 consistency rules and the O-16 health rules on that
+prediction (:mod:`.predicted_checks`)."""
 
 from __future__ import annotations
 
@@ -36,10 +40,12 @@ from flowledger.definitions.expressions import ExpressionError
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.templates import placeholders, render, resolve
 from flowledger.engine.assignee_rules import pick_assignees
-from flowledger.engine.store.migrate import InstanceMigration, NewTask
+from flowledger.engine.store.migrate import InstanceMigration, NewTask, NewTimeout
 from flowledger.ops.migration import model as m
-from flowledger.ops.migration.predicted_checks import predicted_problems
-from flowledger.ops.migration.reads import OPEN_TASKS, InstanceState, Version
+from flowledger.ops.migration.inputs import NodeIndex, PlanInputs
+from flowledger.ops.migration.predicted_checks import O12_RULES, predicted_problems
+from flowledger.ops.migration.reads import OPEN_TASKS, InstanceState
+from flowledger.ops.migration.timeouts import new_task_due, plan_timeouts
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
 HUMAN_TYPES = frozenset({"approval", "handle", "catch"})
@@ -49,20 +55,6 @@ HUMAN_TYPES = frozenset({"approval", "handle", "catch"})
 class Planned:
     result: m.InstanceResult
     write: InstanceMigration | None
-
-
-@dataclass(frozen=True)
-class PlanInputs:
-    """What every instance of one plan shares."""
-
-    sources: dict[int, Version]
-    target: Version
-    mapping: dict[str, str]
-    field_values: dict[str, Any]
-    users: list[Any]
-    actor: str
-    reason: str
-    migration_id: int | None = None
 
 
 def field_value(given: Any, form: dict[str, Any], row: Any) -> Any:
@@ -84,7 +76,7 @@ def skip_comment(target_version: int, reason: str) -> str:
     return f"[Admin migration to version {target_version}] {reason}"
 
 
-def reaches(defn: ProcessDefinition, start: str, goal: str) -> bool:
+def reaches(defn: ProcessDefinition | NodeIndex, start: str, goal: str) -> bool:
     """Whether ``goal`` can be reached from ``start`` along ``defn``'s edges."""
     seen, todo = {start}, [start]
     while todo:
@@ -99,19 +91,24 @@ def reaches(defn: ProcessDefinition, start: str, goal: str) -> bool:
 
 
 class _Planner:
-    def __init__(self, state: InstanceState, inputs: PlanInputs) -> None:
+    def __init__(self, state: InstanceState, inputs: PlanInputs, now: datetime) -> None:
         self.state = state
         self.inputs = inputs
+        self.now = now
         row = state.instance
         self.row = row
-        self.source = inputs.sources[int(row.definition_version)].defn
-        self.target = inputs.target.defn
+        self.source = inputs.index(inputs.sources[int(row.definition_version)])
+        self.target = inputs.index(inputs.target)
         self.result = m.InstanceResult(
             int(row.id), int(row.definition_version), inputs.target.version
         )
         self.renamed: dict[str, str] = {}
         self._blocked_nodes: set[tuple[str, str]] = set()
         self.form = dict(row.form_data or {})
+        self.task_due: dict[int, datetime | None] = {}
+        self.new_timeouts: list[NewTimeout] = []
+        self.cancel_jobs: list[int] = []
+        self.added: list[NewTask] = []
 
     def block_once(self, code: str, node: str, message: str, **where: Any) -> None:
         if (code, node) not in self._blocked_nodes:
@@ -232,9 +229,24 @@ class _Planner:
             if new != task.node_key:
                 task_nodes[int(task.id)] = new
         skip, added = self._assignees(open_tasks)
+        self.added = added
+        timeouts = plan_timeouts(
+            open_tasks,
+            task_nodes,
+            skip,
+            self.state.jobs,
+            source=self.source,
+            target=self.target,
+            now=self.now,
+        )
+        self.task_due = timeouts.task_due
+        self.new_timeouts = timeouts.new_timeouts
+        self.cancel_jobs = timeouts.cancel_jobs
+        self.result.changes.extend(timeouts.changes)
         for task in open_tasks:
             if int(task.id) in skip:
                 continue
+            due = self.task_due.get(int(task.id), task.due_at)
             self.result.tasks.append(
                 {
                     "taskId": int(task.id),
@@ -243,6 +255,7 @@ class _Planner:
                     "kind": task.kind,
                     "assignee": task.assignee,
                     "status": task.status,
+                    "dueAt": None if due is None else due.isoformat(),
                 }
             )
         for created in added:
@@ -254,6 +267,7 @@ class _Planner:
                     "kind": created.kind,
                     "assignee": created.assignee,
                     "status": TaskStatus.PENDING.value,
+                    "dueAt": None if created.due_at is None else created.due_at.isoformat(),
                 }
             )
         return task_nodes, sorted(skip), added
@@ -270,18 +284,28 @@ class _Planner:
             if new is None or not self.source.has_node(key) or not self.target.has_node(new):
                 continue
             before, after = self.source.node(key), self.target.node(new)
-            if before.type != after.type or before.assignees == after.assignees:
+            memo = self.inputs.memo
+            same = memo.get(("same", int(self.row.definition_version), key, new))
+            if same is None:
+                same = before.type != after.type or before.assignees == after.assignees
+                memo[("same", int(self.row.definition_version), key, new)] = same
+            if same:
                 continue
-            try:
-                people = pick_assignees(
-                    after.assignees,
-                    self.inputs.users,
-                    tenant=self.row.tenant_id,
-                    form=self.form,
-                    initiator=self.row.initiator,
-                )
-            except ExpressionError:
-                people = []
+            fixed = after.assignees is None or not after.assignees.expr
+            people = memo.get(("people", new, self.row.tenant_id)) if fixed else None
+            if people is None:
+                try:
+                    people = pick_assignees(
+                        after.assignees,
+                        self.inputs.users,
+                        tenant=self.row.tenant_id,
+                        form=self.form,
+                        initiator=self.row.initiator,
+                    )
+                except ExpressionError:
+                    people = []
+                if fixed:  # users and roles only: the same for every instance of the tenant
+                    memo[("people", new, self.row.tenant_id)] = people
             if not people:
                 self.block_once(m.NO_ASSIGNEE, key, f"no assignee resolves for {new!r}")
                 continue
@@ -293,7 +317,8 @@ class _Planner:
             removed = sorted({t.assignee for t in group if t.assignee not in people})
             skip.update(int(t.id) for t in group if t.assignee not in people)
             new_people = [p for p in people if p not in held]
-            added.extend(NewTask(new, token_id, group[0].kind, p) for p in new_people)
+            due = new_task_due(after, group[0].kind, self.now)
+            added.extend(NewTask(new, token_id, group[0].kind, p, due) for p in new_people)
             if removed or new_people:
                 self.result.changes.append(
                     {"kind": m.ASSIGNEE, "nodeKey": new, "removed": removed, "added": new_people}
@@ -302,7 +327,10 @@ class _Planner:
 
     def jobs(self) -> dict[int, str]:
         job_nodes: dict[int, str] = {}
+        canceled = set(self.cancel_jobs)
         for job in self.state.jobs:
+            if int(job.id) in canceled:
+                continue
             node = job.node_key
             if node is not None:
                 new = self.use(node)
@@ -317,6 +345,21 @@ class _Planner:
                     "taskId": None if job.task_id is None else int(job.task_id),
                     "runAt": job.run_at.isoformat(),
                     "status": job.status,
+                }
+            )
+        new_jobs: list[tuple[int | None, str, datetime]] = [
+            (t.task_id, t.node_key, t.due_at) for t in self.new_timeouts
+        ]
+        new_jobs += [(None, t.node_key, t.due_at) for t in self.added if t.due_at is not None]
+        for task_id, node_key, due in new_jobs:
+            self.result.jobs.append(
+                {
+                    "jobId": None,
+                    "type": "task_timeout",
+                    "nodeKey": node_key,
+                    "taskId": task_id,
+                    "runAt": due.isoformat(),
+                    "status": "pending",
                 }
             )
         return job_nodes
@@ -351,17 +394,18 @@ class _Planner:
     def checks(self) -> None:
         if self.result.reasons:
             return  # the prediction of a blocked instance is not checked further
-        for problem in predicted_problems(self.result, self.target):
+        for problem in predicted_problems(self.result, self.target, self.state.finished_jobs):
+            spec = "O-12" if problem["rule"] in O12_RULES else "O-16"
             self.result.block(
                 m.CONSISTENCY,
-                f"the migrated instance would break O-12 rule {problem['rule']}",
+                f"the migrated instance would break {spec} rule {problem['rule']}",
                 **problem,
             )
 
 
 def plan_instance(state: InstanceState, inputs: PlanInputs, *, now: datetime) -> Planned:
     """The result of migrating ``state``'s instance, and its write unless blocked."""
-    p = _Planner(state, inputs)
+    p = _Planner(state, inputs, now)
     p.status()
     p.form_fields()
     token_nodes = p.tokens()
@@ -402,6 +446,9 @@ def plan_instance(state: InstanceState, inputs: PlanInputs, *, now: datetime) ->
         skip_tasks=skip,
         skip_comment=skip_comment(inputs.target.version, inputs.reason),
         new_tasks=added,
+        new_timeouts=p.new_timeouts,
+        task_due=p.task_due,
+        cancel_jobs=p.cancel_jobs,
         trace_detail={
             "migrationId": inputs.migration_id,
             "fromVersion": result.from_version,

@@ -32,6 +32,8 @@ from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
 CHUNK = 500
 OPEN_TASKS = (TaskStatus.PENDING.value, TaskStatus.WAITING.value)
 UNFINISHED_JOBS = (JobStatus.PENDING.value, JobStatus.RUNNING.value, JobStatus.PAUSED.value)
+# the job types whose finished rows the O-16 rules look at on a prediction
+DISPATCH_JOBS = ("trigger_dispatch", "external_dispatch")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class InstanceState:
     tasks: list[Any] = field(default_factory=list)
     jobs: list[Any] = field(default_factory=list)
     children: dict[int, list[int]] = field(default_factory=dict)
+    #: per open task, the ``(type, status)`` of its finished jobs of
+    #: :data:`DISPATCH_JOBS` (whether a dispatch ran, or broke: O-16)
+    finished_jobs: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
 
 
 async def load_versions(
@@ -171,8 +176,11 @@ async def _load_chunk(conn: AsyncConnection, ids: list[int], out: dict[int, Inst
     task_query = task_query.where(
         or_(k.status.in_(OPEN_TASKS), k.token_id.in_(list(live)) if live else k.id < 0)
     )
+    open_ids: list[int] = []
     for row in await _rows(conn, task_query.order_by(k.id)):
         out[int(row.instance_id)].tasks.append(row)
+        if row.status in OPEN_TASKS and row.kind in ("trigger", "external_approval"):
+            open_ids.append(int(row.id))
     j = workflow_jobs.c
     for row in await _rows(
         conn,
@@ -181,6 +189,20 @@ async def _load_chunk(conn: AsyncConnection, ids: list[int], out: dict[int, Inst
         .order_by(j.id),
     ):
         out[int(row.instance_id)].jobs.append(row)
+    if open_ids:
+        for row in await _rows(
+            conn,
+            select(j.instance_id, j.task_id, j.type, j.status)
+            .where(
+                j.instance_id.in_(ids),
+                j.task_id.in_(open_ids),
+                j.type.in_(DISPATCH_JOBS),
+                j.status.not_in(UNFINISHED_JOBS),
+            )
+            .distinct(),
+        ):
+            found = out[int(row.instance_id)].finished_jobs
+            found.setdefault(int(row.task_id), set()).add((str(row.type), str(row.status)))
     children: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
     for row in await _rows(
         conn,

@@ -30,13 +30,14 @@ from flowledger.definitions.templates import validate_template
 from flowledger.engine.force_jump import clean_reason
 from flowledger.engine.store import EngineStore
 from flowledger.ops.migration import plans
+from flowledger.ops.migration.inputs import PlanInputs
 from flowledger.ops.migration.mapping import plan_mapping
 from flowledger.ops.migration.model import (
     BLOCKED,
     MigrationInvalid,
     MigrationPlan,
 )
-from flowledger.ops.migration.planner import PlanInputs, Planned, plan_instance
+from flowledger.ops.migration.planner import Planned, plan_instance
 from flowledger.ops.migration.reads import (
     load_states,
     load_users,

@@ -27,7 +27,7 @@ function nodesOf(source: unknown): SourceNode[] {
 function What({ r }: { r: Result }) {
   const { t } = useTranslation("definitions");
   if (r.reasons.length) {
-    return <span>{r.reasons.map((x) => t(`migrate.reason.${String(x.code)}`, { defaultValue: String(x.code) }) + (x.nodeKey ? ` (${String(x.nodeKey)})` : x.field ? ` (${String(x.field)})` : "")).join("; ")}</span>;
+    return <span>{r.reasons.map((x) => t(`migrate.reason.${String(x.code)}`, { defaultValue: String(x.code) }) + (x.nodeKey ? ` (${String(x.nodeKey)})` : x.field ? ` (${String(x.field)})` : "") + (x.rule ? ` [${String(x.rule)}]` : "")).join("; ")}</span>;
   }
   return (
     <span>
@@ -37,6 +37,7 @@ function What({ r }: { r: Result }) {
         if (kind === "node_renamed") detail = (c.nodes as { from: string; to: string }[]).map((n) => `${n.from} → ${n.to}`).join(", ");
         if (kind === "assignee") detail = `${String(c.nodeKey)}: +${(c.added as string[]).join(",")} -${(c.removed as string[]).join(",")}`;
         if (kind === "form_fields_added") detail = (c.fields as string[]).join(", ");
+        if (kind === "timeout") detail = `${String(c.nodeKey)}: +${String(c.added)} -${String(c.canceled)}`;
         return <div key={i}>{t(`migrate.change.${kind}`)}: {detail}</div>;
       })}
     </span>
