@@ -11,11 +11,13 @@ enqueues the next at ``due + after`` (keyed ``deadline:<task>:<step>``).
 The steps themselves are :mod:`flowledger.engine.escalation`.
 
 Also owns :func:`escalation_targets_exist`, the deploy-time check that a
-chain's named users and roles exist in the tenant."""
+chain's named users and roles exist in the tenant, and the read side's
+words: :func:`task_flags` (due soon: due within :data:`DUE_SOON`; overdue:
+due time passed, task still pending) and :data:`DEADLINE_STATES`."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -110,3 +112,26 @@ async def escalation_targets_exist(
     ]
     if problems:
         raise DefinitionError(problems)
+
+
+# ----------------------------------------------------------------- read side
+
+#: a pending task is "due soon" when its due time is at most this far ahead
+DUE_SOON = timedelta(hours=4)
+#: the values of the instances list's ``deadline`` filter and of a row's state
+DEADLINE_STATES = ("overdue", "due_soon", "escalated")
+
+
+def _utc(at: datetime) -> datetime:
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def task_flags(
+    status: str, due_at: datetime | None, now: datetime, window: timedelta = DUE_SOON
+) -> tuple[bool, bool]:
+    """(due soon, overdue) of a task: only a pending task with a due time is
+    either; overdue once its due time has come."""
+    if status != "pending" or due_at is None:
+        return False, False
+    due = _utc(due_at)
+    return (now < due <= now + window, due <= now)
