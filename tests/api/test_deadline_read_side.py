@@ -1,7 +1,8 @@
 """The read side of deadlines (issue 31 item 4), both backends: a task
 carries ``dueAt``, ``dueSoon``, ``overdue``, ``escalatedAt``; the instances
 list filters by ``deadline=due_soon|overdue|escalated`` and each row names
-its deadline states; an unknown value is 422 naming the parameter."""
+its deadline states; the analytics timeouts panel counts due soon, overdue
+and escalated tasks; an unknown filter value is 422 naming the parameter."""
 
 from __future__ import annotations
 
@@ -69,9 +70,15 @@ async def test_flags_filter_and_escalation(api: Api, people: People) -> None:
     assert rows == {soon: ["overdue", "escalated"], late: [], plain: []}
     detail = (await api.get(f"/instances/{soon}", people.root)).json()
     assert detail["deadline"] == ["overdue", "escalated"]
+    timeouts = (await api.get("/analytics/timeouts", people.mon)).json()
+    assert (timeouts["overdue"], timeouts["escalated"], timeouts["dueSoon"]) == (1, 1, 0)
+    [overdue] = timeouts["overdueTasks"]
+    assert overdue["instanceId"] == soon and overdue["escalatedAt"] is not None
 
     api.clock.advance(seconds=3 * HOUR)  # late is due within 4 h now
     assert await _ids(api, people, deadline="due_soon") == [late]
+    timeouts = (await api.get("/analytics/timeouts", people.mon)).json()
+    assert (timeouts["dueSoon"], timeouts["dueWithin24h"]) == (1, 1)
 
 
 async def test_an_unknown_deadline_filter_is_422(api: Api, people: People) -> None:

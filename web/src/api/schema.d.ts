@@ -2229,8 +2229,20 @@ export interface components {
         AnalyticsTimeouts: {
             /** Definitionkey */
             definitionKey?: string | null;
+            /**
+             * Duesoon
+             * @description Pending tasks due within the instances list's due-soon window (4 h).
+             * @default 0
+             */
+            dueSoon: number;
             /** Duewithin24H */
             dueWithin24h: number;
+            /**
+             * Escalated
+             * @description Pending tasks a deadline's escalation transferred or reported.
+             * @default 0
+             */
+            escalated: number;
             /**
              * Now
              * Format: date-time
@@ -4311,6 +4323,8 @@ export interface components {
              * Format: date-time
              */
             dueAt: string;
+            /** Escalatedat */
+            escalatedAt?: string | null;
             /** Instanceid */
             instanceId: number;
             /** Nodekey */
