@@ -4,7 +4,8 @@ the running server's ``task_timeout`` jobs — a reminder, then a transfer to
 the assignee's manager (set with ``flowledger user set-manager``) — and the
 console shows it: the instances list filtered by ``deadline=escalated``
 badges the instance overdue and escalated, and the manager's My tasks
-badges the task. Screenshots of both go to the browser artifacts."""
+badges the task; the analytics timeouts panel counts it escalated.
+Screenshots of each go to the browser artifacts."""
 
 from __future__ import annotations
 
@@ -87,6 +88,13 @@ def test_an_overdue_task_escalates_and_shows_as_escalated(
         "已逾期" if lang == "zh-CN" else "Overdue"
     )
     shot(page, f"deadline-instances-{lang}")
+
+    page.goto(f"{server.base}/monitor/analytics")  # the timeouts panel counts it
+    panel = page.get_by_test_id("panel-timeouts")
+    expect(panel.get_by_test_id("timeouts-escalated")).not_to_have_text("0")
+    expect(panel.get_by_test_id("deadline-escalated").first).to_have_text(label)
+    panel.scroll_into_view_if_needed()
+    shot(page, f"deadline-analytics-{lang}")
 
     mine, _ = open_console(lang, token=boss_token, path="/tasks")
     mine_row = mine.locator(f"tr[data-row-key='{task['id']}']")
