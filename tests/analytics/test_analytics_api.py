@@ -233,8 +233,10 @@ async def test_timeouts_O14(api: Api, people: People, data: dict[str, int]) -> N
             "assignee": "mia",
             "dueAt": "2026-06-15T11:30:00Z",
             "overdueSeconds": 1800.0,
+            "escalatedAt": None,
         },
     ]
+    assert (body["dueSoon"], body["escalated"]) == (1, 0)  # issue 31 item 4: 2 h ahead
     expense = await _get(api, people, "timeouts", definitionKey="expense")
     assert (expense["overdue"], expense["dueWithin24h"], expense["overdueTasks"]) == (0, 0, [])
 

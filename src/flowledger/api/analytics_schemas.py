@@ -85,6 +85,7 @@ class OverdueTask(ApiModel):
     assignee: str
     due_at: datetime
     overdue_seconds: float
+    escalated_at: datetime | None = None
 
 
 class AnalyticsTimeouts(ApiModel):
@@ -92,6 +93,13 @@ class AnalyticsTimeouts(ApiModel):
     now: datetime
     overdue: int
     due_within_24h: int = Field(alias="dueWithin24h")
+    due_soon: int = Field(
+        default=0,
+        description="Pending tasks due within the instances list's due-soon window (4 h).",
+    )
+    escalated: int = Field(
+        default=0, description="Pending tasks a deadline's escalation transferred or reported."
+    )
     overdue_tasks: list[OverdueTask]
 
 

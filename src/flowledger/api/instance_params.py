@@ -94,6 +94,13 @@ def instance_filter_params(
             description="Instance id, trace id, or text in the form data (case-insensitive).",
         ),
     ] = None,
+    deadline: Annotated[
+        Literal["due_soon", "overdue", "escalated"] | None,
+        Query(
+            description="A pending task of the instance is due soon, overdue or escalated "
+            "(a node's deadline, issue 31 item 4)."
+        ),
+    ] = None,
 ) -> InstanceFilter:
     """The filters, without the tenant scope (see :func:`scoped`)."""
     if keyword is not None and "\x00" in keyword:
@@ -121,6 +128,7 @@ def instance_filter_params(
         stuck_minutes=stuck_minutes,
         parent_instance_id=parent_instance_id,
         keyword=keyword.strip() or None if keyword is not None else None,
+        deadline=deadline,
     )
 
 

@@ -12,11 +12,12 @@ the only place where column names meet API names.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from flowledger.engine.deadlines import task_flags
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
 MAX_ID = 2**63 - 1
@@ -178,10 +179,15 @@ class InstancePublic(ApiModel):
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
+    deadline: list[Literal["overdue", "due_soon", "escalated"]] = Field(
+        default_factory=list,
+        description="The deadline states of its pending tasks (listing only; issue 31 item 4).",
+    )
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
         return cls(
+            deadline=row.get("deadline", []),
             id=row["id"],
             tenant=row["tenant_id"],
             definition_key=row["definition_key"],
@@ -315,9 +321,23 @@ class TaskPublic(ApiModel):
     definition_key: str | None = None
     initiator: str | None = None
     instance_status: InstanceStatus | None = None
+    due_soon: bool = Field(
+        default=False, description="Pending and due within the due-soon window (4 h)."
+    )
+    overdue: bool = Field(default=False, description="Pending and past its due time.")
+    escalated_at: datetime | None = Field(
+        default=None,
+        description="When its deadline's escalation first transferred or told an administrator.",
+    )
+    escalation_step: int | None = Field(
+        default=None, description="The last step of its deadline's chain done (0: due time passed)."
+    )
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Self:
+    def from_row(cls, row: dict[str, Any], *, now: datetime | None = None) -> Self:
+        due_soon, overdue = (
+            (False, False) if now is None else task_flags(row["status"], row["due_at"], now)
+        )
         return cls(
             id=row["id"],
             instance_id=row["instance_id"],
@@ -336,6 +356,10 @@ class TaskPublic(ApiModel):
             definition_key=row.get("definition_key"),
             initiator=row.get("initiator"),
             instance_status=row.get("instance_status"),
+            due_soon=due_soon,
+            overdue=overdue,
+            escalated_at=row.get("escalated_at"),
+            escalation_step=row.get("escalation_step"),
         )
 
 
@@ -353,11 +377,17 @@ class InstanceDetail(InstancePublic):
     trace: list[TraceEntryPublic]
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Self:
+    def from_row(cls, row: dict[str, Any], *, now: datetime | None = None) -> Self:
         base = InstancePublic.from_row(row)
+        tasks = [TaskPublic.from_row(t, now=now) for t in row["tasks"]]
+        states = {
+            "overdue": any(t.overdue for t in tasks),
+            "due_soon": any(t.due_soon for t in tasks),
+            "escalated": any(t.escalated_at and t.status == "pending" for t in tasks),
+        }
         return cls(
-            **dict(base),
-            tasks=[TaskPublic.from_row(t) for t in row["tasks"]],
+            **{**dict(base), "deadline": [name for name, on in states.items() if on]},
+            tasks=tasks,
             tokens=[TokenPublic.from_row(t) for t in row["tokens"]],
             comments=[CommentPublic.from_row(c) for c in row["comments"]],
             trace=[TraceEntryPublic.from_row(t) for t in row["trace"]],

@@ -86,6 +86,7 @@ class InstanceViewFilters(_Filters):
     stuck_minutes: int | None = Field(default=None, ge=1, le=60 * 24 * 365)
     parent_instance_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     keyword: str | None = Field(default=None, min_length=1, max_length=200)
+    deadline: Literal["due_soon", "overdue", "escalated"] | None = None
     sort: Literal["created", "updated", "finished"] | None = None
 
 

@@ -37,6 +37,7 @@ SUBCOMMANDS = MappingProxyType(
         "definitions": LazyCommand("flowledger.cli.data:definitions_app"),
         "instances": LazyCommand("flowledger.cli.main:instances_group", loader=True),
         "token": LazyCommand("flowledger.cli.data:token_app"),
+        "user": LazyCommand("flowledger.cli.users:user_app"),
         "jobs": LazyCommand("flowledger.cli.jobs:jobs_app"),
         "alerts": LazyCommand("flowledger.cli.alerts:alerts_app"),
         "demo": LazyCommand("flowledger.cli.data:demo"),

@@ -60,7 +60,15 @@ ix_instances_finished = Index(
 ix_tasks_due = Index(
     "ix_workflow_tasks_due",
     _tasks.c.due_at,
-    postgresql_include=["tenant_id", "definition_key", "instance_id", "node_key", "assignee"],
+    # escalated_at: the timeouts panel's escalated count (migration 0018)
+    postgresql_include=[
+        "tenant_id",
+        "definition_key",
+        "instance_id",
+        "node_key",
+        "assignee",
+        "escalated_at",
+    ],
     postgresql_where=_PENDING_DUE,
     sqlite_where=_PENDING_DUE,
 )

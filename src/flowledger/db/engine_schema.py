@@ -126,6 +126,11 @@ workflow_tasks = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime),
     Column("finished_by", String(128)),
+    # a deadline's escalation (issue 31 item 4, migration 0018): the last
+    # step of the node's chain done (0: the due time passed), and when the
+    # first transfer or administrator notice happened
+    Column("escalation_step", Integer),
+    Column("escalated_at", UTCDateTime),
     CheckConstraint(_in("status", [s.value for s in TaskStatus]), name="status"),
     Index("ix_workflow_tasks_instance", "instance_id", "status"),
     Index("ix_workflow_tasks_assignee", "assignee", "status"),
@@ -228,6 +233,9 @@ users = Table(
     Column("permissions", JsonType, nullable=False),
     Column("tenants", JsonType, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # the user a deadline's ``transfer`` to ``manager`` hands this user's
+    # tasks to (issue 31 item 4, migration 0018)
+    Column("manager_id", String(128)),
 )
 
 api_tokens = Table(

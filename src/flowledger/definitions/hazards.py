@@ -165,6 +165,11 @@ def _duration_problems(node: Node) -> list[Problem]:
     for field, value in (
         ("duration", node.duration),
         ("timeout.after", node.timeout.after if node.timeout else None),
+        ("deadline.due", node.deadline.due if node.deadline else None),
+        *(
+            (f"deadline.escalation[{i}].after", step.after)
+            for i, step in enumerate(node.deadline.escalation if node.deadline else [])
+        ),
     ):
         if value is not None and value > MAX_DURATION:
             problems.append(

@@ -104,6 +104,32 @@ class TimeoutPolicy(_Model):
         return self
 
 
+#: the kinds of an escalation step (issue 31 item 4)
+ESCALATION_ACTIONS: frozenset[str] = frozenset({"remind", "transfer", "notify_admin"})
+
+
+class EscalationStep(_Model):
+    """One step of a deadline's escalation chain: ``after`` the due time,
+    ``action`` (``remind``, ``transfer``, ``notify_admin``); a transfer names
+    ``to``: ``manager`` (the assignee's manager), ``user:<id>`` or
+    ``role:<name>``. The kind and target are checked in ``rules`` (a problem
+    naming the field, not a parse error)."""
+
+    after: timedelta
+    action: str
+    to: str | None = None
+
+
+class Deadline(_Model):
+    """A human node's due time (``due``: a duration from the task's
+    creation, or ``dueField``: a form field holding an ISO date-time) and
+    its escalation chain, run by ``task_timeout`` jobs (issue 31 item 4)."""
+
+    due: timedelta | None = None
+    due_field: str | None = None
+    escalation: list[EscalationStep] = Field(default_factory=list)
+
+
 # ------------------------------------------------------------------- outbound
 
 
@@ -211,6 +237,7 @@ class Node(_Model):
     assignees: Assignees | None = None
     mode: Literal["any", "all"] = "any"
     timeout: TimeoutPolicy | None = None
+    deadline: Deadline | None = None
     duration: timedelta | None = None
     until: str | None = None
     call: HttpCall | None = None

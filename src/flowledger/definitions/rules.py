@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta, tzinfo
 
+from flowledger.definitions.deadline_rules import deadline_problems
 from flowledger.definitions.expressions import ExpressionError, compile_condition, compile_mapping
 from flowledger.definitions.model import CompensationAction, HttpCall, Node, ProcessDefinition
 from flowledger.definitions.problems import Problem
@@ -57,6 +58,7 @@ class _NodeChecker:
     def run(self) -> Iterator[Problem]:
         yield from self.fields_in_place()
         yield from self.people()
+        yield from deadline_problems(self.defn, self.node)
         yield from self.waits()
         yield from self.calls()
         yield from self.subprocess()

@@ -36,6 +36,12 @@ field):
   ``nul_character``, ``non_finite_number``, ``number_out_of_range``,
   ``binary_not_utf8``, ``unsupported_value``; a literal delay ``until``
   outside the representable range: ``until_out_of_range``;
+* deadlines (issue 31 item 4, :mod:`.deadline_rules`): ``deadline_not_allowed``,
+  ``deadline_with_timeout``, ``deadline_missing_due``, ``deadline_ambiguous_due``,
+  ``deadline_field_unknown``, ``deadline_field_not_a_date``,
+  ``escalation_unknown_action``, ``escalation_not_increasing``,
+  ``escalation_target_missing``, ``escalation_target_invalid``; at deploy,
+  ``escalation_target_unknown`` (``engine.deadlines``);
 * hazards (issue 17, :mod:`.hazards`): ``cycle_without_wait``,
   ``duplicate_edge``, ``duration_out_of_range``, ``url_scheme_not_allowed``,
   ``url_placeholder_in_origin``, ``header_value_invalid``; at deploy,

@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.definitions.expressions import evaluate_value
-from flowledger.engine import actions, runner, task_notices
+from flowledger.engine import actions, escalation, runner, task_notices
 from flowledger.engine.forms import write_form
 from flowledger.engine.instances import start_instance
 from flowledger.engine.moves import leave
@@ -98,12 +98,17 @@ async def wake_delay(step: Step, task_id: int, lock: JobStepLock | None = None) 
     return None
 
 
-async def task_timed_out(step: Step, task_id: int) -> str | None:
+async def task_timed_out(step: Step, task_id: int, deadline_step: int | None = None) -> str | None:
+    """A node's timeout policy, or a step of its deadline's escalation
+    chain (:func:`flowledger.engine.escalation.escalate`)."""
     found = await held_task(step, task_id, TaskStatus.PENDING)
     if isinstance(found, str):
         return found
     task, _token = found
-    policy = step.defn.node(task.node_key).timeout
+    node = step.defn.node(task.node_key)
+    if node.deadline is not None:
+        return await escalation.escalate(step, task, node, deadline_step)
+    policy = node.timeout
     if policy is None:
         return "the node has no timeout policy"
     await step.trace(

@@ -18,6 +18,7 @@ from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.parse import DocumentLimits
 from flowledger.definitions.problems import DefinitionError, Problem
 from flowledger.definitions.validate import load_definition
+from flowledger.engine.deadlines import escalation_targets_exist
 from flowledger.engine.errors import DefinitionNotFound
 from flowledger.engine.snapshots import snapshot_of
 
@@ -33,6 +34,7 @@ async def deploy(
 ) -> dict[str, Any]:
     defn: ProcessDefinition = load_definition(source, limits=limits)
     await _subprocesses_exist(conn, defn, tenant)
+    await escalation_targets_exist(conn, defn, tenant)
     latest = (
         await conn.execute(
             select(func.max(workflow_definitions.c.version)).where(

@@ -84,8 +84,11 @@ async def delay_wake(ctx: JobContext, engine: Engine) -> Any:
 async def task_timeout(ctx: JobContext, engine: Engine) -> Any:
     instance_id, task_id = _ids(ctx)
 
+    raw = ctx.payload.get("deadlineStep")
+    deadline_step = None if raw is None else int(raw)
+
     async def body(step: Step) -> dict[str, Any]:
-        return _skip_or_done(await async_steps.task_timed_out(step, task_id))
+        return _skip_or_done(await async_steps.task_timed_out(step, task_id, deadline_step))
 
     return await _instance_step(ctx, engine, instance_id, body)
 

@@ -13,8 +13,11 @@ approver-workload   per assignee: ``pending`` now, ``handled`` (completed in
                     the last ``days``) and their average handling time (ms);
                     most pending first, then most handled
 timeouts            ``overdue`` (pending with ``due_at < now``), ``dueWithin24h``
-                    (pending with ``now <= due_at < now + 24 h``) and the
-                    overdue tasks, most overdue first, at most ``limit``
+                    (pending with ``now <= due_at < now + 24 h``), ``dueSoon``
+                    (within the instances list's due-soon window, 4 h),
+                    ``escalated`` (pending, escalated by a deadline's chain;
+                    issue 31 item 4) and the overdue tasks with their
+                    ``escalatedAt``, most overdue first, at most ``limit``
 ==================  =========================================================
 
 Indexes (PostgreSQL): node bottlenecks walk the (definition, node) keys of
@@ -41,6 +44,7 @@ from flowledger.db.aggregates import grouped_stats
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.portable import milliseconds_between
+from flowledger.engine.deadlines import DUE_SOON as DEADLINE_DUE_SOON
 from flowledger.ops.analytics import HUMAN_TASK_KINDS, scoped_tasks
 from flowledger.ops.analytics_sql import (
     AnalyticsScope,
@@ -160,12 +164,16 @@ async def timeouts(
     pending = [tasks.c.status == TaskStatus.PENDING, tasks.c.due_at.is_not(None), *where]
     overdue = tasks.c.due_at < now
     soon = (tasks.c.due_at >= now) & (tasks.c.due_at < now + DUE_SOON)
+    # the instances list's due soon (engine.deadlines): now < due_at <= now + 4 h
+    list_soon = (tasks.c.due_at > now) & (tasks.c.due_at <= now + DEADLINE_DUE_SOON)
     async with analytics_read(db) as conn:
         counts = (
             await conn.execute(
                 select(
                     func.count().filter(overdue),
                     func.count().filter(soon),
+                    func.count().filter(list_soon),
+                    func.count().filter(tasks.c.escalated_at.is_not(None)),
                 )
                 .select_from(froms)
                 .where(*pending)
@@ -179,6 +187,7 @@ async def timeouts(
                 tasks.c.node_key,
                 tasks.c.assignee,
                 tasks.c.due_at,
+                tasks.c.escalated_at,
             )
             .select_from(froms)
             .where(*pending, overdue)
@@ -194,6 +203,7 @@ async def timeouts(
                 "assignee": r.assignee,
                 "dueAt": r.due_at,
                 "overdueSeconds": round((now - r.due_at).total_seconds(), 3),
+                "escalatedAt": r.escalated_at,
             }
             for r in rows
         ]
@@ -202,5 +212,7 @@ async def timeouts(
         "now": now,
         "overdue": int(counts[0]),
         "dueWithin24h": int(counts[1]),
+        "dueSoon": int(counts[2]),
+        "escalated": int(counts[3]),
         "overdueTasks": overdue_list,
     }

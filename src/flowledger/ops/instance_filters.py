@@ -29,6 +29,11 @@ What each filter means, and the PostgreSQL index serving it (the list in
   instance from ``ix_workflow_trace_instance``). ``updated_at`` alone would
   not do: the engine moves it only when the instance row itself changes,
   not when a token moves;
+- ``deadline`` (issue 31 item 4): a pending task of the instance is
+  ``overdue`` (its due time has passed), ``due_soon`` (due within
+  :data:`~flowledger.engine.deadlines.DUE_SOON`) or ``escalated`` (a
+  deadline's transfer or administrator notice happened)
+  (``ix_workflow_tasks_instance``);
 - ``parent_instance_id``: ``ix_workflow_instances_parent``;
 - ``keyword``: the instance id (when the keyword is a number), the trace id
   (exact) or a case-insensitive substring of the form's JSON text — keys and
@@ -53,6 +58,7 @@ from flowledger.db.engine_schema import (
 )
 from flowledger.db.portable import json_text_contains
 from flowledger.db.schema import workflow_jobs
+from flowledger.engine.deadlines import DUE_SOON
 from flowledger.engine.interventions import EVENT as INTERVENTION
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus, TokenState
 
@@ -76,6 +82,7 @@ class InstanceFilter:
     stuck_minutes: int | None = None
     parent_instance_id: int | None = None
     keyword: str | None = None
+    deadline: str | None = None
     tenants: tuple[str, ...] | None = None
 
     def without_statuses(self) -> InstanceFilter:
@@ -137,6 +144,8 @@ class InstanceFilter:
             out.append(i.parent_instance_id == self.parent_instance_id)
         if self.keyword:
             out.append(self._keyword(self.keyword))
+        if self.deadline is not None:
+            out.append(deadline_condition(self.deadline, now))
         return out
 
     @staticmethod
@@ -161,3 +170,16 @@ class InstanceFilter:
     def apply(self, query: Any, now: datetime) -> Any:
         conditions = self.conditions(now)
         return query.where(and_(*conditions)) if conditions else query
+
+
+def deadline_condition(state: str, now: datetime) -> ColumnElement[bool]:
+    """A pending task of the instance is in deadline ``state`` (one of
+    :data:`~flowledger.engine.deadlines.DEADLINE_STATES`)."""
+    k = workflow_tasks.c
+    if state == "overdue":
+        which = k.due_at <= now
+    elif state == "due_soon":
+        which = and_(k.due_at > now, k.due_at <= now + DUE_SOON)
+    else:
+        which = k.escalated_at.is_not(None)
+    return exists().where(k.instance_id == i.id, k.status == TaskStatus.PENDING.value, which)

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.aggregates import distinct_json_keys
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_tokens
+from flowledger.engine.deadlines import DEADLINE_STATES, task_flags
 from flowledger.ops.instance_filters import InstanceFilter
 from flowledger.states import InstanceStatus, TaskStatus, TokenState
 
@@ -132,6 +133,39 @@ async def current_positions(
     for value in out.values():
         value["nodes"].sort()
         value["assignees"].sort()
+    return out
+
+
+async def deadline_states(
+    conn: AsyncConnection, instance_ids: Iterable[int], *, now: datetime
+) -> dict[int, list[str]]:
+    """Per instance: the deadline states of its pending tasks (``overdue``,
+    ``due_soon``, ``escalated``, in that order; issue 31 item 4). One query."""
+    ids = list(instance_ids)
+    out: dict[int, list[str]] = {n: [] for n in ids}
+    if not ids:
+        return out
+    k = workflow_tasks.c
+    query = select(k.instance_id, k.status, k.due_at, k.escalated_at).where(
+        k.instance_id.in_(ids),
+        k.status == TaskStatus.PENDING.value,
+        or_(k.due_at.is_not(None), k.escalated_at.is_not(None)),
+    )
+    found: dict[int, set[str]] = {n: set() for n in ids}
+    for row in (await conn.execute(query)).all():
+        soon, overdue = task_flags(row.status, row.due_at, now)
+        states = found[int(row.instance_id)]
+        states.update(
+            name
+            for name, on in (
+                ("overdue", overdue),
+                ("due_soon", soon),
+                ("escalated", row.escalated_at is not None),
+            )
+            if on
+        )
+    for n, states in found.items():
+        out[n] = [s for s in DEADLINE_STATES if s in states]
     return out
 
 

@@ -2229,8 +2229,20 @@ export interface components {
         AnalyticsTimeouts: {
             /** Definitionkey */
             definitionKey?: string | null;
+            /**
+             * Duesoon
+             * @description Pending tasks due within the instances list's due-soon window (4 h).
+             * @default 0
+             */
+            dueSoon: number;
             /** Duewithin24H */
             dueWithin24h: number;
+            /**
+             * Escalated
+             * @description Pending tasks a deadline's escalation transferred or reported.
+             * @default 0
+             */
+            escalated: number;
             /**
              * Now
              * Format: date-time
@@ -3377,6 +3389,11 @@ export interface components {
              * Format: date-time
              */
             createdAt: string;
+            /**
+             * Deadline
+             * @description The deadline states of its pending tasks (listing only; issue 31 item 4).
+             */
+            deadline?: ("overdue" | "due_soon" | "escalated")[];
             /** Definitionkey */
             definitionKey: string;
             /** Definitionversion */
@@ -3428,6 +3445,11 @@ export interface components {
              * Format: date-time
              */
             createdAt: string;
+            /**
+             * Deadline
+             * @description The deadline states of its pending tasks (listing only; issue 31 item 4).
+             */
+            deadline?: ("overdue" | "due_soon" | "escalated")[];
             /** Definitionkey */
             definitionKey: string;
             /** Definitionversion */
@@ -4301,6 +4323,8 @@ export interface components {
              * Format: date-time
              */
             dueAt: string;
+            /** Escalatedat */
+            escalatedAt?: string | null;
             /** Instanceid */
             instanceId: number;
             /** Nodekey */
@@ -5635,6 +5659,22 @@ export interface components {
             definitionKey?: string | null;
             /** Dueat */
             dueAt?: string | null;
+            /**
+             * Duesoon
+             * @description Pending and due within the due-soon window (4 h).
+             * @default false
+             */
+            dueSoon: boolean;
+            /**
+             * Escalatedat
+             * @description When its deadline's escalation first transferred or told an administrator.
+             */
+            escalatedAt?: string | null;
+            /**
+             * Escalationstep
+             * @description The last step of its deadline's chain done (0: due time passed).
+             */
+            escalationStep?: number | null;
             /** Finishedat */
             finishedAt?: string | null;
             /** Finishedby */
@@ -5650,6 +5690,12 @@ export interface components {
             kind: string;
             /** Nodekey */
             nodeKey: string;
+            /**
+             * Overdue
+             * @description Pending and past its due time.
+             * @default false
+             */
+            overdue: boolean;
             status: components["schemas"]["TaskStatus"];
             /** Tenant */
             tenant: string;
@@ -11854,6 +11900,8 @@ export interface operations {
                 parentInstanceId?: number | null;
                 /** @description Instance id, trace id, or text in the form data (case-insensitive). */
                 keyword?: string | null;
+                /** @description A pending task of the instance is due soon, overdue or escalated (a node's deadline, issue 31 item 4). */
+                deadline?: ("due_soon" | "overdue" | "escalated") | null;
             };
             header?: never;
             path?: never;
@@ -12104,6 +12152,8 @@ export interface operations {
                 parentInstanceId?: number | null;
                 /** @description Instance id, trace id, or text in the form data (case-insensitive). */
                 keyword?: string | null;
+                /** @description A pending task of the instance is due soon, overdue or escalated (a node's deadline, issue 31 item 4). */
+                deadline?: ("due_soon" | "overdue" | "escalated") | null;
             };
             header?: never;
             path?: never;
@@ -12202,6 +12252,8 @@ export interface operations {
                 parentInstanceId?: number | null;
                 /** @description Instance id, trace id, or text in the form data (case-insensitive). */
                 keyword?: string | null;
+                /** @description A pending task of the instance is due soon, overdue or escalated (a node's deadline, issue 31 item 4). */
+                deadline?: ("due_soon" | "overdue" | "escalated") | null;
             };
             header?: never;
             path?: never;

@@ -65,7 +65,9 @@ def _own_or_operate(name: str) -> Any:
 
 
 async def _detail(ctx: ApiContext, caller: Caller, instance_id: int) -> InstanceDetail:
-    return InstanceDetail.from_row(await lookups.instance_detail(ctx, caller, instance_id))
+    return InstanceDetail.from_row(
+        await lookups.instance_detail(ctx, caller, instance_id), now=ctx.now()
+    )
 
 
 @router.post(
@@ -128,7 +130,13 @@ async def list_instances(
             limit=limit,
             after=None if after is None else (after[0], after[1]),
         )
-    return InstancePage(items=[InstancePublic.from_row(r) for r in rows], next=cursor_for(next_key))
+        states = await instance_queries.deadline_states(
+            conn, [r["id"] for r in rows], now=ctx.now()
+        )
+    return InstancePage(
+        items=[InstancePublic.from_row({**r, "deadline": states[r["id"]]}) for r in rows],
+        next=cursor_for(next_key),
+    )
 
 
 async def _require_read(ctx: ApiContext, caller: Caller, instance: dict[str, Any]) -> None:
@@ -147,7 +155,7 @@ async def read_instance(instance_id: InstanceId, ctx: Ctx, caller: CurrentCaller
     """SPEC O-3: the instance, its tasks, tokens, comments and engine trace."""
     detail = await lookups.instance_detail(ctx, caller, instance_id)
     await _require_read(ctx, caller, detail)
-    return InstanceDetail.from_row(detail)
+    return InstanceDetail.from_row(detail, now=ctx.now())
 
 
 async def _lifecycle(

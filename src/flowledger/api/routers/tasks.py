@@ -91,12 +91,13 @@ async def list_tasks(
             after=None if after is None else (after[0], after[1]),
         )
     return TaskPage(
-        items=[TaskPublic.from_row(r) for r in page.items], next=cursor_for(page.next_key)
+        items=[TaskPublic.from_row(r, now=ctx.now()) for r in page.items],
+        next=cursor_for(page.next_key),
     )
 
 
 async def _task(ctx: ApiContext, caller: Caller, task_id: int) -> TaskPublic:
-    return TaskPublic.from_row(await lookups.visible_task(ctx, caller, task_id))
+    return TaskPublic.from_row(await lookups.visible_task(ctx, caller, task_id), now=ctx.now())
 
 
 @router.get("/{taskId}", response_model=TaskPublic, dependencies=[READ])
@@ -111,7 +112,7 @@ async def read_task(task_id: TaskId, ctx: Ctx, caller: CurrentCaller) -> TaskPub
         raise Forbidden(
             "reading other people's tasks needs " + INSTANCE_MONITOR, permission=INSTANCE_MONITOR
         )
-    return TaskPublic.from_row(task)
+    return TaskPublic.from_row(task, now=ctx.now())
 
 
 async def _act(

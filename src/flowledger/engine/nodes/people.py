@@ -1,6 +1,8 @@
 """The nodes that give people tasks (SPEC E-3, E-5): ``approval`` and
 ``handle`` make a pending task per resolved assignee (with a
-``task_timeout`` job when the node has a timeout) and hold the token; ``cc``
+``task_timeout`` job when the node has a timeout, or the first job of its
+deadline's escalation chain: :mod:`flowledger.engine.deadlines`) and hold
+the token; ``cc``
 makes a ``cc`` task per assignee and passes on; ``catch`` (a repair node,
 reached along an error edge) makes pending tasks for its assignees, or for
 ``admin`` when none resolves."""
@@ -8,6 +10,7 @@ reached along an error edge) makes pending tasks for its assignees, or for
 from __future__ import annotations
 
 from flowledger.definitions.model import Node
+from flowledger.engine import deadlines
 from flowledger.engine.moves import fail, leave
 from flowledger.engine.step import Step
 from flowledger.engine.tasks import create_task, resolve_assignees
@@ -24,6 +27,8 @@ async def enter_human(step: Step, token: Token, node: Node) -> list[Token]:
             step, token, node, "no_assignee", f"no assignee could be resolved for {node.key!r}"
         )
     due_at = step.now + node.timeout.after if node.timeout is not None else None
+    if node.deadline is not None:
+        due_at = deadlines.due_time(step, node.deadline)
     for person in people:
         task_id = await create_task(
             step,
@@ -34,7 +39,9 @@ async def enter_human(step: Step, token: Token, node: Node) -> list[Token]:
             assignee=person,
             due_at=due_at,
         )
-        if due_at is not None:
+        if node.deadline is not None:
+            await deadlines.schedule(step, node, task_id, due_at)
+        elif due_at is not None:
             await step.enqueue(
                 "task_timeout",
                 task_id=task_id,

@@ -62,7 +62,10 @@ FORM_WRITES = JsonRows(workflow_form_writes, omit=("id", "reason"))
 # a task or a fork inserted with the step's rows carries its id (reserved by
 # the step); a fork's rows are its frame, the forking token consumed and its
 # branch tokens (engine/write_buffer.py)
-TASKS = JsonRows(workflow_tasks, omit=("action", "comment", "finished_by"))
+TASKS = JsonRows(
+    workflow_tasks,
+    omit=("action", "comment", "finished_by", "escalation_step", "escalated_at"),
+)
 FORKS = JsonRows(workflow_forks)
 TOKENS = JsonRows(workflow_tokens, omit=("consumed_at",))
 # at most this many forks wait in one buffer (one consume CTE each)

@@ -17,6 +17,8 @@ stuck_jobs             items    ``stuck``: running jobs whose lease is
                                 missing or expired or whose deadline passed
 engine_health_score    points   the health inspection's engine health score
                                 (:mod:`flowledger.ops.health_score`)
+overdue_tasks          items    pending tasks past their deadline's due time
+                                (issue 31 item 4; ``workflow_tasks.due_at``)
 =====================  =======  ===========================================
 
 The four job metrics call the runtime status panel's own queries
@@ -34,8 +36,10 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.engine_schema import workflow_tasks
 from flowledger.ops.health_score import engine_health_score
 from flowledger.ops.runtime_status import attempt_figures, job_figures
 
@@ -116,6 +120,20 @@ async def _health_score(
     return float(score.score)
 
 
+async def _overdue_tasks(
+    conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
+) -> float | None:
+    """Pending tasks whose due time has passed (the instances list's
+    ``deadline=overdue``, counted per task; ``ix_workflow_tasks_tenant_status``)."""
+    k = workflow_tasks.c
+    query = select(func.count()).where(
+        k.status == "pending", k.due_at.is_not(None), k.due_at <= now
+    )
+    if tenant_ids is not None:
+        query = query.where(k.tenant_id.in_(tenant_ids))
+    return float((await conn.execute(query)).scalar_one())
+
+
 HEALTH_SCORE = "engine_health_score"
 
 METRICS: Mapping[str, Metric] = metric_table(
@@ -134,6 +152,7 @@ METRICS: Mapping[str, Metric] = metric_table(
         _from_jobs("stuck"),
     ),
     Metric(HEALTH_SCORE, "points", "engine health score (0-100)", _health_score),
+    Metric("overdue_tasks", "items", "pending tasks past their due time", _overdue_tasks),
 )
 """Every metric rules, the evaluator and ``/metrics`` know, by name (an
 immutable table: a caller with other metrics passes its own table)."""

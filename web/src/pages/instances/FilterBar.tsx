@@ -3,7 +3,7 @@
 import { Button, DatePicker, Form, Input, InputNumber, Select, Space } from "antd";
 import dayjs, { type Dayjs } from "dayjs";
 import { useTranslation } from "react-i18next";
-import { INSTANCE_STATUSES, type InstanceQuery } from "./filters";
+import { DEADLINE_FILTERS, INSTANCE_STATUSES, type InstanceQuery } from "./filters";
 
 type Range = [Dayjs | null, Dayjs | null] | null;
 interface Values {
@@ -18,6 +18,7 @@ interface Values {
   hasError?: "true" | "false" | null;
   stuckMinutes?: number | null;
   keyword?: string;
+  deadline?: InstanceQuery["deadline"] | null;
 }
 
 const range = (from?: string, to?: string): Range => (from || to ? [from ? dayjs(from) : null, to ? dayjs(to) : null] : null);
@@ -47,6 +48,7 @@ export function FilterBar({ query, onApply }: { query: InstanceQuery; onApply: (
       hasError: v.hasError ? v.hasError === "true" : undefined,
       stuckMinutes: v.stuckMinutes ?? undefined,
       keyword: text(v.keyword),
+      deadline: v.deadline ?? undefined,
     });
   return (
     <Form<Values> layout="inline" key={JSON.stringify(query)} initialValues={initial} onFinish={submit} style={{ rowGap: 8 }}>
@@ -92,6 +94,14 @@ export function FilterBar({ query, onApply }: { query: InstanceQuery; onApply: (
             { value: "true", label: t("common:yes") },
             { value: "false", label: t("common:no") },
           ]}
+        />
+      </Form.Item>
+      <Form.Item name="deadline" label={t("filter.deadline")}>
+        <Select
+          allowClear
+          style={{ width: 120 }}
+          data-testid="filter-deadline"
+          options={DEADLINE_FILTERS.map((d) => ({ value: d, label: t(`common:deadline.${d}`) }))}
         />
       </Form.Item>
       <Form.Item name="stuckMinutes" label={t("filter.stuck")}>

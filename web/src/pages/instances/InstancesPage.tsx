@@ -14,6 +14,7 @@ import { formatTime } from "../../components/format";
 import { INSTANCE_PARAM, InstanceLink } from "../../components/InstanceLink";
 import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
+import { DeadlineBadges, type DeadlineState } from "../../components/DeadlineBadges";
 import { REFRESH_CHOICES, useAutoRefresh, type RefreshChoice } from "../../components/useAutoRefresh";
 import { useCursor } from "../../components/useCursor";
 import { fromView, hasFilters, matching, readQuery, writeQuery, type InstanceQuery } from "./filters";
@@ -171,6 +172,7 @@ export default function InstancesPage() {
             { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
             { title: t("col.definition"), render: (_, i) => `${i.definitionKey} v${i.definitionVersion}` },
             { title: t("col.status"), dataIndex: "status", width: 110, render: (s: string) => <StatusTag status={s} /> },
+            { title: t("col.deadline"), dataIndex: "deadline", width: 130, render: (d: DeadlineState[] | undefined) => <DeadlineBadges states={d ?? []} /> },
             { title: t("col.initiator"), dataIndex: "initiator" },
             { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
             { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },

@@ -21,11 +21,15 @@ const NUMBER_KEYS = ["definitionVersion", "stuckMinutes"] as const;
 type TextKey = (typeof TEXT_KEYS)[number];
 type NumberKey = (typeof NUMBER_KEYS)[number];
 
+/** The deadline filter's values: a pending task due soon, overdue or escalated. */
+export type DeadlineFilter = "due_soon" | "overdue" | "escalated";
+export const DEADLINE_FILTERS: DeadlineFilter[] = ["due_soon", "overdue", "escalated"];
+
 export type InstanceQuery = Partial<Record<TextKey, string>> &
-  Partial<Record<NumberKey, number>> & { status?: InstanceStatus[]; hasError?: boolean };
+  Partial<Record<NumberKey, number>> & { status?: InstanceStatus[]; hasError?: boolean; deadline?: DeadlineFilter };
 
 /** Every URL parameter that is a filter (others — `instance`, `view` — are not). */
-export const FILTER_PARAMS: string[] = [...TEXT_KEYS, ...NUMBER_KEYS, "status", "hasError"];
+export const FILTER_PARAMS: string[] = [...TEXT_KEYS, ...NUMBER_KEYS, "status", "hasError", "deadline"];
 
 function isStatus(value: unknown): value is InstanceStatus {
   return (INSTANCE_STATUSES as unknown[]).includes(value);
@@ -47,6 +51,8 @@ export function normalize(source: (key: string) => unknown, statuses: unknown[])
   const err = source("hasError");
   if (err === true || err === "true") q.hasError = true;
   if (err === false || err === "false") q.hasError = false;
+  const deadline = source("deadline");
+  if ((DEADLINE_FILTERS as unknown[]).includes(deadline)) q.deadline = deadline as DeadlineFilter;
   return q;
 }
 

@@ -15,6 +15,7 @@ import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
+import { DeadlineBadges, taskStates } from "../../components/DeadlineBadges";
 
 type Task = Schemas["TaskPublic"];
 type Act = "approve" | "reject" | "handle" | "transfer" | "comment";
@@ -104,7 +105,7 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
             <Descriptions.Item label={t("col.status")}><span data-testid="task-status"><StatusTag status={tk.status} /></span></Descriptions.Item>
             <Descriptions.Item label={t("col.instance")}><InstanceLink id={tk.instanceId}>{inst ? `#${inst.id} ${inst.definitionKey} v${inst.definitionVersion}` : undefined}</InstanceLink> <StatusTag status={inst?.status} /></Descriptions.Item>
             <Descriptions.Item label={t("col.initiator")}>{tk.initiator ?? "—"}</Descriptions.Item>
-            <Descriptions.Item label={t("col.dueAt")}>{formatTime(tk.dueAt)}</Descriptions.Item>
+            <Descriptions.Item label={t("col.dueAt")}>{formatTime(tk.dueAt)} <DeadlineBadges states={taskStates(tk)} escalatedAt={tk.escalatedAt} /></Descriptions.Item>
           </Descriptions>
           <Card size="small" title={t("drawer.form")}>
             {fields.length ? <GeneratedForm fields={fields} form={form} disabled={tk.status !== "pending"} /> : t("drawer.noForm")}
@@ -180,6 +181,7 @@ export default function MyTasksPage() {
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
           { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
           { title: t("col.dueAt"), dataIndex: "dueAt", width: 170, render: formatTime },
+          { title: t("col.deadline"), key: "deadline", width: 150, render: (_, task) => <DeadlineBadges states={taskStates(task)} escalatedAt={task.escalatedAt} /> },
         ]}
       />
       <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={tasks.data?.next} onPrevious={pager.previous} onNext={() => pager.next(tasks.data?.next)} />
