@@ -148,9 +148,11 @@ async def _purge_policy(
             async with db.begin() as conn:
                 await _renew(conn, holder, clock())
                 after, counts = await step.batch(conn, result.cutoff, after, batch_size)
-            result.partitions_dropped += counts.pop(PARTITIONS_DROPPED, 0)
+            dropped = counts.pop(PARTITIONS_DROPPED, 0)
+            result.partitions_dropped += dropped
             _add(result.tables, counts)
-            result.batches += 1
+            if dropped or any(counts.values()) or step.counts_empty_batches:
+                result.batches += 1
             await asyncio.sleep(0)  # let other writers in between batches
 
 

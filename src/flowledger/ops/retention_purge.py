@@ -60,6 +60,9 @@ class Step:
     count: CountFn
     batch: BatchFn
     start: Any = 0
+    # False: a batch that removed nothing is not counted in the run's
+    # batches (a step that only sometimes applies: the partition drop)
+    counts_empty_batches: bool = True
 
 
 def _finished_instance(instance_id: Any, before: datetime) -> ColumnElement[bool]:
@@ -170,7 +173,7 @@ async def _partitions_batch(conn: AsyncConnection, before: datetime, after: Any,
 
 # runs before the jobs' row batches, so that a day whose attempts are all
 # expired goes as one DROP instead of row by row (issue 34 item 2)
-ATTEMPT_PARTITIONS = Step(_no_count, _partitions_batch)
+ATTEMPT_PARTITIONS = Step(_no_count, _partitions_batch, counts_empty_batches=False)
 JOBS = Step(_jobs_count, _jobs_batch)
 NODES = Step(_nodes_count, _nodes_batch)
 

@@ -4768,6 +4768,12 @@ export interface components {
             enabled: boolean;
             /** Keepdays */
             keepDays: number;
+            /**
+             * Partitionsdropped
+             * @description history partitions dropped whole (PostgreSQL; their rows are in tables)
+             * @default 0
+             */
+            partitionsDropped: number;
             /** Policy */
             policy: string;
             /** Rows */
@@ -4833,6 +4839,12 @@ export interface components {
             id: number;
             /** Items */
             items: components["schemas"]["RetentionItem"][];
+            /**
+             * Partitionsdropped
+             * @description history partitions dropped whole
+             * @default 0
+             */
+            partitionsDropped: number;
             /** Rowsremoved */
             rowsRemoved: number;
             /**
