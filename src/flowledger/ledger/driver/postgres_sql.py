@@ -189,6 +189,7 @@ WITH input AS (
     UPDATE workflow_job_executions AS e SET {_attempt_finished("input.skipped", "input.duration")}
     FROM input JOIN settled ON settled.id = input.id
     WHERE e.id = input.exec_id AND e.started_at = input.exec_start AND e.status = 'running'
+      AND e.started_at BETWEEN %(first_start)s AND %(last_start)s
     RETURNING e.id
 )
 SELECT id FROM settled
@@ -229,6 +230,12 @@ def settle_success_params(
         "skipped": skipped,
         "results": [None if r is None else Jsonb(r) for r in results],
         "exec_starts": exec_starts,
+        # scalar bounds of the batch's starts: the planner prunes the
+        # partitioned attempts to the days they span (the per-row start comes
+        # from the array join, which only prunes at run time, after every
+        # partition was planned)
+        "first_start": min(exec_starts),
+        "last_start": max(exec_starts),
         "now": now,
     }
 
