@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 from sqlalchemy import select
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.history_partitions import DEFAULT_PARTITION, day_partition
 from flowledger.db.schema import workflow_job_executions as executions
+from flowledger.db.urls import libpq_conninfo
 from flowledger.handlers.partition_service import HistoryPartitions
 from flowledger.ledger.history_partitions import partitions_ensure, partitions_list
 from flowledger.ledger.models import Outcome, OutcomeKind
@@ -141,3 +143,32 @@ async def test_retention_drops_a_whole_expired_partition_and_keeps_a_partial_one
     assert day_partition(partial.date()) in names
     listed = await ops.list_runs(db, limit=1)
     assert listed[0]["partitionsDropped"] == 1
+
+
+async def test_a_partition_whose_detach_would_wait_is_left_to_the_row_batches(
+    db: Database,
+) -> None:
+    """DETACH waits at most ``lock_timeout`` (2 s) for its lock on the parent
+    (a long reader holds it here): the run goes on, the expired attempts go
+    row by row, the partition stays for the next run."""
+    old = NOW - 60 * D
+    await _ensure(db, old, 0)
+    job = await add_job_row(db, old, status="succeeded", updated_at=old)
+    await add_execution(db, job, scheduled_at=old, started_at=old)
+    if db.is_sqlite:
+        run = await ops.run_retention(
+            db, now=NOW, trigger="manual", actor="test", policies=["workflow_jobs"]
+        )
+        assert run["items"][0]["tables"]["workflow_job_executions"] == 1
+        return
+    with psycopg.connect(libpq_conninfo(db.engine.url)) as reader:
+        reader.execute("LOCK TABLE workflow_job_executions IN ACCESS SHARE MODE")
+        run = await ops.run_retention(
+            db, now=NOW, trigger="manual", actor="test", policies=["workflow_jobs"]
+        )
+        reader.rollback()
+    [item] = run["items"]
+    assert run["status"] == "succeeded" and item["partitionsDropped"] == 0
+    assert item["tables"]["workflow_job_executions"] == 1
+    assert day_partition(old.date()) in await _names(db)
+    assert await _rows_in(db, day_partition(old.date())) == 0
