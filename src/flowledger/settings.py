@@ -103,6 +103,11 @@ class Settings(BaseSettings):
     retention_time_of_day: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
     retention_time_zone: str = ""
     retention_interval_s: float = Field(default=60.0, gt=0)
+    # partitioned attempts history (PostgreSQL; issue 34 item 1): how many
+    # UTC days ahead of today the history-partitions service keeps a day
+    # partition of workflow_job_executions, and how often it checks
+    partition_ahead_days: int = Field(default=7, ge=1, le=90)
+    partition_interval_s: float = Field(default=3600.0, gt=0)
     # hostile-input limits (issue 17; docs/limits.md): the API's body cap
     # (413 above it), JSON nesting depth, the serialised size of form data /
     # payloads and of definitions (``source`` text or ``definition`` object)

@@ -274,3 +274,27 @@ def test_engine_tab_cards_charts_and_a_recovery_run(
     assert any(j["status"] in ("pending", "running", "succeeded") for j in jobs["items"])
     remaining = _inspect(api, thresholdMinutes=10, rule="delay_missing_wake_job")["items"]
     assert all(i["instanceId"] != instance for i in remaining)
+
+
+def test_engine_tab_shows_the_last_retention_run(open_console: Opener, api: httpx.Client) -> None:
+    """The engine tab's retention card (issue 34 item 2): the newest run's
+    start, status, duration, rows removed and partitions dropped (SQLite:
+    none), in both languages."""
+    run = api.post("/engine/retention/run", json={"policies": ["workflow_jobs"]}).json()
+    assert run["status"] == "succeeded"
+    for lang in LANGS:
+        page, _ = open_console(lang, path="/monitor/engine")
+        card = page.get_by_test_id("engine-retention")
+        newest = api.get("/engine/retention/runs", params={"limit": 1}).json()["items"][0]
+        expect(card.get_by_test_id("engine-retention-rows")).to_contain_text(
+            str(newest["rowsRemoved"])
+        )
+        expect(card.get_by_test_id("engine-retention-partitions")).to_contain_text(
+            str(newest["partitionsDropped"])
+        )
+        expect(card.get_by_test_id("engine-retention-duration")).to_contain_text("ms")
+        status = "成功" if lang == "zh-CN" else "Succeeded"
+        expect(card.get_by_test_id("engine-retention-status")).to_have_text(status)
+        title = "最近一次数据保留运行" if lang == "zh-CN" else "Last data retention run"
+        expect(card).to_contain_text(title)
+        shot(page, f"engine-retention-{lang}")

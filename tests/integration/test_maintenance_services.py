@@ -96,7 +96,7 @@ async def test_a_runtime_worker_leads_maintenance_and_resigns_on_stop_L20(
     worker = runtime.worker(worker_config(drain_interval_s=0.05))
     names = {s.name for s in worker.extra_services}
     assert {"schedule_planner", "event_relay", "workflow-alert-evaluate"} <= names
-    assert {"workflow-health-snapshot", "data-retention"} <= names
+    assert {"workflow-health-snapshot", "data-retention", "history-partitions"} <= names
     stop = asyncio.Event()
     run = asyncio.ensure_future(worker.run(stop))
     planner = next(s for s in worker.extra_services if isinstance(s, SchedulePlanner))

@@ -212,7 +212,7 @@ async def test_the_job_step_lock_reads_the_instance_and_the_receipt_and_checks_t
     assert (locked.receipt_found, locked.receipt_result) == (True, {"r": 1})
     missing = await call(job.fence, 10**9)
     assert (missing.instance, missing.receipt_found) == (None, True)
-    stale = Fence(job.id, job.generation, "other-token", job.execution_id)
+    stale = Fence(job.id, job.generation, "other-token", job.execution_id, job.started_at)
     for instance_id in (iid, 10**9):
         with pytest.raises(LeaseLostError):
             await call(stale, instance_id)

@@ -381,7 +381,9 @@ async def test_fencing_lock_renew_and_side_effect(
     await driver.job_mark_side_effect(db, claimed.fence, now=clock.now())
     assert (await job(db, claimed.id))["side_effect_at"] == clock.now()
     assert (await attempt_rows(db))[claimed.execution_id]["side_effect_at"] == clock.now()
-    bad = Fence(claimed.id, claimed.generation, "other-token", claimed.execution_id)
+    bad = Fence(
+        claimed.id, claimed.generation, "other-token", claimed.execution_id, claimed.started_at
+    )
     with pytest.raises(LeaseLostError):
         await in_tx(db, lambda c: driver.job_lock_fenced(c, bad, now=clock.now()))
     with pytest.raises(LeaseLostError):
@@ -610,8 +612,16 @@ async def test_lock_fenced_receipt(driver: LedgerDriver, db: Database, clock: Ma
     assert await lock(claimed.fence, "nothing") == (True, None)
     assert await lock(claimed.fence, "s2") == (False, None)
     for bad in (
-        Fence(claimed.id, claimed.generation, "other-token", claimed.execution_id),
-        Fence(claimed.id, claimed.generation + 1, claimed.lease_token, claimed.execution_id),
+        Fence(
+            claimed.id, claimed.generation, "other-token", claimed.execution_id, claimed.started_at
+        ),
+        Fence(
+            claimed.id,
+            claimed.generation + 1,
+            claimed.lease_token,
+            claimed.execution_id,
+            claimed.started_at,
+        ),
     ):
         with pytest.raises(LeaseLostError):
             await lock(bad, "s1")
@@ -677,7 +687,9 @@ async def test_receipt_put_and_settle(
         assert row["result"] == outcome.result
     assert await in_tx(db, lambda c: driver.receipt_get(c, key, "s1")) == (True, {"r": 1})
 
-    stale = Fence(claimed.id, claimed.generation, "other-token", claimed.execution_id)
+    stale = Fence(
+        claimed.id, claimed.generation, "other-token", claimed.execution_id, claimed.started_at
+    )
 
     async def stale_step(conn: AsyncConnection) -> bool:
         return await driver.receipt_put_and_settle(

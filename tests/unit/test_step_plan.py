@@ -26,7 +26,7 @@ def _job(now: datetime, reserved: int | None) -> PlannedJob:
 
 def test_a_job_step_plan_is_written_with_its_settlement() -> None:
     settlement = PlannedSettlement(
-        Fence(1, 1, "t", 1), "op", "step", None, Outcome(OutcomeKind.SUCCESS), T0, None
+        Fence(1, 1, "t", 1, T0), "op", "step", None, Outcome(OutcomeKind.SUCCESS), T0, None
     )
     plan = StepPlan(jobs=[_job(T0, 7)])
     assert commit_shape(plan, settlement) == "settle"

@@ -18,9 +18,12 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    event,
     text,
 )
+from sqlalchemy.schema import DDL
 
+from flowledger.db import history_partitions
 from flowledger.db.types import BigId, JsonType, UTCDateTime
 from flowledger.states import AttemptStatus, JobStatus
 
@@ -168,6 +171,17 @@ workflow_job_executions = Table(
     CheckConstraint(in_values("status", [s.value for s in AttemptStatus]), name="status"),
     Index("ix_workflow_job_executions_job", "job_id", "generation", "attempt"),
     Index("ix_workflow_job_executions_started", "started_at"),
+    # PostgreSQL: one partition per UTC day of started_at plus DEFAULT, the
+    # primary key (id, started_at) (flowledger.db.history_partitions; issue
+    # 34 item 1); SQLite: one plain table
+    postgresql_partition_by=f"RANGE ({history_partitions.PARTITION_COLUMN})",
+)
+event.listen(
+    workflow_job_executions,
+    "after_create",
+    DDL(history_partitions.CREATE_DEFAULT_SQL).execute_if(  # type: ignore[no-untyped-call]
+        dialect="postgresql"
+    ),
 )
 
 workflow_job_effects = Table(

@@ -5,7 +5,8 @@
   :class:`~flowledger.worker.leader.LeaderElector`, which resigns on
   shutdown): the schedule planner (SPEC E-9), which turns due cron ticks into
   ``schedule_launch`` jobs; the alert evaluator (O-22); the health snapshot
-  (O-16); the daily data retention (O-20). The drain (L-20) is the worker's
+  (O-16); the daily data retention (O-20); the history partitions created
+  ahead (PostgreSQL, issue 34 item 1). The drain (L-20) is the worker's
   own leader service.
 - on every worker: the event outbox relay (E-10, X-5), which keeps one
   ``event_dispatch`` job in flight while events are pending. It need not
@@ -22,6 +23,7 @@ from flowledger.db.database import Database
 from flowledger.engine import schedules
 from flowledger.events.relay import EventRelay
 from flowledger.handlers.health_service import HealthSnapshots
+from flowledger.handlers.partition_service import HistoryPartitions
 from flowledger.handlers.retention_service import retention_service
 from flowledger.ledger.task_runs import task_run_record
 from flowledger.ops.alerts.service import AlertEvaluator
@@ -85,4 +87,11 @@ def engine_services(
         AlertEvaluator(db, clock, interval_s=settings.alert_eval_interval_s, elector=elector),
         HealthSnapshots(db, clock, interval_s=settings.health_snapshot_interval_s, elector=elector),
         retention_service(db, clock, settings=settings, elector=elector),
+        HistoryPartitions(
+            db,
+            clock,
+            interval_s=settings.partition_interval_s,
+            ahead_days=settings.partition_ahead_days,
+            elector=elector,
+        ),
     ]

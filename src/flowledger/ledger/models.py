@@ -56,6 +56,10 @@ class Fence:
     generation: int
     lease_token: str
     execution_id: int
+    # the attempt row's start: on PostgreSQL the partition key of
+    # ``workflow_job_executions`` and part of its primary key, so the
+    # attempt's update names its one partition (issue 34 item 1)
+    execution_started_at: datetime
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ class ClaimedJob:
 
     @property
     def fence(self) -> Fence:
-        return Fence(self.id, self.generation, self.lease_token, self.execution_id)
+        return Fence(self.id, self.generation, self.lease_token, self.execution_id, self.started_at)
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ class SuccessRow:
     duration_ms: int | None  # None: the caller did not say when the attempt started
     skipped: bool
     result: Any
+    execution_started_at: datetime  # the attempt row's partition key (see Fence)
 
 
 class OutcomeKind(StrEnum):

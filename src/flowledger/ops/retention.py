@@ -18,7 +18,8 @@ A run:
    yielding to the event loop between batches: no lock is ever held longer
    than one batch and no statement rewrites a table;
 4. records one ``workflow_retention_run_items`` row per policy (cut-off,
-   rows per table, batches, duration, or why it was skipped) and closes the
+   rows per table, batches, duration, the history partitions dropped whole
+   — ``partitionsDropped``, issue 34 item 2 — or why it was skipped) and closes the
    run (``succeeded`` / ``failed`` with the error).
 
 The cut-off of a policy is ``now - keepDays``; ``now`` is fixed once per run.
@@ -43,7 +44,7 @@ from flowledger.db.retention_schema import workflow_retention_runs as runs
 from flowledger.errors import ConflictError
 from flowledger.ledger.nodes import leader_acquire, leader_release
 from flowledger.ops.retention_policies import Policy, check_name, load_policies
-from flowledger.ops.retention_purge import Counts, policy_steps
+from flowledger.ops.retention_purge import PARTITIONS_DROPPED, Counts, policy_steps
 
 RUN_LEASE = "data-retention-run"
 RUN_LEASE_TTL = timedelta(minutes=10)
@@ -68,6 +69,7 @@ class PolicyResult:
     batches: int = 0
     duration_ms: int = 0
     skipped: str | None = None
+    partitions_dropped: int = 0
 
     @property
     def rows(self) -> int:
@@ -84,6 +86,7 @@ class PolicyResult:
             "batches": self.batches,
             "durationMs": self.duration_ms,
             "skipped": self.skipped,
+            "partitionsDropped": self.partitions_dropped,
         }
 
 
@@ -145,8 +148,11 @@ async def _purge_policy(
             async with db.begin() as conn:
                 await _renew(conn, holder, clock())
                 after, counts = await step.batch(conn, result.cutoff, after, batch_size)
+            dropped = counts.pop(PARTITIONS_DROPPED, 0)
+            result.partitions_dropped += dropped
             _add(result.tables, counts)
-            result.batches += 1
+            if dropped or any(counts.values()) or step.counts_empty_batches:
+                result.batches += 1
             await asyncio.sleep(0)  # let other writers in between batches
 
 
@@ -248,12 +254,19 @@ async def _record_item(db: Database, run_id: int, result: PolicyResult) -> None:
                 batches=result.batches,
                 duration_ms=result.duration_ms,
                 skipped=result.skipped,
-                detail={"tables": result.tables, "enabled": result.enabled},
+                detail={
+                    "tables": result.tables,
+                    "enabled": result.enabled,
+                    "partitionsDropped": result.partitions_dropped,
+                },
             )
         )
 
 
 def _run_public(row: Any, items: list[Any]) -> dict[str, Any]:
+    def dropped(item: Any) -> int:
+        return int((item.detail or {}).get("partitionsDropped", 0))
+
     return {
         "id": row.id,
         "trigger": row.trigger,
@@ -263,6 +276,7 @@ def _run_public(row: Any, items: list[Any]) -> dict[str, Any]:
         "finishedAt": row.finished_at,
         "durationMs": row.duration_ms,
         "rowsRemoved": row.rows_removed,
+        "partitionsDropped": sum(dropped(i) for i in items),
         "error": row.error,
         "items": [
             {
@@ -275,6 +289,7 @@ def _run_public(row: Any, items: list[Any]) -> dict[str, Any]:
                 "batches": i.batches,
                 "durationMs": i.duration_ms,
                 "skipped": i.skipped,
+                "partitionsDropped": dropped(i),
             }
             for i in items
         ],

@@ -15,6 +15,11 @@ suspended or has a pending compensation ticket
 (:func:`flowledger.ledger.retention.instance_protected`); tokens and trace
 only of terminal instances whose ``finished_at`` is before the cut-off.
 
+Partitions (PostgreSQL): the ``workflow_jobs`` policy first drops the day
+partitions of ``workflow_job_executions`` whose every row is past it
+(``partitionsDropped``), then deletes the rest row by row; SQLite and an
+unpartitioned table only take the row batches (issue 34 item 2).
+
 Indexes (PostgreSQL): the keyset walks each table's primary key; instance
 conditions are primary-key probes of ``workflow_instances`` and
 ``ix_workflow_compensations_instance``.
@@ -39,6 +44,7 @@ from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.db.event_schema import workflow_subscription_hits as hits
 from flowledger.db.health_schema import workflow_health_snapshots as snapshots
 from flowledger.ledger import retention as ledger_retention
+from flowledger.ledger.history_partitions import partition_drop_expired
 from flowledger.ledger.retention import instance_protected
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
 
@@ -54,6 +60,9 @@ class Step:
     count: CountFn
     batch: BatchFn
     start: Any = 0
+    # False: a batch that removed nothing is not counted in the run's
+    # batches (a step that only sometimes applies: the partition drop)
+    counts_empty_batches: bool = True
 
 
 def _finished_instance(instance_id: Any, before: datetime) -> ColumnElement[bool]:
@@ -140,6 +149,31 @@ async def _nodes_batch(conn: AsyncConnection, before: datetime, after: Any, limi
     return (after if removed == limit else None), {"system_scheduler_nodes": removed}
 
 
+# a step's counts may carry this key: the partitions it dropped (not rows)
+PARTITIONS_DROPPED = "partitionsDropped"
+
+
+async def _no_count(conn: AsyncConnection, before: datetime) -> Counts:
+    """The partitions' rows are attempts of purgeable jobs: the jobs step's
+    preview already counts them."""
+    return {}
+
+
+async def _partitions_batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
+    """One partition of the attempts history (PostgreSQL, partitioned):
+    dropped whole when every row of it is past the policy
+    (:func:`flowledger.ledger.history_partitions.partition_drop_expired`)."""
+    cursor, dropped = await partition_drop_expired(
+        conn, before=before, after=after if isinstance(after, datetime) else None
+    )
+    if dropped is None:
+        return cursor, {}
+    return cursor, {"workflow_job_executions": dropped.rows, PARTITIONS_DROPPED: 1}
+
+
+# runs before the jobs' row batches, so that a day whose attempts are all
+# expired goes as one DROP instead of row by row (issue 34 item 2)
+ATTEMPT_PARTITIONS = Step(_no_count, _partitions_batch, counts_empty_batches=False)
 JOBS = Step(_jobs_count, _jobs_batch)
 NODES = Step(_nodes_count, _nodes_batch)
 
@@ -152,7 +186,7 @@ SNAPSHOTS = _id_step(
 STEPS: dict[str, list[Step]] = {
     "workflow_tokens": [TOKENS],
     "system_scheduler_nodes": [NODES],
-    "workflow_jobs": [JOBS],
+    "workflow_jobs": [ATTEMPT_PARTITIONS, JOBS],
     "workflow_trace": [TRACE],
     "workflow_event_outbox": [OUTBOX, HITS],
     "workflow_health_snapshots": [SNAPSHOTS],

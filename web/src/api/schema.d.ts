@@ -4792,6 +4792,12 @@ export interface components {
             enabled: boolean;
             /** Keepdays */
             keepDays: number;
+            /**
+             * Partitionsdropped
+             * @description history partitions dropped whole (PostgreSQL; their rows are in tables)
+             * @default 0
+             */
+            partitionsDropped: number;
             /** Policy */
             policy: string;
             /** Rows */
@@ -4857,6 +4863,12 @@ export interface components {
             id: number;
             /** Items */
             items: components["schemas"]["RetentionItem"][];
+            /**
+             * Partitionsdropped
+             * @description history partitions dropped whole
+             * @default 0
+             */
+            partitionsDropped: number;
             /** Rowsremoved */
             rowsRemoved: number;
             /**

@@ -125,6 +125,10 @@ class RetentionItem(ApiModel):
     skipped: str | None = Field(
         default=None, description="disabled, table_missing or unsupported_table"
     )
+    partitions_dropped: int = Field(
+        default=0,
+        description="history partitions dropped whole (PostgreSQL; their rows are in tables)",
+    )
 
 
 class RetentionPreview(ApiModel):
@@ -142,6 +146,7 @@ class RetentionRun(ApiModel):
     finished_at: datetime | None = None
     duration_ms: int | None = None
     rows_removed: int
+    partitions_dropped: int = Field(default=0, description="history partitions dropped whole")
     error: str | None = None
     items: list[RetentionItem]
 

@@ -234,6 +234,7 @@ class JobsCore:
                 None if started_at is None else duration_ms(started_at, now),
                 outcome.kind is OutcomeKind.SKIPPED,
                 outcome.result,
+                fence.execution_started_at,
             )
             return fence.job_id in await self._settle_successes_tx(conn, [row_of], now=now)
         row = (
@@ -270,7 +271,11 @@ class JobsCore:
             attempt_values["duration_ms"] = duration_ms(started_at, now)
         await conn.execute(
             update(executions)
-            .where(executions.c.id == fence.execution_id, executions.c.status == "running")
+            .where(
+                executions.c.id == fence.execution_id,
+                executions.c.started_at == fence.execution_started_at,
+                executions.c.status == "running",
+            )
             .values(**attempt_values)
         )
         return True
@@ -297,6 +302,7 @@ class JobsCore:
                         duration_ms(job.started_at, now),
                         o.kind is OutcomeKind.SKIPPED,
                         o.result,
+                        job.started_at,
                     )
                     for job, o in plain
                 ],
@@ -391,6 +397,9 @@ class JobsCore:
             )
             await conn.execute(
                 update(executions)
-                .where(executions.c.id == fence.execution_id)
+                .where(
+                    executions.c.id == fence.execution_id,
+                    executions.c.started_at == fence.execution_started_at,
+                )
                 .values(side_effect_at=now)
             )

@@ -56,6 +56,7 @@ def _settle_params(rows: Sequence[SuccessRow], now: datetime) -> dict[str, Any]:
         durations=[r.duration_ms for r in rows],
         skipped=[r.skipped for r in rows],
         results=[r.result for r in rows],
+        exec_starts=[r.execution_started_at for r in rows],
         now=now,
     )
 

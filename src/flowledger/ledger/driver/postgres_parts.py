@@ -40,7 +40,7 @@ from flowledger.ledger.models import EnqueueResult, Fence, Outcome, OutcomeKind
 SETTLEMENT_CTES = SETTLE_ONE_WITH_RECEIPT_CTES
 SETTLEMENT_SELECT = SETTLE_ONE_WITH_RECEIPT_SELECT
 SETTLEMENT_NAMES = frozenset(
-    {"id", "gen", "token", "exec_id", "duration", "skipped", "result"}
+    {"id", "gen", "token", "exec_id", "exec_start", "duration", "skipped", "result"}
     | {"operation_key", "step_key", "receipt", "now"}
 )
 # an insert of jobs: CTEs ``input``, ``inserted``, ``woken``; its answer is
@@ -66,6 +66,7 @@ def settlement_params(
         gen=fence.generation,
         token=fence.lease_token,
         exec_id=fence.execution_id,
+        exec_start=fence.execution_started_at,
         duration=None if started_at is None else duration_ms(started_at, now),
         skipped=outcome.kind is OutcomeKind.SKIPPED,
         result=outcome.result,

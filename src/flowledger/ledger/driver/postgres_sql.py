@@ -45,7 +45,11 @@ Settlement: the jobs still fenced by (id, generation, lease token, running)
 are locked in id order — the one order of every multi-row writer of
 ``workflow_jobs``, so a settlement and a lease renewal over the same jobs
 cannot deadlock — then become succeeded, and only their running attempt rows
-are finished. A step that settles its own attempt (SPEC L-14: the step's
+are finished, each named by its id *and* its start (on PostgreSQL
+``workflow_job_executions`` is partitioned by ``started_at`` and its primary
+key is ``(id, started_at)``: the start prunes the update to the attempt's one
+partition, so it costs the same with one day of history or ninety; issue 34
+item 1). A step that settles its own attempt (SPEC L-14: the step's
 receipt and the attempt's success commit with its work) sends one statement
 for both: the fenced single-row settlement and, only when it settled, the
 receipt's insert (``SETTLE_ONE_WITH_RECEIPT_SQL``).
@@ -168,8 +172,8 @@ SETTLE_SUCCESS_SQL = f"""
 WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(gens)s::int[], %(tokens)s::text[],
                          %(exec_ids)s::bigint[], %(durations)s::int[], %(skipped)s::bool[],
-                         %(results)s::jsonb[])
-        AS t(id, gen, token, exec_id, duration, skipped, result)
+                         %(results)s::jsonb[], %(exec_starts)s::timestamptz[])
+        AS t(id, gen, token, exec_id, duration, skipped, result, exec_start)
 ), locked AS (
     SELECT j.id FROM workflow_jobs AS j JOIN input ON j.id = input.id
     WHERE j.generation = input.gen AND j.lease_token = input.token AND j.status = 'running'
@@ -184,7 +188,8 @@ WITH input AS (
 ), attempts AS (
     UPDATE workflow_job_executions AS e SET {_attempt_finished("input.skipped", "input.duration")}
     FROM input JOIN settled ON settled.id = input.id
-    WHERE e.id = input.exec_id AND e.status = 'running'
+    WHERE e.id = input.exec_id AND e.started_at = input.exec_start AND e.status = 'running'
+      AND e.started_at BETWEEN %(first_start)s AND %(last_start)s
     RETURNING e.id
 )
 SELECT id FROM settled
@@ -212,6 +217,7 @@ def settle_success_params(
     durations: list[int | None],
     skipped: list[bool],
     results: list[Any],
+    exec_starts: list[datetime],
     now: datetime,
 ) -> dict[str, Any]:
     """The parameters of :data:`SETTLE_SUCCESS_SQL`, one list entry per job."""
@@ -223,6 +229,13 @@ def settle_success_params(
         "durations": durations,
         "skipped": skipped,
         "results": [None if r is None else Jsonb(r) for r in results],
+        "exec_starts": exec_starts,
+        # scalar bounds of the batch's starts: the planner prunes the
+        # partitioned attempts to the days they span (the per-row start comes
+        # from the array join, which only prunes at run time, after every
+        # partition was planned)
+        "first_start": min(exec_starts),
+        "last_start": max(exec_starts),
         "now": now,
     }
 
@@ -239,7 +252,7 @@ SETTLE_ONE_WITH_RECEIPT_CTES = f"""settled AS (
 ), attempt AS (
     UPDATE workflow_job_executions AS e SET {_attempt_finished("%(skipped)s", "%(duration)s::int")}
     FROM settled
-    WHERE e.id = %(exec_id)s AND e.status = 'running'
+    WHERE e.id = %(exec_id)s AND e.started_at = %(exec_start)s AND e.status = 'running'
     RETURNING e.id
 ), receipt AS (
     INSERT INTO workflow_job_effects
@@ -261,6 +274,7 @@ def settle_one_with_receipt_params(
     gen: int,
     token: str,
     exec_id: int,
+    exec_start: datetime,
     duration: int | None,
     skipped: bool,
     result: Any,
@@ -275,6 +289,7 @@ def settle_one_with_receipt_params(
         "gen": gen,
         "token": token,
         "exec_id": exec_id,
+        "exec_start": exec_start,
         "duration": duration,
         "skipped": skipped,
         "result": None if result is None else Jsonb(result),

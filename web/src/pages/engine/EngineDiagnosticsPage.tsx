@@ -1,6 +1,6 @@
 // 引擎诊断 (Engine diagnostics, SPEC O-16 and O-18): node and pool cards, the
 // queue distribution, the health score trend and the targeted recovery
-// actions, and the paused pools and job types (who, why, since). The figures refresh every 10 s; the previous ones stay on screen.
+// actions, the last data-retention run, and the paused pools and job types (who, why, since). The figures refresh every 10 s; the previous ones stay on screen.
 import { useEffect } from "react";
 import { Alert, Card, Col, Row, Statistic, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
@@ -12,6 +12,7 @@ import { formatTime } from "../../components/format";
 import { NodeCards } from "./NodeCards";
 import { QueueChart } from "./QueueChart";
 import { RecoveryPanel } from "./RecoveryPanel";
+import { RetentionCard } from "./RetentionCard";
 import { ScoreTrend } from "./ScoreTrend";
 import { useLiveInterval } from "../../live/context";
 
@@ -88,6 +89,7 @@ export default function EngineDiagnosticsPage() {
           <ScoreTrend />
         </Col>
       </Row>
+      <RetentionCard />
       <RecoveryPanel />
       <Typography.Text type="secondary">{data ? t("asOf", { time: formatTime(data.now) }) : ""}</Typography.Text>
     </div>
