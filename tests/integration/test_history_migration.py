@@ -1,4 +1,4 @@
-"""Migration 0021 (issue 34 item 1) on a populated database of each backend:
+"""Migration 0019 (issue 34 item 1) on a populated database of each backend:
 the attempts created at revision 0017 are all there after the upgrade to
 head, same count, same checksum of every column of every row; on PostgreSQL
 the table is now partitioned, the old rows are one attached partition
@@ -21,7 +21,7 @@ from flowledger.db.database import Database
 from flowledger.db.history_partitions import DEFAULT_PARTITION, LEGACY_PARTITION, day_partition
 from flowledger.db.migrate import alembic_config, upgrade
 from flowledger.db.schema import workflow_job_executions as executions
-from flowledger.ledger.history_partitions import partitions_list
+from flowledger.ledger.driver.history_partitions import partitions_list
 from tests.ops.rows import add_execution, add_job
 
 D = timedelta(days=1)

@@ -21,7 +21,7 @@ from flowledger.db.history_partitions import DEFAULT_PARTITION, day_partition
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.urls import libpq_conninfo
 from flowledger.handlers.partition_service import HistoryPartitions
-from flowledger.ledger.history_partitions import partitions_ensure, partitions_list
+from flowledger.ledger.driver.history_partitions import partitions_ensure, partitions_list
 from flowledger.ledger.models import Outcome, OutcomeKind
 from flowledger.ops import retention as ops
 from tests.integration.ledger_helpers import add_job, attempt_rows, claim_one, settle_batch

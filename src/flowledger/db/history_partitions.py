@@ -7,8 +7,8 @@ migrated from before partitioning, the old table attached as one partition
 covering its rows' range (``workflow_job_executions_legacy``).
 
 Owns the names and the DDL text only (pure functions, no I/O): the schema's
-``CREATE TABLE`` (:mod:`flowledger.db.schema`), migration 0021 and the
-ledger's partition maintenance (:mod:`flowledger.ledger.history_partitions`)
+``CREATE TABLE`` (:mod:`flowledger.db.schema`), migration 0019 and the
+ledger's partition maintenance (:mod:`flowledger.ledger.driver.history_partitions`)
 all build their statements here. SQLite keeps the one plain table.
 
 The primary key of a partitioned table must contain the partition column:

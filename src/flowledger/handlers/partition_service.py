@@ -12,7 +12,7 @@ A service of the worker rather than pg_partman: it needs no extension (a
 managed PostgreSQL may not offer pg_partman, and installing one needs a
 superuser), it runs wherever a worker runs with the lease every other
 maintenance service uses, and creating one day's table is a handful of DDL
-statements (:mod:`flowledger.ledger.history_partitions`); retention, which
+statements (:mod:`flowledger.ledger.driver.history_partitions`); retention, which
 must decide per partition whether any row is still kept, is the engine's own
 anyway (pg_partman's retention drops by age alone)."""
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
-from flowledger.ledger.history_partitions import partitions_ensure
+from flowledger.ledger.driver.history_partitions import partitions_ensure
 from flowledger.ledger.task_runs import task_run_record
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.services import LeaderService

@@ -44,7 +44,7 @@ from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.db.event_schema import workflow_subscription_hits as hits
 from flowledger.db.health_schema import workflow_health_snapshots as snapshots
 from flowledger.ledger import retention as ledger_retention
-from flowledger.ledger.history_partitions import partition_drop_expired
+from flowledger.ledger.driver.history_partitions import partition_drop_expired
 from flowledger.ledger.retention import instance_protected
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
 
@@ -162,7 +162,7 @@ async def _no_count(conn: AsyncConnection, before: datetime) -> Counts:
 async def _partitions_batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
     """One partition of the attempts history (PostgreSQL, partitioned):
     dropped whole when every row of it is past the policy
-    (:func:`flowledger.ledger.history_partitions.partition_drop_expired`)."""
+    (:func:`flowledger.ledger.driver.history_partitions.partition_drop_expired`)."""
     cursor, dropped = await partition_drop_expired(
         conn, before=before, after=after if isinstance(after, datetime) else None
     )

@@ -6,7 +6,7 @@
 the analytics timeouts panel's escalated count stays an index-only scan.
 Both backends.
 
-Revision ID: 0018_task_deadlines
+Revision ID: 0018
 Revises: 0017
 Create Date: 2026-12-06 20:00:00
 """
@@ -18,7 +18,7 @@ from alembic import op
 
 from flowledger.db.types import UTCDateTime
 
-revision = "0018_task_deadlines"
+revision = "0018"
 down_revision = "0017"
 branch_labels = None
 depends_on = None

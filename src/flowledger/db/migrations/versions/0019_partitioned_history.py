@@ -15,8 +15,8 @@ sequence of ``id`` is kept (owned by the new parent), so ids go on.
 
 Downgrade copies every row back into one plain table.
 
-Revision ID: 0021_partitioned_history
-Revises: 0017
+Revision ID: 0019
+Revises: 0018
 Create Date: 2026-12-06 20:20:00
 """
 
@@ -35,8 +35,8 @@ from flowledger.db.history_partitions import (
     day_start,
 )
 
-revision = "0021_partitioned_history"
-down_revision = "0017"
+revision = "0019"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
