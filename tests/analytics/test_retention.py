@@ -414,12 +414,14 @@ async def test_a_failing_policy_is_on_record_with_what_it_removed_O20(
 
     calls = 0
 
-    async def flaky(conn: object, before: datetime, after: object, limit: int) -> object:
+    async def flaky(
+        conn: object, ledger: object, before: datetime, after: object, limit: int
+    ) -> object:
         nonlocal calls
         calls += 1
         if calls > 1:
             raise RuntimeError("disk full")
-        return await retention_purge.TRACE.batch(conn, before, after, limit)  # type: ignore[arg-type]
+        return await retention_purge.TRACE.batch(conn, ledger, before, after, limit)  # type: ignore[arg-type]
 
     broken = Step(retention_purge.TRACE.count, flaky)  # type: ignore[arg-type]
     monkeypatch.setitem(retention_purge.STEPS, "workflow_trace", [broken])

@@ -42,7 +42,7 @@ from flowledger.db.database import Database
 from flowledger.db.retention_schema import workflow_retention_run_items as run_items
 from flowledger.db.retention_schema import workflow_retention_runs as runs
 from flowledger.errors import ConflictError
-from flowledger.ledger.nodes import leader_acquire, leader_release
+from flowledger.ledger.driver import LedgerDriver, ledger_driver
 from flowledger.ops.retention_policies import Policy, check_name, load_policies
 from flowledger.ops.retention_purge import PARTITIONS_DROPPED, Counts, policy_steps
 
@@ -108,6 +108,7 @@ async def preview(
     db: Database, *, now: datetime, policies: Sequence[str] | None = None
 ) -> dict[str, Any]:
     """What a run at ``now`` would remove, per policy and table (no change)."""
+    ledger = ledger_driver(db)
     async with db.read() as conn:
         chosen = _select(await load_policies(conn), policies)
         items = []
@@ -125,7 +126,7 @@ async def preview(
                 result.skipped = skipped
             else:
                 for step in steps:
-                    _add(result.tables, await step.count(conn, result.cutoff))
+                    _add(result.tables, await step.count(conn, ledger, result.cutoff))
             items.append(result.public())
     return {"now": now, "rows": sum(i["rows"] for i in items), "items": items}
 
@@ -137,6 +138,7 @@ async def _purge_policy(
     clock: Callable[[], datetime],
     batch_size: int,
 ) -> None:
+    ledger = ledger_driver(db)
     async with db.read() as conn:
         steps, skipped = await policy_steps(conn, result.policy)
     if skipped is not None:
@@ -146,8 +148,8 @@ async def _purge_policy(
         after = step.start
         while after is not None:
             async with db.begin() as conn:
-                await _renew(conn, holder, clock())
-                after, counts = await step.batch(conn, result.cutoff, after, batch_size)
+                await _renew(conn, ledger, holder, clock())
+                after, counts = await step.batch(conn, ledger, result.cutoff, after, batch_size)
             dropped = counts.pop(PARTITIONS_DROPPED, 0)
             result.partitions_dropped += dropped
             _add(result.tables, counts)
@@ -156,8 +158,8 @@ async def _purge_policy(
             await asyncio.sleep(0)  # let other writers in between batches
 
 
-async def _renew(conn: AsyncConnection, holder: str, now: datetime) -> None:
-    if not await leader_acquire(conn, RUN_LEASE, holder, now=now, ttl=RUN_LEASE_TTL):
+async def _renew(conn: AsyncConnection, ledger: LedgerDriver, holder: str, now: datetime) -> None:
+    if not await ledger.leader_acquire(conn, RUN_LEASE, holder, now=now, ttl=RUN_LEASE_TTL):
         raise LeaseLost("another retention run took over the lease")
 
 
@@ -173,9 +175,10 @@ async def run_retention(
     """One retention run at ``now`` (see the module docstring); returns the
     recorded run. 409 ``retention_running`` while another run is going."""
     holder = f"{actor}:{uuid.uuid4().hex[:12]}"
+    ledger = ledger_driver(db)
     async with db.begin() as conn:
         chosen = _select(await load_policies(conn), policies)
-        if not await leader_acquire(conn, RUN_LEASE, holder, now=now, ttl=RUN_LEASE_TTL):
+        if not await ledger.leader_acquire(conn, RUN_LEASE, holder, now=now, ttl=RUN_LEASE_TTL):
             raise RetentionRunning("a retention run is already in progress")
         # holding the lease, no other run is alive: a run still marked
         # running was interrupted (its process died) and is closed as failed
@@ -238,7 +241,7 @@ async def run_retention(
                     error=error,
                 )
             )
-            await leader_release(conn, RUN_LEASE, holder)
+            await ledger.leader_release(conn, RUN_LEASE, holder)
     return await get_run(db, run_id)
 
 

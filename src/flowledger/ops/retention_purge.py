@@ -3,8 +3,10 @@ the rows it would remove (the preview) and removes one bounded batch inside
 the caller's transaction (the run). Both use the same conditions, so a
 preview equals the run that follows it on an unchanged database.
 
-The job-ledger tables are purged through :mod:`flowledger.ledger.retention`
-(jobs, attempts, receipts, worker registry); the engine's own tables
+The job-ledger tables (jobs, attempts, receipts, worker registry) are
+purged through the ledger driver the run holds (``jobs_purge_batch``,
+``nodes_purge_batch``: :mod:`flowledger.ledger.driver.core_maintenance`),
+handed to every step with its connection; the engine's own tables
 (tokens, trace, outbox, subscription hits, health snapshots) here. Every
 batch is keyset-paged by id (``id > after``, ordered by id, ``LIMIT batch``)
 and, on PostgreSQL, selected ``FOR UPDATE`` (the status re-checked after a
@@ -12,8 +14,8 @@ concurrent writer commits).
 
 Protection (never removed): anything of an instance that is running or
 suspended or has a pending compensation ticket
-(:func:`flowledger.ledger.retention.instance_protected`); tokens and trace
-only of terminal instances whose ``finished_at`` is before the cut-off.
+(:func:`flowledger.ledger.driver.core_maintenance.instance_protected`);
+tokens and trace only of terminal instances whose ``finished_at`` is before the cut-off.
 
 Partitions (PostgreSQL): the ``workflow_jobs`` policy first drops the day
 partitions of ``workflow_job_executions`` whose every row is past it
@@ -43,14 +45,16 @@ from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.db.event_schema import workflow_subscription_hits as hits
 from flowledger.db.health_schema import workflow_health_snapshots as snapshots
-from flowledger.ledger import retention as ledger_retention
+from flowledger.ledger.driver import LedgerDriver
+from flowledger.ledger.driver.core_maintenance import instance_protected
 from flowledger.ledger.driver.history_partitions import partition_drop_expired
-from flowledger.ledger.retention import instance_protected
 from flowledger.states import TERMINAL_INSTANCE_STATUSES
 
 Counts = dict[str, int]
-BatchFn = Callable[[AsyncConnection, datetime, Any, int], Awaitable[tuple[Any, Counts]]]
-CountFn = Callable[[AsyncConnection, datetime], Awaitable[Counts]]
+BatchFn = Callable[
+    [AsyncConnection, LedgerDriver, datetime, Any, int], Awaitable[tuple[Any, Counts]]
+]
+CountFn = Callable[[AsyncConnection, LedgerDriver, datetime], Awaitable[Counts]]
 
 
 @dataclass(frozen=True)
@@ -84,11 +88,13 @@ def _unprotected(instance_id: Any) -> ColumnElement[bool]:
 def _id_step(table: Table, where: Callable[[datetime], list[ColumnElement[bool]]]) -> Step:
     """A step over one table with an integer ``id``."""
 
-    async def count(conn: AsyncConnection, before: datetime) -> Counts:
+    async def count(conn: AsyncConnection, ledger: LedgerDriver, before: datetime) -> Counts:
         stmt = select(func.count()).select_from(table).where(*where(before))
         return {table.name: int((await conn.execute(stmt)).scalar_one())}
 
-    async def batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
+    async def batch(
+        conn: AsyncConnection, ledger: LedgerDriver, before: datetime, after: Any, limit: int
+    ) -> Any:
         stmt = (
             select(table.c.id)
             .where(table.c.id > after, *where(before))
@@ -125,14 +131,14 @@ HITS = _id_step(
 )
 
 
-async def _jobs_count(conn: AsyncConnection, before: datetime) -> Counts:
-    return await ledger_retention.jobs_purge_count(conn, before=before)
+async def _jobs_count(conn: AsyncConnection, ledger: LedgerDriver, before: datetime) -> Counts:
+    return await ledger.jobs_purge_count(conn, before=before)
 
 
-async def _jobs_batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
-    purge = await ledger_retention.jobs_purge_batch(
-        conn, before=before, after_id=after, limit=limit
-    )
+async def _jobs_batch(
+    conn: AsyncConnection, ledger: LedgerDriver, before: datetime, after: Any, limit: int
+) -> Any:
+    purge = await ledger.jobs_purge_batch(conn, before=before, after_id=after, limit=limit)
     return purge.last_id, {
         "workflow_jobs": purge.jobs,
         "workflow_job_executions": purge.attempts,
@@ -140,12 +146,14 @@ async def _jobs_batch(conn: AsyncConnection, before: datetime, after: Any, limit
     }
 
 
-async def _nodes_count(conn: AsyncConnection, before: datetime) -> Counts:
-    return {"system_scheduler_nodes": await ledger_retention.nodes_purge_count(conn, before=before)}
+async def _nodes_count(conn: AsyncConnection, ledger: LedgerDriver, before: datetime) -> Counts:
+    return {"system_scheduler_nodes": await ledger.nodes_purge_count(conn, before=before)}
 
 
-async def _nodes_batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
-    removed = await ledger_retention.nodes_purge_batch(conn, before=before, limit=limit)
+async def _nodes_batch(
+    conn: AsyncConnection, ledger: LedgerDriver, before: datetime, after: Any, limit: int
+) -> Any:
+    removed = await ledger.nodes_purge_batch(conn, before=before, limit=limit)
     return (after if removed == limit else None), {"system_scheduler_nodes": removed}
 
 
@@ -153,13 +161,15 @@ async def _nodes_batch(conn: AsyncConnection, before: datetime, after: Any, limi
 PARTITIONS_DROPPED = "partitionsDropped"
 
 
-async def _no_count(conn: AsyncConnection, before: datetime) -> Counts:
+async def _no_count(conn: AsyncConnection, ledger: LedgerDriver, before: datetime) -> Counts:
     """The partitions' rows are attempts of purgeable jobs: the jobs step's
     preview already counts them."""
     return {}
 
 
-async def _partitions_batch(conn: AsyncConnection, before: datetime, after: Any, limit: int) -> Any:
+async def _partitions_batch(
+    conn: AsyncConnection, ledger: LedgerDriver, before: datetime, after: Any, limit: int
+) -> Any:
     """One partition of the attempts history (PostgreSQL, partitioned):
     dropped whole when every row of it is past the policy
     (:func:`flowledger.ledger.driver.history_partitions.partition_drop_expired`)."""

@@ -22,7 +22,7 @@ from flowledger.db.database import Database
 from flowledger.errors import ConfigurationError
 from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.driver.protocol import LedgerDriver
-from flowledger.ledger.nodes import NodeInfo, new_node
+from flowledger.ledger.models import NodeInfo, new_node
 from flowledger.ledger.types import MAX_POOL_SLOTS, parse_pools, validate_pool_name
 from flowledger.settings import Settings
 from flowledger.states import Pool
