@@ -320,7 +320,7 @@ def _key(item: PlanItem) -> int | str:
     return f"{item.target}:{item.task_id}"
 
 
-def _outcome(result: ItemResult) -> ItemOutcome:
+def _shared(result: ItemResult) -> ItemOutcome:
     key = _key(result.item)
     if result.outcome == DONE:
         return done(key)
@@ -361,7 +361,7 @@ async def recovery_run(
         run.items.append(result)
         if progress is not None:
             progress(len(run.items), len(plan.items))
-        return _outcome(result)
+        return _shared(result)
 
     recorder = BatchRecorder(
         db,
