@@ -171,3 +171,17 @@ async def test_list_newest_first_paged_and_scoped(db: Database, clock: ManualClo
     assert "results" not in page[0]
     assert isinstance(page[0]["startedAt"], datetime)
     assert (await list_batches(db, kind="other"))[0] == []
+
+
+async def test_a_retention_run_is_a_recorded_batch(db: Database, clock: ManualClock) -> None:
+    from flowledger.ops.retention import run_retention
+
+    run = await run_retention(db, now=clock.now(), trigger="manual", actor="ops")
+    doc = await describe(db, run["batchId"])
+    assert doc is not None and doc["kind"] == "retention.run" and doc["state"] == "completed"
+    assert run["counts"] == doc["counts"]
+    assert doc["counts"]["total"] == len(run["items"]) == doc["processed"]
+    assert {r["key"] for r in doc["results"]} == {i["policy"] for i in run["items"]}
+    for item in run["items"]:
+        shared = next(r for r in doc["results"] if r["key"] == item["policy"])
+        assert shared["result"] == ("skipped" if item["skipped"] else "done")

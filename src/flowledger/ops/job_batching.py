@@ -24,7 +24,6 @@ Never imports the API or the CLI.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -41,6 +40,7 @@ from flowledger.ledger.control import job_retry
 from flowledger.ledger.driver import ledger_for
 from flowledger.ops import batch
 from flowledger.ops.batch import DONE
+from flowledger.ops.batch.record import new_batch_id as new_batch_id  # re-exported
 from flowledger.ops.job_filters import JobFilter
 
 MAX_BATCH_IDS = 500
@@ -96,10 +96,6 @@ class BatchResult:
     @property
     def submitted_ids(self) -> list[int]:
         return [item.id for item in self.items if item.outcome == SUBMITTED]
-
-
-def new_batch_id() -> str:
-    return uuid.uuid4().hex
 
 
 def check_rate(rate: int) -> None:

@@ -5007,6 +5007,9 @@ export interface components {
         RetentionRun: {
             /** Actor */
             actor: string;
+            /** Batchid */
+            batchId?: string | null;
+            counts?: components["schemas"]["BatchCounts"] | null;
             /** Durationms */
             durationMs?: number | null;
             /** Error */

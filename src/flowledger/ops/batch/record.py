@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.batch_schema import workflow_batch_operations as batches
 from flowledger.db.database import Database
@@ -231,6 +232,17 @@ async def describe(
     if row is None or not _visible(row.tenant_scope, tenants):
         return None
     return _public(row, items=True)
+
+
+async def counts_of(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, Counts]:
+    """The counts of the recorded batches among ``ids`` (one query)."""
+    if not ids:
+        return {}
+    c = batches.c
+    rows = await conn.execute(
+        select(c.id, c.total, c.done, c.skipped, c.failed).where(c.id.in_(list(ids)))
+    )
+    return {str(r.id): Counts(r.total, r.done, r.skipped, r.failed) for r in rows}
 
 
 async def list_batches(
