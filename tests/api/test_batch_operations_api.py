@@ -70,3 +70,48 @@ async def test_permission_tenants_and_bad_input(api: Api, people: People) -> Non
     assert missing.status_code == 404 and missing.json()["field"] == "batchId"
     bad = await api.get(BATCHES, people.ops, cursor="zz")
     assert bad.status_code == 422 and bad.json()["field"] == "cursor"
+
+
+async def test_scope_suspend_and_job_batches_are_described(api: Api, people: People) -> None:
+    from tests.api.test_scope_suspend_api import _world
+
+    world = await _world(api, people)
+    body = {
+        "definitionKey": "twostep",
+        "instanceIds": [*world["first"], world["ended"][0], 999_999],
+        "reason": "audit",
+    }
+    run = (await api.post("/instances/scope-suspend", people.ops, body)).json()
+    assert run["counts"] == {"total": 5, "done": 3, "skipped": 2, "failed": 0}
+    assert {r["outcome"]: r["result"] for r in run["results"]} == {
+        "suspended": "done",
+        "skipped": "skipped",
+    }
+    doc = (await api.get(f"{BATCHES}/{run['batchId']}", people.ops)).json()
+    assert (doc["kind"], doc["counts"], doc["state"]) == (
+        "definition.suspend_all",
+        run["counts"],
+        "completed",
+    )
+    assert doc["request"]["definitionKey"] == "twostep" and doc["reason"] == "audit"
+    reasons = {r["key"]: r.get("reason") for r in doc["results"]}
+    assert reasons[999_999] == "instance not found"
+
+    retry = await api.post("/engine/jobs/batch-retry", people.ops, {"ids": [987_654]})
+    assert retry.status_code == 200, retry.text
+    retried = retry.json()
+    assert retried["batchId"] == retried["replayBatchId"]
+    assert retried["items"][0]["result"] == "skipped"
+    doc = (await api.get(f"{BATCHES}/{retried['batchId']}", people.ops)).json()
+    assert doc["kind"] == "job.batch_retry" and doc["counts"]["skipped"] == 1
+    assert doc["results"] == [
+        {
+            "key": 987_654,
+            "result": "skipped",
+            "reason": "job 987654 not found",
+            "code": "not_found",
+            "error": None,
+        }
+    ]
+    kinds = [b["kind"] for b in (await api.get(BATCHES, people.ops)).json()["items"]]
+    assert kinds == ["job.batch_retry", "definition.suspend_all"]
