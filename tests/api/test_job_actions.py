@@ -124,7 +124,12 @@ async def test_batch_retry_and_batch_skip(api: Api, people: People) -> None:
     assert response.status_code == 200, response.text
     skip = response.json()
     assert (skip["submitted"], skip["skipped"], len(skip["items"])) == (4, 2, 6)
-    assert set(skip) == {"submitted", "skipped", "items"}
+    # the older fields, plus the recorded batch's (issue 29 item 4)
+    assert set(skip) == {"submitted", "skipped", "items", "batchId", "counts"}
+    assert skip["counts"] == {"total": 6, "done": 4, "skipped": 2, "failed": 0}
+    assert [i["result"] for i in skip["items"]].count("done") == 4
+    described = (await api.get(f"/engine/batches/{skip['batchId']}", people.ops)).json()
+    assert (described["kind"], described["counts"]) == ("job.batch_skip", skip["counts"])
     [row] = await audits(api, "job.batch_skip")
     assert (row["reason"], row["detail"]["submittedIds"]) == ("noise", [*mine, queued])
 
@@ -152,7 +157,11 @@ async def test_replay_preview_and_replay(api: Api, people: People) -> None:
         "rate",
         "estimatedCompletion",
         "replayBatchId",
+        "batchId",  # the recorded batch (issue 29 item 4): the replay batch id
+        "counts",
     }
+    assert body["batchId"] == body["replayBatchId"]
+    assert body["counts"] == {"total": 11, "done": 11, "skipped": 0, "failed": 0}
     assert (body["matched"], body["submitted"], body["skipped"], body["rate"]) == (12, 11, 0, 5)
     listed = await api.post(f"{JOBS}/replay-preview", people.ops, flt)
     assert listed.json()["matched"] == 1  # the twelfth, oldest-first cap of 11

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
+from flowledger.api.batch_schemas import BatchCounts, ItemResult
 from flowledger.api.schemas import MAX_ID, ApiModel, DefinitionKey, RequestModel, _no_nul
 
 MAX_RECOVER_IDS = 500
@@ -99,6 +100,7 @@ class ForceJumpPublic(ApiModel):
 class RecoveryResult(ApiModel):
     instance_id: int
     outcome: Literal["advanced", "skipped", "failed"]
+    result: ItemResult  # the shared word of every batch (issue 29 item 4)
     reason: str | None = None
     error: dict[str, Any] | None = None
     skipped_tasks: list[TaskChange] = []
@@ -122,3 +124,5 @@ class BatchRecoverPublic(ApiModel):
     totals: RecoveryTotals
     truncated: bool
     results: list[RecoveryResult]
+    batch_id: str  # GET /engine/batches/{batchId}
+    counts: BatchCounts

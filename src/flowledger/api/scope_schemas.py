@@ -9,6 +9,7 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
+from flowledger.api.batch_schemas import BatchCounts, ItemResult
 from flowledger.api.instance_ops_schemas import (
     MAX_RECOVER_IDS,
     ActionReason,
@@ -88,6 +89,7 @@ class ScopeResume(DefinitionScope):
 class ScopeItem(ApiModel):
     instance_id: int
     outcome: Literal["suspended", "resumed", "skipped", "failed"]
+    result: ItemResult  # the shared word of every batch (issue 29 item 4)
     reason: str | None = None
     error: dict[str, Any] | None = None
     job_ids: list[int] = []
@@ -124,3 +126,5 @@ class ScopeRunPublic(ApiModel):
     truncated: bool
     skipped_by_status: dict[str, int]
     results: list[ScopeItem]
+    batch_id: str  # GET /engine/batches/{batchId}
+    counts: BatchCounts

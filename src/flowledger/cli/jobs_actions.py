@@ -262,7 +262,14 @@ def replay(
         batch_id = new_batch_id()
         async with audited(ctx, caller, "job.replay", "job_batch", batch_id, reason=reason) as e:
             result = await job_replay.replay(
-                engine.db, flt, now=ctx.now(), limit=limit, rate=rate, replay_batch_id=batch_id
+                engine.db,
+                flt,
+                now=ctx.now(),
+                limit=limit,
+                rate=rate,
+                replay_batch_id=batch_id,
+                actor=caller.user_id,
+                reason=reason,
             )
             e.detail.update(
                 matched=result.matched, submitted=result.submitted, skipped=result.skipped

@@ -242,6 +242,7 @@ workflow_job_pauses = Table(
 from flowledger.db import alert_schema as _alert_schema  # noqa: E402,F401
 from flowledger.db import analytics_schema as _analytics_schema  # noqa: E402,F401
 from flowledger.db import automation_schema as _automation_schema  # noqa: E402,F401
+from flowledger.db import batch_schema as _batch_schema  # noqa: E402,F401
 from flowledger.db import callback_schema as _callback_schema  # noqa: E402,F401
 from flowledger.db import compensation_schema as _compensation_schema  # noqa: E402,F401
 from flowledger.db import connector_schema as _connector_schema  # noqa: E402,F401

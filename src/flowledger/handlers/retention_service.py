@@ -22,6 +22,7 @@ import structlog
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
+from flowledger.engine.tasks import SYSTEM as SYSTEM_ACTOR
 from flowledger.errors import ConfigurationError
 from flowledger.ops.analytics_time import server_time_zone
 from flowledger.ops.retention import RetentionRunning, last_scheduled_start, run_retention
@@ -71,7 +72,7 @@ class DataRetention(LeaderService):
             return
         try:
             self.last_run = await run_retention(
-                self.db, now=now, trigger="scheduled", actor="system"
+                self.db, now=now, trigger="scheduled", actor=SYSTEM_ACTOR
             )
         except RetentionRunning:
             log.info("retention_skipped", reason="a manual run is in progress")

@@ -12,6 +12,8 @@ Selection is set-based: the candidates are one join of instances
 (``ix_workflow_instances_definition``) and active tokens at the node
 (``ix_workflow_tokens_instance_state``); their last engine progress (the
 newest trace row) is one grouped query over ``ix_workflow_trace_instance``.
+The run is a recorded batch operation of :mod:`flowledger.ops.batch`
+(``batchId``; ``counts`` and each item's ``result`` in its vocabulary).
 At most :data:`MAX_BATCH` instances per call (``truncated`` says more matched)."""
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.engine import Engine
 from flowledger.engine.force_jump import RecoveryOutcome, clean_reason
 from flowledger.engine.interventions import EVENT as INTERVENTION
-from flowledger.errors import FlowledgerError
+from flowledger.ops.batch import BatchRecorder, ItemOutcome, Selection, done, skipped
 from flowledger.states import InstanceStatus, TokenState
 
 MAX_BATCH = 500
+KIND = "instance.batch_recover"
 log = logging.getLogger("flowledger.ops.batch_recovery")
 
 
@@ -63,8 +66,9 @@ async def _last_progress(conn: AsyncConnection, ids: Sequence[int]) -> dict[int,
 
 async def select_stuck(
     conn: AsyncConnection, sel: RecoverySelection, *, now: datetime
-) -> tuple[list[int], list[dict[str, Any]], bool]:
-    """(ids to recover, skipped results of explicit ids that do not qualify, truncated)."""
+) -> Selection[int]:
+    """The ids to recover (at most :data:`MAX_BATCH`, ``truncated`` when
+    more matched) and the explicit ids that do not qualify, skipped."""
     i = instances.c
     query = (
         select(i.id, i.tenant_id, i.status, i.definition_key, tokens.c.id.label("token_id"))
@@ -96,10 +100,10 @@ async def select_stuck(
     cutoff = now - timedelta(minutes=sel.stuck_minutes)
     progress = await _last_progress(conn, list(seen))
     chosen: list[int] = []
-    skipped: list[dict[str, Any]] = []
+    skips: list[ItemOutcome] = []
 
     def skip(instance_id: int, reason: str) -> None:
-        skipped.append({"instanceId": instance_id, "outcome": "skipped", "reason": reason})
+        skips.append(skipped(instance_id, reason))
 
     for instance_id, row in seen.items():
         if row.definition_key != sel.definition_key:
@@ -115,14 +119,11 @@ async def select_stuck(
     if sel.instance_ids is not None:
         for missing in sorted(set(sel.instance_ids) - set(seen)):
             skip(missing, "instance not found")
-    truncated = len(chosen) > MAX_BATCH
-    return chosen[:MAX_BATCH], skipped, truncated
+    return Selection(chosen[:MAX_BATCH], len(chosen) > MAX_BATCH, skips)
 
 
 def _advanced(outcome: RecoveryOutcome) -> dict[str, Any]:
     return {
-        "instanceId": outcome.instance_id,
-        "outcome": "advanced",
         "skippedTasks": outcome.skipped_tasks,
         "canceledJobs": outcome.canceled_jobs,
         "tokenIds": outcome.token_ids,
@@ -138,49 +139,57 @@ async def batch_recover(
     actor: str,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Recover every selected instance, each in its own transaction; see the
-    module docstring. Returns per-instance ``results`` and ``totals``."""
+    """Recover every selected instance, each in its own transaction, as one
+    recorded batch operation (:mod:`flowledger.ops.batch`, kind
+    ``instance.batch_recover``); see the module docstring. Returns
+    per-instance ``results`` and ``totals`` (the older words), the batch's
+    ``batchId`` and ``counts`` (done / skipped / failed)."""
     reason = clean_reason(reason)
     now = engine.clock.now()
     async with engine.db.read() as conn:
-        chosen, results, truncated = await select_stuck(conn, sel, now=now)
-    for instance_id in chosen:
-        try:
-            outcome = await engine.recover_node(
-                instance_id, node_key=sel.node_key, reason=reason, actor=actor, dry_run=dry_run
-            )
-        except FlowledgerError as exc:
-            results.append(
-                {
-                    "instanceId": instance_id,
-                    "outcome": "failed",
-                    "error": {"code": exc.code, "message": exc.message},
-                }
-            )
-            continue
-        except Exception as exc:
-            results.append(
-                {
-                    "instanceId": instance_id,
-                    "outcome": "failed",
-                    "error": {"code": "internal_error", "message": type(exc).__name__},
-                }
-            )
-            continue
+        selection = await select_stuck(conn, sel, now=now)
+
+    async def recover(instance_id: int) -> ItemOutcome:
+        outcome = await engine.recover_node(
+            instance_id, node_key=sel.node_key, reason=reason, actor=actor, dry_run=dry_run
+        )
         if isinstance(outcome, str):
-            results.append({"instanceId": instance_id, "outcome": "skipped", "reason": outcome})
-        else:
-            results.append(_advanced(outcome))
-    results.sort(key=lambda r: int(r["instanceId"]))
-    totals = {"advanced": 0, "skipped": 0, "failed": 0}
-    for r in results:
-        totals[r["outcome"]] += 1
+            return skipped(instance_id, outcome)
+        return done(instance_id, **_advanced(outcome))
+
+    recorder = BatchRecorder(
+        engine.db,
+        KIND,
+        actor=actor,
+        clock=engine.clock.now,
+        reason=reason,
+        dry_run=dry_run,
+        tenants=sel.tenants,
+        request={
+            "definitionKey": sel.definition_key,
+            "nodeKey": sel.node_key,
+            "stuckMinutes": sel.stuck_minutes,
+            "instanceIds": None if sel.instance_ids is None else list(sel.instance_ids),
+        },
+    )
+    op = await recorder.run(selection, recover, key=int)
+    results = sorted(
+        (o.doc("instanceId", "advanced") for o in op.outcomes), key=lambda r: int(r["instanceId"])
+    )
+    counts = op.counts
     return {
         "dryRun": dry_run,
         "definitionKey": sel.definition_key,
         "nodeKey": sel.node_key,
         "stuckMinutes": sel.stuck_minutes,
-        "totals": {**totals, "selected": len(results)},
-        "truncated": truncated,
+        "totals": {
+            "advanced": counts.done,
+            "skipped": counts.skipped,
+            "failed": counts.failed,
+            "selected": counts.total,
+        },
+        "truncated": selection.truncated,
         "results": results,
+        "batchId": op.id,
+        "counts": counts.public(),
     }

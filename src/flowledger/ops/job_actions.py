@@ -21,6 +21,10 @@ failed / dead → canceled). This module adds:
 - **Counts**: ``matched`` = requested ids that exist and are visible;
   ``submitted`` + ``skipped`` = distinct requested ids; every id has an item
   ``{id, outcome, reason, code, status}`` in request order.
+- **Recorded**: each batch is a batch operation of :mod:`flowledger.ops.batch`
+  (``job.batch_retry`` under its replay batch id, ``job.batch_skip``), its
+  progress written after each chunk; the outcomes ``submitted`` /
+  ``skipped`` are its ``done`` / ``skipped``.
 - A single retry clears the job's replay batch id: the id names the batch
   whose retry is the job's *current* generation.
 - **Interventions** (issue 31): each job retried or skipped that belongs to
@@ -45,6 +49,7 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine import interventions
 from flowledger.errors import InvalidStateError, NotFoundError
 from flowledger.ledger.control import job_cancel
+from flowledger.ops.batch import BatchRecorder
 from flowledger.ops.job_batching import (
     DEFAULT_RATE,
     SUBMITTED,
@@ -199,38 +204,72 @@ async def _each(
     ids: Iterable[int],
     tenants: Sequence[str] | None,
     act: _Act,
+    recorder: BatchRecorder,
     *,
     batch_id: str | None = None,
 ) -> tuple[list[int], int, list[ItemOutcome]]:
-    """Apply ``act`` to every visible listed job, one transaction per chunk;
+    """Apply ``act`` to every visible listed job, one transaction per chunk,
+    recorded as ``recorder``'s batch operation (progress after each chunk);
     returns the distinct ids, the matched count and the items in request order."""
     wanted = distinct_ids(ids)
     visible_scope = scope(tenants)
     outcomes: dict[int, ItemOutcome] = {}
     matched = submitted = 0
-    for chunk in chunks(wanted):
-        async with db.begin() as conn:
-            rows = await visible_rows(conn, chunk, visible_scope)
-            matched += len(rows)
-            await lock_jobs(conn, rows.values())
-            rows = await visible_rows(conn, list(rows), None)  # their status under the lock
-            done: list[int] = []
-            for job_id in chunk:
-                row = rows.get(job_id)
-                if row is None:
-                    outcomes[job_id] = not_found_item(job_id)
-                    continue
-                try:
-                    await act(conn, row, submitted + len(done))
-                except InvalidStateError as exc:
-                    outcomes[job_id] = refused_item(job_id, exc)
-                    continue
-                done.append(job_id)
-                outcomes[job_id] = ItemOutcome(job_id, SUBMITTED, status=row.status)
-            if batch_id is not None:
-                await stamp_batch(conn, done, batch_id)
-        submitted += len(done)
-    return wanted, matched, [outcomes[i] for i in wanted]
+    recorder.request = {**recorder.request, "ids": wanted}
+    await recorder.start(len(wanted))
+    try:
+        for chunk in chunks(wanted):
+            async with db.begin() as conn:
+                rows = await visible_rows(conn, chunk, visible_scope)
+                matched += len(rows)
+                await lock_jobs(conn, rows.values())
+                rows = await visible_rows(conn, list(rows), None)  # their status under the lock
+                done: list[int] = []
+                for job_id in chunk:
+                    row = rows.get(job_id)
+                    if row is None:
+                        outcomes[job_id] = not_found_item(job_id)
+                        continue
+                    try:
+                        await act(conn, row, submitted + len(done))
+                    except InvalidStateError as exc:
+                        outcomes[job_id] = refused_item(job_id, exc)
+                        continue
+                    done.append(job_id)
+                    outcomes[job_id] = ItemOutcome(job_id, SUBMITTED, status=row.status)
+                if batch_id is not None:
+                    await stamp_batch(conn, done, batch_id)
+            submitted += len(done)
+            await recorder.progress([o.shared() for o in outcomes.values()])
+    except BaseException as exc:
+        await recorder.fail([o.shared() for o in outcomes.values()], exc)
+        raise
+    items = [outcomes[i] for i in wanted]
+    await recorder.finish([o.shared() for o in items])
+    return wanted, matched, items
+
+
+def _recorder(
+    db: Database,
+    kind: str,
+    *,
+    now: datetime,
+    actor: str,
+    reason: str | None,
+    tenants: Sequence[str] | None,
+    batch_id: str | None = None,
+    **request: Any,
+) -> BatchRecorder:
+    return BatchRecorder(
+        db,
+        kind,
+        actor=actor,
+        clock=lambda: now,
+        reason=reason,
+        tenants=tenants,
+        request=request,
+        batch_id=batch_id,
+    )
 
 
 async def batch_retry(
@@ -253,7 +292,17 @@ async def batch_retry(
         await retry_checked(conn, row.id, now=now, run_at=staggered_run_at(now, k, rate))
         await _intervention(conn, interventions.JOB_RETRY, row, actor=actor, reason=reason, now=now)
 
-    wanted, matched, items = await _each(db, ids, tenants, retry, batch_id=batch_id)
+    recorder = _recorder(
+        db,
+        "job.batch_retry",
+        now=now,
+        actor=actor,
+        reason=reason,
+        tenants=tenants,
+        batch_id=batch_id,
+        rate=rate,
+    )
+    wanted, matched, items = await _each(db, ids, tenants, retry, recorder, batch_id=batch_id)
     submitted = sum(1 for item in items if item.outcome == SUBMITTED)
     start, end = completion_window(now, submitted, rate)
     return BatchResult(
@@ -265,6 +314,7 @@ async def batch_retry(
         window_from=start,
         window_to=end,
         replay_batch_id=batch_id,
+        batch_id=recorder.id,
     )
 
 
@@ -283,8 +333,13 @@ async def batch_skip(
         await job_cancel(conn, row.id, now=now, reason=reason or DEFAULT_SKIP_REASON)
         await _intervention(conn, interventions.JOB_SKIP, row, actor=actor, reason=reason, now=now)
 
-    wanted, matched, items = await _each(db, ids, tenants, cancel)
+    recorder = _recorder(db, "job.batch_skip", now=now, actor=actor, reason=reason, tenants=tenants)
+    wanted, matched, items = await _each(db, ids, tenants, cancel, recorder)
     submitted = sum(1 for item in items if item.outcome == SUBMITTED)
     return BatchResult(
-        matched=matched, submitted=submitted, skipped=len(wanted) - submitted, items=items
+        matched=matched,
+        submitted=submitted,
+        skipped=len(wanted) - submitted,
+        items=items,
+        batch_id=recorder.id,
     )

@@ -11,6 +11,10 @@ ids. The actions themselves live in :mod:`flowledger.ops.job_actions` and
 - **Locks**: a chunk locks its instance rows, then its job rows, both in id
   order — the L-13 order, and one order for every caller so two batches
   cannot deadlock each other.
+- **Outcomes**: ``submitted`` / ``skipped`` per job, the shared words of
+  :mod:`flowledger.ops.batch` being ``done`` / ``skipped``; each batch is a
+  recorded batch operation there (its id the replay batch id where there is
+  one).
 - **Replay batch id**: a uuid hex stored in ``workflow_jobs.replay_batch_id``
   on every job a batch retry or a replay submitted, so a console or the CLI
   can follow the batch.
@@ -20,7 +24,6 @@ Never imports the API or the CLI.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -35,6 +38,9 @@ from flowledger.engine.job_types import PAUSABLE_TYPES
 from flowledger.errors import FlowledgerError, InvalidStateError
 from flowledger.ledger.control import job_retry
 from flowledger.ledger.driver import ledger_for
+from flowledger.ops import batch
+from flowledger.ops.batch import DONE
+from flowledger.ops.batch.record import new_batch_id as new_batch_id  # re-exported
 from flowledger.ops.job_filters import JobFilter
 
 MAX_BATCH_IDS = 500
@@ -58,6 +64,16 @@ class ItemOutcome:
     code: str | None = None  # "not_found" | "invalid_state" when skipped
     status: str | None = None  # the job's status when it was checked (None: not found)
 
+    @property
+    def result(self) -> str:
+        """The shared word of every batch (:mod:`flowledger.ops.batch`)."""
+        return DONE if self.outcome == SUBMITTED else SKIPPED
+
+    def shared(self) -> batch.ItemOutcome:
+        if self.outcome == SUBMITTED:
+            return batch.done(self.id)
+        return batch.skipped(self.id, self.reason or "", self.code)
+
 
 @dataclass(frozen=True)
 class BatchResult:
@@ -71,14 +87,15 @@ class BatchResult:
     window_from: datetime | None = None
     window_to: datetime | None = None
     replay_batch_id: str | None = None
+    batch_id: str | None = None  # the recorded batch operation (ops/batch)
+
+    @property
+    def counts(self) -> batch.Counts:
+        return batch.Counts.of(item.shared() for item in self.items)
 
     @property
     def submitted_ids(self) -> list[int]:
         return [item.id for item in self.items if item.outcome == SUBMITTED]
-
-
-def new_batch_id() -> str:
-    return uuid.uuid4().hex
 
 
 def check_rate(rate: int) -> None:

@@ -16,6 +16,10 @@ whole chunks submitted. ``matched`` is the filter's total when the replay
 started (it may exceed ``limit``); ``skipped`` counts selected jobs whose
 state changed before their chunk locked them (a concurrent retry or skip).
 
+The replay is a recorded batch operation of :mod:`flowledger.ops.batch`
+(kind ``job.replay``, its id the replay batch id), its progress written
+after each chunk; ``submitted`` / ``skipped`` are its ``done`` / ``skipped``.
+
 Never imports the API or the CLI.
 """
 
@@ -31,7 +35,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
+from flowledger.engine.tasks import SYSTEM as SYSTEM_ACTOR
 from flowledger.errors import FlowledgerError, InvalidStateError
+from flowledger.ops.batch import BatchRecorder
 from flowledger.ops.job_batching import (
     CHUNK_SIZE,
     DEFAULT_RATE,
@@ -130,6 +136,8 @@ async def replay(
     limit: int = MAX_REPLAY,
     rate: int = DEFAULT_RATE,
     replay_batch_id: str | None = None,
+    actor: str = SYSTEM_ACTOR,
+    reason: str | None = None,
 ) -> BatchResult:
     """Retry at most ``limit`` dead / failed jobs matching ``flt``, oldest
     first, staggered at ``rate`` per second, under one replay batch id
@@ -138,34 +146,53 @@ async def replay(
     _check_limit(limit)
     check_rate(rate)
     batch_id = replay_batch_id or new_batch_id()
+    recorder = BatchRecorder(
+        db,
+        "job.replay",
+        actor=actor,
+        clock=lambda: now,
+        reason=reason,
+        tenants=flt.tenants,
+        request={"limit": limit, "rate": rate, "statuses": list(flt.statuses or ())},
+        batch_id=batch_id,
+    )
     matched: int | None = None
     after: tuple[datetime, int] | None = None
     items: list[ItemOutcome] = []
     submitted = selected = 0
-    while selected < limit:
-        size = min(CHUNK_SIZE, limit - selected)
-        async with db.begin() as conn:
-            if matched is None:
-                matched = await _count(conn, flt)
-            query = _after(flt.apply(select(*_KEY_COLUMNS)), after)
-            rows = (await conn.execute(_oldest_first(query).limit(size))).all()
-            await lock_jobs(conn, rows)
-            done: list[int] = []
-            for row in rows:
-                try:
-                    run_at = staggered_run_at(now, submitted + len(done), rate)
-                    await retry_checked(conn, row.id, now=now, run_at=run_at)
-                except InvalidStateError as exc:
-                    items.append(refused_item(row.id, exc))
-                    continue
-                done.append(row.id)
-                items.append(ItemOutcome(row.id, SUBMITTED))
-            await stamp_batch(conn, done, batch_id)
-        submitted += len(done)
-        selected += len(rows)
-        if len(rows) < size:
-            break
-        after = (rows[-1].created_at, rows[-1].id)
+    await recorder.start(0)
+    try:
+        while selected < limit:
+            size = min(CHUNK_SIZE, limit - selected)
+            async with db.begin() as conn:
+                if matched is None:
+                    matched = await _count(conn, flt)
+                    recorder.total = min(matched, limit)
+                query = _after(flt.apply(select(*_KEY_COLUMNS)), after)
+                rows = (await conn.execute(_oldest_first(query).limit(size))).all()
+                await lock_jobs(conn, rows)
+                done: list[int] = []
+                for row in rows:
+                    try:
+                        run_at = staggered_run_at(now, submitted + len(done), rate)
+                        await retry_checked(conn, row.id, now=now, run_at=run_at)
+                    except InvalidStateError as exc:
+                        items.append(refused_item(row.id, exc))
+                        continue
+                    done.append(row.id)
+                    items.append(ItemOutcome(row.id, SUBMITTED))
+                await stamp_batch(conn, done, batch_id)
+            submitted += len(done)
+            selected += len(rows)
+            await recorder.progress([item.shared() for item in items])
+            if len(rows) < size:
+                break
+            after = (rows[-1].created_at, rows[-1].id)
+    except BaseException as exc:
+        await recorder.fail([item.shared() for item in items], exc)
+        raise
+    recorder.total = len(items)
+    await recorder.finish([item.shared() for item in items])
     start, end = completion_window(now, submitted, rate)
     return BatchResult(
         matched=matched or 0,
@@ -176,6 +203,7 @@ async def replay(
         window_from=start,
         window_to=end,
         replay_batch_id=batch_id,
+        batch_id=recorder.id,
     )
 
 

@@ -30,7 +30,9 @@ a recreated job) is due at ``now + k / rate``. Every job a run retried or
 recreated carries the run's batch id in ``replay_batch_id``, so the console
 and ``flowledger recover`` follow it as they follow a replay. Outcomes per
 item: ``done``, ``skipped`` (with the reason and a code: ``needs_person``,
-``changed``, ``invalid_state``) or ``failed`` (with the error's code).
+``changed``, ``invalid_state``) or ``failed`` (with the error's code) — the
+vocabulary of :mod:`flowledger.ops.batch`, whose runner walks the plan and
+records the run as a batch operation under the run's batch id.
 
 Never imports the API or the CLI.
 """
@@ -55,6 +57,17 @@ from flowledger.engine.step import Step, lock_instance, open_step
 from flowledger.engine.store import engine_store
 from flowledger.errors import FlowledgerError, InvalidStateError
 from flowledger.events import outbox
+from flowledger.ops.batch import (
+    DONE,
+    FAILED,
+    SKIPPED,
+    BatchRecorder,
+    ItemOutcome,
+    Selection,
+    done,
+    failed,
+    skipped,
+)
 from flowledger.ops.job_batching import (
     DEFAULT_RATE,
     check_rate,
@@ -76,8 +89,6 @@ from flowledger.ops.recovery_types import (
     job_types,
 )
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
-
-DONE, SKIPPED, FAILED = "done", "skipped", "failed"
 
 Progress = Callable[[int, int], None]  # (items handled, items planned)
 
@@ -300,6 +311,24 @@ class _Runner:
         return ItemResult(item, DONE, detail, None, job_id)
 
 
+def _key(item: PlanItem) -> int | str:
+    """A plan item's key in its batch: its job's id, else its target's."""
+    if item.job_id is not None:
+        return item.job_id
+    if item.outbox_id is not None:
+        return f"outbox:{item.outbox_id}"
+    return f"{item.target}:{item.task_id}"
+
+
+def _shared(result: ItemResult) -> ItemOutcome:
+    key = _key(result.item)
+    if result.outcome == DONE:
+        return done(key)
+    if result.outcome == SKIPPED:
+        return skipped(key, result.detail, result.code)
+    return failed(key, result.code or "internal_error", result.detail)
+
+
 async def recovery_run(
     db: Database,
     action: str,
@@ -314,15 +343,41 @@ async def recovery_run(
     progress: Progress | None = None,
     reason: str | None = None,
 ) -> RecoveryRun:
-    """Run ``action`` over what its plan lists now; see the module doc."""
+    """Run ``action`` over what its plan lists now, as one recorded batch
+    operation (:mod:`flowledger.ops.batch`, kind ``recovery.<action>``, its
+    id the run's batch id); see the module doc."""
     job_types(action)
     check_rate(rate)
     async with db.read() as conn:
         plan = await plan_in(conn, action, flt, now=now)
     run = RecoveryRun(action, batch_id or new_batch_id(), rate, now)
     runner = _Runner(db, run, now=now, snapshots=snapshots, hooks=hooks, actor=actor, reason=reason)
-    for item in plan.items:
-        run.items.append(await runner.one(item))
+
+    async def act(item: PlanItem) -> ItemOutcome:
+        try:
+            result = await runner.one(item)
+        except Exception as exc:  # the item fails, the run goes on
+            result = ItemResult(item, FAILED, type(exc).__name__, "internal_error", item.job_id)
+        run.items.append(result)
         if progress is not None:
             progress(len(run.items), len(plan.items))
+        return _shared(result)
+
+    recorder = BatchRecorder(
+        db,
+        f"recovery.{action}",
+        actor=actor,
+        clock=lambda: now,
+        reason=reason,
+        tenants=flt.tenants,
+        request={
+            "action": action,
+            "instanceId": flt.instance_id,
+            "minAgeMinutes": flt.min_age_minutes,
+            "limit": flt.limit,
+            "rate": rate,
+        },
+        batch_id=run.batch_id,
+    )
+    await recorder.run(Selection(plan.items), act, key=_key)
     return run

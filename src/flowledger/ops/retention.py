@@ -23,6 +23,11 @@ A run:
    run (``succeeded`` / ``failed`` with the error).
 
 The cut-off of a policy is ``now - keepDays``; ``now`` is fixed once per run.
+
+A run is also a recorded batch operation of :mod:`flowledger.ops.batch`
+(kind ``retention.run``, id ``retention-<run id>``): one item per policy,
+``done``, ``skipped`` (disabled) or ``failed``, its progress written after
+each policy; the run's document adds ``batchId`` and ``counts``.
 """
 
 from __future__ import annotations
@@ -43,9 +48,13 @@ from flowledger.db.retention_schema import workflow_retention_run_items as run_i
 from flowledger.db.retention_schema import workflow_retention_runs as runs
 from flowledger.errors import ConflictError
 from flowledger.ledger.driver import LedgerDriver, ledger_driver
+from flowledger.ops import batch as batch_ops
+from flowledger.ops.batch import ItemOutcome, done, failed_from, skipped
+from flowledger.ops.batch.record import BatchRecorder, counts_of
 from flowledger.ops.retention_policies import Policy, check_name, load_policies
 from flowledger.ops.retention_purge import PARTITIONS_DROPPED, Counts, policy_steps
 
+BATCH_KIND = "retention.run"
 RUN_LEASE = "data-retention-run"
 RUN_LEASE_TTL = timedelta(minutes=10)
 BATCH_SIZE = 1000
@@ -204,6 +213,16 @@ async def run_retention(
 
     total = 0
     error: str | None = None
+    recorder = BatchRecorder(
+        db,
+        BATCH_KIND,
+        actor=actor,
+        clock=elapsed_clock,
+        request={"trigger": trigger, "policies": [p.name for p in chosen]},
+        batch_id=batch_id_of(run_id),
+    )
+    await recorder.start(len(chosen))
+    outcomes: list[ItemOutcome] = []
     try:
         for policy in chosen:
             result = PolicyResult(
@@ -218,14 +237,25 @@ async def run_retention(
                     await _purge_policy(db, result, holder, elapsed_clock, batch_size)
                 else:
                     result.skipped = "disabled"
+            except BaseException as exc:
+                outcomes.append(failed_from(policy.name, exc))
+                raise
+            else:
+                outcomes.append(
+                    done(policy.name)
+                    if result.skipped is None
+                    else skipped(policy.name, result.skipped, result.skipped)
+                )
             finally:
                 # recorded even when the policy failed half-way: its batches
                 # that committed are gone and must be on record
                 result.duration_ms = round((time.monotonic() - policy_started) * 1000)
                 total += result.rows
                 await _record_item(db, run_id, result)
+                await recorder.progress(outcomes)
     except BaseException as exc:  # a cancelled run (shutdown) is not a success either
         error = f"{type(exc).__name__}: {exc}"
+        await recorder.fail(outcomes, exc)
         raise
     finally:
         duration = round((time.monotonic() - started) * 1000)
@@ -242,6 +272,7 @@ async def run_retention(
                 )
             )
             await ledger.leader_release(conn, RUN_LEASE, holder)
+    await recorder.finish(outcomes)
     return await get_run(db, run_id)
 
 
@@ -266,12 +297,22 @@ async def _record_item(db: Database, run_id: int, result: PolicyResult) -> None:
         )
 
 
-def _run_public(row: Any, items: list[Any]) -> dict[str, Any]:
+def batch_id_of(run_id: int) -> str:
+    """The id of a run's recorded batch operation (``ops/batch``)."""
+    return f"retention-{run_id}"
+
+
+def _run_public(row: Any, items: list[Any], counts: dict[str, batch_ops.Counts]) -> dict[str, Any]:
+    recorded = counts.get(batch_id_of(row.id))
+
     def dropped(item: Any) -> int:
         return int((item.detail or {}).get("partitionsDropped", 0))
 
     return {
         "id": row.id,
+        # the recorded batch operation (none for a run from before it)
+        "batchId": None if recorded is None else batch_id_of(row.id),
+        "counts": None if recorded is None else recorded.public(),
         "trigger": row.trigger,
         "actor": row.actor,
         "status": row.status,
@@ -307,7 +348,8 @@ async def get_run(db: Database, run_id: int) -> dict[str, Any]:
                 select(run_items).where(run_items.c.run_id == run_id).order_by(run_items.c.id)
             )
         ).all()
-    return _run_public(row, list(items))
+        counts = await counts_of(conn, [batch_id_of(run_id)])
+    return _run_public(row, list(items), counts)
 
 
 async def list_runs(db: Database, *, limit: int = 20) -> list[dict[str, Any]]:
@@ -324,10 +366,11 @@ async def list_runs(db: Database, *, limit: int = 20) -> list[dict[str, Any]]:
             if ids
             else []
         )
+        counts = await counts_of(conn, [batch_id_of(i) for i in ids])
     by_run: dict[int, list[Any]] = {}
     for item in items:
         by_run.setdefault(item.run_id, []).append(item)
-    return [_run_public(r, by_run.get(r.id, [])) for r in rows]
+    return [_run_public(r, by_run.get(r.id, []), counts) for r in rows]
 
 
 async def last_scheduled_start(conn: AsyncConnection) -> datetime | None:

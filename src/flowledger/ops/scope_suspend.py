@@ -19,7 +19,11 @@ Two calls, as batch recovery (:mod:`flowledger.ops.batch_recovery`):
 Selection is set-based over ``ix_workflow_instances_definition``
 (definition_key, status) joined, with a node, to the active tokens there
 (``ix_workflow_tokens_instance_state``). At most :data:`MAX_BATCH` instances
-per call; ``truncated`` says more matched (run again for the rest)."""
+per call; ``truncated`` says more matched (run again for the rest).
+
+Both go through :mod:`flowledger.ops.batch`: the preview is the
+selection's dry run, the run a recorded batch operation (``batchId``,
+``counts``, each item's ``result``)."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.engine import Engine
 from flowledger.engine.force_jump import clean_reason
 from flowledger.errors import FlowledgerError
+from flowledger.ops.batch import BatchRecorder, ItemOutcome, Selection, done, skipped
 from flowledger.states import InstanceStatus, TokenState
 
 MAX_BATCH = 500
@@ -102,9 +107,9 @@ async def _skipped_by_status(
 
 
 async def _explicit_skips(
-    conn: AsyncConnection, sel: ScopeSelection, action: Action
-) -> list[dict[str, Any]]:
-    """The explicit ids that do not qualify, each with its reason."""
+    conn: AsyncConnection, sel: ScopeSelection, action: Action, chosen: list[int]
+) -> list[ItemOutcome]:
+    """The explicit ids that do not qualify, each skipped with its reason."""
     if sel.instance_ids is None:
         return []
     i = instances.c
@@ -114,9 +119,8 @@ async def _explicit_skips(
     if sel.tenants is not None:
         query = query.where(i.tenant_id.in_(list(sel.tenants)))
     found = {int(r.id): r for r in (await conn.execute(query)).all()}
-    chosen = set((await _select(conn, sel, action))[0])
-    out: list[dict[str, Any]] = []
-    for instance_id in sorted(set(sel.instance_ids) - chosen):
+    out: list[ItemOutcome] = []
+    for instance_id in sorted(set(sel.instance_ids) - set(chosen)):
         row = found.get(instance_id)
         if row is None:
             reason = "instance not found"
@@ -128,8 +132,18 @@ async def _explicit_skips(
             reason = f"instance is {row.status}"
         else:
             reason = f"no active token at {sel.node_key!r}"
-        out.append({"instanceId": instance_id, "outcome": "skipped", "reason": reason})
+        out.append(skipped(instance_id, reason))
     return out
+
+
+async def _selection(
+    conn: AsyncConnection, sel: ScopeSelection, action: Action
+) -> tuple[Selection[int], dict[str, int]]:
+    """What the run takes (with the explicit ids it skips) and the
+    instances of the selection skipped by their status."""
+    ids, truncated = await _select(conn, sel, action)
+    explicit = await _explicit_skips(conn, sel, action, ids)
+    return Selection(ids, truncated, explicit), await _skipped_by_status(conn, sel, action)
 
 
 def _echo(sel: ScopeSelection, action: Action) -> dict[str, Any]:
@@ -144,37 +158,25 @@ def _echo(sel: ScopeSelection, action: Action) -> dict[str, Any]:
 async def preview_scope(engine: Engine, sel: ScopeSelection, action: Action) -> dict[str, Any]:
     """The dry run: what :func:`run_scope` would act on, counted, with a sample."""
     async with engine.db.read() as conn:
-        ids, truncated = await _select(conn, sel, action)
-        by_status = await _skipped_by_status(conn, sel, action)
-        explicit = await _explicit_skips(conn, sel, action)
+        selection, by_status = await _selection(conn, sel, action)
     return {
         **_echo(sel, action),
         "dryRun": True,
-        "count": len(ids),
-        "sample": ids[:SAMPLE_SIZE],
-        "truncated": truncated,
+        **selection.dry_run(SAMPLE_SIZE),
         "skippedByStatus": by_status,
-        "skipped": explicit,
-    }
-
-
-def _failed(instance_id: int, code: str, message: str) -> dict[str, Any]:
-    return {
-        "instanceId": instance_id,
-        "outcome": "failed",
-        "error": {"code": code, "message": message},
+        "skipped": [o.doc("instanceId") for o in selection.skipped],
     }
 
 
 async def run_scope(
     engine: Engine, sel: ScopeSelection, action: Action, *, reason: str, actor: str
 ) -> dict[str, Any]:
-    """Suspend (resume) every selected instance, each in its own transaction."""
+    """Suspend (resume) every selected instance, each in its own transaction,
+    as one recorded batch operation (kind ``definition.suspend_all`` /
+    ``definition.resume_all``)."""
     reason = clean_reason(reason)
     async with engine.db.read() as conn:
-        ids, truncated = await _select(conn, sel, action)
-        by_status = await _skipped_by_status(conn, sel, action)
-        results = await _explicit_skips(conn, sel, action)
+        selection, by_status = await _selection(conn, sel, action)
     call: Callable[[int], Awaitable[list[int]]]
     if action == "suspend":
 
@@ -186,35 +188,46 @@ async def run_scope(
         def call(i: int) -> Awaitable[list[int]]:
             return engine.resume(i, actor=actor)
 
-    for instance_id in ids:
+    async def act(instance_id: int) -> ItemOutcome:
         try:
             jobs = await call(instance_id)
         except FlowledgerError as exc:
             status = exc.details.get("status")
             if exc.field == "status" and status is not None:
-                results.append(
-                    {
-                        "instanceId": instance_id,
-                        "outcome": "skipped",
-                        "reason": f"instance is {status}",
-                    }
-                )
-            else:
-                results.append(_failed(instance_id, exc.code, exc.message))
-            continue
-        except Exception as exc:
-            results.append(_failed(instance_id, "internal_error", type(exc).__name__))
-            continue
-        results.append({"instanceId": instance_id, "outcome": _DONE[action], "jobIds": jobs})
-    results.sort(key=lambda r: int(r["instanceId"]))
-    totals = {_DONE[action]: 0, "skipped": 0, "failed": 0}
-    for r in results:
-        totals[r["outcome"]] += 1
+                return skipped(instance_id, f"instance is {status}")
+            raise
+        return done(instance_id, jobIds=jobs)
+
+    recorder = BatchRecorder(
+        engine.db,
+        f"definition.{action}_all",
+        actor=actor,
+        clock=engine.clock.now,
+        reason=reason,
+        tenants=sel.tenants,
+        request={
+            **_echo(sel, action),
+            "instanceIds": None if sel.instance_ids is None else list(sel.instance_ids),
+        },
+    )
+    op = await recorder.run(selection, act, key=int)
+    counts = op.counts
+    results = sorted(
+        (o.doc("instanceId", _DONE[action]) for o in op.outcomes),
+        key=lambda r: int(r["instanceId"]),
+    )
     return {
         **_echo(sel, action),
         "dryRun": False,
-        "totals": {**totals, "selected": len(ids)},
-        "truncated": truncated,
+        "totals": {
+            _DONE[action]: counts.done,
+            "skipped": counts.skipped,
+            "failed": counts.failed,
+            "selected": selection.count,
+        },
+        "truncated": selection.truncated,
         "skippedByStatus": by_status,
         "results": results,
+        "batchId": op.id,
+        "counts": counts.public(),
     }

@@ -726,6 +726,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/engine/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Batch Operations
+         * @description The batch operations, newest first, with their counts.
+         */
+        get: operations["batches-list_batch_operations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/engine/batches/{batchId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe Batch Operation
+         * @description One batch operation: state, counts, progress and per-item results.
+         */
+        get: operations["batches-describe_batch_operation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/engine/diagnostics": {
         parameters: {
             query?: never;
@@ -2366,6 +2406,122 @@ export interface components {
              */
             updatedAt: string;
         };
+        /** BatchCounts */
+        BatchCounts: {
+            /** Done */
+            done: number;
+            /** Failed */
+            failed: number;
+            /** Skipped */
+            skipped: number;
+            /** Total */
+            total: number;
+        };
+        /** BatchItemPublic */
+        BatchItemPublic: {
+            /** Code */
+            code?: string | null;
+            /** Error */
+            error?: {
+                [key: string]: string;
+            } | null;
+            /** Key */
+            key: number | string;
+            /** Reason */
+            reason?: string | null;
+            /**
+             * Result
+             * @enum {string}
+             */
+            result: "done" | "skipped" | "failed";
+        };
+        /** BatchOperationList */
+        BatchOperationList: {
+            /** Items */
+            items: components["schemas"]["BatchOperationSummary"][];
+            /** Next */
+            next: string | null;
+        };
+        /** BatchOperationPublic */
+        BatchOperationPublic: {
+            /** Actor */
+            actor: string;
+            counts: components["schemas"]["BatchCounts"];
+            /** Dryrun */
+            dryRun: boolean;
+            /** Error */
+            error: string | null;
+            /** Finishedat */
+            finishedAt: string | null;
+            /** Id */
+            id: string;
+            /** Kind */
+            kind: string;
+            /** Processed */
+            processed: number;
+            /** Reason */
+            reason: string | null;
+            /** Request */
+            request: {
+                [key: string]: unknown;
+            };
+            /** Results */
+            results: components["schemas"]["BatchItemPublic"][];
+            /**
+             * Startedat
+             * Format: date-time
+             */
+            startedAt: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "running" | "completed" | "failed";
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            updatedAt: string;
+        };
+        /** BatchOperationSummary */
+        BatchOperationSummary: {
+            /** Actor */
+            actor: string;
+            counts: components["schemas"]["BatchCounts"];
+            /** Dryrun */
+            dryRun: boolean;
+            /** Error */
+            error: string | null;
+            /** Finishedat */
+            finishedAt: string | null;
+            /** Id */
+            id: string;
+            /** Kind */
+            kind: string;
+            /** Processed */
+            processed: number;
+            /** Reason */
+            reason: string | null;
+            /** Request */
+            request: {
+                [key: string]: unknown;
+            };
+            /**
+             * Startedat
+             * Format: date-time
+             */
+            startedAt: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "running" | "completed" | "failed";
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            updatedAt: string;
+        };
         /**
          * BatchRecover
          * @description Select stuck instances and skip their task at ``nodeKey``.
@@ -2389,6 +2545,9 @@ export interface components {
         };
         /** BatchRecoverPublic */
         BatchRecoverPublic: {
+            /** Batchid */
+            batchId: string;
+            counts: components["schemas"]["BatchCounts"];
             /** Definitionkey */
             definitionKey: string;
             /** Dryrun */
@@ -2417,6 +2576,9 @@ export interface components {
         };
         /** BatchRetryPublic */
         BatchRetryPublic: {
+            /** Batchid */
+            batchId: string;
+            counts: components["schemas"]["BatchCounts"];
             estimatedCompletion: components["schemas"]["flowledger__api__routers__job_actions__CompletionWindow"];
             /** Items */
             items: components["schemas"]["ItemOutcomePublic"][];
@@ -2440,6 +2602,9 @@ export interface components {
         };
         /** BatchSkipPublic */
         BatchSkipPublic: {
+            /** Batchid */
+            batchId: string;
+            counts: components["schemas"]["BatchCounts"];
             /** Items */
             items: components["schemas"]["ItemOutcomePublic"][];
             /** Skipped */
@@ -3546,6 +3711,11 @@ export interface components {
             outcome: "submitted" | "skipped";
             /** Reason */
             reason?: string | null;
+            /**
+             * Result
+             * @enum {string}
+             */
+            result: "done" | "skipped" | "failed";
             /** Status */
             status?: string | null;
         };
@@ -4534,6 +4704,11 @@ export interface components {
             outcome: "done" | "skipped" | "failed";
             /** Reason */
             reason: string;
+            /**
+             * Result
+             * @enum {string}
+             */
+            result: "done" | "skipped" | "failed";
             /** Since */
             since?: string | null;
             /** Status */
@@ -4580,6 +4755,11 @@ export interface components {
             /** Reason */
             reason?: string | null;
             /**
+             * Result
+             * @enum {string}
+             */
+            result: "done" | "skipped" | "failed";
+            /**
              * Skippedtasks
              * @default []
              */
@@ -4601,6 +4781,7 @@ export interface components {
             action: string;
             /** Batchid */
             batchId: string;
+            counts: components["schemas"]["BatchCounts"];
             estimatedCompletion: components["schemas"]["flowledger__api__routers__recovery__CompletionWindow"];
             /** Items */
             items: components["schemas"]["RecoveryOutcomePublic"][];
@@ -4734,6 +4915,9 @@ export interface components {
         };
         /** ReplayPublic */
         ReplayPublic: {
+            /** Batchid */
+            batchId: string;
+            counts: components["schemas"]["BatchCounts"];
             estimatedCompletion: components["schemas"]["flowledger__api__routers__job_actions__CompletionWindow"];
             /** Matched */
             matched: number;
@@ -4853,6 +5037,9 @@ export interface components {
         RetentionRun: {
             /** Actor */
             actor: string;
+            /** Batchid */
+            batchId?: string | null;
+            counts?: components["schemas"]["BatchCounts"] | null;
             /** Durationms */
             durationMs?: number | null;
             /** Error */
@@ -5253,6 +5440,11 @@ export interface components {
             outcome: "suspended" | "resumed" | "skipped" | "failed";
             /** Reason */
             reason?: string | null;
+            /**
+             * Result
+             * @enum {string}
+             */
+            result: "done" | "skipped" | "failed";
         };
         /** ScopePreviewPublic */
         ScopePreviewPublic: {
@@ -5319,6 +5511,9 @@ export interface components {
              * @enum {string}
              */
             action: "suspend" | "resume";
+            /** Batchid */
+            batchId: string;
+            counts: components["schemas"]["BatchCounts"];
             /** Definitionkey */
             definitionKey: string;
             /** Dryrun */
@@ -9604,6 +9799,163 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SilencePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "batches-list_batch_operations": {
+        parameters: {
+            query?: {
+                /** @description Only batches of this kind. */
+                kind?: string | null;
+                /** @description Page size (1-200). */
+                limit?: number;
+                /** @description The `next` value of the previous page. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchOperationList"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "batches-describe_batch_operation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                batchId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchOperationPublic"];
                 };
             };
             /** @description Missing or invalid bearer token */

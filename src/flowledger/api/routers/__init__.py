@@ -23,7 +23,8 @@ Integrations: :mod:`.connectors` (X-3), :mod:`.subscriptions` (X-5),
 Operations under ``/engine`` and ``/analytics``: :mod:`.jobs` (ledger reads,
 L-23, L-25), :mod:`.job_actions` (retry, skip, replay, L-24),
 :mod:`.engine_diagnostics` (O-18), :mod:`.recovery` (targeted recovery,
-O-18), :mod:`.health` (O-16), :mod:`.retention` (O-20), :mod:`.worker_nodes`
+O-18), :mod:`.health` (O-16), :mod:`.retention` (O-20), :mod:`.batches`
+(recorded batch operations described by id, issue 29 item 4), :mod:`.worker_nodes`
 (L-23), :mod:`.alerts` (O-22) and :mod:`.analytics` (O-14);
 :mod:`.job_pauses` (pause a pool or a job type) and :mod:`.instance_scope`
 (suspend or resume a definition's running instances; issue 31 item 3).

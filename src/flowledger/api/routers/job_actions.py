@@ -23,6 +23,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
+from flowledger.api.batch_schemas import BatchCounts, ItemResult
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
@@ -160,6 +161,7 @@ class JobActionPublic(ApiModel):
 class ItemOutcomePublic(ApiModel):
     id: int
     outcome: Literal["submitted", "skipped"]
+    result: ItemResult  # the shared word of every batch (issue 29 item 4)
     reason: str | None = None
     code: str | None = None
     status: str | None = None
@@ -176,9 +178,18 @@ class BatchSkipPublic(ApiModel):
     submitted: int
     skipped: int
     items: list[ItemOutcomePublic]
+    batch_id: str  # GET /engine/batches/{batchId}
+    counts: BatchCounts
 
 
-class ReplayPublic(ApiModel):
+class BatchCounted(ApiModel):
+    """What every recorded batch adds: its id and its counts."""
+
+    batch_id: str
+    counts: BatchCounts
+
+
+class ReplayPublic(BatchCounted):
     matched: int
     submitted: int
     skipped: int
@@ -209,6 +220,10 @@ def _items(result: BatchResult) -> list[ItemOutcomePublic]:
     return [ItemOutcomePublic.model_validate(item, from_attributes=True) for item in result.items]
 
 
+def _recorded(result: BatchResult) -> dict[str, Any]:
+    return {"batchId": result.batch_id, "counts": result.counts.public()}
+
+
 def replay_public(result: BatchResult) -> ReplayPublic:
     return ReplayPublic.model_validate(_staggered(result))
 
@@ -218,7 +233,14 @@ def batch_retry_public(result: BatchResult) -> BatchRetryPublic:
 
 
 def batch_skip_public(result: BatchResult) -> BatchSkipPublic:
-    return BatchSkipPublic(submitted=result.submitted, skipped=result.skipped, items=_items(result))
+    return BatchSkipPublic.model_validate(
+        {
+            "submitted": result.submitted,
+            "skipped": result.skipped,
+            "items": _items(result),
+            **_recorded(result),
+        }
+    )
 
 
 def preview_public(preview: replays.ReplayPreview) -> ReplayPreviewPublic:
@@ -237,6 +259,7 @@ def _staggered(result: BatchResult) -> dict[str, Any]:
         "rate": result.rate,
         "estimatedCompletion": {"from": result.window_from, "to": result.window_to},
         "replayBatchId": result.replay_batch_id,
+        **_recorded(result),
     }
 
 
@@ -392,6 +415,8 @@ async def replay_dead(
             limit=body.limit,
             rate=body.rate,
             replay_batch_id=batch_id,
+            actor=caller.user_id,
+            reason=body.reason,
         )
         e.detail.update(_counts(result), rate=body.rate)
     return replay_public(result)

@@ -37,6 +37,7 @@ from pydantic import Field, model_validator
 
 from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
+from flowledger.api.batch_schemas import BatchCounts, ItemResult
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
@@ -108,6 +109,7 @@ class RecoveryPreviewPublic(ApiModel):
 
 class RecoveryOutcomePublic(RecoveryItemPublic):
     outcome: Literal["done", "skipped", "failed"]
+    result: ItemResult  # the shared word of every batch (the same here)
     detail: str
     code: str | None = None
 
@@ -132,6 +134,7 @@ class RecoveryRunPublic(ApiModel):
     submitted: int
     estimated_completion: CompletionWindow
     items: list[RecoveryOutcomePublic]
+    counts: BatchCounts  # GET /engine/batches/{batchId} describes the run
 
 
 def run_public(run: RecoveryRun) -> RecoveryRunPublic:
@@ -142,12 +145,14 @@ def run_public(run: RecoveryRun) -> RecoveryRunPublic:
             "batchId": run.batch_id,
             "rate": run.rate,
             "totals": run.totals(),
+            "counts": run.totals(),
             "submitted": run.submitted,
             "estimatedCompletion": {"from": start, "to": end},
             "items": [
                 {
                     **result.item.public(),
                     "outcome": result.outcome,
+                    "result": result.outcome,
                     "detail": result.detail,
                     "code": result.code,
                     "job_id": result.job_id or result.item.job_id,

@@ -22,6 +22,7 @@ from pydantic import Field, model_validator
 
 from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
+from flowledger.api.batch_schemas import BatchCounts
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
@@ -149,6 +150,8 @@ class RetentionRun(ApiModel):
     partitions_dropped: int = Field(default=0, description="history partitions dropped whole")
     error: str | None = None
     items: list[RetentionItem]
+    batch_id: str | None = None  # GET /engine/batches/{batchId} (issue 29 item 4)
+    counts: BatchCounts | None = None
 
 
 class RetentionRunList(ApiModel):

@@ -5,16 +5,16 @@
 // only this version and only the instances at one node; then the run, with
 // a reason (required to suspend), and its outcome per instance.
 import { useState } from "react";
-import { Alert, App, Button, Checkbox, Form, Input, Modal, Select, Space, Table, Tag, Typography } from "antd";
+import { Alert, App, Button, Checkbox, Form, Input, Modal, Select, Space, Tag, Typography } from "antd";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
+import { BatchResult, resultColumn } from "../../components/BatchResult";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
 
 type Action = "suspend" | "resume";
 type Item = Schemas["ScopeItem"];
-const OUTCOME_COLORS: Record<string, string> = { suspended: "warning", resumed: "success", skipped: "default", failed: "error" };
 
 /** The keys of the definition's nodes that can hold a token (not start / end). */
 export function waitingNodes(source: unknown): string[] {
@@ -127,31 +127,25 @@ function ScopeDialog({ action, defKey, version, nodes, onClose }: { action: Acti
           </Form.Item>
         </Form>
         {result && (
-          <>
-            <Alert
-              type={result.totals.failed ? "error" : "success"}
-              showIcon
-              data-testid="scope-result"
-              message={t("scope.result", {
-                done: action === "suspend" ? result.totals.suspended : result.totals.resumed,
-                verb: t(`scope.${action}.verb`),
-                skipped: result.totals.skipped,
-                failed: result.totals.failed,
-              })}
-              style={{ marginBottom: 12 }}
-            />
-            <Table<Item>
-              size="small"
-              rowKey="instanceId"
-              pagination={{ pageSize: 10, hideOnSinglePage: true }}
-              dataSource={result.results}
-              columns={[
-                { title: t("scope.col.instance"), dataIndex: "instanceId", render: (id: number) => <InstanceLink id={id} /> },
-                { title: t("scope.col.outcome"), dataIndex: "outcome", render: (o: string) => <Tag color={OUTCOME_COLORS[o]}>{t(`scope.outcome.${o}`)}</Tag> },
-                { title: t("scope.col.why"), render: (_: unknown, i: Item) => i.reason ?? i.error?.message ?? "—" },
-              ]}
-            />
-          </>
+          <BatchResult<Item>
+            type={result.totals.failed ? "error" : "success"}
+            testId="scope-result"
+            message={t("scope.result", {
+              done: action === "suspend" ? result.totals.suspended : result.totals.resumed,
+              verb: t(`scope.${action}.verb`),
+              skipped: result.totals.skipped,
+              failed: result.totals.failed,
+            })}
+            batchId={result.batchId}
+            counts={result.counts}
+            rowKey="instanceId"
+            rows={result.results}
+            columns={[
+              { title: t("scope.col.instance"), dataIndex: "instanceId", render: (id: number) => <InstanceLink id={id} /> },
+              resultColumn<Item>(t("scope.col.outcome"), (i) => ({ result: i.result, outcome: i.outcome, label: t(`scope.outcome.${i.outcome}`) })),
+              { title: t("scope.col.why"), render: (_: unknown, i: Item) => i.reason ?? i.error?.message ?? "—" },
+            ]}
+          />
         )}
       </div>
     </Modal>

@@ -9,6 +9,7 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
+import { BatchResult, resultColumn } from "../../components/BatchResult";
 import { ErrorAlert } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
 import { formatTime } from "../../components/format";
@@ -17,7 +18,6 @@ import { formatCount } from "../../components/units";
 
 type Item = Schemas["RecoveryItemPublic"];
 type Outcome = Schemas["RecoveryOutcomePublic"];
-const OUTCOME_COLORS: Record<string, string> = { done: "success", skipped: "default", failed: "error" };
 
 function targetId(i: Item): number | null | undefined {
   return i.target === "job" ? i.jobId : i.target === "task" ? i.taskId : i.outboxId;
@@ -113,13 +113,13 @@ function ActionPane({ action, initial }: { action: RecoveryAction; initial: Reco
             </Descriptions.Item>
             <Descriptions.Item label={t("recovery.eta")}>{`${formatTime(result.estimatedCompletion.from)} – ${formatTime(result.estimatedCompletion.to)}`}</Descriptions.Item>
           </Descriptions>
-          <Table<Outcome>
-            size="small"
-            pagination={{ pageSize: 20, hideOnSinglePage: true }}
+          <BatchResult<Outcome>
+            counts={result.counts}
+            pageSize={20}
             rowKey={(i) => `${i.target}:${i.jobId ?? ""}:${i.taskId ?? ""}:${i.outboxId ?? ""}`}
-            dataSource={result.items}
+            rows={result.items}
             columns={[
-              { title: t("recovery.col.outcome"), dataIndex: "outcome", render: (o: string) => <Tag color={OUTCOME_COLORS[o]}>{t(`recovery.outcome.${o}`)}</Tag> },
+              resultColumn<Outcome>(t("recovery.col.outcome"), (i) => ({ result: i.result, outcome: i.outcome, label: t(`recovery.outcome.${i.outcome}`) })),
               ...itemColumns(t).slice(0, 4),
               { title: t("recovery.col.detail"), dataIndex: "detail" },
             ]}

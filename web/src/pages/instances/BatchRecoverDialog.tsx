@@ -6,10 +6,11 @@
 // first, then the real run (confirmed with the count and the filter
 // restated) runs on exactly the previewed ids and shows each result.
 import { useState } from "react";
-import { Alert, App, Button, Form, Input, InputNumber, Modal, Radio, Space, Table, Tag, Typography } from "antd";
+import { App, Button, Form, Input, InputNumber, Modal, Radio, Space, Typography } from "antd";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
+import { BatchResult, resultColumn } from "../../components/BatchResult";
 import { ErrorAlert } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
 import { formatNumber } from "../../components/units";
@@ -18,7 +19,6 @@ import type { InstanceQuery } from "./filters";
 type Result = Schemas["BatchRecoverPublic"];
 const MAX_IDS = 500;
 const PAGE = 200;
-const OUTCOME_COLOR = { advanced: "success", skipped: "default", failed: "error" } as const;
 
 interface Criteria {
   definitionKey?: string;
@@ -185,42 +185,33 @@ export function BatchRecoverDialog(props: { query: InstanceQuery; selected: numb
       </Form>
       <ErrorAlert error={dry.error ?? real.error} />
       {shown && (
-        <>
-          <Alert
-            type={done ? "success" : "info"}
-            showIcon
-            data-testid={done ? "recover-result" : "recover-plan"}
-            message={t(done ? "recover.resultTitle" : "recover.planTitle", {
-              selected: shown.totals.selected,
-              advanced: shown.totals.advanced,
-              skipped: shown.totals.skipped,
-              failed: shown.totals.failed,
-            })}
-            style={{ marginBottom: 8 }}
-          />
-          <Table<Schemas["RecoveryResult"]>
-            size="small"
-            rowKey="instanceId"
-            data-testid={done ? "recover-result-table" : "recover-plan-table"}
-            pagination={{ pageSize: 10, hideOnSinglePage: true }}
-            dataSource={shown.results}
-            columns={[
-              { title: t("col.id"), dataIndex: "instanceId", render: (id: number) => <InstanceLink id={id} /> },
-              {
-                title: done ? t("recover.outcome") : t("recover.planned"),
-                dataIndex: "outcome",
-                render: (o: keyof typeof OUTCOME_COLOR) => (
-                  <Tag color={OUTCOME_COLOR[o]} data-outcome={o}>
-                    {t(`recover.outcome_${o}`)}
-                  </Tag>
-                ),
-              },
-              { title: t("recover.tasks"), render: (_, r) => r.skippedTasks.map((task) => `#${task.taskId ?? "?"} ${task.nodeKey} (${task.assignee})`).join(", ") || "—" },
-              { title: t("recover.toNodes"), render: (_, r) => r.toNodes.join(", ") || "—" },
-              { title: t("recover.why"), render: (_, r) => r.reason ?? (r.error ? String(r.error.message ?? r.error.code) : "—") },
-            ]}
-          />
-        </>
+        <BatchResult<Schemas["RecoveryResult"]>
+          type={done ? "success" : "info"}
+          testId={done ? "recover-result" : "recover-plan"}
+          tableTestId={done ? "recover-result-table" : "recover-plan-table"}
+          message={t(done ? "recover.resultTitle" : "recover.planTitle", {
+            selected: shown.totals.selected,
+            advanced: shown.totals.advanced,
+            skipped: shown.totals.skipped,
+            failed: shown.totals.failed,
+          })}
+          batchId={shown.batchId}
+          counts={shown.counts}
+          dryRun={!done}
+          rowKey="instanceId"
+          rows={shown.results}
+          columns={[
+            { title: t("col.id"), dataIndex: "instanceId", render: (id: number) => <InstanceLink id={id} /> },
+            resultColumn<Schemas["RecoveryResult"]>(done ? t("recover.outcome") : t("recover.planned"), (r) => ({
+              result: r.result,
+              outcome: r.outcome,
+              label: t(`recover.outcome_${r.outcome}`),
+            })),
+            { title: t("recover.tasks"), render: (_, r) => r.skippedTasks.map((task) => `#${task.taskId ?? "?"} ${task.nodeKey} (${task.assignee})`).join(", ") || "—" },
+            { title: t("recover.toNodes"), render: (_, r) => r.toNodes.join(", ") || "—" },
+            { title: t("recover.why"), render: (_, r) => r.reason ?? (r.error ? String(r.error.message ?? r.error.code) : "—") },
+          ]}
+        />
       )}
     </Modal>
   );

@@ -1,10 +1,11 @@
 // Retry / skip of one job, and batch retry / batch skip of a selection: a
 // confirmation that says what will happen, then the per-item result table.
 import { useState } from "react";
-import { App, Button, Form, Input, InputNumber, Modal, Space, Table, Typography } from "antd";
+import { App, Button, Form, Input, InputNumber, Modal, Space, Typography } from "antd";
 import { useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
+import { BatchResult, resultColumn, type BatchCounts } from "../../components/BatchResult";
 import { useShowError } from "../../components/errors";
 import { StatusTag } from "../../components/StatusTag";
 
@@ -65,7 +66,7 @@ export function BatchActions({ ids, onDone }: { ids: number[]; onDone: () => voi
   const showError = useShowError();
   const [kind, setKind] = useState<"retry" | "skip" | null>(null);
   const [busy, setBusy] = useState(false);
-  const [result, setResult] = useState<{ kind: string; items: Outcome[]; submitted: number; skipped: number; batch?: string } | null>(null);
+  const [result, setResult] = useState<{ kind: string; items: Outcome[]; submitted: number; skipped: number; batch?: string; batchId: string; counts: BatchCounts } | null>(null);
   const [form] = Form.useForm<{ reason?: string; rate: number }>();
 
   async function submit() {
@@ -79,10 +80,10 @@ export function BatchActions({ ids, onDone }: { ids: number[]; onDone: () => voi
     try {
       if (kind === "retry") {
         const r = await unwrap(api.POST("/api/workflows/engine/jobs/batch-retry", { body: { ids, rate: values.rate, reason: values.reason || null } }));
-        setResult({ kind, items: r.items, submitted: r.submitted, skipped: r.skipped, batch: r.replayBatchId });
+        setResult({ kind, items: r.items, submitted: r.submitted, skipped: r.skipped, batch: r.replayBatchId, batchId: r.batchId, counts: r.counts });
       } else {
         const r = await unwrap(api.POST("/api/workflows/engine/jobs/batch-skip", { body: { ids, reason: values.reason || null } }));
-        setResult({ kind: "skip", items: r.items, submitted: r.submitted, skipped: r.skipped });
+        setResult({ kind: "skip", items: r.items, submitted: r.submitted, skipped: r.skipped, batchId: r.batchId, counts: r.counts });
       }
       setKind(null);
       onDone();
@@ -135,15 +136,16 @@ export function BatchActions({ ids, onDone }: { ids: number[]; onDone: () => voi
         width={720}
       >
         {result?.batch && <Typography.Paragraph>{t("batch.replayBatch", { id: result.batch })}</Typography.Paragraph>}
-        <Table<Outcome>
-          data-testid="batch-results"
-          size="small"
+        <BatchResult<Outcome>
+          tableTestId="batch-results"
+          batchId={result?.batch ? null : result?.batchId}
+          counts={result?.counts}
           rowKey="id"
-          pagination={false}
-          dataSource={result?.items ?? []}
+          pageSize={500}
+          rows={result?.items ?? []}
           columns={[
             { title: t("col.id"), dataIndex: "id" },
-            { title: t("batch.outcome"), dataIndex: "outcome", render: (o: string) => t(`batch.outcome_${o}`) },
+            resultColumn<Outcome>(t("batch.outcome"), (i) => ({ result: i.result, outcome: i.outcome, label: t(`batch.outcome_${i.outcome}`) })),
             // the status the job had when the batch checked it (a submitted job is queued now)
             { title: t("batch.statusBefore"), dataIndex: "status", render: (s: string | null) => <StatusTag status={s} /> },
             { title: t("batch.code"), dataIndex: "code", render: (c: string | null) => c ?? "—" },

@@ -2,11 +2,12 @@
 // samples), the rate (1–200/s) and the estimated completion window, then a
 // progress view that follows the replay batch until none of it is queued.
 import { useEffect, useState } from "react";
-import { Alert, Button, Col, Descriptions, Form, Input, InputNumber, Modal, Progress, Row, Select, Space, Table, Typography } from "antd";
+import { Button, Col, Descriptions, Form, Input, InputNumber, Modal, Progress, Row, Select, Space, Typography } from "antd";
 import { useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import dayjs from "dayjs";
 import { api, unwrap, type Schemas } from "../../api/client";
+import { BatchCountsLine, BatchResult } from "../../components/BatchResult";
 import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
@@ -68,6 +69,7 @@ function ReplayProgress({ replay }: { replay: Schemas["ReplayPublic"] }) {
           {`${formatTime(replay.estimatedCompletion.from)} – ${formatTime(replay.estimatedCompletion.to)}`}
         </Descriptions.Item>
       </Descriptions>
+      <BatchCountsLine counts={replay.counts} />
       <Progress percent={total ? Math.round((finished / total) * 100) : 100} status={done ? "success" : "active"} />
       <Space wrap>
         {Object.entries(by).map(([status, count]) => (
@@ -202,9 +204,8 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
           </Row>
           {preview && (
             <Space direction="vertical" style={{ width: "100%" }} data-testid="replay-preview-result">
-              <Alert
+              <BatchResult<Schemas["ReplaySample"]>
                 type={preview.wouldSubmit ? "info" : "warning"}
-                showIcon
                 message={t("replay.previewSummary", { matched: formatCount(preview.matched), wouldSubmit: formatCount(preview.wouldSubmit) })}
                 description={
                   preview.wouldSubmit
@@ -215,12 +216,9 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
                       })
                     : undefined
                 }
-              />
-              <Table
-                size="small"
                 rowKey="id"
-                pagination={false}
-                dataSource={preview.samples}
+                pageSize={100}
+                rows={preview.samples}
                 columns={[
                   { title: t("col.id"), dataIndex: "id" },
                   { title: t("col.type"), dataIndex: "type" },
