@@ -4,10 +4,10 @@ retry and batch skip by ids. Conditional replay lives in
 chunks, locks, replay batch ids) in :mod:`flowledger.ops.job_batching`.
 
 The eligibility rules and the generation bump belong to the ledger primitives
-:func:`~flowledger.ledger.control.job_retry` (failed / dead / canceled only;
+the ledger driver's ``job_retry`` (failed / dead / canceled only;
 a pending job refuses because an automatic retry is already scheduled, a
 paused one because its instance must be resumed) and
-:func:`~flowledger.ledger.control.job_cancel` (pending / running / paused /
+the ledger driver's ``job_cancel`` (pending / running / paused /
 failed / dead → canceled). This module adds:
 
 - **Tenant scope** (A-3) through the shared :class:`JobFilter`: ``tenants=None``
@@ -48,7 +48,7 @@ from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine import interventions
 from flowledger.errors import InvalidStateError, NotFoundError
-from flowledger.ledger.control import job_cancel
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ops.batch import BatchRecorder
 from flowledger.ops.job_batching import (
     DEFAULT_RATE,
@@ -166,10 +166,11 @@ async def retry_job(
 ) -> dict[str, Any]:
     """Retry one failed / dead / canceled job now; a changed ``payload`` gets a
     new operationKey. Returns the job's state after the retry."""
+    ledger = ledger_driver(db)
     async with db.begin() as conn:
         before = await _lock_visible(conn, job_id, tenants)
-        await retry_checked(conn, job_id, now=now, payload=payload)
-        await stamp_batch(conn, [job_id], None)
+        await retry_checked(conn, ledger, job_id, now=now, payload=payload)
+        await stamp_batch(conn, ledger, [job_id], None)
         await _intervention(
             conn, interventions.JOB_RETRY, before, actor=actor, reason=reason, now=now
         )
@@ -187,9 +188,10 @@ async def skip_job(
 ) -> dict[str, Any]:
     """Skip (cancel) one job: it never runs again and any executor holding the
     old generation loses the right to write. Returns the job's new state."""
+    ledger = ledger_driver(db)
     async with db.begin() as conn:
         before = await _lock_visible(conn, job_id, tenants)
-        await job_cancel(conn, job_id, now=now, reason=reason or DEFAULT_SKIP_REASON)
+        await ledger.job_cancel(conn, job_id, now=now, reason=reason or DEFAULT_SKIP_REASON)
         await _intervention(
             conn, interventions.JOB_SKIP, before, actor=actor, reason=reason, now=now
         )
@@ -211,6 +213,7 @@ async def _each(
     """Apply ``act`` to every visible listed job, one transaction per chunk,
     recorded as ``recorder``'s batch operation (progress after each chunk);
     returns the distinct ids, the matched count and the items in request order."""
+    ledger = ledger_driver(db)
     wanted = distinct_ids(ids)
     visible_scope = scope(tenants)
     outcomes: dict[int, ItemOutcome] = {}
@@ -238,7 +241,7 @@ async def _each(
                     done.append(job_id)
                     outcomes[job_id] = ItemOutcome(job_id, SUBMITTED, status=row.status)
                 if batch_id is not None:
-                    await stamp_batch(conn, done, batch_id)
+                    await stamp_batch(conn, ledger, done, batch_id)
             submitted += len(done)
             await recorder.progress([o.shared() for o in outcomes.values()])
     except BaseException as exc:
@@ -287,9 +290,10 @@ async def batch_retry(
     under one replay batch id (``replay_batch_id``, or a new one)."""
     check_rate(rate)
     batch_id = replay_batch_id or new_batch_id()
+    ledger = ledger_driver(db)
 
     async def retry(conn: AsyncConnection, row: Any, k: int) -> None:
-        await retry_checked(conn, row.id, now=now, run_at=staggered_run_at(now, k, rate))
+        await retry_checked(conn, ledger, row.id, now=now, run_at=staggered_run_at(now, k, rate))
         await _intervention(conn, interventions.JOB_RETRY, row, actor=actor, reason=reason, now=now)
 
     recorder = _recorder(
@@ -328,9 +332,10 @@ async def batch_skip(
     reason: str | None = None,
 ) -> BatchResult:
     """Cancel each listed job that can still be canceled."""
+    ledger = ledger_driver(db)
 
     async def cancel(conn: AsyncConnection, row: Any, _k: int) -> None:
-        await job_cancel(conn, row.id, now=now, reason=reason or DEFAULT_SKIP_REASON)
+        await ledger.job_cancel(conn, row.id, now=now, reason=reason or DEFAULT_SKIP_REASON)
         await _intervention(conn, interventions.JOB_SKIP, row, actor=actor, reason=reason, now=now)
 
     recorder = _recorder(db, "job.batch_skip", now=now, actor=actor, reason=reason, tenants=tenants)

@@ -36,8 +36,7 @@ from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine.job_types import PAUSABLE_TYPES
 from flowledger.errors import FlowledgerError, InvalidStateError
-from flowledger.ledger.control import job_retry
-from flowledger.ledger.driver import ledger_for
+from flowledger.ledger.driver import LedgerDriver
 from flowledger.ops import batch
 from flowledger.ops.batch import DONE
 from flowledger.ops.batch.record import new_batch_id as new_batch_id  # re-exported
@@ -167,9 +166,11 @@ async def lock_jobs(conn: AsyncConnection, rows: Iterable[Any]) -> None:
         )
 
 
-async def stamp_batch(conn: AsyncConnection, ids: list[int], batch_id: str | None) -> None:
+async def stamp_batch(
+    conn: AsyncConnection, ledger: LedgerDriver, ids: list[int], batch_id: str | None
+) -> None:
     """Record (or, with None, clear) the replay batch id of ``ids``."""
-    await ledger_for(conn).jobs_mark_replay_batch(conn, ids, batch_id)
+    await ledger.jobs_mark_replay_batch(conn, ids, batch_id)
 
 
 def not_found_item(job_id: int) -> ItemOutcome:
@@ -183,6 +184,7 @@ def refused_item(job_id: int, exc: InvalidStateError) -> ItemOutcome:
 
 async def retry_checked(
     conn: AsyncConnection,
+    ledger: LedgerDriver,
     job_id: int,
     *,
     now: datetime,
@@ -206,4 +208,4 @@ async def retry_checked(
             field="status",
             status="suspended",
         )
-    await job_retry(conn, job_id, now=now, payload=payload, run_at=run_at)
+    await ledger.job_retry(conn, job_id, now=now, payload=payload, run_at=run_at)

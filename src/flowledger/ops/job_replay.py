@@ -7,7 +7,7 @@ traceId, error keyword, failure-cluster fingerprint, age since enqueue —
 filter names one of them; any other status is an error naming
 ``statuses``). It selects at most ``limit`` (1 to 500, default 500) oldest
 first (``created_at, id``), retries each through
-:func:`~flowledger.ledger.control.job_retry` staggered at ``rate`` per
+the ledger driver's ``job_retry`` staggered at ``rate`` per
 second, and stamps them with a new replay batch id.
 
 Selection and retry run together in one transaction per chunk of at most
@@ -37,6 +37,7 @@ from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine.tasks import SYSTEM as SYSTEM_ACTOR
 from flowledger.errors import FlowledgerError, InvalidStateError
+from flowledger.ledger.driver import ledger_driver
 from flowledger.ops.batch import BatchRecorder
 from flowledger.ops.job_batching import (
     CHUNK_SIZE,
@@ -146,6 +147,7 @@ async def replay(
     _check_limit(limit)
     check_rate(rate)
     batch_id = replay_batch_id or new_batch_id()
+    ledger = ledger_driver(db)
     recorder = BatchRecorder(
         db,
         "job.replay",
@@ -175,13 +177,13 @@ async def replay(
                 for row in rows:
                     try:
                         run_at = staggered_run_at(now, submitted + len(done), rate)
-                        await retry_checked(conn, row.id, now=now, run_at=run_at)
+                        await retry_checked(conn, ledger, row.id, now=now, run_at=run_at)
                     except InvalidStateError as exc:
                         items.append(refused_item(row.id, exc))
                         continue
                     done.append(row.id)
                     items.append(ItemOutcome(row.id, SUBMITTED))
-                await stamp_batch(conn, done, batch_id)
+                await stamp_batch(conn, ledger, done, batch_id)
             submitted += len(done)
             selected += len(rows)
             await recorder.progress([item.shared() for item in items])

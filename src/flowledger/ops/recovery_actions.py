@@ -173,7 +173,7 @@ class _Runner:
         return staggered_run_at(self.now, self.run.submitted, self.run.rate)
 
     async def _submitted(self, conn: AsyncConnection, job_id: int) -> None:
-        await stamp_batch(conn, [job_id], self.run.batch_id)
+        await stamp_batch(conn, self.store.ledger, [job_id], self.run.batch_id)
         self.run.submitted += 1
 
     async def _retry(self, conn: AsyncConnection, job_id: int, statuses: tuple[str, ...]) -> None:
@@ -182,7 +182,9 @@ class _Runner:
             raise _Skip(f"job {job_id} is {getattr(state, 'status', 'gone')} now")
         if state.last_error_code == EXTERNAL_OUTCOME_UNCONFIRMED:
             raise _Skip("external outcome unconfirmed (L-17): never resent", NEEDS_PERSON)
-        await retry_checked(conn, job_id, now=self.now, run_at=self._next_run_at())
+        await retry_checked(
+            conn, self.store.ledger, job_id, now=self.now, run_at=self._next_run_at()
+        )
         await self._submitted(conn, job_id)
 
     async def _recreate(self, conn: AsyncConnection, item: PlanItem) -> tuple[str, int | None]:
