@@ -17,6 +17,8 @@ import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { formatBytes } from "../../components/units";
+import { ticketKeys, ticketQuery, ticketsQuery } from "../../api/queries/compensation";
+import { invalidate } from "../../api/queries/keys";
 
 type Ticket = Schemas["CompensationPublic"];
 type Detail = Schemas["CompensationDetail"];
@@ -42,12 +44,9 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
   const client = useQueryClient();
   const showError = useShowError();
   const [note, setNote] = useState("");
-  const detail = useQuery({
-    queryKey: ["ticket", id],
-    queryFn: () => unwrap(api.GET("/api/workflows/compensation/{ticketId}", { params: { path: { ticketId: id } } })),
-  });
+  const detail = useQuery(ticketQuery(id));
   const d = detail.data;
-  const refresh = () => client.invalidateQueries({ predicate: (q) => ["ticket", "tickets"].includes(String(q.queryKey[0])) });
+  const refresh = () => invalidate(client, ticketKeys.details(), ticketKeys.lists());
 
   function operate(op: Op) {
     let reason = "";
@@ -209,8 +208,7 @@ export default function CompensationPage() {
   const open = Number(params.get("ticket")) || null;
   const pager = useCursor(`${status}-${instanceId}`);
   const tickets = useQuery({
-    queryKey: ["tickets", status, instanceId, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/compensation/list", { params: { query: { status, instanceId, limit: 20, cursor: pager.cursor } } })),
+    ...ticketsQuery(status, instanceId, pager.cursor),
     placeholderData: keepPreviousData,
   });
   const set = (key: string, value: string | undefined) => {

@@ -21,6 +21,7 @@ import { Diagram } from "./Diagram";
 import { ScopeSuspendButtons } from "./ScopeSuspend";
 import { RunningVersions } from "./MigratePanel";
 import { ActionLink } from "../../components/ActionLink";
+import { definitionsQuery, definitionVersionQuery, definitionVersionsQuery } from "../../api/queries/definitions";
 
 type Definition = Schemas["DefinitionPublic"];
 
@@ -30,16 +31,12 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
   const showError = useShowError();
   const [starting, setStarting] = useState(false);
   const [form] = Form.useForm();
-  const versions = useQuery({
-    queryKey: ["definitions", "versions", defKey],
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions/{key}/versions", { params: { path: { key: defKey } } })),
-  });
+  const versions = useQuery(definitionVersionsQuery(defKey));
   const latest = versions.data?.items.reduce((m, d) => Math.max(m, d.version), 0) ?? null;
   const shown = version ?? latest;
   const detail = useQuery({
-    queryKey: ["definitions", "version", defKey, shown],
+    ...definitionVersionQuery(defKey, shown),
     enabled: !!shown,
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions/{key}/versions/{version}", { params: { path: { key: defKey, version: shown! } } })),
   });
   const fields = formFields(detail.data?.source);
 
@@ -109,8 +106,7 @@ export default function DefinitionsPage() {
   const selected = params.get("key");
   const version = Number(params.get("version")) || null;
   const list = useQuery({
-    queryKey: ["definitions", "list", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...definitionsQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
   const select = (key: string, v?: number) => setParams(v ? { key, version: String(v) } : { key });

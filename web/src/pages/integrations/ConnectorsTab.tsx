@@ -10,6 +10,7 @@ import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { formatRate } from "../../components/units";
+import { connectorsQuery, integrationKeys } from "../../api/queries/integrations";
 
 type Connector = Schemas["ConnectorPublic"];
 type AuthKind = "none" | "bearer" | "basic" | "api_key" | "hmac";
@@ -34,8 +35,7 @@ export function ConnectorsTab() {
   const [editing, setEditing] = useState<Connector | "new" | null>(null);
   const [form] = Form.useForm<Values>();
   const list = useQuery({
-    queryKey: ["connectors", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/connectors", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...connectorsQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
 
@@ -58,7 +58,7 @@ export function ConnectorsTab() {
       }
       message.success(t("connector.saved", { name: v.name }));
       setEditing(null);
-      await client.invalidateQueries({ queryKey: ["connectors"] });
+      await client.invalidateQueries({ queryKey: integrationKeys.connectors() });
     } catch (e) {
       showError(e);
     }

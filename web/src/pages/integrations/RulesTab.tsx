@@ -11,6 +11,7 @@ import { formatTime } from "../../components/format";
 import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
+import { automationRulesQuery, integrationKeys } from "../../api/queries/integrations";
 
 type Rule = Schemas["AutomationRulePublic"];
 type Action = Schemas["AutomationRuleCreate"]["actions"][number];
@@ -34,8 +35,7 @@ export function RulesTab() {
   const [editing, setEditing] = useState<Rule | "new" | null>(null);
   const [form] = Form.useForm<Values>();
   const list = useQuery({
-    queryKey: ["rules", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/automation-rules", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...automationRulesQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
 
@@ -61,7 +61,7 @@ export function RulesTab() {
       else if (editing) await unwrap(api.PATCH("/api/workflows/automation-rules/{ruleId}", { params: { path: { ruleId: editing.id } }, body }));
       message.success(t("rule.saved", { name: v.name }));
       setEditing(null);
-      await client.invalidateQueries({ queryKey: ["rules"] });
+      await client.invalidateQueries({ queryKey: integrationKeys.rules() });
     } catch (e) {
       showError(e);
     }
@@ -70,7 +70,7 @@ export function RulesTab() {
   async function toggle(r: Rule, enabled: boolean) {
     try {
       await unwrap(api.PATCH("/api/workflows/automation-rules/{ruleId}", { params: { path: { ruleId: r.id } }, body: { enabled } }));
-      await client.invalidateQueries({ queryKey: ["rules"] });
+      await client.invalidateQueries({ queryKey: integrationKeys.rules() });
     } catch (e) {
       showError(e);
     }

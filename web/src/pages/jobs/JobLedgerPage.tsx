@@ -32,8 +32,8 @@ export default function JobLedgerPage() {
   const by = (params.get("by") as ClusterBy | null) ?? "reason";
   const jobParam = Number(params.get("job"));
   const openJob = Number.isInteger(jobParam) && jobParam > 0 ? jobParam : null;
-  const queryKey = JSON.stringify(query);
-  const pager = useCursor(queryKey);
+  const filterKey = JSON.stringify(query);
+  const pager = useCursor(filterKey);
   const [selected, setSelected] = useState<number[]>([]);
   const [replay, setReplay] = useState<{ open: boolean; initial: Record<string, unknown> }>({ open: false, initial: {} });
   const [form] = Form.useForm();
@@ -61,7 +61,7 @@ export default function JobLedgerPage() {
         <Form
           form={form}
           layout="inline"
-          key={queryKey}
+          key={filterKey}
           initialValues={{ type: query.type ?? [], status: query.status ?? [], instanceId: query.instanceId, keyword: query.keyword }}
           onFinish={(v: { type: string[]; status: JobQuery["status"]; instanceId?: number | null; keyword?: string }) =>
             update({ ...query, type: v.type, status: v.status, instanceId: v.instanceId ?? undefined, keyword: v.keyword || undefined })

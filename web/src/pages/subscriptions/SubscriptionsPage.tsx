@@ -14,6 +14,7 @@ import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
+import { hitsQuery, subscriptionKeys, subscriptionsQuery } from "../../api/queries/subscriptions";
 
 type Sub = Schemas["SubscriptionPublic"];
 interface Values {
@@ -29,8 +30,7 @@ function Hits({ sub, onClose }: { sub: Sub; onClose: () => void }) {
   const [status, setStatus] = useState<"pending" | "delivered" | "failed" | "skipped" | undefined>();
   const pager = useCursor(String(status));
   const hits = useQuery({
-    queryKey: ["hits", sub.id, status, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/subscriptions/{subscriptionId}/hits", { params: { path: { subscriptionId: sub.id }, query: { status, limit: 20, cursor: pager.cursor } } })),
+    ...hitsQuery(sub.id, status, pager.cursor),
     placeholderData: keepPreviousData,
   });
   return (
@@ -73,11 +73,10 @@ export default function SubscriptionsPage() {
   const [secret, setSecret] = useState<string | null>(null);
   const [form] = Form.useForm<Values>();
   const subs = useQuery({
-    queryKey: ["subscriptions", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/subscriptions", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...subscriptionsQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const refresh = () => client.invalidateQueries({ queryKey: ["subscriptions"] });
+  const refresh = () => client.invalidateQueries({ queryKey: subscriptionKeys.lists() });
 
   function open(sub: Sub | "new") {
     setEditing(sub);

@@ -16,6 +16,10 @@ import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { DeadlineBadges, taskStates } from "../../components/DeadlineBadges";
+import { definitionVersionQuery } from "../../api/queries/definitions";
+import { instanceKeys, instanceQuery } from "../../api/queries/instances";
+import { invalidate } from "../../api/queries/keys";
+import { myTasksQuery, taskKeys, taskQuery } from "../../api/queries/tasks";
 
 type Task = Schemas["TaskPublic"];
 type Act = "approve" | "reject" | "handle" | "transfer" | "comment";
@@ -36,18 +40,12 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
   const [form] = Form.useForm();
   const [act, setAct] = useState<Act | null>(null);
   const [actForm] = Form.useForm<{ comment?: string; to?: string }>();
-  const task = useQuery({ queryKey: ["task", taskId], queryFn: () => unwrap(api.GET("/api/workflows/tasks/{taskId}", { params: { path: { taskId } } })) });
-  const instance = useQuery({
-    queryKey: ["instance", task.data?.instanceId],
-    enabled: !!task.data,
-    queryFn: () => unwrap(api.GET("/api/workflows/instances/{instanceId}", { params: { path: { instanceId: task.data!.instanceId } } })),
-  });
+  const task = useQuery(taskQuery(taskId));
+  const instance = useQuery({ ...instanceQuery(task.data?.instanceId ?? 0), enabled: !!task.data });
   const inst = instance.data;
   const version = useQuery({
-    queryKey: ["definitions", "version", inst?.definitionKey, inst?.definitionVersion],
+    ...definitionVersionQuery(inst?.definitionKey ?? "", inst?.definitionVersion, inst?.tenant),
     enabled: !!inst,
-    queryFn: () =>
-      unwrap(api.GET("/api/workflows/definitions/{key}/versions/{version}", { params: { path: { key: inst!.definitionKey, version: inst!.definitionVersion }, query: { tenant: inst!.tenant } } })),
   });
   const fields = formFields(version.data?.source);
   const [loadedFor, setLoadedFor] = useState<number | null>(null);
@@ -72,7 +70,7 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
       message.success(t(`act.${act}Done`, { id: t0.id }));
       setAct(null);
       actForm.resetFields();
-      await client.invalidateQueries({ predicate: (q) => ["tasks", "task", "instance"].includes(String(q.queryKey[0])) });
+      await invalidate(client, taskKeys.lists(), taskKeys.details(), instanceKeys.details());
     } catch (e) {
       showError(e);
     }
@@ -141,8 +139,7 @@ export default function MyTasksPage() {
   const pager = useCursor(status);
   const open = Number(params.get("task")) || null;
   const tasks = useQuery({
-    queryKey: ["tasks", status, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/tasks", { params: { query: { assignee: "me", status: status === "all" ? undefined : status, limit: 20, cursor: pager.cursor } } })),
+    ...myTasksQuery(status, pager.cursor),
     placeholderData: keepPreviousData,
   });
   const set = (key: string, value: string | null) => {

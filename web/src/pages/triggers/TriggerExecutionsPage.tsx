@@ -5,7 +5,7 @@ import { Button, Card, Form, Input, Select, Space, Table, Typography } from "ant
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
-import { api, unwrap, type Schemas } from "../../api/client";
+import { type Schemas } from "../../api/client";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { Pager } from "../../components/Pager";
@@ -15,6 +15,8 @@ import { JobActionButtons } from "../jobs/JobActions";
 import { JobDetailDrawer } from "../jobs/JobDetailDrawer";
 import { JOB_STATUSES, type JobStatus } from "../jobs/filters";
 import { ActionLink } from "../../components/ActionLink";
+import { definitionCatalogQuery } from "../../api/queries/definitions";
+import { triggerJobsQuery } from "../../api/queries/jobs";
 
 const TYPES = ["trigger_dispatch", "external_dispatch"];
 
@@ -27,13 +29,11 @@ export default function TriggerExecutionsPage() {
   const typeParam = params.get("type");
   const type = typeParam && TYPES.includes(typeParam) ? [typeParam] : TYPES;
   const query = { type, definitionKey, nodeKey, status: status.length ? status : undefined };
-  const key = JSON.stringify(query);
-  const pager = useCursor(key);
+  const pager = useCursor(JSON.stringify(query));
   const openJob = Number(params.get("job")) || null;
-  const definitions = useQuery({ queryKey: ["definitions", "all"], queryFn: () => unwrap(api.GET("/api/workflows/definitions", { params: { query: { limit: 200 } } })) });
+  const definitions = useQuery(definitionCatalogQuery());
   const jobs = useQuery({
-    queryKey: ["jobs", "triggers", key, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs", { params: { query: { ...query, limit: 20, cursor: pager.cursor } } })),
+    ...triggerJobsQuery(query, pager.cursor),
     placeholderData: keepPreviousData,
   });
   const setParam = (name: string, values: string[]) => {
