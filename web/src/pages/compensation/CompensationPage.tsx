@@ -3,7 +3,7 @@
 // status, and the five operations, each confirmed; a button the state
 // forbids is disabled with the reason.
 import { useState } from "react";
-import { App, Button, Card, Descriptions, Drawer, Form, Input, InputNumber, Select, Space, Table, Timeline, Tooltip, Typography, Upload } from "antd";
+import { App, Button, Card, Descriptions, Drawer, Form, Input, InputNumber, Select, Space, Timeline, Tooltip, Typography, Upload } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -12,13 +12,13 @@ import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
 import { JsonBlock } from "../../components/JsonBlock";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { formatBytes } from "../../components/units";
 import { ticketKeys, ticketQuery, ticketsQuery } from "../../api/queries/compensation";
 import { invalidate } from "../../api/queries/keys";
+import { PagedList } from "../../components/PagedList";
 
 type Ticket = Schemas["CompensationPublic"];
 type Detail = Schemas["CompensationDetail"];
@@ -236,14 +236,11 @@ export default function CompensationPage() {
           </Form.Item>
         </Form>
       </Card>
-      {tickets.error ? <ErrorAlert error={tickets.error} /> : null}
-      <Table<Ticket>
-        data-testid="tickets-table" data-list="main"
-        size="small"
-        rowKey="id"
-        loading={tickets.isLoading}
-        pagination={false}
-        dataSource={tickets.data?.items ?? []}
+      <PagedList<Ticket>
+        testId="tickets-table"
+        main
+        query={tickets}
+        pager={pager}
         columns={[
           { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("ticket", String(id))} data-testid={`ticket-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
@@ -255,7 +252,6 @@ export default function CompensationPage() {
           { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={tickets.data?.next} onPrevious={pager.previous} onNext={() => pager.next(tickets.data?.next)} />
       {open && <TicketDetail id={open} onClose={() => set("ticket", undefined)} />}
     </div>
   );

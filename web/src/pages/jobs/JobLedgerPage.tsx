@@ -1,15 +1,13 @@
 // 作业账本 (Job ledger): the runtime panel, URL filters, the keyset-paged
 // job table with batch actions, failure clusters, replay, the detail drawer.
 import { Suspense, lazy, useMemo, useState } from "react";
-import { Button, Card, Col, Form, Input, InputNumber, Row, Select, Space, Table, Tag, Typography } from "antd";
+import { Button, Card, Col, Form, Input, InputNumber, Row, Select, Space, Tag, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
-import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { BatchActions } from "./JobActions";
@@ -18,6 +16,7 @@ import { JOB_STATUSES, readQuery, writeQuery, type JobQuery } from "./filters";
 import { RuntimePanel } from "./RuntimePanel";
 import { jobSummaryQuery, jobsQuery } from "./queries";
 import { ActionLink } from "../../components/ActionLink";
+import { PagedList } from "../../components/PagedList";
 
 // the drawer and the replay dialog load when first opened
 const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
@@ -104,16 +103,13 @@ export default function JobLedgerPage() {
               </Space>
             }
           >
-            {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
-            <Table<Job>
-              data-testid="jobs-table" data-list="main"
-              size="small"
-              rowKey="id"
-              loading={jobs.isLoading}
-              pagination={false}
-              dataSource={jobs.data?.items ?? []}
-              rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]), getCheckboxProps: (job) => ({ "aria-label": t("common:selectRow", { id: job.id }) }) as object }}
-              onRow={(job) => ({ onDoubleClick: () => setJob(job.id) })}
+            <PagedList<Job>
+              testId="jobs-table"
+              main
+              query={jobs}
+              pager={pager}
+              selection={{ selected, onChange: setSelected }}
+              table={{ onRow: (job) => ({ onDoubleClick: () => setJob(job.id) }) }}
               columns={[
                 { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</ActionLink> },
                 { title: t("col.type"), dataIndex: "type" },
@@ -130,7 +126,6 @@ export default function JobLedgerPage() {
                 { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
               ]}
             />
-            <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={jobs.data?.next} onPrevious={pager.previous} onNext={() => pager.next(jobs.data?.next)} />
           </Card>
         </Col>
         <Col span={24} style={{ marginTop: 16 }}>

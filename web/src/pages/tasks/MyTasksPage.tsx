@@ -2,7 +2,7 @@
 // instance's form (generated from the definition version) and the approve /
 // reject / handle / transfer / comment actions.
 import { useState } from "react";
-import { App, Button, Card, Descriptions, Drawer, Form, Input, Modal, Select, Space, Table, Timeline, Tooltip } from "antd";
+import { App, Button, Card, Descriptions, Drawer, Form, Input, Modal, Select, Space, Timeline, Tooltip } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -11,7 +11,6 @@ import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
 import { GeneratedForm, formFields, fromFormData, toFormData } from "../../components/GeneratedForm";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
@@ -20,6 +19,7 @@ import { definitionVersionQuery } from "../../api/queries/definitions";
 import { instanceKeys, instanceQuery } from "../../api/queries/instances";
 import { invalidate } from "../../api/queries/keys";
 import { myTasksQuery, taskKeys, taskQuery } from "../../api/queries/tasks";
+import { PagedList } from "../../components/PagedList";
 
 type Task = Schemas["TaskPublic"];
 type Act = "approve" | "reject" | "handle" | "transfer" | "comment";
@@ -160,14 +160,11 @@ export default function MyTasksPage() {
           options={[{ value: "all", label: t("all") }, ...["pending", "waiting", "completed", "canceled", "cc"].map((s) => ({ value: s, label: t(`common:status.${s}`) }))]}
         />
       </Space>
-      {tasks.error ? <ErrorAlert error={tasks.error} /> : null}
-      <Table<Task>
-        data-testid="tasks-table" data-list="main"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={tasks.isLoading}
-        dataSource={tasks.data?.items ?? []}
+      <PagedList<Task>
+        testId="tasks-table"
+        main
+        query={tasks}
+        pager={pager}
         columns={[
           { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("task", String(id))} data-testid={`task-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.definition"), dataIndex: "definitionKey", render: (v: string | null) => v ?? "—" },
@@ -181,7 +178,6 @@ export default function MyTasksPage() {
           { title: t("col.deadline"), key: "deadline", width: 150, render: (_, task) => <DeadlineBadges states={taskStates(task)} escalatedAt={task.escalatedAt} /> },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={tasks.data?.next} onPrevious={pager.previous} onNext={() => pager.next(tasks.data?.next)} />
       {open && <TaskDrawer taskId={open} onClose={() => set("task", null)} />}
     </div>
   );

@@ -1,14 +1,12 @@
 // 触发器执行 (Trigger executions, SPEC X-1, X-2): the trigger_dispatch and
 // external_dispatch jobs, filterable by definition, node and status, with
 // the request/response of each attempt (the job drawer) and retry / skip.
-import { Button, Card, Form, Input, Select, Space, Table, Typography } from "antd";
+import { Button, Card, Form, Input, Select, Space, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { type Schemas } from "../../api/client";
-import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { JobActionButtons } from "../jobs/JobActions";
@@ -17,6 +15,7 @@ import { JOB_STATUSES, type JobStatus } from "../jobs/filters";
 import { ActionLink } from "../../components/ActionLink";
 import { definitionCatalogQuery } from "../../api/queries/definitions";
 import { triggerJobsQuery } from "../../api/queries/jobs";
+import { PagedList } from "../../components/PagedList";
 
 const TYPES = ["trigger_dispatch", "external_dispatch"];
 
@@ -62,14 +61,11 @@ export default function TriggerExecutionsPage() {
           <Button onClick={() => setParams(new URLSearchParams())}>{t("filter.reset")}</Button>
         </Form>
       </Card>
-      {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
-      <Table<Schemas["JobPublic"]>
-        data-testid="triggers-table" data-list="main"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={jobs.isLoading}
-        dataSource={jobs.data?.items ?? []}
+      <PagedList<Schemas["JobPublic"]>
+        testId="triggers-table"
+        main
+        query={jobs}
+        pager={pager}
         columns={[
           { title: t("col.job"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setParam("job", [String(id)])} data-testid={`trigger-job-${id}`}>#{id}</ActionLink> },
           { title: t("col.type"), dataIndex: "type", render: (v: string) => t(`type.${v}`) },
@@ -82,7 +78,6 @@ export default function TriggerExecutionsPage() {
           { title: "", render: (_, j) => <Space><JobActionButtons job={j} /></Space> },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={jobs.data?.next} onPrevious={pager.previous} onNext={() => pager.next(jobs.data?.next)} />
       <JobDetailDrawer jobId={openJob} onClose={() => setParam("job", [])} onOpen={(id) => setParam("job", [String(id)])} />
     </div>
   );
