@@ -19,6 +19,7 @@ import { formatBytes } from "../../components/units";
 import { ticketKeys, ticketQuery, ticketsQuery } from "../../api/queries/compensation";
 import { invalidate } from "../../api/queries/keys";
 import { PagedList } from "../../components/PagedList";
+import { useSetParam } from "../../components/useSetParam";
 
 type Ticket = Schemas["CompensationPublic"];
 type Detail = Schemas["CompensationDetail"];
@@ -202,7 +203,7 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
 
 export default function CompensationPage() {
   const { t } = useTranslation("compensation");
-  const [params, setParams] = useSearchParams();
+  const [params] = useSearchParams();
   const status = (params.get("status") as Schemas["TicketStatus"] | null) ?? undefined;
   const instanceId = Number(params.get("instanceId")) || undefined;
   const open = Number(params.get("ticket")) || null;
@@ -211,12 +212,7 @@ export default function CompensationPage() {
     ...ticketsQuery(status, instanceId, pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const set = (key: string, value: string | undefined) => {
-    const next = new URLSearchParams(params);
-    if (value) next.set(key, value);
-    else next.delete(key);
-    setParams(next);
-  };
+  const set = useSetParam();
   return (
     <div data-testid="page-compensation">
       <Card size="small" style={{ marginBottom: 16 }}>

@@ -17,6 +17,7 @@ import { RuntimePanel } from "./RuntimePanel";
 import { jobSummaryQuery, jobsQuery } from "./queries";
 import { ActionLink } from "../../components/ActionLink";
 import { PagedList } from "../../components/PagedList";
+import { useSetParam } from "../../components/useSetParam";
 
 // the drawer and the replay dialog load when first opened
 const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
@@ -39,12 +40,8 @@ export default function JobLedgerPage() {
 
   const update = (q: JobQuery, extra: Record<string, string> = {}) =>
     setParams(writeQuery(q, { by: by === "reason" ? "" : by, job: openJob ? String(openJob) : "", ...extra }));
-  const setJob = (id: number | null) => {
-    const next = new URLSearchParams(params);
-    if (id) next.set("job", String(id));
-    else next.delete("job");
-    setParams(next);
-  };
+  const setParam = useSetParam();
+  const setJob = (id: number | null) => setParam("job", id ? String(id) : null);
 
   const summary = useQuery(jobSummaryQuery());
   const types = (summary.data?.byType ?? []).map((b) => b.type);

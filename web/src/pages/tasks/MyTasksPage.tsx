@@ -20,6 +20,7 @@ import { instanceKeys, instanceQuery } from "../../api/queries/instances";
 import { invalidate } from "../../api/queries/keys";
 import { myTasksQuery, taskKeys, taskQuery } from "../../api/queries/tasks";
 import { PagedList } from "../../components/PagedList";
+import { useSetParam } from "../../components/useSetParam";
 
 type Task = Schemas["TaskPublic"];
 type Act = "approve" | "reject" | "handle" | "transfer" | "comment";
@@ -134,7 +135,7 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
 
 export default function MyTasksPage() {
   const { t } = useTranslation("tasks");
-  const [params, setParams] = useSearchParams();
+  const [params] = useSearchParams();
   const status = (params.get("status") ?? "pending") as Schemas["TaskStatus"] | "all";
   const pager = useCursor(status);
   const open = Number(params.get("task")) || null;
@@ -142,12 +143,7 @@ export default function MyTasksPage() {
     ...myTasksQuery(status, pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const set = (key: string, value: string | null) => {
-    const next = new URLSearchParams(params);
-    if (value) next.set(key, value);
-    else next.delete(key);
-    setParams(next);
-  };
+  const set = useSetParam();
   return (
     <div data-testid="page-tasks">
       <Space style={{ marginBottom: 12 }}>

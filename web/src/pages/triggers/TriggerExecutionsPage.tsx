@@ -16,6 +16,7 @@ import { ActionLink } from "../../components/ActionLink";
 import { definitionCatalogQuery } from "../../api/queries/definitions";
 import { triggerJobsQuery } from "../../api/queries/jobs";
 import { PagedList } from "../../components/PagedList";
+import { useSetParam } from "../../components/useSetParam";
 
 const TYPES = ["trigger_dispatch", "external_dispatch"];
 
@@ -35,12 +36,7 @@ export default function TriggerExecutionsPage() {
     ...triggerJobsQuery(query, pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const setParam = (name: string, values: string[]) => {
-    const next = new URLSearchParams(params);
-    next.delete(name);
-    values.filter(Boolean).forEach((v) => next.append(name, v));
-    setParams(next);
-  };
+  const setParam = useSetParam();
   const defKeys = [...new Set((definitions.data?.items ?? []).map((d) => d.key))];
   return (
     <div data-testid="page-triggers">
