@@ -1,8 +1,8 @@
 // The one TanStack Query client of the console, shared by the React tree and
 // by the boot-time prefetch (main.tsx), so data asked for before the first
 // render is the data the first render finds.
-import { QueryClient, queryOptions } from "@tanstack/react-query";
-import { api, ApiError, unwrap } from "./client";
+import { QueryClient } from "@tanstack/react-query";
+import { ApiError } from "./client";
 
 export const queryClient = new QueryClient({
   defaultOptions: {
@@ -13,6 +13,3 @@ export const queryClient = new QueryClient({
     },
   },
 });
-
-/** The signed-in user (the layout's header). */
-export const meQuery = () => queryOptions({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/api/workflows/me")) });

@@ -7,7 +7,7 @@
 // Only callers who may read the monitor pages open it.
 import { useEffect, useRef, useState, type ReactNode } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { meQuery } from "../api/queryClient";
+import { meQuery } from "../api/queries/session";
 import { LiveContext, type LiveState } from "./context";
 import { readChanges, StreamEnded, type Change } from "./stream";
 import { emptyPending, everything, gather, isStale, type Pending } from "./topics";

@@ -8,6 +8,7 @@ import type { ColumnsType } from "antd/es/table";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
+import { forceJumpPreviewQuery } from "../../api/queries/instances";
 import { ErrorAlert } from "../errors";
 import { ReasonInput, blank, confirmProps } from "./ReasonInput";
 import { RunDiagram } from "./RunDiagram";
@@ -62,10 +63,9 @@ export function ForceJumpDialog({ doc, target: initialTarget, fromNode: initialF
   const [fromNode, setFromNode] = useState<string | undefined>(initialFrom);
   const [reason, setReason] = useState("");
   const preview = useQuery({
-    queryKey: ["force-jump-preview", id, target, fromNode],
+    ...forceJumpPreviewQuery(id, target, fromNode),
     enabled: !!target,
     retry: false,
-    queryFn: () => unwrap(api.GET("/api/workflows/instances/{instanceId}/force-jump/preview", { params: { path: { instanceId: id }, query: { target: target!, fromNode } } })),
   });
   const jump = useMutation({
     mutationFn: () => unwrap(api.POST("/api/workflows/instances/{instanceId}/force-jump", { params: { path: { instanceId: id } }, body: { target: target!, reason, fromNode: fromNode ?? null } })),

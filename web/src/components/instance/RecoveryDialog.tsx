@@ -5,6 +5,7 @@ import { App, Form, Modal, Table, Typography } from "antd";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
+import { recoveryPreviewQuery } from "../../api/queries/instances";
 import { ErrorAlert } from "../errors";
 import { ReasonInput, blank, confirmProps } from "./ReasonInput";
 
@@ -14,10 +15,7 @@ export function RecoveryDialog({ instanceId, action, onClose, onDone }: { instan
   const { t } = useTranslation("instance");
   const { message } = App.useApp();
   const [reason, setReason] = useState("");
-  const preview = useQuery({
-    queryKey: ["recovery-preview", action, instanceId],
-    queryFn: () => unwrap(api.POST("/api/workflows/engine/recovery/{action}/preview", { params: { path: { action } }, body: { instanceId } as never })),
-  });
+  const preview = useQuery(recoveryPreviewQuery(action, instanceId));
   const run = useMutation({
     mutationFn: () => unwrap(api.POST("/api/workflows/engine/recovery/{action}/run", { params: { path: { action } }, body: { instanceId, reason } as never })),
     onSuccess: (result) => {

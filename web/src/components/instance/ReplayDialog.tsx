@@ -8,6 +8,7 @@ import { App, Form, Modal, Table, Typography } from "antd";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
+import { replayPreviewQuery } from "../../api/queries/jobs";
 import { ErrorAlert } from "../errors";
 import { ReasonInput, blank, confirmProps } from "./ReasonInput";
 
@@ -19,10 +20,7 @@ export function ReplayDialog({ instanceId, filter, onClose, onDone }: { instance
   const [reason, setReason] = useState("");
   // this instance's deliveries, whatever the params say
   const body = { ...filter, instanceId };
-  const preview = useQuery({
-    queryKey: ["replay-preview", instanceId, body],
-    queryFn: () => unwrap(api.POST("/api/workflows/engine/jobs/replay-preview", { body: body as never })),
-  });
+  const preview = useQuery(replayPreviewQuery(instanceId, body));
   const run = useMutation({
     mutationFn: () => unwrap(api.POST("/api/workflows/engine/jobs/replay-dead", { body: { ...body, reason } as never })),
     onSuccess: (result) => {

@@ -4,7 +4,7 @@ import { Button, Empty, Space, Switch, Table, Tag, Timeline, Typography } from "
 import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
-import { api, unwrap } from "../../api/client";
+import { traceQuery } from "../../api/queries/instances";
 import { ErrorAlert } from "../errors";
 import { formatJson, formatTime } from "../format";
 import { Pager } from "../Pager";
@@ -12,7 +12,6 @@ import { formatCount, formatDuration } from "../units";
 import { useCursor } from "../useCursor";
 import { InterventionEntry, InterventionIcon } from "./InterventionEntry";
 import { RunTag } from "./RunTag";
-import { TRACE_PAGE } from "./useDiagnostics";
 import type { Diagnostics, Execution, Job, Trace, TraceRow } from "./types";
 
 // issue 31 item 2: an operator's intervention, set apart by its colour and icon
@@ -107,12 +106,8 @@ export function TraceView({ doc, onRetry }: { doc: Diagnostics; onRetry: (job: J
   const kind = onlyInterventions ? ("intervention" as const) : undefined;
   const pager = useCursor(`${id}:${kind ?? "all"}`);
   const page = useQuery({
-    queryKey: ["instance-trace", id, pager.cursor, kind],
+    ...traceQuery(id, pager.cursor, kind),
     enabled: pager.cursor !== null || kind !== undefined,
-    queryFn: async () =>
-      ((await unwrap(
-        api.GET("/api/workflows/instances/{instanceId}/diagnostics", { params: { path: { instanceId: id }, query: { view: "trace", limit: TRACE_PAGE, cursor: pager.cursor, kind } } }),
-      )) as unknown as { trace: Trace }).trace,
   });
   const trace = pager.cursor === null && kind === undefined ? doc.trace : page.data;
   return (

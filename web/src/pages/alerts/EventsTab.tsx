@@ -5,11 +5,12 @@ import { useState } from "react";
 import { Button, Select, Space, Tag } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
-import { api, unwrap, type Schemas } from "../../api/client";
+import { type Schemas } from "../../api/client";
 import { formatTime } from "../../components/format";
 import { useCursor } from "../../components/useCursor";
 import { PagedTable } from "./PagedTable";
 import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } from "./labels";
+import { alertEventsQuery } from "../../api/queries/alerts";
 
 type Event = Schemas["EventPublic"];
 type Kind = "firing" | "resolved";
@@ -20,8 +21,7 @@ export function EventsTab() {
   const [kind, setKind] = useState<Kind | undefined>();
   const pager = useCursor(`alert-events:${kind ?? ""}`);
   const list = useQuery({
-    queryKey: ["alert-events", kind ?? null, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/alerts/events", { params: { query: { kind, limit: 20, cursor: pager.cursor } } })),
+    ...alertEventsQuery(kind, pager.cursor),
     placeholderData: keepPreviousData,
   });
   return (

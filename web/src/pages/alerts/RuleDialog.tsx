@@ -9,6 +9,7 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { setFieldError, useShowError } from "../../components/errors";
 import { COMPARISONS, SEVERITIES, formatValue, useMetricLabel, useMetrics, useUnit } from "./labels";
+import { alertKeys } from "../../api/queries/alerts";
 
 type Rule = Schemas["RulePublic"];
 type Comparison = Schemas["RuleCreate"]["comparison"];
@@ -107,7 +108,7 @@ export function RuleDialog({ rule, onClose }: { rule: Rule | "new" | null; onClo
       }
       message.success(t("rule.saved", { name: v.name }));
       onClose();
-      await client.invalidateQueries({ queryKey: ["alert-rules"] });
+      await client.invalidateQueries({ queryKey: alertKeys.rules() });
     } catch (e) {
       if (!setFieldError(form, e, FIELDS, ALIASES)) showError(e);
     }

@@ -13,6 +13,7 @@ import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } 
 import { RuleDialog } from "./RuleDialog";
 import { ActionLink } from "../../components/ActionLink";
 import { formatDuration } from "../../components/units";
+import { alertKeys, alertRulesQuery } from "../../api/queries/alerts";
 
 type Rule = Schemas["RulePublic"];
 
@@ -30,11 +31,10 @@ export function RulesTab({ onSilence }: { onSilence: (rule: Rule) => void }) {
   const pager = useCursor("alert-rules");
   const [editing, setEditing] = useState<Rule | "new" | null>(null);
   const list = useQuery({
-    queryKey: ["alert-rules", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/alerts/rules", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...alertRulesQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const refresh = () => client.invalidateQueries({ queryKey: ["alert-rules"] });
+  const refresh = () => client.invalidateQueries({ queryKey: alertKeys.rules() });
 
   async function toggle(r: Rule, enabled: boolean) {
     try {

@@ -9,6 +9,7 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap } from "../../api/client";
 import { setFieldError, useShowError } from "../../components/errors";
 import { useMetricLabel, useMetrics } from "./labels";
+import { alertKeys, allAlertRulesQuery } from "../../api/queries/alerts";
 
 export interface SilencePreset {
   ruleId?: number;
@@ -36,8 +37,7 @@ export function SilenceDialog({ preset, onClose }: { preset: SilencePreset | nul
   const metricLabel = useMetricLabel();
   const [form] = Form.useForm<Values>();
   const rules = useQuery({
-    queryKey: ["alert-rules", "all"],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/alerts/rules", { params: { query: { limit: 200 } } })),
+    ...allAlertRulesQuery(),
     enabled: preset !== null,
   });
 
@@ -60,7 +60,7 @@ export function SilenceDialog({ preset, onClose }: { preset: SilencePreset | nul
       const created = await unwrap(api.POST("/api/workflows/engine/alerts/silences", { body }));
       message.success(t("silence.created", { id: created.id }));
       onClose();
-      await client.invalidateQueries({ queryKey: ["alert-silences"] });
+      await client.invalidateQueries({ queryKey: alertKeys.silences() });
     } catch (e) {
       if (!setFieldError(form, e, FIELDS, ALIASES)) showError(e);
     }

@@ -11,6 +11,7 @@ import { useCursor } from "../../components/useCursor";
 import { PagedTable } from "./PagedTable";
 import { StateTag, useMetricLabel } from "./labels";
 import { ActionLink } from "../../components/ActionLink";
+import { alertKeys, silencesQuery } from "../../api/queries/alerts";
 
 type Silence = Schemas["SilencePublic"];
 type State = "all" | "active" | "pending" | "expired";
@@ -24,8 +25,7 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
   const [state, setState] = useState<State>("all");
   const pager = useCursor(`alert-silences:${state}`);
   const list = useQuery({
-    queryKey: ["alert-silences", state, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/alerts/silences", { params: { query: { state, limit: 20, cursor: pager.cursor } } })),
+    ...silencesQuery(state, pager.cursor),
     placeholderData: keepPreviousData,
   });
 
@@ -33,7 +33,7 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
     try {
       await unwrap(api.POST("/api/workflows/engine/alerts/silences/{silenceId}/expire", { params: { path: { silenceId: s.id } } }));
       message.success(t("silence.expired", { id: s.id }));
-      await client.invalidateQueries({ queryKey: ["alert-silences"] });
+      await client.invalidateQueries({ queryKey: alertKeys.silences() });
     } catch (e) {
       showError(e);
     }

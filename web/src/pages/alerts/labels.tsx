@@ -4,8 +4,8 @@
 import { Tag } from "antd";
 import { useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
-import { api, unwrap } from "../../api/client";
 import { formatNumber } from "../../components/units";
+import { alertMetricsQuery } from "../../api/queries/alerts";
 
 export const COMPARISONS = { gt: ">", gte: "≥", lt: "<", lte: "≤" } as const;
 export const SEVERITIES = ["info", "warning", "critical"] as const;
@@ -17,11 +17,7 @@ const STATE_COLORS: Record<string, string> = { ok: "green", pending: "gold", fir
  * value now — over the whole engine for a caller who sees every tenant, else
  * over the caller's default tenant). */
 export function useMetrics() {
-  return useQuery({
-    queryKey: ["alert-metrics"],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/alerts/metrics")),
-    staleTime: 30_000,
-  });
+  return useQuery(alertMetricsQuery());
 }
 
 /** A metric's label: the translated name when the console knows it, else its key. */

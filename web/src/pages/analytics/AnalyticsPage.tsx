@@ -5,19 +5,19 @@ import { Button, Col, Row, Select, Space, Typography } from "antd";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
-import { api, unwrap } from "../../api/client";
 import { AsyncHealthPanel } from "./AsyncHealthPanel";
 import { DailyChart } from "./DailyChart";
 import { ApproverWorkloadPanel, NodeBottlenecksPanel, TopDefinitionsPanel } from "./RankingPanels";
 import { TimeoutsPanel } from "./TimeoutsPanel";
 import { TotalsPanel } from "./TotalsPanel";
+import { analyticsKeys } from "../../api/queries/analytics";
+import { definitionCatalogQuery } from "../../api/queries/definitions";
 
 export const DEFINITION_PARAM = "definitionKey";
 
 function useDefinitionOptions(current: string | undefined) {
   const list = useQuery({
-    queryKey: ["definitions", "keys"],
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions", { params: { query: { limit: 200 } } })),
+    ...definitionCatalogQuery(),
     staleTime: 60_000,
   });
   const keys = new Map((list.data?.items ?? []).map((d) => [d.key, d.name]));
@@ -54,7 +54,7 @@ export default function AnalyticsPage() {
           options={options}
           onChange={(v?: string) => pick(v)}
         />
-        <Button onClick={() => void client.invalidateQueries({ queryKey: ["analytics"] })} data-testid="analytics-refresh">
+        <Button onClick={() => void client.invalidateQueries({ queryKey: analyticsKeys.all() })} data-testid="analytics-refresh">
           {t("common:refresh")}
         </Button>
       </Space>

@@ -1,32 +1,11 @@
-// One query per analytics panel, keyed by the panel and the definition
-// filter, so changing the filter refetches every panel and a panel's error
-// stays in its own card.
+// One query per analytics panel (the data layer's panelQuery, keyed by the
+// panel and the definition filter), so changing the filter refetches every
+// panel and a panel's error stays in its own card.
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { api, unwrap } from "../../api/client";
+import { panelQuery, type Panel } from "../../api/queries/analytics";
 
-/** The browser's IANA time zone: the daily chart's days are local days. */
-export const BROWSER_TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
-
-type Filter = { definitionKey?: string };
-
-const PANELS = {
-  totals: (query: Filter) => unwrap(api.GET("/api/workflows/analytics/totals", { params: { query } })),
-  daily: (query: Filter) =>
-    unwrap(api.GET("/api/workflows/analytics/daily", { params: { query: { ...query, tz: BROWSER_TIME_ZONE, days: 14 } } })),
-  topDefinitions: (query: Filter) => unwrap(api.GET("/api/workflows/analytics/top-definitions", { params: { query } })),
-  nodeBottlenecks: (query: Filter) => unwrap(api.GET("/api/workflows/analytics/node-bottlenecks", { params: { query } })),
-  approverWorkload: (query: Filter) => unwrap(api.GET("/api/workflows/analytics/approver-workload", { params: { query } })),
-  timeouts: (query: Filter) => unwrap(api.GET("/api/workflows/analytics/timeouts", { params: { query } })),
-  asyncHealth: (query: Filter) => unwrap(api.GET("/api/workflows/analytics/async-health", { params: { query } })),
-};
-
-export type Panel = keyof typeof PANELS;
-export type PanelData<P extends Panel> = Awaited<ReturnType<(typeof PANELS)[P]>>;
+export { BROWSER_TIME_ZONE, type Panel, type PanelData } from "../../api/queries/analytics";
 
 export function usePanel<P extends Panel>(panel: P, definitionKey: string | undefined) {
-  return useQuery({
-    queryKey: ["analytics", panel, definitionKey ?? null],
-    queryFn: () => PANELS[panel]({ definitionKey }) as Promise<PanelData<P>>,
-    placeholderData: keepPreviousData,
-  });
+  return useQuery({ ...panelQuery(panel, definitionKey), placeholderData: keepPreviousData });
 }

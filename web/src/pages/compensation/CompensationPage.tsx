@@ -3,7 +3,7 @@
 // status, and the five operations, each confirmed; a button the state
 // forbids is disabled with the reason.
 import { useState } from "react";
-import { App, Button, Card, Descriptions, Drawer, Form, Input, InputNumber, Select, Space, Table, Timeline, Tooltip, Typography, Upload } from "antd";
+import { App, Button, Card, Descriptions, Drawer, Form, Input, InputNumber, Select, Space, Timeline, Tooltip, Typography, Upload } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -12,11 +12,14 @@ import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
 import { JsonBlock } from "../../components/JsonBlock";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { formatBytes } from "../../components/units";
+import { ticketKeys, ticketQuery, ticketsQuery } from "../../api/queries/compensation";
+import { invalidate } from "../../api/queries/keys";
+import { PagedList } from "../../components/PagedList";
+import { useSetParam } from "../../components/useSetParam";
 
 type Ticket = Schemas["CompensationPublic"];
 type Detail = Schemas["CompensationDetail"];
@@ -42,12 +45,9 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
   const client = useQueryClient();
   const showError = useShowError();
   const [note, setNote] = useState("");
-  const detail = useQuery({
-    queryKey: ["ticket", id],
-    queryFn: () => unwrap(api.GET("/api/workflows/compensation/{ticketId}", { params: { path: { ticketId: id } } })),
-  });
+  const detail = useQuery(ticketQuery(id));
   const d = detail.data;
-  const refresh = () => client.invalidateQueries({ predicate: (q) => ["ticket", "tickets"].includes(String(q.queryKey[0])) });
+  const refresh = () => invalidate(client, ticketKeys.details(), ticketKeys.lists());
 
   function operate(op: Op) {
     let reason = "";
@@ -203,22 +203,16 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
 
 export default function CompensationPage() {
   const { t } = useTranslation("compensation");
-  const [params, setParams] = useSearchParams();
+  const [params] = useSearchParams();
   const status = (params.get("status") as Schemas["TicketStatus"] | null) ?? undefined;
   const instanceId = Number(params.get("instanceId")) || undefined;
   const open = Number(params.get("ticket")) || null;
   const pager = useCursor(`${status}-${instanceId}`);
   const tickets = useQuery({
-    queryKey: ["tickets", status, instanceId, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/compensation/list", { params: { query: { status, instanceId, limit: 20, cursor: pager.cursor } } })),
+    ...ticketsQuery(status, instanceId, pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const set = (key: string, value: string | undefined) => {
-    const next = new URLSearchParams(params);
-    if (value) next.set(key, value);
-    else next.delete(key);
-    setParams(next);
-  };
+  const set = useSetParam();
   return (
     <div data-testid="page-compensation">
       <Card size="small" style={{ marginBottom: 16 }}>
@@ -238,14 +232,11 @@ export default function CompensationPage() {
           </Form.Item>
         </Form>
       </Card>
-      {tickets.error ? <ErrorAlert error={tickets.error} /> : null}
-      <Table<Ticket>
-        data-testid="tickets-table" data-list="main"
-        size="small"
-        rowKey="id"
-        loading={tickets.isLoading}
-        pagination={false}
-        dataSource={tickets.data?.items ?? []}
+      <PagedList<Ticket>
+        testId="tickets-table"
+        main
+        query={tickets}
+        pager={pager}
         columns={[
           { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("ticket", String(id))} data-testid={`ticket-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
@@ -257,7 +248,6 @@ export default function CompensationPage() {
           { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={tickets.data?.next} onPrevious={pager.previous} onNext={() => pager.next(tickets.data?.next)} />
       {open && <TicketDetail id={open} onClose={() => set("ticket", undefined)} />}
     </div>
   );

@@ -5,7 +5,7 @@
 // still running per version and migrating them to the latest (MigratePanel,
 // issue 30).
 import { useState } from "react";
-import { App, Button, Card, Col, Descriptions, Form, Modal, Row, Select, Space, Table } from "antd";
+import { App, Button, Card, Col, Descriptions, Form, Modal, Row, Select, Space } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -14,13 +14,14 @@ import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { GeneratedForm, formFields, toFormData } from "../../components/GeneratedForm";
 import { JsonBlock } from "../../components/JsonBlock";
-import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { DeployPanel } from "./DeployPanel";
 import { Diagram } from "./Diagram";
 import { ScopeSuspendButtons } from "./ScopeSuspend";
 import { RunningVersions } from "./MigratePanel";
 import { ActionLink } from "../../components/ActionLink";
+import { definitionsQuery, definitionVersionQuery, definitionVersionsQuery } from "../../api/queries/definitions";
+import { PagedList } from "../../components/PagedList";
 
 type Definition = Schemas["DefinitionPublic"];
 
@@ -30,16 +31,12 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
   const showError = useShowError();
   const [starting, setStarting] = useState(false);
   const [form] = Form.useForm();
-  const versions = useQuery({
-    queryKey: ["definitions", "versions", defKey],
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions/{key}/versions", { params: { path: { key: defKey } } })),
-  });
+  const versions = useQuery(definitionVersionsQuery(defKey));
   const latest = versions.data?.items.reduce((m, d) => Math.max(m, d.version), 0) ?? null;
   const shown = version ?? latest;
   const detail = useQuery({
-    queryKey: ["definitions", "version", defKey, shown],
+    ...definitionVersionQuery(defKey, shown),
     enabled: !!shown,
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions/{key}/versions/{version}", { params: { path: { key: defKey, version: shown! } } })),
   });
   const fields = formFields(detail.data?.source);
 
@@ -109,8 +106,7 @@ export default function DefinitionsPage() {
   const selected = params.get("key");
   const version = Number(params.get("version")) || null;
   const list = useQuery({
-    queryKey: ["definitions", "list", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...definitionsQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
   const select = (key: string, v?: number) => setParams(v ? { key, version: String(v) } : { key });
@@ -119,15 +115,12 @@ export default function DefinitionsPage() {
       <Row gutter={16}>
         <Col xs={24} xl={9}>
           <Card size="small" title={t("list.title")} style={{ marginBottom: 16 }}>
-            {list.error ? <ErrorAlert error={list.error} /> : null}
-            <Table<Definition>
-              data-testid="definitions-table" data-list="main"
-              size="small"
-              rowKey="id"
-              pagination={false}
-              loading={list.isLoading}
-              dataSource={list.data?.items ?? []}
-              rowClassName={(d) => (d.key === selected ? "ant-table-row-selected" : "")}
+            <PagedList<Definition>
+              testId="definitions-table"
+              main
+              query={list}
+              pager={pager}
+              table={{ rowClassName: (d) => (d.key === selected ? "ant-table-row-selected" : "") }}
               columns={[
                 { title: t("col.key"), dataIndex: "key", render: (k: string) => <ActionLink onClick={() => select(k)} data-testid={`definition-${k}`}>{k}</ActionLink> },
                 { title: t("col.name"), dataIndex: "name" },
@@ -135,7 +128,6 @@ export default function DefinitionsPage() {
                 { title: t("col.deployedAt"), dataIndex: "deployedAt", render: formatTime },
               ]}
             />
-            <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
           </Card>
         </Col>
         <Col xs={24} xl={15}>

@@ -8,6 +8,7 @@ import { parse as parseYaml } from "yaml";
 import { api, ApiError, unwrap } from "../../api/client";
 import { useShowError } from "../../components/errors";
 import { Diagram, type Problem } from "./Diagram";
+import { definitionKeys } from "../../api/queries/definitions";
 
 function parseSource(text: string): unknown {
   try {
@@ -33,7 +34,7 @@ export function DeployPanel({ onDeployed }: { onDeployed: (key: string, version:
     try {
       const d = await unwrap(api.POST("/api/workflows/definitions", { body: { source: text } }));
       message.success(t("deploy.done", { key: d.key, version: d.version }));
-      await client.invalidateQueries({ queryKey: ["definitions"] });
+      await client.invalidateQueries({ queryKey: definitionKeys.all() });
       onDeployed(d.key, d.version);
       setText("");
     } catch (e) {

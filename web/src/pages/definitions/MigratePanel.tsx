@@ -9,6 +9,7 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
+import { definitionKeys, definitionVersionQuery, definitionVersionsQuery, runningVersionsQuery } from "../../api/queries/definitions";
 
 type Preview = Schemas["MigrationPreviewPublic"];
 type Result = Schemas["InstanceResultPublic"];
@@ -45,10 +46,7 @@ function What({ r }: { r: Result }) {
 }
 
 function useVersion(defKey: string, version: number) {
-  return useQuery({
-    queryKey: ["definitions", "version", defKey, version],
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions/{key}/versions/{version}", { params: { path: { key: defKey, version } } })),
-  });
+  return useQuery(definitionVersionQuery(defKey, version));
 }
 
 export function MigrateDialog({ defKey, from, to, instanceIds, onClose }: { defKey: string; from: number; to: number; instanceIds?: number[]; onClose: () => void }) {
@@ -89,7 +87,7 @@ export function MigrateDialog({ defKey, from, to, instanceIds, onClose }: { defK
       const result = await unwrap(api.POST("/api/workflows/migrations", { body: body() }));
       setDone(result);
       message.success(t("migrate.done", { id: result.id, migrated: result.progress.byOutcome.migrated ?? 0 }));
-      await client.invalidateQueries({ queryKey: ["definitions", "running", defKey] });
+      await client.invalidateQueries({ queryKey: definitionKeys.running(defKey) });
     } catch (e) {
       showError(e);
     } finally {
@@ -176,10 +174,7 @@ export function MigrateDialog({ defKey, from, to, instanceIds, onClose }: { defK
  * definition and version) to the definition's latest version. */
 export function MigrateSelected({ defKey, from, instanceIds, onClose }: { defKey: string; from: number; instanceIds: number[]; onClose: () => void }) {
   const { t } = useTranslation("definitions");
-  const versions = useQuery({
-    queryKey: ["definitions", "versions", defKey],
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions/{key}/versions", { params: { path: { key: defKey } } })),
-  });
+  const versions = useQuery(definitionVersionsQuery(defKey));
   const latest = versions.data?.items.reduce((m, d) => Math.max(m, d.version), 0) ?? null;
   if (latest && latest > from) return <MigrateDialog defKey={defKey} from={from} to={latest} instanceIds={instanceIds} onClose={onClose} />;
   return (
@@ -192,10 +187,7 @@ export function MigrateSelected({ defKey, from, instanceIds, onClose }: { defKey
 export function RunningVersions({ defKey, latest }: { defKey: string; latest: number | null }) {
   const { t } = useTranslation("definitions");
   const [from, setFrom] = useState<number | null>(null);
-  const running = useQuery({
-    queryKey: ["definitions", "running", defKey],
-    queryFn: () => unwrap(api.GET("/api/workflows/definitions/{key}/versions/running", { params: { path: { key: defKey } } })),
-  });
+  const running = useQuery(runningVersionsQuery(defKey));
   type Row = Schemas["RunningVersion"];
   return (
     <Card size="small" title={t("migrate.running.title")} data-testid="running-versions">

@@ -12,6 +12,7 @@ import { api, unwrap, type Schemas } from "../../api/client";
 import { BatchResult, resultColumn } from "../../components/BatchResult";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
+import { instanceKeys, scopePreviewQuery } from "../../api/queries/instances";
 
 type Action = "suspend" | "resume";
 type Item = Schemas["ScopeItem"];
@@ -31,10 +32,7 @@ function ScopeDialog({ action, defKey, version, nodes, onClose }: { action: Acti
   const [onlyVersion, setOnlyVersion] = useState(false);
   const [reason, setReason] = useState("");
   const scope = { definitionKey: defKey, version: onlyVersion ? version : null, nodeKey: node ?? null };
-  const preview = useQuery({
-    queryKey: ["scope-preview", action, scope],
-    queryFn: () => unwrap(api.POST("/api/workflows/instances/scope-preview", { body: { ...scope, action } })),
-  });
+  const preview = useQuery(scopePreviewQuery(action, scope));
   const run = useMutation({
     mutationFn: () =>
       action === "suspend"
@@ -43,8 +41,8 @@ function ScopeDialog({ action, defKey, version, nodes, onClose }: { action: Acti
     onSuccess: async (result) => {
       const done = action === "suspend" ? result.totals.suspended : result.totals.resumed;
       message.success(t(`scope.${action}.done`, { n: done }));
-      await client.invalidateQueries({ queryKey: ["scope-preview"] });
-      await client.invalidateQueries({ queryKey: ["instances"] });
+      await client.invalidateQueries({ queryKey: instanceKeys.scopePreviews() });
+      await client.invalidateQueries({ queryKey: instanceKeys.lists() });
     },
     onError: showError,
   });

@@ -6,7 +6,6 @@ import { Alert, Card, Col, Row, Statistic, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { useLocation } from "react-router-dom";
-import { api, unwrap } from "../../api/client";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { NodeCards } from "./NodeCards";
@@ -15,19 +14,18 @@ import { RecoveryPanel } from "./RecoveryPanel";
 import { RetentionCard } from "./RetentionCard";
 import { ScoreTrend } from "./ScoreTrend";
 import { useLiveInterval } from "../../live/context";
+import { engineDiagnosticsQuery, healthScoreQuery } from "../../api/queries/engine";
 
 export default function EngineDiagnosticsPage() {
   const { t } = useTranslation("engine");
   const location = useLocation();
   const diagnostics = useQuery({
-    queryKey: ["engine-diagnostics"],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/diagnostics")),
+    ...engineDiagnosticsQuery(),
     refetchInterval: useLiveInterval(10_000),
     placeholderData: keepPreviousData,
   });
   const score = useQuery({
-    queryKey: ["health-score"],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/health-score")),
+    ...healthScoreQuery(),
     refetchInterval: useLiveInterval(30_000),
     placeholderData: keepPreviousData,
   });

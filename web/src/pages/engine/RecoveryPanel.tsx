@@ -15,6 +15,7 @@ import { InstanceLink } from "../../components/InstanceLink";
 import { formatTime } from "../../components/format";
 import { RECOVERY_ACTIONS, readRecovery, type RecoveryAction, type RecoveryFilter } from "./recoveryQuery";
 import { formatCount } from "../../components/units";
+import { engineKeys } from "../../api/queries/engine";
 
 type Item = Schemas["RecoveryItemPublic"];
 type Outcome = Schemas["RecoveryOutcomePublic"];
@@ -54,7 +55,7 @@ function ActionPane({ action, initial }: { action: RecoveryAction; initial: Reco
       setConfirming(false);
       setReason("");
       preview.reset();
-      await client.invalidateQueries({ queryKey: ["engine-diagnostics"] });
+      await client.invalidateQueries({ queryKey: engineKeys.diagnostics() });
     },
   });
   const plan = preview.data;

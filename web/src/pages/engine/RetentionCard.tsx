@@ -5,17 +5,16 @@
 import { Card, Col, Row, Statistic, Tag, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
-import { api, unwrap } from "../../api/client";
 import { formatTime } from "../../components/format";
 import { useLiveInterval } from "../../live/context";
+import { retentionRunsQuery } from "../../api/queries/engine";
 
 const STATUS_COLOR: Record<string, string> = { succeeded: "green", running: "blue", failed: "red" };
 
 export function RetentionCard() {
   const { t } = useTranslation("engine");
   const runs = useQuery({
-    queryKey: ["retention-runs", 1],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/retention/runs", { params: { query: { limit: 1 } } })),
+    ...retentionRunsQuery(1),
     refetchInterval: useLiveInterval(60_000),
     placeholderData: keepPreviousData,
   });

@@ -6,10 +6,10 @@ import { Card, DatePicker, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import dayjs, { type Dayjs } from "dayjs";
-import { api, unwrap } from "../../api/client";
 import { EChart, type ChartOption } from "../../components/EChart";
 import { ErrorAlert } from "../../components/errors";
 import { formatCount, formatDuration } from "../../components/units";
+import { healthHistoryQuery } from "../../api/queries/engine";
 
 const PRESETS: [string, number][] = [
   ["6h", 6],
@@ -22,9 +22,7 @@ export function ScoreTrend() {
   const { t } = useTranslation("engine");
   const [range, setRange] = useState<[Dayjs, Dayjs] | null>(null);
   const history = useQuery({
-    queryKey: ["health-history", range?.[0].toISOString(), range?.[1].toISOString()],
-    queryFn: () =>
-      unwrap(api.GET("/api/workflows/engine/health-history", { params: { query: range ? { from: range[0].toISOString(), to: range[1].toISOString() } : {} } })),
+    ...healthHistoryQuery(range ? { from: range[0].toISOString(), to: range[1].toISOString() } : null),
     placeholderData: keepPreviousData,
     refetchInterval: range ? false : 60_000,
   });

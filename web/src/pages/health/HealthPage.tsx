@@ -7,7 +7,6 @@ import { Button, Card, Col, Row, Space, Statistic, Typography, theme } from "ant
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
-import { api, unwrap } from "../../api/client";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { INSTANCE_PARAM } from "../../components/InstanceLink";
@@ -18,8 +17,7 @@ import { ProblemTable } from "./ProblemTable";
 import { FilterBar } from "./FilterBar";
 import { readHealthQuery, thresholdLabel, writeHealthQuery, type HealthQuery } from "./query";
 import { formatCount } from "../../components/units";
-
-const PAGE_SIZE = 100;
+import { healthInspectionQuery } from "../../api/queries/engine";
 
 export default function HealthPage() {
   const { t } = useTranslation("health");
@@ -28,21 +26,14 @@ export default function HealthPage() {
   const query = useMemo(() => readHealthQuery(params), [params]);
   const viewParam = Number(params.get("view"));
   const viewId = Number.isInteger(viewParam) && viewParam > 0 ? viewParam : null;
-  const queryKey = JSON.stringify(query);
-  const pager = useCursor(queryKey);
+  const pager = useCursor(JSON.stringify(query));
 
   // a filter change keeps the open drawer (?instance=) and, when asked, the picked view
   const update = (q: HealthQuery, view: number | null = null) =>
     setParams(writeHealthQuery(q, { view: view ? String(view) : "", [INSTANCE_PARAM]: params.get(INSTANCE_PARAM) ?? "" }));
 
   const inspection = useQuery({
-    queryKey: ["health-inspection", queryKey, pager.cursor],
-    queryFn: () =>
-      unwrap(
-        api.GET("/api/workflows/engine/health-inspection", {
-          params: { query: { thresholdMinutes: query.thresholdMinutes, rule: query.rule, level: query.level, limit: PAGE_SIZE, cursor: pager.cursor } },
-        }),
-      ),
+    ...healthInspectionQuery(query, pager.cursor),
     placeholderData: keepPreviousData,
   });
   const data = inspection.data;

@@ -9,8 +9,8 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap } from "../../api/client";
 import { useShowError } from "../../components/errors";
 import { queryOfView, thresholdLabel, viewFilters, type HealthQuery } from "./query";
+import { viewKeys, viewsQuery } from "../../api/queries/views";
 
-const VIEWS_KEY = ["views", "health"];
 
 export function HealthViews({ query, viewId, onPick }: { query: HealthQuery; viewId: number | null; onPick: (id: number | null, q?: HealthQuery) => void }) {
   const { t } = useTranslation("health");
@@ -19,16 +19,13 @@ export function HealthViews({ query, viewId, onPick }: { query: HealthQuery; vie
   const client = useQueryClient();
   const [saving, setSaving] = useState(false);
   const [form] = Form.useForm<{ name: string }>();
-  const views = useQuery({
-    queryKey: VIEWS_KEY,
-    queryFn: () => unwrap(api.GET("/api/workflows/views", { params: { query: { scope: "health" } } })),
-  });
+  const views = useQuery(viewsQuery("health"));
   const items = views.data?.items ?? [];
 
   const save = useMutation({
     mutationFn: (name: string) => unwrap(api.POST("/api/workflows/views", { body: { name, scope: "health", filters: viewFilters(query), shared: false, isDefault: false } })),
     onSuccess: async (view) => {
-      await client.invalidateQueries({ queryKey: VIEWS_KEY });
+      await client.invalidateQueries({ queryKey: viewKeys.list("health") });
       setSaving(false);
       form.resetFields();
       message.success(t("views.saved", { name: view.name }));
@@ -39,7 +36,7 @@ export function HealthViews({ query, viewId, onPick }: { query: HealthQuery; vie
   const remove = useMutation({
     mutationFn: (id: number) => unwrap(api.DELETE("/api/workflows/views/{viewId}", { params: { path: { viewId: id } } })),
     onSuccess: async () => {
-      await client.invalidateQueries({ queryKey: VIEWS_KEY });
+      await client.invalidateQueries({ queryKey: viewKeys.list("health") });
       onPick(null);
     },
     onError: showError,

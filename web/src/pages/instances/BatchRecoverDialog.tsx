@@ -15,6 +15,7 @@ import { ErrorAlert } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
 import { formatNumber } from "../../components/units";
 import type { InstanceQuery } from "./filters";
+import { instanceKeys, recoverCountQuery } from "../../api/queries/instances";
 
 type Result = Schemas["BatchRecoverPublic"];
 const MAX_IDS = 500;
@@ -70,9 +71,8 @@ export function BatchRecoverDialog(props: { query: InstanceQuery; selected: numb
   const [done, setDone] = useState<Result | null>(null);
 
   const count = useQuery({
-    queryKey: ["instance-counts", "recover", JSON.stringify(q)],
+    ...recoverCountQuery(q),
     enabled: c.scope === "matching" && !!q.definitionKey && !!q.currentNode,
-    queryFn: () => unwrap(api.GET("/api/workflows/instances/counts", { params: { query: { ...q, status: undefined } } })),
   });
   const n = c.scope === "selected" ? props.selected.length : count.data?.counts.running;
   const ready = !!q.definitionKey && !!q.currentNode && c.stuckMinutes != null && !!c.reason?.trim() && !!n;
@@ -100,8 +100,8 @@ export function BatchRecoverDialog(props: { query: InstanceQuery; selected: numb
     mutationFn: (ids: number[]) => unwrap(api.POST("/api/workflows/instances/batch-recover", { body: body(ids, false) })),
     onSuccess: async (result) => {
       setDone(result);
-      await queryClient.invalidateQueries({ queryKey: ["instances"] });
-      await queryClient.invalidateQueries({ queryKey: ["instance-counts"] });
+      await queryClient.invalidateQueries({ queryKey: instanceKeys.lists() });
+      await queryClient.invalidateQueries({ queryKey: instanceKeys.countsAll() });
     },
   });
 

@@ -3,16 +3,15 @@
 // instance drawer through ?instance=<id>), export and batch recovery, with
 // a selectable auto-refresh.
 import { Suspense, lazy, useEffect, useMemo, useRef, useState } from "react";
-import { Button, Card, Space, Table, Typography } from "antd";
+import { Button, Card, Space, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
-import { meQuery } from "../../api/queryClient";
+import { meQuery } from "../../api/queries/session";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { INSTANCE_PARAM, InstanceLink } from "../../components/InstanceLink";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { DeadlineBadges, type DeadlineState } from "../../components/DeadlineBadges";
 import { REFRESH_CHOICES, useAutoRefresh, type RefreshChoice } from "../../components/useAutoRefresh";
@@ -22,6 +21,7 @@ import { useInstanceViews, type View } from "./views";
 import { instanceCountsQuery, instancesQuery } from "./queries";
 import { StatusCounts } from "./StatusCounts";
 import { Choice } from "../../components/Choice";
+import { PagedList } from "../../components/PagedList";
 
 // The filter bar (date pickers) and the saved views load beside the first
 // page of rows and render right after it: the rows are not held back by
@@ -42,8 +42,8 @@ export default function InstancesPage() {
   const { t } = useTranslation("instances");
   const [params, setParams] = useSearchParams();
   const query = useMemo(() => readQuery(params), [params]);
-  const queryKey = JSON.stringify(query);
-  const pager = useCursor(queryKey);
+  const filterKey = JSON.stringify(query);
+  const pager = useCursor(filterKey);
   const refresh = useAutoRefresh("instances");
   const [selected, setSelected] = useState<number[]>([]);
   const [dialog, setDialog] = useState<"export" | "recover" | null>(null);
@@ -158,16 +158,15 @@ export default function InstancesPage() {
           </div>
         }
       >
-        {list.error ? <ErrorAlert error={list.error} /> : null}
         {counts.error ? <ErrorAlert error={counts.error} /> : null}
-        <Table<Instance>
-          data-testid="instances-table" data-list="main"
-          size="small"
-          rowKey="id"
+        <PagedList<Instance>
+          testId="instances-table"
+          main
+          query={list}
+          pager={pager}
           loading={list.isLoading || waitingForDefault}
-          pagination={false}
-          dataSource={waitingForDefault ? [] : (list.data?.items ?? [])}
-          rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]), getCheckboxProps: (i) => ({ "aria-label": t("common:selectRow", { id: i.id }) }) as object }}
+          rows={waitingForDefault ? [] : undefined}
+          selection={{ selected, onChange: setSelected }}
           columns={[
             { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
             { title: t("col.definition"), render: (_, i) => `${i.definitionKey} v${i.definitionVersion}` },
@@ -185,7 +184,6 @@ export default function InstancesPage() {
             },
           ]}
         />
-        <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
       </Card>
       <Suspense fallback={null}>
         {dialog === "export" && <ExportDialog query={query} total={matching(counts.data, query)} filterText={describe(query)} onClose={() => setDialog(null)} />}

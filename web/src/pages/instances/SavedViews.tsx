@@ -9,7 +9,8 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useShowError } from "../../components/errors";
 import type { InstanceQuery } from "./filters";
-import { VIEWS_KEY, type View } from "./views";
+import { type View } from "./views";
+import { viewKeys } from "../../api/queries/views";
 
 interface Props {
   me: string | undefined;
@@ -29,7 +30,7 @@ export function SavedViews({ me, views, current, query, onPick }: Props) {
   const mine = current !== undefined && current.owner === me;
 
   const done = async (text: string) => {
-    await queryClient.invalidateQueries({ queryKey: VIEWS_KEY });
+    await queryClient.invalidateQueries({ queryKey: viewKeys.list("instances") });
     message.success(text);
   };
   const create = useMutation({

@@ -1,31 +1,15 @@
-// The Instances tab's first-screen reads as query options, shared by the page
-// and the boot-time prefetch (registry → main.tsx): the list, the status
-// counts and the saved views start while the page's code is still loading.
-import { queryOptions, type QueryClient } from "@tanstack/react-query";
-import { api, unwrap } from "../../api/client";
-import { readQuery, type InstanceQuery } from "./filters";
+// The Instances tab's boot-time prefetch (registry → main.tsx): the list, the
+// status counts and the saved views start while the page's code is still
+// loading, with the data layer's options (api/queries), so the first render
+// finds them under the same keys.
+import type { QueryClient } from "@tanstack/react-query";
+import { instanceCountsQuery, instancesQuery } from "../../api/queries/instances";
+import { viewsQuery } from "../../api/queries/views";
+import { readQuery } from "./filters";
 
-export const INSTANCES_PAGE_SIZE = 20;
-export const VIEWS_KEY = ["views", "instances"];
+export { instanceCountsQuery, instancesQuery } from "../../api/queries/instances";
 
-export const instancesQuery = (query: InstanceQuery, cursor: string | null) =>
-  queryOptions({
-    queryKey: ["instances", JSON.stringify(query), cursor],
-    queryFn: () =>
-      unwrap(api.GET("/api/workflows/instances", { params: { query: { ...query, limit: INSTANCES_PAGE_SIZE, cursor } } })),
-  });
-
-export const instanceCountsQuery = (query: InstanceQuery) =>
-  queryOptions({
-    queryKey: ["instance-counts", JSON.stringify({ ...query, status: undefined })],
-    queryFn: () => unwrap(api.GET("/api/workflows/instances/counts", { params: { query: { ...query, status: undefined } } })),
-  });
-
-export const instanceViewsQuery = () =>
-  queryOptions({
-    queryKey: VIEWS_KEY,
-    queryFn: () => unwrap(api.GET("/api/workflows/views", { params: { query: { scope: "instances" } } })),
-  });
+export const instanceViewsQuery = () => viewsQuery("instances");
 
 /** Start the tab's first-screen reads for the URL's filters. */
 export function prefetchInstances(client: QueryClient, params: URLSearchParams): void {

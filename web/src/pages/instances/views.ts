@@ -2,10 +2,9 @@
 // tenants), one query shared by the page and the views bar.
 import { useQuery } from "@tanstack/react-query";
 import type { Schemas } from "../../api/client";
-import { instanceViewsQuery, VIEWS_KEY } from "./queries";
+import { instanceViewsQuery } from "./queries";
 
 export type View = Schemas["ViewPublic"];
-export { VIEWS_KEY };
 
 export function useInstanceViews() {
   return useQuery(instanceViewsQuery());

@@ -1,15 +1,16 @@
 // Connectors (SPEC X-3): list, create and edit; a secret is write-only.
 import { useState } from "react";
-import { App, Button, Form, Input, InputNumber, Modal, Select, Space, Switch, Table } from "antd";
+import { App, Button, Form, Input, InputNumber, Modal, Select, Space, Switch } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { ErrorAlert, useShowError } from "../../components/errors";
+import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { formatRate } from "../../components/units";
+import { connectorsQuery, integrationKeys } from "../../api/queries/integrations";
+import { PagedList } from "../../components/PagedList";
 
 type Connector = Schemas["ConnectorPublic"];
 type AuthKind = "none" | "bearer" | "basic" | "api_key" | "hmac";
@@ -34,8 +35,7 @@ export function ConnectorsTab() {
   const [editing, setEditing] = useState<Connector | "new" | null>(null);
   const [form] = Form.useForm<Values>();
   const list = useQuery({
-    queryKey: ["connectors", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/connectors", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...connectorsQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
 
@@ -58,7 +58,7 @@ export function ConnectorsTab() {
       }
       message.success(t("connector.saved", { name: v.name }));
       setEditing(null);
-      await client.invalidateQueries({ queryKey: ["connectors"] });
+      await client.invalidateQueries({ queryKey: integrationKeys.connectors() });
     } catch (e) {
       showError(e);
     }
@@ -69,14 +69,11 @@ export function ConnectorsTab() {
       <Space style={{ marginBottom: 12 }}>
         <Button type="primary" onClick={() => open("new")} data-testid="connector-create">{t("connector.create")}</Button>
       </Space>
-      {list.error ? <ErrorAlert error={list.error} /> : null}
-      <Table<Connector>
-        data-testid="connectors-table" data-list="main"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={list.isLoading}
-        dataSource={list.data?.items ?? []}
+      <PagedList<Connector>
+        testId="connectors-table"
+        main
+        query={list}
+        pager={pager}
         columns={[
           { title: t("connector.key"), dataIndex: "key" },
           { title: t("connector.name"), dataIndex: "name" },
@@ -89,7 +86,6 @@ export function ConnectorsTab() {
           { title: "", render: (_, c) => <ActionLink onClick={() => open(c)} data-testid={`connector-edit-${c.id}`}>{t("common:edit")}</ActionLink> },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
       <Modal open={editing !== null} title={editing === "new" ? t("connector.create") : t("connector.edit")} onCancel={() => setEditing(null)} onOk={save} okText={t("common:save")} cancelText={t("common:cancel")} okButtonProps={{ "data-testid": "connector-save" } as Record<string, string>} forceRender>
         <Form form={form} layout="vertical">
           <Form.Item name="key" label={t("connector.key")} rules={[{ required: true, message: t("required") }]}>

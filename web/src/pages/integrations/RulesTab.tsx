@@ -1,16 +1,17 @@
 // Automation rules (SPEC X-6): list, create and edit (event types, the
 // condition, the actions as JSON — the API validates and names the field).
 import { useState } from "react";
-import { App, Button, Form, Input, Modal, Select, Space, Switch, Table } from "antd";
+import { App, Button, Form, Input, Modal, Select, Space, Switch } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { EVENT_TYPE_SUGGESTIONS } from "../../components/EventTypes";
-import { ErrorAlert, useShowError } from "../../components/errors";
+import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { Pager } from "../../components/Pager";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
+import { automationRulesQuery, integrationKeys } from "../../api/queries/integrations";
+import { PagedList } from "../../components/PagedList";
 
 type Rule = Schemas["AutomationRulePublic"];
 type Action = Schemas["AutomationRuleCreate"]["actions"][number];
@@ -34,8 +35,7 @@ export function RulesTab() {
   const [editing, setEditing] = useState<Rule | "new" | null>(null);
   const [form] = Form.useForm<Values>();
   const list = useQuery({
-    queryKey: ["rules", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/automation-rules", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...automationRulesQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
 
@@ -61,7 +61,7 @@ export function RulesTab() {
       else if (editing) await unwrap(api.PATCH("/api/workflows/automation-rules/{ruleId}", { params: { path: { ruleId: editing.id } }, body }));
       message.success(t("rule.saved", { name: v.name }));
       setEditing(null);
-      await client.invalidateQueries({ queryKey: ["rules"] });
+      await client.invalidateQueries({ queryKey: integrationKeys.rules() });
     } catch (e) {
       showError(e);
     }
@@ -70,7 +70,7 @@ export function RulesTab() {
   async function toggle(r: Rule, enabled: boolean) {
     try {
       await unwrap(api.PATCH("/api/workflows/automation-rules/{ruleId}", { params: { path: { ruleId: r.id } }, body: { enabled } }));
-      await client.invalidateQueries({ queryKey: ["rules"] });
+      await client.invalidateQueries({ queryKey: integrationKeys.rules() });
     } catch (e) {
       showError(e);
     }
@@ -81,14 +81,11 @@ export function RulesTab() {
       <Space style={{ marginBottom: 12 }}>
         <Button type="primary" onClick={() => open("new")} data-testid="rule-create">{t("rule.create")}</Button>
       </Space>
-      {list.error ? <ErrorAlert error={list.error} /> : null}
-      <Table<Rule>
-        data-testid="rules-table" data-list="main"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={list.isLoading}
-        dataSource={list.data?.items ?? []}
+      <PagedList<Rule>
+        testId="rules-table"
+        main
+        query={list}
+        pager={pager}
         columns={[
           { title: t("rule.name"), dataIndex: "name" },
           { title: t("rule.eventTypes"), dataIndex: "eventTypes", render: (v: string[]) => v.join(", ") },
@@ -100,7 +97,6 @@ export function RulesTab() {
           { title: "", render: (_, r) => <ActionLink onClick={() => open(r)} data-testid={`rule-edit-${r.id}`}>{t("common:edit")}</ActionLink> },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={list.data?.next} onPrevious={pager.previous} onNext={() => pager.next(list.data?.next)} />
       <Modal width={720} open={editing !== null} title={editing === "new" ? t("rule.create") : t("rule.edit")} onCancel={() => setEditing(null)} onOk={save} okText={t("common:save")} cancelText={t("common:cancel")} okButtonProps={{ "data-testid": "rule-save" } as Record<string, string>} forceRender>
         <Form form={form} layout="vertical">
           <Form.Item name="name" label={t("rule.name")} rules={[{ required: true, message: t("required") }]}>

@@ -8,6 +8,8 @@ import { api, unwrap, type Schemas } from "../../api/client";
 import { BatchResult, resultColumn, type BatchCounts } from "../../components/BatchResult";
 import { useShowError } from "../../components/errors";
 import { StatusTag } from "../../components/StatusTag";
+import { jobActionKeys } from "../../api/queries/jobs";
+import { invalidate } from "../../api/queries/keys";
 
 const RETRYABLE = new Set(["dead", "failed", "canceled"]);
 const SKIPPABLE = new Set(["pending", "running", "paused", "failed", "dead"]);
@@ -17,7 +19,7 @@ export function JobActionButtons({ job }: { job: Schemas["JobDetail"] | Schemas[
   const { modal, message } = App.useApp();
   const client = useQueryClient();
   const showError = useShowError();
-  const refresh = () => client.invalidateQueries({ predicate: (q) => ["jobs", "job", "job-summary", "runtime-status", "failure-clusters"].includes(String(q.queryKey[0])) });
+  const refresh = () => invalidate(client, ...jobActionKeys());
 
   function confirm(kind: "retry" | "skip") {
     let reason = "";

@@ -4,7 +4,7 @@
 import { Button, Collapse, Descriptions, Drawer, Empty, Space, Table, Tabs, Tag, Typography } from "antd";
 import { useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
-import { api, download, unwrap, type Schemas } from "../../api/client";
+import { download, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { formatDuration } from "../../components/units";
@@ -13,6 +13,7 @@ import { JsonBlock } from "../../components/JsonBlock";
 import { StatusTag } from "../../components/StatusTag";
 import { JobActionButtons } from "./JobActions";
 import { ActionLink } from "../../components/ActionLink";
+import { jobChainQuery, jobQuery } from "../../api/queries/jobs";
 
 type Execution = Schemas["JobExecutionPublic"];
 
@@ -66,10 +67,7 @@ function Attempts({ executions }: { executions: Execution[] }) {
 function TraceChain({ traceId, onOpen }: { traceId: string; onOpen: (id: number) => void }) {
   const { t } = useTranslation("jobs");
   const showError = useShowError();
-  const chain = useQuery({
-    queryKey: ["job-chain", traceId],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs/chain/{traceId}", { params: { path: { traceId } } })),
-  });
+  const chain = useQuery(jobChainQuery(traceId));
   return (
     <Space direction="vertical" style={{ width: "100%" }}>
       <Space>
@@ -108,9 +106,8 @@ function TraceChain({ traceId, onOpen }: { traceId: string; onOpen: (id: number)
 export function JobDetailDrawer({ jobId, onClose, onOpen }: { jobId: number | null; onClose: () => void; onOpen: (id: number) => void }) {
   const { t } = useTranslation("jobs");
   const job = useQuery({
-    queryKey: ["job", jobId],
+    ...jobQuery(jobId ?? 0),
     enabled: jobId !== null,
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs/{jobId}", { params: { path: { jobId: jobId! } } })),
   });
   const j = job.data;
   return (

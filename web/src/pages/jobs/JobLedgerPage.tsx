@@ -1,15 +1,13 @@
 // 作业账本 (Job ledger): the runtime panel, URL filters, the keyset-paged
 // job table with batch actions, failure clusters, replay, the detail drawer.
 import { Suspense, lazy, useMemo, useState } from "react";
-import { Button, Card, Col, Form, Input, InputNumber, Row, Select, Space, Table, Tag, Typography } from "antd";
+import { Button, Card, Col, Form, Input, InputNumber, Row, Select, Space, Tag, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
-import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { BatchActions } from "./JobActions";
@@ -18,6 +16,8 @@ import { JOB_STATUSES, readQuery, writeQuery, type JobQuery } from "./filters";
 import { RuntimePanel } from "./RuntimePanel";
 import { jobSummaryQuery, jobsQuery } from "./queries";
 import { ActionLink } from "../../components/ActionLink";
+import { PagedList } from "../../components/PagedList";
+import { useSetParam } from "../../components/useSetParam";
 
 // the drawer and the replay dialog load when first opened
 const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
@@ -32,20 +32,16 @@ export default function JobLedgerPage() {
   const by = (params.get("by") as ClusterBy | null) ?? "reason";
   const jobParam = Number(params.get("job"));
   const openJob = Number.isInteger(jobParam) && jobParam > 0 ? jobParam : null;
-  const queryKey = JSON.stringify(query);
-  const pager = useCursor(queryKey);
+  const filterKey = JSON.stringify(query);
+  const pager = useCursor(filterKey);
   const [selected, setSelected] = useState<number[]>([]);
   const [replay, setReplay] = useState<{ open: boolean; initial: Record<string, unknown> }>({ open: false, initial: {} });
   const [form] = Form.useForm();
 
   const update = (q: JobQuery, extra: Record<string, string> = {}) =>
     setParams(writeQuery(q, { by: by === "reason" ? "" : by, job: openJob ? String(openJob) : "", ...extra }));
-  const setJob = (id: number | null) => {
-    const next = new URLSearchParams(params);
-    if (id) next.set("job", String(id));
-    else next.delete("job");
-    setParams(next);
-  };
+  const setParam = useSetParam();
+  const setJob = (id: number | null) => setParam("job", id ? String(id) : null);
 
   const summary = useQuery(jobSummaryQuery());
   const types = (summary.data?.byType ?? []).map((b) => b.type);
@@ -61,7 +57,7 @@ export default function JobLedgerPage() {
         <Form
           form={form}
           layout="inline"
-          key={queryKey}
+          key={filterKey}
           initialValues={{ type: query.type ?? [], status: query.status ?? [], instanceId: query.instanceId, keyword: query.keyword }}
           onFinish={(v: { type: string[]; status: JobQuery["status"]; instanceId?: number | null; keyword?: string }) =>
             update({ ...query, type: v.type, status: v.status, instanceId: v.instanceId ?? undefined, keyword: v.keyword || undefined })
@@ -104,16 +100,13 @@ export default function JobLedgerPage() {
               </Space>
             }
           >
-            {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
-            <Table<Job>
-              data-testid="jobs-table" data-list="main"
-              size="small"
-              rowKey="id"
-              loading={jobs.isLoading}
-              pagination={false}
-              dataSource={jobs.data?.items ?? []}
-              rowSelection={{ selectedRowKeys: selected, onChange: (keys) => setSelected(keys as number[]), getCheckboxProps: (job) => ({ "aria-label": t("common:selectRow", { id: job.id }) }) as object }}
-              onRow={(job) => ({ onDoubleClick: () => setJob(job.id) })}
+            <PagedList<Job>
+              testId="jobs-table"
+              main
+              query={jobs}
+              pager={pager}
+              selection={{ selected, onChange: setSelected }}
+              table={{ onRow: (job) => ({ onDoubleClick: () => setJob(job.id) }) }}
               columns={[
                 { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</ActionLink> },
                 { title: t("col.type"), dataIndex: "type" },
@@ -130,7 +123,6 @@ export default function JobLedgerPage() {
                 { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
               ]}
             />
-            <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={jobs.data?.next} onPrevious={pager.previous} onNext={() => pager.next(jobs.data?.next)} />
           </Card>
         </Col>
         <Col span={24} style={{ marginTop: 16 }}>

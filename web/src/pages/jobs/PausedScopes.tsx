@@ -9,14 +9,11 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
+import { jobKeys, jobPausesQuery } from "../../api/queries/jobs";
 
 type Pause = Schemas["JobPausePublic"];
 type Scope = "pool" | "job_type";
 
-export const jobPausesQuery = () => ({
-  queryKey: ["runtime-status", "job-pauses"],
-  queryFn: () => unwrap(api.GET("/api/workflows/engine/job-pauses")),
-});
 
 function scopeBody(scope: Scope, value: string) {
   return scope === "pool" ? { pool: value } : { jobType: value };
@@ -33,7 +30,7 @@ function PauseDialog({ pools, types, onClose }: { pools: string[]; types: string
     mutationFn: () => unwrap(api.POST("/api/workflows/engine/job-pauses", { body: { ...scopeBody(scope, value!), reason: reason.trim() } })),
     onSuccess: async (p) => {
       message.success(t("pauses.pausedDone", { value: p.value }));
-      await client.invalidateQueries({ queryKey: ["runtime-status"] });
+      await client.invalidateQueries({ queryKey: jobKeys.runtime() });
       onClose();
     },
   });
@@ -94,7 +91,7 @@ export function PausedScopes() {
     mutationFn: (p: Pause) => unwrap(api.POST("/api/workflows/engine/job-pauses/resume", { body: scopeBody(p.scope, p.value) })),
     onSuccess: async (p) => {
       message.success(t("pauses.resumedDone", { value: p.value }));
-      await client.invalidateQueries({ queryKey: ["runtime-status"] });
+      await client.invalidateQueries({ queryKey: jobKeys.runtime() });
     },
     onError: showError,
   });

@@ -12,6 +12,7 @@ import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
 import { formatCount, formatDuration, formatRate } from "../../components/units";
+import { replaySummaryQuery } from "../../api/queries/jobs";
 
 type Filter = Schemas["ReplayFilter"];
 interface Values {
@@ -47,8 +48,7 @@ export function estimatedSeconds(count: number, rate: number): number {
 function ReplayProgress({ replay }: { replay: Schemas["ReplayPublic"] }) {
   const { t } = useTranslation("jobs");
   const summary = useQuery({
-    queryKey: ["job-summary", "replay", replay.replayBatchId],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs/summary", { params: { query: { replayBatchId: replay.replayBatchId } } })),
+    ...replaySummaryQuery(replay.replayBatchId),
     refetchInterval: (q) => {
       const by = q.state.data?.byStatus as Record<string, number> | undefined;
       return by && !(by.pending || by.running) ? false : 2_000;

@@ -2,18 +2,19 @@
 // secret shown once, enable/disable, and each subscription's hits and
 // deliveries with status and error.
 import { useState } from "react";
-import { Alert, App, Button, Drawer, Form, Input, Modal, Popconfirm, Select, Space, Switch, Table, Typography } from "antd";
+import { Alert, App, Button, Drawer, Form, Input, Modal, Popconfirm, Select, Space, Switch, Typography } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { EVENT_TYPE_SUGGESTIONS } from "../../components/EventTypes";
-import { ErrorAlert, useShowError } from "../../components/errors";
+import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
+import { hitsQuery, subscriptionKeys, subscriptionsQuery } from "../../api/queries/subscriptions";
+import { PagedList } from "../../components/PagedList";
 
 type Sub = Schemas["SubscriptionPublic"];
 interface Values {
@@ -29,8 +30,7 @@ function Hits({ sub, onClose }: { sub: Sub; onClose: () => void }) {
   const [status, setStatus] = useState<"pending" | "delivered" | "failed" | "skipped" | undefined>();
   const pager = useCursor(String(status));
   const hits = useQuery({
-    queryKey: ["hits", sub.id, status, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/subscriptions/{subscriptionId}/hits", { params: { path: { subscriptionId: sub.id }, query: { status, limit: 20, cursor: pager.cursor } } })),
+    ...hitsQuery(sub.id, status, pager.cursor),
     placeholderData: keepPreviousData,
   });
   return (
@@ -39,14 +39,10 @@ function Hits({ sub, onClose }: { sub: Sub; onClose: () => void }) {
         {t("hits.status")}
         <Select allowClear style={{ width: 160 }} value={status} onChange={setStatus} aria-label={t("hits.status")} options={(["pending", "delivered", "failed", "skipped"] as const).map((s) => ({ value: s, label: t(`common:status.${s}`) }))} />
       </Space>
-      {hits.error ? <ErrorAlert error={hits.error} /> : null}
-      <Table
-        data-testid="hits-table"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={hits.isLoading}
-        dataSource={hits.data?.items ?? []}
+      <PagedList
+        testId="hits-table"
+        query={hits}
+        pager={pager}
         columns={[
           { title: t("hits.event"), render: (_, h) => `${h.eventType} #${h.eventId}` },
           { title: t("hits.instance"), dataIndex: "instanceId", render: (v: number | null) => v ?? "—" },
@@ -57,7 +53,6 @@ function Hits({ sub, onClose }: { sub: Sub; onClose: () => void }) {
           { title: t("hits.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={hits.data?.next} onPrevious={pager.previous} onNext={() => pager.next(hits.data?.next)} />
     </Drawer>
   );
 }
@@ -73,11 +68,10 @@ export default function SubscriptionsPage() {
   const [secret, setSecret] = useState<string | null>(null);
   const [form] = Form.useForm<Values>();
   const subs = useQuery({
-    queryKey: ["subscriptions", pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/subscriptions", { params: { query: { limit: 20, cursor: pager.cursor } } })),
+    ...subscriptionsQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const refresh = () => client.invalidateQueries({ queryKey: ["subscriptions"] });
+  const refresh = () => client.invalidateQueries({ queryKey: subscriptionKeys.lists() });
 
   function open(sub: Sub | "new") {
     setEditing(sub);
@@ -126,14 +120,11 @@ export default function SubscriptionsPage() {
       <Space style={{ marginBottom: 12 }}>
         <Button type="primary" onClick={() => open("new")} data-testid="subscription-create">{t("create")}</Button>
       </Space>
-      {subs.error ? <ErrorAlert error={subs.error} /> : null}
-      <Table<Sub>
-        data-testid="subscriptions-table" data-list="main"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={subs.isLoading}
-        dataSource={subs.data?.items ?? []}
+      <PagedList<Sub>
+        testId="subscriptions-table"
+        main
+        query={subs}
+        pager={pager}
         columns={[
           { title: t("col.name"), dataIndex: "name" },
           { title: t("col.targetUrl"), dataIndex: "targetUrl", ellipsis: true },
@@ -159,7 +150,6 @@ export default function SubscriptionsPage() {
           },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={subs.data?.next} onPrevious={pager.previous} onNext={() => pager.next(subs.data?.next)} />
       <Modal open={editing !== null} title={editing === "new" ? t("create") : t("editTitle")} onCancel={() => setEditing(null)} onOk={save} okText={t("common:save")} cancelText={t("common:cancel")} okButtonProps={{ "data-testid": "subscription-save" } as Record<string, string>} forceRender>
         <Form form={form} layout="vertical">
           <Form.Item name="name" label={t("col.name")} rules={[{ required: true, message: t("required") }]}>

@@ -2,7 +2,7 @@
 // instance's form (generated from the definition version) and the approve /
 // reject / handle / transfer / comment actions.
 import { useState } from "react";
-import { App, Button, Card, Descriptions, Drawer, Form, Input, Modal, Select, Space, Table, Timeline, Tooltip } from "antd";
+import { App, Button, Card, Descriptions, Drawer, Form, Input, Modal, Select, Space, Timeline, Tooltip } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
@@ -11,11 +11,16 @@ import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
 import { GeneratedForm, formFields, fromFormData, toFormData } from "../../components/GeneratedForm";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { DeadlineBadges, taskStates } from "../../components/DeadlineBadges";
+import { definitionVersionQuery } from "../../api/queries/definitions";
+import { instanceKeys, instanceQuery } from "../../api/queries/instances";
+import { invalidate } from "../../api/queries/keys";
+import { myTasksQuery, taskKeys, taskQuery } from "../../api/queries/tasks";
+import { PagedList } from "../../components/PagedList";
+import { useSetParam } from "../../components/useSetParam";
 
 type Task = Schemas["TaskPublic"];
 type Act = "approve" | "reject" | "handle" | "transfer" | "comment";
@@ -36,18 +41,12 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
   const [form] = Form.useForm();
   const [act, setAct] = useState<Act | null>(null);
   const [actForm] = Form.useForm<{ comment?: string; to?: string }>();
-  const task = useQuery({ queryKey: ["task", taskId], queryFn: () => unwrap(api.GET("/api/workflows/tasks/{taskId}", { params: { path: { taskId } } })) });
-  const instance = useQuery({
-    queryKey: ["instance", task.data?.instanceId],
-    enabled: !!task.data,
-    queryFn: () => unwrap(api.GET("/api/workflows/instances/{instanceId}", { params: { path: { instanceId: task.data!.instanceId } } })),
-  });
+  const task = useQuery(taskQuery(taskId));
+  const instance = useQuery({ ...instanceQuery(task.data?.instanceId ?? 0), enabled: !!task.data });
   const inst = instance.data;
   const version = useQuery({
-    queryKey: ["definitions", "version", inst?.definitionKey, inst?.definitionVersion],
+    ...definitionVersionQuery(inst?.definitionKey ?? "", inst?.definitionVersion, inst?.tenant),
     enabled: !!inst,
-    queryFn: () =>
-      unwrap(api.GET("/api/workflows/definitions/{key}/versions/{version}", { params: { path: { key: inst!.definitionKey, version: inst!.definitionVersion }, query: { tenant: inst!.tenant } } })),
   });
   const fields = formFields(version.data?.source);
   const [loadedFor, setLoadedFor] = useState<number | null>(null);
@@ -72,7 +71,7 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
       message.success(t(`act.${act}Done`, { id: t0.id }));
       setAct(null);
       actForm.resetFields();
-      await client.invalidateQueries({ predicate: (q) => ["tasks", "task", "instance"].includes(String(q.queryKey[0])) });
+      await invalidate(client, taskKeys.lists(), taskKeys.details(), instanceKeys.details());
     } catch (e) {
       showError(e);
     }
@@ -136,21 +135,15 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
 
 export default function MyTasksPage() {
   const { t } = useTranslation("tasks");
-  const [params, setParams] = useSearchParams();
+  const [params] = useSearchParams();
   const status = (params.get("status") ?? "pending") as Schemas["TaskStatus"] | "all";
   const pager = useCursor(status);
   const open = Number(params.get("task")) || null;
   const tasks = useQuery({
-    queryKey: ["tasks", status, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/tasks", { params: { query: { assignee: "me", status: status === "all" ? undefined : status, limit: 20, cursor: pager.cursor } } })),
+    ...myTasksQuery(status, pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const set = (key: string, value: string | null) => {
-    const next = new URLSearchParams(params);
-    if (value) next.set(key, value);
-    else next.delete(key);
-    setParams(next);
-  };
+  const set = useSetParam();
   return (
     <div data-testid="page-tasks">
       <Space style={{ marginBottom: 12 }}>
@@ -163,14 +156,11 @@ export default function MyTasksPage() {
           options={[{ value: "all", label: t("all") }, ...["pending", "waiting", "completed", "canceled", "cc"].map((s) => ({ value: s, label: t(`common:status.${s}`) }))]}
         />
       </Space>
-      {tasks.error ? <ErrorAlert error={tasks.error} /> : null}
-      <Table<Task>
-        data-testid="tasks-table" data-list="main"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={tasks.isLoading}
-        dataSource={tasks.data?.items ?? []}
+      <PagedList<Task>
+        testId="tasks-table"
+        main
+        query={tasks}
+        pager={pager}
         columns={[
           { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("task", String(id))} data-testid={`task-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.definition"), dataIndex: "definitionKey", render: (v: string | null) => v ?? "—" },
@@ -184,7 +174,6 @@ export default function MyTasksPage() {
           { title: t("col.deadline"), key: "deadline", width: 150, render: (_, task) => <DeadlineBadges states={taskStates(task)} escalatedAt={task.escalatedAt} /> },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={tasks.data?.next} onPrevious={pager.previous} onNext={() => pager.next(tasks.data?.next)} />
       {open && <TaskDrawer taskId={open} onClose={() => set("task", null)} />}
     </div>
   );

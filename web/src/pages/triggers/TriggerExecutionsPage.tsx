@@ -1,20 +1,22 @@
 // 触发器执行 (Trigger executions, SPEC X-1, X-2): the trigger_dispatch and
 // external_dispatch jobs, filterable by definition, node and status, with
 // the request/response of each attempt (the job drawer) and retry / skip.
-import { Button, Card, Form, Input, Select, Space, Table, Typography } from "antd";
+import { Button, Card, Form, Input, Select, Space, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
-import { api, unwrap, type Schemas } from "../../api/client";
-import { ErrorAlert } from "../../components/errors";
+import { type Schemas } from "../../api/client";
 import { formatTime } from "../../components/format";
-import { Pager } from "../../components/Pager";
 import { StatusTag } from "../../components/StatusTag";
 import { useCursor } from "../../components/useCursor";
 import { JobActionButtons } from "../jobs/JobActions";
 import { JobDetailDrawer } from "../jobs/JobDetailDrawer";
 import { JOB_STATUSES, type JobStatus } from "../jobs/filters";
 import { ActionLink } from "../../components/ActionLink";
+import { definitionCatalogQuery } from "../../api/queries/definitions";
+import { triggerJobsQuery } from "../../api/queries/jobs";
+import { PagedList } from "../../components/PagedList";
+import { useSetParam } from "../../components/useSetParam";
 
 const TYPES = ["trigger_dispatch", "external_dispatch"];
 
@@ -27,21 +29,14 @@ export default function TriggerExecutionsPage() {
   const typeParam = params.get("type");
   const type = typeParam && TYPES.includes(typeParam) ? [typeParam] : TYPES;
   const query = { type, definitionKey, nodeKey, status: status.length ? status : undefined };
-  const key = JSON.stringify(query);
-  const pager = useCursor(key);
+  const pager = useCursor(JSON.stringify(query));
   const openJob = Number(params.get("job")) || null;
-  const definitions = useQuery({ queryKey: ["definitions", "all"], queryFn: () => unwrap(api.GET("/api/workflows/definitions", { params: { query: { limit: 200 } } })) });
+  const definitions = useQuery(definitionCatalogQuery());
   const jobs = useQuery({
-    queryKey: ["jobs", "triggers", key, pager.cursor],
-    queryFn: () => unwrap(api.GET("/api/workflows/engine/jobs", { params: { query: { ...query, limit: 20, cursor: pager.cursor } } })),
+    ...triggerJobsQuery(query, pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const setParam = (name: string, values: string[]) => {
-    const next = new URLSearchParams(params);
-    next.delete(name);
-    values.filter(Boolean).forEach((v) => next.append(name, v));
-    setParams(next);
-  };
+  const setParam = useSetParam();
   const defKeys = [...new Set((definitions.data?.items ?? []).map((d) => d.key))];
   return (
     <div data-testid="page-triggers">
@@ -62,14 +57,11 @@ export default function TriggerExecutionsPage() {
           <Button onClick={() => setParams(new URLSearchParams())}>{t("filter.reset")}</Button>
         </Form>
       </Card>
-      {jobs.error ? <ErrorAlert error={jobs.error} /> : null}
-      <Table<Schemas["JobPublic"]>
-        data-testid="triggers-table" data-list="main"
-        size="small"
-        rowKey="id"
-        pagination={false}
-        loading={jobs.isLoading}
-        dataSource={jobs.data?.items ?? []}
+      <PagedList<Schemas["JobPublic"]>
+        testId="triggers-table"
+        main
+        query={jobs}
+        pager={pager}
         columns={[
           { title: t("col.job"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setParam("job", [String(id)])} data-testid={`trigger-job-${id}`}>#{id}</ActionLink> },
           { title: t("col.type"), dataIndex: "type", render: (v: string) => t(`type.${v}`) },
@@ -82,7 +74,6 @@ export default function TriggerExecutionsPage() {
           { title: "", render: (_, j) => <Space><JobActionButtons job={j} /></Space> },
         ]}
       />
-      <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={jobs.data?.next} onPrevious={pager.previous} onNext={() => pager.next(jobs.data?.next)} />
       <JobDetailDrawer jobId={openJob} onClose={() => setParam("job", [])} onOpen={(id) => setParam("job", [String(id)])} />
     </div>
   );
