@@ -8,13 +8,11 @@ Views (the names of ``?view=``):
                 interventions among them (``kind``; ``trace_kind`` keeps
                 one kind), and the job chain of the instance's traceId
                 (:mod:`.trace`)
-``nodes``       every snapshot node with its run state
-                (:mod:`.nodes`)
+``nodes``       every snapshot node with its run state (:mod:`.nodes`)
 ``tasks``       every task; cc tasks marked (:mod:`.tasks`)
 ``triggers``    trigger / external dispatch jobs with their attempts
                 (:mod:`.jobs`)
-``events``      outbox rows, dispatch job, hits and deliveries
-                (:mod:`.jobs`)
+``events``      outbox rows, dispatch job, hits and deliveries (:mod:`.jobs`)
 ``tokens``      every token and every open join's arrived / awaited branches
                 (:mod:`.tokens`)
 ``diagram``     snapshot nodes and edges with run state and ``taken``
@@ -23,8 +21,9 @@ Views (the names of ``?view=``):
 ==============  ============================================================
 
 The full document adds ``conclusions`` and ``verdict`` from
-:func:`flowledger.ops.diagnostics.consistency.instance_findings`. Read-only; an instance
-outside ``tenants`` is :class:`~flowledger.engine.errors.InstanceNotFound`."""
+:func:`flowledger.ops.diagnostics.consistency.instance_findings`. Read-only;
+an instance outside ``tenants`` is
+:class:`~flowledger.engine.errors.InstanceNotFound`."""
 
 from __future__ import annotations
 
