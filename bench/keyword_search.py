@@ -6,7 +6,7 @@ Creates (and afterwards drops) its own database ``flowledger_bench_keyword``
 on the server of ``--admin`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``),
 migrates it (migration 0012 builds the pg_trgm indexes), inserts N jobs with
 varied errors by one ``generate_series`` INSERT, ANALYZEs, then times the job
-list as the API serves it (``ops.job_queries.list_jobs`` with
+list as the API serves it (``ops.jobs.queries.list_jobs`` with
 ``JobFilter(keyword=…)``, newest first, limit 50: the recent-window probe,
 then the trigram query when the window holds too few matches) for selective
 and broad keywords, 5 runs each (the first warms the cache). ``--explain``
@@ -26,8 +26,8 @@ from sqlalchemy import text
 
 from flowledger.db.database import Database
 from flowledger.db.migrate import upgrade
-from flowledger.ops import job_queries
-from flowledger.ops.job_filters import JobFilter
+from flowledger.ops.jobs import queries as job_queries
+from flowledger.ops.jobs.filters import JobFilter
 
 NAME = "flowledger_bench_keyword"
 # selective (a few dozen matches, ~2,800, none) and broad (a quarter of all

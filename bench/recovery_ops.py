@@ -27,7 +27,7 @@ import httpx
 from flowledger.api import create_app
 from flowledger.api.auth import create_user, issue_token
 from flowledger.db.database import Database
-from flowledger.ops.recovery_types import ACTIONS
+from flowledger.ops.recovery.model import ACTIONS
 from ops_queries import admin_token, fill, reset, timed
 
 BASE = "/api/workflows/engine"

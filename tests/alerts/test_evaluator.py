@@ -15,7 +15,7 @@ from flowledger.db.database import Database
 from flowledger.ops.alerts.evaluator import evaluate_once
 from flowledger.ops.alerts.metrics import HEALTH_SCORE, METRICS, Metric
 from flowledger.ops.alerts.rules import check_metric, update_rule
-from flowledger.ops.runtime_status import job_figures
+from flowledger.ops.runtime.status import job_figures
 from tests.alerts.support import (
     alert_events,
     dead_job,

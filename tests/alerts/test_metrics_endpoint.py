@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ops.health_score import engine_health_score
-from flowledger.ops.runtime_status import runtime_status
+from flowledger.ops.health.score import engine_health_score
+from flowledger.ops.runtime.status import runtime_status
 from tests.alerts.support import rule
 from tests.api.conftest import Api
 from tests.ops.rows import add_execution, add_job, add_node

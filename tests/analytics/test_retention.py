@@ -30,7 +30,7 @@ from flowledger.db.schema import (
     workflow_jobs,
 )
 from flowledger.handlers.retention_service import DataRetention, latest_slot
-from flowledger.ops import retention as ops
+from flowledger.ops.retention import runs as ops
 from tests.analytics.rows import (
     add_effect,
     add_hit,
@@ -409,8 +409,8 @@ def test_bad_retention_time_zone_is_a_configuration_error_O20(
 async def test_a_failing_policy_is_on_record_with_what_it_removed_O20(
     db: Database, world: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flowledger.ops import retention_purge
-    from flowledger.ops.retention_purge import Step
+    from flowledger.ops.retention import purge as retention_purge
+    from flowledger.ops.retention.purge import Step
 
     calls = 0
 

@@ -17,7 +17,7 @@ from sqlalchemy import func, select, text, update
 
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_executions, workflow_jobs
-from flowledger.ops import retention as ops
+from flowledger.ops.retention import runs as ops
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 JOBS = 100_000

@@ -22,9 +22,9 @@ from flowledger.db.engine_schema import (
     workflow_tasks,
 )
 from flowledger.db.migrate import upgrade
-from flowledger.ops import analytics_tasks
-from flowledger.ops.analytics import HUMAN_TASK_KINDS
-from flowledger.ops.analytics_sql import AnalyticsScope
+from flowledger.ops.analytics import tasks as analytics_tasks
+from flowledger.ops.analytics.instances import HUMAN_TASK_KINDS
+from flowledger.ops.analytics.sql import AnalyticsScope
 from tests.analytics import rows
 from tests.integration.engine_helpers import END, START, approval, definition, new_engine
 from tests.statement_watch import watched

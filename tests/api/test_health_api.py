@@ -16,7 +16,7 @@ from flowledger.db.database import Database
 from flowledger.db.health_schema import workflow_health_snapshots
 from flowledger.engine import Engine
 from flowledger.handlers.health_service import HealthSnapshots
-from flowledger.ops import retention
+from flowledger.ops.retention import runs as retention
 from tests.api.conftest import Api
 from tests.integration.engine_helpers import tasks
 from tests.ops.health_support import approval_flow, dead_end_flow, flush_events

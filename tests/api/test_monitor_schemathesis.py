@@ -22,7 +22,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import metadata
 from flowledger.engine import Engine
-from flowledger.ops.saved_views import create_view
+from flowledger.ops.monitor.saved_views import create_view
 from tests.api.conftest import approval
 from tests.api.fuzzing import check_operation
 from tests.runtime_support import default_engine

@@ -33,8 +33,8 @@ from flowledger.db.schema import system_scheduler_nodes as nodes
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.models import JobSpec
 from flowledger.ledger.types import JobType
-from flowledger.ops.engine_diagnostics import engine_diagnostics
-from flowledger.ops.runtime_status import runtime_status
+from flowledger.ops.runtime.engine_diagnostics import engine_diagnostics
+from flowledger.ops.runtime.status import runtime_status
 from flowledger.settings import Settings
 from flowledger.states import Pool
 from tests.ledger_access import ledger_of

@@ -12,7 +12,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.like import escape_like
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.ops.job_filters import JobFilter
+from flowledger.ops.jobs.filters import JobFilter
 from tests.integration.ledger_helpers import add_job, force_status
 
 ERRORS = {

@@ -13,8 +13,8 @@ from sqlalchemy import select
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.ops import job_queries
-from flowledger.ops.job_filters import JobFilter
+from flowledger.ops.jobs import queries as job_queries
+from flowledger.ops.jobs.filters import JobFilter
 from tests import statement_watch
 from tests.integration.ledger_helpers import add_job, force_status
 

@@ -20,8 +20,8 @@ from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.demo import load_demo
-from flowledger.ops.recovery_plan import recovery_preview
-from flowledger.ops.recovery_types import RecoveryFilter
+from flowledger.ops.recovery.model import RecoveryFilter
+from flowledger.ops.recovery.plan import recovery_preview
 from tests.integration.engine_helpers import run_due_jobs
 from tests.runtime_support import default_engine
 

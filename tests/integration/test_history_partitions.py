@@ -23,7 +23,7 @@ from flowledger.db.urls import libpq_conninfo
 from flowledger.handlers.partition_service import HistoryPartitions
 from flowledger.ledger.driver.history_partitions import partitions_ensure, partitions_list
 from flowledger.ledger.models import Outcome, OutcomeKind
-from flowledger.ops import retention as ops
+from flowledger.ops.retention import runs as ops
 from tests.integration.ledger_helpers import add_job, attempt_rows, claim_one, settle_batch
 from tests.ledger_access import ledger_of
 from tests.ops.rows import add_execution

@@ -21,7 +21,7 @@ from flowledger.db.engine_schema import operation_audit
 from flowledger.engine import Engine
 from flowledger.engine.callbacks import external_decision, trigger_result
 from flowledger.engine.force_jump import ReasonRequired
-from flowledger.ops.consistency import instance_findings
+from flowledger.ops.diagnostics.consistency import instance_findings
 from flowledger.ops.migration import service
 from flowledger.ops.migration.model import MigrationInvalid
 from tests.integration import migration_support as ms

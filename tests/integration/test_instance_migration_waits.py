@@ -24,7 +24,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.engine.callbacks import trigger_result
-from flowledger.ops.consistency import instance_findings
+from flowledger.ops.diagnostics.consistency import instance_findings
 from tests.integration import migration_support as ms
 from tests.integration.engine_helpers import (
     END,

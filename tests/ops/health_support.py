@@ -14,9 +14,9 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox, workflow_tokens
 from flowledger.events.relay import EventRelay
-from flowledger.ops.consistency import InstanceFindings, instance_findings
-from flowledger.ops.health_counts import problem_counts
-from flowledger.ops.health_inspection import Problem, inspect, summarize
+from flowledger.ops.diagnostics.consistency import InstanceFindings, instance_findings
+from flowledger.ops.health.counts import problem_counts
+from flowledger.ops.health.inspection import Problem, inspect, summarize
 from tests.integration.engine_helpers import END, START, approval, definition, run_due_jobs
 
 

@@ -174,7 +174,7 @@ async def test_list_newest_first_paged_and_scoped(db: Database, clock: ManualClo
 
 
 async def test_a_retention_run_is_a_recorded_batch(db: Database, clock: ManualClock) -> None:
-    from flowledger.ops.retention import run_retention
+    from flowledger.ops.retention.runs import run_retention
 
     run = await run_retention(db, now=clock.now(), trigger="manual", actor="ops")
     doc = await describe(db, run["batchId"])

@@ -14,7 +14,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox
 from flowledger.db.schema import workflow_jobs
-from flowledger.ops.consistency import Conclusion, Evidence
+from flowledger.ops.diagnostics.consistency import Conclusion, Evidence
 from flowledger.settings import Settings
 from tests.integration.engine_helpers import jobs, new_engine, tasks, tokens
 from tests.ops.health_support import (

@@ -4,7 +4,7 @@ verdict's ``action`` / ``params``) with ``instance:finding.*`` and
 ``instance:verdict.*``; its en texts must be the API's English word for
 word. The console's wording (components/instance/findingText.ts) is
 rendered here from the en locale for every rule, verdict code, repair and
-variant, and compared with the builders of ops/consistency_messages.py."""
+variant, and compared with the builders of ops/diagnostics/consistency_messages.py."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from flowledger.ops.consistency import VERDICT_ORDER
-from flowledger.ops.consistency_messages import (
+from flowledger.ops.diagnostics.consistency import VERDICT_ORDER
+from flowledger.ops.diagnostics.consistency_messages import (
     HEALTHY_CODES,
     age_text,
     conclusion_message,
     healthy_verdict,
     problem_verdict,
 )
-from flowledger.ops.health_messages import age, age_minutes
+from flowledger.ops.health.messages import age, age_minutes
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)

@@ -17,9 +17,9 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import FlowledgerError
 from flowledger.ledger.fingerprint import fingerprint
-from flowledger.ops.failure_clusters import failure_clusters
-from flowledger.ops.job_filters import JobFilter
-from flowledger.ops.job_queries import list_jobs
+from flowledger.ops.jobs.failure_clusters import failure_clusters
+from flowledger.ops.jobs.filters import JobFilter
+from flowledger.ops.jobs.queries import list_jobs
 from tests.ops.rows import add_job, add_jobs, job_row
 
 CAUSES = [  # (how many, the error of member i)

@@ -16,10 +16,10 @@ from sqlalchemy import delete, insert
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs
-from flowledger.ops.health_counts import problem_counts
-from flowledger.ops.health_inspection import inspect, summarize
-from flowledger.ops.health_score import engine_health_score, health_score_of
-from flowledger.ops.runtime_status import runtime_figures
+from flowledger.ops.health.counts import problem_counts
+from flowledger.ops.health.inspection import inspect, summarize
+from flowledger.ops.health.score import engine_health_score, health_score_of
+from flowledger.ops.runtime.status import runtime_figures
 from tests.integration.engine_helpers import jobs, new_engine, tokens
 from tests.ops.health_support import (
     approval_flow,

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from flowledger.ops.health_inspection import Problem
-from flowledger.ops.health_messages import (
+from flowledger.ops.health.inspection import Problem
+from flowledger.ops.health.messages import (
     age,
     age_minutes,
     describe,
@@ -24,8 +24,8 @@ from flowledger.ops.health_messages import (
     recovery_action,
     repair,
 )
-from flowledger.ops.health_rules import RULE_CODES
-from flowledger.ops.recovery_types import ACTIONS
+from flowledger.ops.health.rules import RULE_CODES
+from flowledger.ops.recovery.model import ACTIONS
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)

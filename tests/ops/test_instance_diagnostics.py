@@ -10,7 +10,7 @@ from typing import Any
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ops.instance_diagnostics import instance_diagnostics
+from flowledger.ops.diagnostics.instance import instance_diagnostics
 from tests.integration.engine_helpers import END, START, approval, definition, pending_task
 from tests.runtime_support import default_engine
 

@@ -13,7 +13,7 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_event_outbox, workflow_trace
 from flowledger.db.schema import workflow_jobs
-from flowledger.ops.instance_diagnostics_jobs import events_view
+from flowledger.ops.diagnostics.jobs import events_view
 from tests.events.webhook_support import deployed_engine, dispatch_all, relay, subscribe
 from tests.events.webhook_support import secret_key as secret_key
 

@@ -25,7 +25,7 @@ from flowledger.engine.job_types import PAUSABLE_TYPES
 from flowledger.errors import InvalidStateError, NotFoundError
 from flowledger.ledger.driver import ledger_driver
 from flowledger.ledger.models import Outcome
-from flowledger.ops.job_actions import batch_retry, batch_skip, retry_job, skip_job
+from flowledger.ops.jobs.actions import batch_retry, batch_skip, retry_job, skip_job
 from tests.integration.ledger_helpers import (
     add_job,
     attempt_rows,

@@ -16,10 +16,10 @@ from flowledger.db.database import Database
 from flowledger.errors import NotFoundError
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import Outcome
-from flowledger.ops.job_filters import JobFilter
-from flowledger.ops.job_queries import (
+from flowledger.ops.diagnostics.bundle import chain_bundle
+from flowledger.ops.jobs.filters import JobFilter
+from flowledger.ops.jobs.queries import (
     CursorInvalid,
-    chain_bundle,
     job_chain,
     job_detail,
     job_summary,

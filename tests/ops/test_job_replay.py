@@ -30,9 +30,10 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError
 from flowledger.ledger.fingerprint import fingerprint
 from flowledger.ledger.models import JobSpec
-from flowledger.ops import job_batching, job_replay
-from flowledger.ops.job_filters import JobFilter
-from flowledger.ops.job_replay import batch_progress, replay, replay_preview
+from flowledger.ops.jobs import batching as job_batching
+from flowledger.ops.jobs import replay as job_replay
+from flowledger.ops.jobs.filters import JobFilter
+from flowledger.ops.jobs.replay import batch_progress, replay, replay_preview
 from flowledger.worker import JobContext
 from flowledger.worker.worker import Worker
 from tests.dbutil import pg_database

@@ -47,10 +47,10 @@ from flowledger.demo import load_demo
 from flowledger.engine import Engine
 from flowledger.events.webhooks import WEBHOOK_DELIVERY_TYPE
 from flowledger.ledger.models import JobSpec
-from flowledger.ops.consistency import Conclusion, InstanceFindings, instance_findings
-from flowledger.ops.consistency_messages import HEALTHY_CODES
-from flowledger.ops.health_inspection import Problem, inspect
-from flowledger.ops.health_messages import problem_fields
+from flowledger.ops.diagnostics.consistency import Conclusion, InstanceFindings, instance_findings
+from flowledger.ops.diagnostics.consistency_messages import HEALTHY_CODES
+from flowledger.ops.health.inspection import Problem, inspect
+from flowledger.ops.health.messages import problem_fields
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED
 from tests.integration.engine_helpers import new_engine
 from tests.ledger_access import ledger_of

@@ -24,9 +24,9 @@ from flowledger.db.schema import workflow_jobs
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError, NotFoundError
 from flowledger.events.outbox import ensure_dispatch_job
-from flowledger.ops.recovery_actions import recovery_run
-from flowledger.ops.recovery_plan import recovery_preview
-from flowledger.ops.recovery_types import ACTIONS, RecoveryFilter, UnknownRecoveryAction
+from flowledger.ops.recovery.actions import recovery_run
+from flowledger.ops.recovery.model import ACTIONS, RecoveryFilter, UnknownRecoveryAction
+from flowledger.ops.recovery.plan import recovery_preview
 from flowledger.settings import Settings
 from flowledger.states import Pool
 from tests.integration.engine_helpers import (

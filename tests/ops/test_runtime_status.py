@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
-from flowledger.ops.runtime_status import percentile_cont, runtime_status
+from flowledger.ops.runtime.status import percentile_cont, runtime_status
 from tests.ops.rows import APPROVAL, add_execution, add_job, add_node
 from tests.runtime_support import default_engine
 

@@ -1,6 +1,6 @@
 """Response bodies of the analytics panels (SPEC O-14); the exact definition
-of every figure is in :mod:`flowledger.ops.analytics`,
-:mod:`flowledger.ops.analytics_tasks` and :mod:`flowledger.ops.analytics_async`.
+of every figure is in :mod:`flowledger.ops.analytics.instances`,
+:mod:`flowledger.ops.analytics.tasks` and :mod:`flowledger.ops.analytics.async_work`.
 Durations are whole milliseconds; ``null`` when there is nothing to average."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The query parameters of the instance list, its counts and its export
 (SPEC O-1, O-2), parsed once into an
-:class:`~flowledger.ops.instance_filters.InstanceFilter` within the caller's
+:class:`~flowledger.ops.monitor.filters.InstanceFilter` within the caller's
 tenants (A-3). ``status`` is repeatable and also takes a comma-separated
 list (``status=running,suspended``); an unknown status is 422 on
 ``query.status``. ``startedFrom`` / ``startedTo`` are synonyms of
@@ -15,7 +15,7 @@ from fastapi import Query
 from flowledger.api.auth import Caller
 from flowledger.api.schemas import MAX_ID, UtcTime
 from flowledger.errors import FlowledgerError
-from flowledger.ops.instance_filters import InstanceFilter
+from flowledger.ops.monitor.filters import InstanceFilter
 from flowledger.states import InstanceStatus
 
 STATUS_VALUES = ", ".join(s.value for s in InstanceStatus)

@@ -134,7 +134,7 @@ class JobPausePublic(ApiModel):
 
 
 class RuntimeStatus(ApiModel):
-    """SPEC L-23; the exact definitions are in :mod:`flowledger.ops.runtime_status`."""
+    """SPEC L-23; the exact definitions are in :mod:`flowledger.ops.runtime.status`."""
 
     now: datetime
     live_workers: LiveWorkers

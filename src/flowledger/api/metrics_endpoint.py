@@ -1,5 +1,5 @@
 """``GET /metrics`` at the application root (SPEC O-22): the Prometheus
-text exposition of :mod:`flowledger.ops.prometheus`, derived from the
+text exposition of :mod:`flowledger.ops.alerts.prometheus`, derived from the
 database at scrape time (multi-process correct without prometheus-client's
 multiprocess mode). When ``FLOWLEDGER_METRICS_TOKEN`` is set, a scrape must
 send ``Authorization: Bearer <token>`` (401 otherwise); it is not an API
@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.errors import Unauthenticated
 from flowledger.api.route_access import GuardedRoute, public
-from flowledger.ops.prometheus import exposition
+from flowledger.ops.alerts.prometheus import exposition
 
 router = APIRouter(tags=["metrics"], route_class=GuardedRoute)
 

@@ -32,7 +32,7 @@ from flowledger.api.job_schemas import (
 )
 from flowledger.api.schemas import MAX_ID, DefinitionKey, UserId, UtcTime
 from flowledger.errors import FlowledgerError
-from flowledger.ops.health_rules import RULE_CODES
+from flowledger.ops.health.rules import RULE_CODES
 from flowledger.states import InstanceStatus, JobStatus, TaskStatus
 
 HEALTH_RULES = (

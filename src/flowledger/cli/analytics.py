@@ -18,12 +18,13 @@ from flowledger.access.audit import audited
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import out
 from flowledger.engine import Engine
-from flowledger.ops import analytics as instance_panels
-from flowledger.ops import analytics_async, analytics_tasks
-from flowledger.ops import retention as retention_ops
-from flowledger.ops.analytics_sql import AnalyticsScope
-from flowledger.ops.analytics_time import resolve_time_zone
-from flowledger.ops.retention_policies import load_policies
+from flowledger.ops.analytics import async_work as analytics_async
+from flowledger.ops.analytics import instances as instance_panels
+from flowledger.ops.analytics import tasks as analytics_tasks
+from flowledger.ops.analytics.sql import AnalyticsScope
+from flowledger.ops.analytics.time_zone import resolve_time_zone
+from flowledger.ops.retention import runs as retention_ops
+from flowledger.ops.retention.policies import load_policies
 from flowledger.settings import get_settings
 
 PANELS = (

@@ -22,11 +22,11 @@ from flowledger.cli import jobs_support as js
 from flowledger.cli.common import out
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
-from flowledger.ops import health_inspection as inspection
-from flowledger.ops.health_messages import age, describe, problem_fields
-from flowledger.ops.health_rules import CRITICAL, RULE_CODES
-from flowledger.ops.health_score import health_score_of
-from flowledger.ops.runtime_status import runtime_figures
+from flowledger.ops.health import inspection
+from flowledger.ops.health.messages import age, describe, problem_fields
+from flowledger.ops.health.rules import CRITICAL, RULE_CODES
+from flowledger.ops.health.score import health_score_of
+from flowledger.ops.runtime.status import runtime_figures
 
 _UNITS = {"m": 1, "h": 60, "d": 1440}
 

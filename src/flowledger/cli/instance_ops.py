@@ -28,8 +28,8 @@ from flowledger.db.engine_schema import operation_audit
 from flowledger.engine import Engine
 from flowledger.engine.force_jump import JumpOutcome
 from flowledger.errors import FlowledgerError
-from flowledger.ops.batch_recovery import RecoverySelection, batch_recover
-from flowledger.ops.instance_diagnostics import instance_diagnostics
+from flowledger.ops.diagnostics.instance import instance_diagnostics
+from flowledger.ops.recovery.batch_recovery import RecoverySelection, batch_recover
 
 ACTOR = "cli"
 

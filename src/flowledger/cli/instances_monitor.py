@@ -20,9 +20,10 @@ from flowledger.cli.common import console, engine_session, out
 from flowledger.cli.data import instances_app
 from flowledger.cli.runtime import run_async
 from flowledger.engine import queries
-from flowledger.ops import instance_export, instance_queries
-from flowledger.ops.instance_filters import InstanceFilter
-from flowledger.ops.instance_queries import Sort
+from flowledger.ops.monitor import export as instance_export
+from flowledger.ops.monitor import queries as instance_queries
+from flowledger.ops.monitor.filters import InstanceFilter
+from flowledger.ops.monitor.queries import Sort
 from flowledger.states import InstanceStatus
 
 StatusOpt = Annotated[

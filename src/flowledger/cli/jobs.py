@@ -21,9 +21,9 @@ from flowledger.cli import jobs_actions
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
 from flowledger.engine import Engine
-from flowledger.ops import job_queries
-from flowledger.ops.failure_clusters import failure_clusters
-from flowledger.ops.runtime_status import runtime_status
+from flowledger.ops.jobs import queries as job_queries
+from flowledger.ops.jobs.failure_clusters import failure_clusters
+from flowledger.ops.runtime.status import runtime_status
 
 jobs_app = typer.Typer(
     no_args_is_help=True, help="The job ledger: status, queries, retry, skip and replay."

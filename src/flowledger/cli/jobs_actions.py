@@ -7,8 +7,8 @@ or running; ``--no-follow`` returns at once).
 The CLI acts as the operator named by ``--actor`` (default ``cli``) over
 every tenant and writes the same ``operation_audit`` rows as the API
 (``job.retry``, ``job.batch_retry``, ``job.skip``, ``job.batch_skip``,
-``job.replay``). The rules live in :mod:`flowledger.ops.job_actions` and
-:mod:`flowledger.ops.job_replay`.
+``job.replay``). The rules live in :mod:`flowledger.ops.jobs.actions` and
+:mod:`flowledger.ops.jobs.replay`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
-from flowledger.ops import job_actions, job_replay
-from flowledger.ops.job_batching import DEFAULT_RATE, MAX_REPLAY, new_batch_id
+from flowledger.ops.jobs import actions as job_actions
+from flowledger.ops.jobs import replay as job_replay
+from flowledger.ops.jobs.batching import DEFAULT_RATE, MAX_REPLAY, new_batch_id
 
 
 def _items_table(items: list[models.ItemOutcomePublic]) -> Table:

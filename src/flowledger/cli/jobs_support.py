@@ -22,7 +22,7 @@ from flowledger.cli.runtime import run_async
 from flowledger.db.database import Database
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
-from flowledger.ops.job_filters import JobFilter
+from flowledger.ops.jobs.filters import JobFilter
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
 ActorOpt = Annotated[str, typer.Option("--actor", help="Operator named in the audit.")]

@@ -10,9 +10,9 @@ default 100), ``--rate`` (the replay stagger, per second), ``--reason``,
 Acts over every tenant as the operator ``--actor`` (default ``cli``) and
 writes the same ``operation_audit`` row as the API (``recovery.run``). Exit
 code 2 on an error (an unknown action names the valid ones), 1 when some
-item failed. The rules live in :mod:`flowledger.ops.recovery_plan` (the
-actions and the filter in :mod:`flowledger.ops.recovery_types`) and
-:mod:`flowledger.ops.recovery_actions`."""
+item failed. The rules live in :mod:`flowledger.ops.recovery.plan` (the
+actions and the filter in :mod:`flowledger.ops.recovery.model`) and
+:mod:`flowledger.ops.recovery.actions`."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
-from flowledger.ops import recovery_types as plans
-from flowledger.ops.job_batching import DEFAULT_RATE
-from flowledger.ops.recovery_actions import recovery_run
-from flowledger.ops.recovery_plan import recovery_preview
+from flowledger.ops.jobs.batching import DEFAULT_RATE
+from flowledger.ops.recovery import model as plans
+from flowledger.ops.recovery.actions import recovery_run
+from flowledger.ops.recovery.plan import recovery_preview
 
 _AGE = re.compile(r"^\s*(\d+)\s*([mhd]?)\s*$")
 _MINUTES = {"": 1, "m": 1, "h": 60, "d": 1440}

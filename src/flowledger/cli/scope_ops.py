@@ -15,7 +15,7 @@ Each run writes the same ``operation_audit`` rows as the API
 row per instance), as the operator ``--actor`` (default ``cli``). A pool or
 job type this runtime does not know, or a blank reason, is exit code 2
 naming the field. The mechanics are :mod:`flowledger.ledger.pauses` and
-:mod:`flowledger.ops.scope_suspend`."""
+:mod:`flowledger.ops.interventions.scope_suspend`."""
 
 from __future__ import annotations
 
@@ -39,7 +39,12 @@ from flowledger.ledger.pauses import (
     resume_scope,
 )
 from flowledger.ledger.types import JobTypeRegistry
-from flowledger.ops.scope_suspend import Action, ScopeSelection, preview_scope, run_scope
+from flowledger.ops.interventions.scope_suspend import (
+    Action,
+    ScopeSelection,
+    preview_scope,
+    run_scope,
+)
 
 PoolOpt = Annotated[str | None, typer.Option("--pool", help="A pool (ledger, outbound, …).")]
 TypeOpt = Annotated[str | None, typer.Option("--type", "-t", help="A job type.")]

@@ -36,7 +36,7 @@ from flowledger.db.portable import milliseconds_between
 _FINISHED = text("finished_at IS NOT NULL")
 _PENDING_DUE = text("status = 'pending' AND due_at IS NOT NULL")
 _COMPLETED = text("status = 'completed'")
-# the human task kinds of ``flowledger.ops.analytics.HUMAN_TASK_KINDS`` (a
+# the human task kinds of ``flowledger.ops.analytics.instances.HUMAN_TASK_KINDS`` (a
 # test keeps the two equal): every pending-task count of the panels filters
 # by them, and with the filter in the predicate the planner reads the index
 # alone instead of the heap over ix_workflow_tasks_open_instance

@@ -30,7 +30,7 @@ was allowed — beside it.
 
 ``changes`` hold the values as they were and became (node keys, assignees,
 form field values, job / task / ticket statuses). Secret form fields are
-masked when read, by :func:`flowledger.ops.redaction.redact` (a change whose
+masked when read, by :func:`flowledger.ops.diagnostics.redaction.redact` (a change whose
 ``field`` names a secret has its values redacted).
 
 The vocabulary is :data:`ACTIONS`. :data:`MIGRATION` names the hook for the

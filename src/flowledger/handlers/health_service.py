@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from flowledger.clock import Clock
 from flowledger.db.database import Database
-from flowledger.ops.health_history import measure, snapshot_due, store_snapshot
+from flowledger.ops.health.history import measure, snapshot_due, store_snapshot
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.services import LeaderService
 

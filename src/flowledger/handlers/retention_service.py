@@ -10,7 +10,7 @@ before now — so a leader that was down at 03:00 catches up when it comes
 back, a new leader after a failover does not run the day twice, and the
 record of runs (``workflow_retention_runs``), not process memory, decides.
 The run itself (batches, protection, its own run lease) is
-:func:`flowledger.ops.retention.run_retention`.
+:func:`flowledger.ops.retention.runs.run_retention`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from flowledger.clock import Clock
 from flowledger.db.database import Database
 from flowledger.engine.tasks import SYSTEM as SYSTEM_ACTOR
 from flowledger.errors import ConfigurationError
-from flowledger.ops.analytics_time import server_time_zone
-from flowledger.ops.retention import RetentionRunning, last_scheduled_start, run_retention
+from flowledger.ops.analytics.time_zone import server_time_zone
+from flowledger.ops.retention.runs import RetentionRunning, last_scheduled_start, run_retention
 from flowledger.settings import Settings
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.services import LeaderService

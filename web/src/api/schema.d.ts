@@ -5304,7 +5304,7 @@ export interface components {
         };
         /**
          * RuntimeStatus
-         * @description SPEC L-23; the exact definitions are in :mod:`flowledger.ops.runtime_status`.
+         * @description SPEC L-23; the exact definitions are in :mod:`flowledger.ops.runtime.status`.
          */
         RuntimeStatus: {
             /** Attempts1H */

@@ -3,7 +3,7 @@ totals, daily, top-definitions, node-bottlenecks, approver-workload, timeouts
 and async-health. Each needs ``workflow:instance:monitor`` (403 otherwise),
 sees only the caller's tenants, takes an optional ``definitionKey`` filter and
 is never audited (reads). Figures are computed at the engine clock's "now".
-The read models live in :mod:`flowledger.ops.analytics` and siblings."""
+The read models live in :mod:`flowledger.ops.analytics.instances` and siblings."""
 
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ from flowledger.api.auth import Caller, CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.api.route_access import GuardedRoute, allow
-from flowledger.ops import analytics, analytics_async, analytics_tasks
-from flowledger.ops.analytics_sql import AnalyticsScope
-from flowledger.ops.analytics_time import resolve_time_zone
+from flowledger.ops.analytics import async_work as analytics_async
+from flowledger.ops.analytics import instances as analytics
+from flowledger.ops.analytics import tasks as analytics_tasks
+from flowledger.ops.analytics.sql import AnalyticsScope
+from flowledger.ops.analytics.time_zone import resolve_time_zone
 
 # every route here is a read for monitors (SPEC A-2, O-14)
 router = APIRouter(

@@ -4,7 +4,7 @@ drain and schedule-planner runs, the outbox backlog, the ledger's settings,
 job counts by type x status, the oldest due job per type, per pool. A read:
 needs ``workflow:instance:monitor`` and is never audited. Job and outbox
 figures count the caller's tenants only. The read model is
-:mod:`flowledger.ops.engine_diagnostics`."""
+:mod:`flowledger.ops.runtime.engine_diagnostics`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from flowledger.api.job_schemas import JobPausePublic
 from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import ApiModel
-from flowledger.ops.engine_diagnostics import engine_diagnostics
+from flowledger.ops.runtime.engine_diagnostics import engine_diagnostics
 
 router = APIRouter(prefix="/engine", tags=["engine"], route_class=GuardedRoute)
 

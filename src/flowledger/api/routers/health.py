@@ -37,11 +37,11 @@ from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import ApiModel, DefinitionKey, UtcTime
 from flowledger.api.view_filters import HEALTH_RULES
 from flowledger.errors import FlowledgerError
-from flowledger.ops import health_inspection as inspection
-from flowledger.ops.health_history import history
-from flowledger.ops.health_messages import problem_fields
-from flowledger.ops.health_score import engine_health_score, health_score_of
-from flowledger.ops.runtime_status import runtime_figures
+from flowledger.ops.health import inspection
+from flowledger.ops.health.history import history
+from flowledger.ops.health.messages import problem_fields
+from flowledger.ops.health.score import engine_health_score, health_score_of
+from flowledger.ops.runtime.status import runtime_figures
 
 # every route here is a read for monitors (SPEC A-2)
 router = APIRouter(

@@ -30,9 +30,10 @@ from flowledger.api.monitor_schemas import FormCorrection, FormCorrectionResult,
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
-from flowledger.ops import instance_export, instance_queries
-from flowledger.ops.form_corrections import correct_form
-from flowledger.ops.instance_filters import InstanceFilter
+from flowledger.ops.interventions.form_corrections import correct_form
+from flowledger.ops.monitor import export as instance_export
+from flowledger.ops.monitor import queries as instance_queries
+from flowledger.ops.monitor.filters import InstanceFilter
 
 router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 

@@ -6,9 +6,9 @@
   keeps the operators' interventions alone, issue 31), plus the
   consistency ``conclusions`` and the ``verdict`` (English ``message``s,
   with the ``messageParams`` they are made of, keyed by the conclusion's
-  ``rule`` / the verdict's ``code``: see ``ops/consistency_messages.py``),
+  ``rule`` / the verdict's ``code``: see ``ops/diagnostics/consistency_messages.py``),
   the health inspection's rules run for the instance at ``thresholdMinutes``
-  (10 to 1440, default 10; see ``ops/consistency.py``);
+  (10 to 1440, default 10; see ``ops/diagnostics/consistency.py``);
 - ``GET /instances/{id}/force-jump/preview?target=&fromNode=`` and
   ``POST /instances/{id}/force-jump`` — the exact change, then doing it;
 - ``POST /instances/batch-recover`` — skip the task at a node of many stuck
@@ -49,16 +49,16 @@ from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
 from flowledger.engine.force_jump import JumpOutcome
-from flowledger.ops.batch_recovery import RecoverySelection, batch_recover
-from flowledger.ops.consistency import DEFAULT_THRESHOLD
-from flowledger.ops.health_inspection import MAX_THRESHOLD_MINUTES, MIN_THRESHOLD_MINUTES
-from flowledger.ops.instance_bundle import instance_bundle
-from flowledger.ops.instance_diagnostics import VIEWS, instance_diagnostics
-from flowledger.ops.instance_diagnostics_trace import (
+from flowledger.ops.diagnostics.bundle import instance_bundle
+from flowledger.ops.diagnostics.consistency import DEFAULT_THRESHOLD
+from flowledger.ops.diagnostics.instance import VIEWS, instance_diagnostics
+from flowledger.ops.diagnostics.trace import (
     DEFAULT_TRACE_LIMIT,
     KINDS,
     MAX_TRACE_LIMIT,
 )
+from flowledger.ops.health.inspection import MAX_THRESHOLD_MINUTES, MIN_THRESHOLD_MINUTES
+from flowledger.ops.recovery.batch_recovery import RecoverySelection, batch_recover
 
 router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 

@@ -15,7 +15,7 @@ suspend) and are audited: one ``definition.suspend_all`` /
 ``definition.resume_all`` row for the batch (target the definition key,
 totals in its detail) and one ``instance.suspend`` / ``instance.resume`` row
 per instance acted on. Only the caller's tenants are selected. The
-mechanics are :mod:`flowledger.ops.scope_suspend`."""
+mechanics are :mod:`flowledger.ops.interventions.scope_suspend`."""
 
 from __future__ import annotations
 
@@ -35,7 +35,12 @@ from flowledger.api.scope_schemas import (
     ScopeRunPublic,
     ScopeSuspend,
 )
-from flowledger.ops.scope_suspend import Action, ScopeSelection, preview_scope, run_scope
+from flowledger.ops.interventions.scope_suspend import (
+    Action,
+    ScopeSelection,
+    preview_scope,
+    run_scope,
+)
 
 router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 

@@ -41,8 +41,8 @@ from flowledger.api.schemas import (
     InstancePublic,
     ReasonBody,
 )
-from flowledger.ops import instance_queries
-from flowledger.ops.instance_filters import InstanceFilter
+from flowledger.ops.monitor import queries as instance_queries
+from flowledger.ops.monitor.filters import InstanceFilter
 
 router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 

@@ -7,8 +7,8 @@ the counts in the row's detail); the preview is a read
 on the single-job routes and simply not matched by batches and replays.
 
 The rules themselves (eligibility, staggering, chunks, replay batch ids)
-live in :mod:`flowledger.ops.job_actions`, :mod:`flowledger.ops.job_replay`
-and :mod:`flowledger.ops.job_batching`; this module maps bodies to calls
+live in :mod:`flowledger.ops.jobs.actions`, :mod:`flowledger.ops.jobs.replay`
+and :mod:`flowledger.ops.jobs.batching`; this module maps bodies to calls
 and results to the models below, which the CLI's ``--json`` output reuses so
 both speak the same JSON.
 """
@@ -36,11 +36,11 @@ from flowledger.api.schemas import (
     RequestModel,
     UtcTime,
 )
-from flowledger.ops import job_actions as ops
-from flowledger.ops import job_batching as batching
-from flowledger.ops import job_replay as replays
-from flowledger.ops.job_batching import BatchResult
-from flowledger.ops.job_filters import JobFilter
+from flowledger.ops.jobs import actions as ops
+from flowledger.ops.jobs import batching
+from flowledger.ops.jobs import replay as replays
+from flowledger.ops.jobs.batching import BatchResult
+from flowledger.ops.jobs.filters import JobFilter
 
 router = APIRouter(prefix="/engine/jobs", tags=["jobs"], route_class=GuardedRoute)
 

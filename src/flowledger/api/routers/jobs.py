@@ -40,10 +40,11 @@ from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, UtcTime
 from flowledger.db.replica import replica_lag_ms
-from flowledger.ops import failure_clusters as clusters
-from flowledger.ops import job_queries
-from flowledger.ops.job_filters import JobFilter
-from flowledger.ops.runtime_status import runtime_status
+from flowledger.ops.diagnostics.bundle import chain_bundle
+from flowledger.ops.jobs import failure_clusters as clusters
+from flowledger.ops.jobs import queries as job_queries
+from flowledger.ops.jobs.filters import JobFilter
+from flowledger.ops.runtime.status import runtime_status
 from flowledger.states import JobStatus
 
 # every route here is a read for monitors (SPEC A-2)
@@ -171,7 +172,7 @@ def _filename(trace_id: str) -> str:
 async def download_chain_bundle(trace_id: TraceId, ctx: Ctx, caller: CurrentCaller) -> JSONResponse:
     """One JSON document: the chain, its attempts and a snapshot of every
     related instance (row, tasks, tokens, comments, trace events)."""
-    bundle: dict[str, Any] = await job_queries.chain_bundle(
+    bundle: dict[str, Any] = await chain_bundle(
         ctx.db, trace_id, tenants=_tenants(caller), now=ctx.now()
     )
     return JSONResponse(

@@ -36,9 +36,9 @@ from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Reason, RequestModel
-from flowledger.ops.instance_filters import InstanceFilter
 from flowledger.ops.migration import service
 from flowledger.ops.migration.model import MAX_IDS, MigrationInvalid, MigrationPlan
+from flowledger.ops.monitor.filters import InstanceFilter
 
 router = APIRouter(tags=["migrations"], route_class=GuardedRoute)
 

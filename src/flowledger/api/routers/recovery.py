@@ -22,9 +22,9 @@ Preview: ``{action, count, byAction, samples}`` — ``count`` items, at most
 ``wake``, ``reclaim``, ``recreate``, ``needs_person``). Run: ``{action,
 batchId, rate, totals, estimatedCompletion, items}`` with every planned item
 and its ``outcome`` (``done`` / ``skipped`` / ``failed``). The plan and the
-run live in :mod:`flowledger.ops.recovery_plan` (its types in
-:mod:`flowledger.ops.recovery_types`) and
-:mod:`flowledger.ops.recovery_actions`.
+run live in :mod:`flowledger.ops.recovery.plan` (its types in
+:mod:`flowledger.ops.recovery.model`) and
+:mod:`flowledger.ops.recovery.actions`.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Reason, RequestModel
-from flowledger.ops import job_batching as batching
-from flowledger.ops import recovery_types as plans
-from flowledger.ops.recovery_actions import RecoveryRun, recovery_run
-from flowledger.ops.recovery_plan import recovery_preview
+from flowledger.ops.jobs import batching
+from flowledger.ops.recovery import model as plans
+from flowledger.ops.recovery.actions import RecoveryRun, recovery_run
+from flowledger.ops.recovery.plan import recovery_preview
 
 router = APIRouter(prefix="/engine/recovery", tags=["recovery"], route_class=GuardedRoute)
 

@@ -9,7 +9,7 @@ Reads and the preview need ``workflow:instance:monitor``; PATCH and run need
 Retention is cluster-wide (like the runtime status): policies are global and
 a run purges every tenant's expired rows. A run while another one is in
 progress is 409 ``retention_running``. The rules live in
-:mod:`flowledger.ops.retention` and :mod:`flowledger.ops.retention_policies`.
+:mod:`flowledger.ops.retention.runs` and :mod:`flowledger.ops.retention.policies`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import ApiModel, RequestModel
 from flowledger.errors import FlowledgerError
-from flowledger.ops import retention as ops
-from flowledger.ops import retention_policies as rp
-from flowledger.ops.analytics_time import server_time_zone
+from flowledger.ops.analytics.time_zone import server_time_zone
+from flowledger.ops.retention import policies as rp
+from flowledger.ops.retention import runs as ops
 
 router = APIRouter(prefix="/engine/retention", tags=["retention"], route_class=GuardedRoute)
 

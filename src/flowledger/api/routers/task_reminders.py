@@ -6,7 +6,7 @@ is read); audited (a refusal too), the ``note`` as the audit row's reason.
 
 Too soon: 429 ``remind_too_soon`` with ``retryAfterSeconds`` in the body and
 the same number in the ``Retry-After`` header. A task that is not pending:
-409 ``task_state``. The rule itself lives in :mod:`flowledger.ops.task_reminders`.
+409 ``task_state``. The rule itself lives in :mod:`flowledger.ops.interventions.task_reminders`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from flowledger.api.monitor_schemas import RemindBody, ReminderPublic
 from flowledger.api.permissions import ENGINE_OPERATE
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ErrorPublic
-from flowledger.ops.task_reminders import RemindTooSoon, remind
+from flowledger.ops.interventions.task_reminders import RemindTooSoon, remind
 
 router = APIRouter(prefix="/tasks", tags=["tasks"], route_class=GuardedRoute)
 

@@ -39,7 +39,7 @@ from flowledger.api.schemas import (
     TaskTransfer,
 )
 from flowledger.engine import queries
-from flowledger.ops.task_reassign import reassign_task as reassign
+from flowledger.ops.interventions.task_reassign import reassign_task as reassign
 from flowledger.states import TaskStatus
 
 router = APIRouter(prefix="/tasks", tags=["tasks"], route_class=GuardedRoute)

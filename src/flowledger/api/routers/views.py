@@ -36,8 +36,8 @@ from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
 from flowledger.api.view_filters import validate_filters
 from flowledger.db.monitor_schema import VIEW_SCOPES
-from flowledger.ops import saved_views
-from flowledger.ops.saved_views import NotViewOwner
+from flowledger.ops.monitor import saved_views
+from flowledger.ops.monitor.saved_views import NotViewOwner
 
 router = APIRouter(prefix="/views", tags=["views"], route_class=GuardedRoute)
 # a view belongs to a list: the task list (act or monitor) or a monitor's list;

@@ -14,7 +14,7 @@ from flowledger.api.deps import Ctx
 from flowledger.api.permissions import INSTANCE_MONITOR
 from flowledger.api.route_access import GuardedRoute, allow
 from flowledger.api.schemas import ApiModel
-from flowledger.ops.worker_nodes import live_worker_nodes
+from flowledger.ops.runtime.worker_nodes import live_worker_nodes
 
 router = APIRouter(
     prefix="/engine/workers",

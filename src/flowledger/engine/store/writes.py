@@ -57,7 +57,7 @@ _MOVE_AND_PARK = _MOVE.values(state=TokenState.PARKED.value)
 # its definition but those named (json_rows.JsonRows)
 TRACE = JsonRows(workflow_trace, omit=("id",))
 OUTBOX = JsonRows(workflow_event_outbox, omit=("id", "dispatched_at"))
-# (a form write's reason is an operator's correction's: ops/form_corrections)
+# (a form write's reason is an operator's correction's: ops/interventions/form_corrections)
 FORM_WRITES = JsonRows(workflow_form_writes, omit=("id", "reason"))
 # a task or a fork inserted with the step's rows carries its id (reserved by
 # the step); a fork's rows are its frame, the forking token consumed and its

@@ -1,4 +1,7 @@
-"""Alerting (SPEC O-22): named metric providers, rules, silences, the
-evaluator and its notifications. Read-only queries (:mod:`.metrics`,
-:mod:`.queries`) are kept apart from the writes (:mod:`.rules`,
-:mod:`.silences`, :mod:`.evaluator`)."""
+"""Alerting and metrics (SPEC O-22): named metric providers, rules,
+silences, the evaluator and its notifications, and the same metrics for
+Prometheus. Read-only queries (:mod:`.metrics`, :mod:`.queries`) are kept
+apart from the writes (:mod:`.rules`, :mod:`.silences`, :mod:`.evaluator`);
+:mod:`.notices` words the notifications, :mod:`.service` is the evaluator's
+leader-gated service and :mod:`.prometheus` the ``GET /metrics``
+exposition."""

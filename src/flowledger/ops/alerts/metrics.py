@@ -7,7 +7,7 @@ figure to those tenants' jobs; None as the value means "no data" (e.g. no
 attempt in the last hour), for which no alert condition holds.
 
 =====================  =======  ===========================================
-metric                 unit     definition (:mod:`flowledger.ops.runtime_status`)
+metric                 unit     definition (:mod:`flowledger.ops.runtime.status`)
 =====================  =======  ===========================================
 queue_backlog          items    ``backlog``: pending jobs with run_at <= now
 dead_letters           items    ``dead``: dead jobs
@@ -16,14 +16,14 @@ job_failure_rate       %        ``failureRate1h`` x 100: failed attempts /
 stuck_jobs             items    ``stuck``: running jobs whose lease is
                                 missing or expired or whose deadline passed
 engine_health_score    points   the health inspection's engine health score
-                                (:mod:`flowledger.ops.health_score`)
+                                (:mod:`flowledger.ops.health.score`)
 overdue_tasks          items    pending tasks past their deadline's due time
                                 (issue 31 item 4; ``workflow_tasks.due_at``)
 =====================  =======  ===========================================
 
 The four job metrics call the runtime status panel's own queries
-(:func:`~flowledger.ops.runtime_status.job_figures`,
-:func:`~flowledger.ops.runtime_status.attempt_figures`), so the alert, the
+(:func:`~flowledger.ops.runtime.status.job_figures`,
+:func:`~flowledger.ops.runtime.status.attempt_figures`), so the alert, the
 panel and ``/metrics`` always agree.
 """
 
@@ -40,8 +40,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_tasks
-from flowledger.ops.health_score import engine_health_score
-from flowledger.ops.runtime_status import attempt_figures, job_figures
+from flowledger.ops.health.score import engine_health_score
+from flowledger.ops.runtime.status import attempt_figures, job_figures
 
 
 class Provider(Protocol):
@@ -113,7 +113,7 @@ async def _health_score(
 ) -> float | None:
     """The health inspection's engine health score (SPEC O-16, O-22), with
     the global job and attempt figures the job metrics use (what
-    :func:`~flowledger.ops.runtime_status.runtime_figures` gives)."""
+    :func:`~flowledger.ops.runtime.status.runtime_figures` gives)."""
     runtime = dict(await _shared(conn, job_figures, now, None))
     runtime.update(await _shared(conn, attempt_figures, now, None))
     score = await engine_health_score(conn, tenant_ids, now=now, runtime=runtime)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowledger.errors import FlowledgerError, NotFoundError
-from flowledger.ops.instance_filters import InstanceFilter
+from flowledger.ops.monitor.filters import InstanceFilter
 
 OK = "ok"
 CHANGED = "changed"

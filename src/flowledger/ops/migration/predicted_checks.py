@@ -1,5 +1,5 @@
-"""The O-12 consistency rules (:mod:`flowledger.ops.consistency`) and the
-O-16 health rules (:mod:`flowledger.ops.health_rules`) on a migration's
+"""The O-12 consistency rules (:mod:`flowledger.ops.diagnostics.consistency`) and the
+O-16 health rules (:mod:`flowledger.ops.health.rules`) on a migration's
 predicted result (issue 30): the rules the health inspection runs as SQL
 over stored rows, evaluated here over the dry run's document of one
 instance, so an instance whose migration would leave it stuck is refused

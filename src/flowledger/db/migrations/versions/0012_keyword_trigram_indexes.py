@@ -1,7 +1,7 @@
 """Trigram indexes for the job keyword filter (issue 17 item 7, SPEC L-24).
 
 ``lower(last_error) LIKE '%…%' OR lower(type) LIKE '%…%'`` (see
-``flowledger.db.like`` and ``ops.job_filters``) is served on PostgreSQL by
+``flowledger.db.like`` and ``ops.jobs.filters``) is served on PostgreSQL by
 two GIN ``gin_trgm_ops`` indexes combined in a BitmapOr:
 ``ix_workflow_jobs_last_error_trgm`` and ``ix_workflow_jobs_type_trgm``
 (extension ``pg_trgm``). SQLite has no trigram index: the migration skips
