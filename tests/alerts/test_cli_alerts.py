@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +16,14 @@ from flowledger.db.database import Database
 from flowledger.db.engine_schema import operation_audit
 from flowledger.ops.alerts.evaluator import evaluate_once
 from flowledger.ops.alerts.rules import RuleFields, create_rule
+from tests.cli_support import run_cli
 from tests.ledger_access import ledger_of
 from tests.ops.rows import add_job
 
 
 def cli(tmp_path: Path, *args: str, code: int = 0) -> Any:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWLEDGER_")}
-    env["FLOWLEDGER_DATABASE_URL"] = f"sqlite:///{tmp_path / 'alerts.db'}"
-    env["FLOWLEDGER_SECRET_KEY"] = os.environ["FLOWLEDGER_SECRET_KEY"]
-    done = subprocess.run(
-        [sys.executable, "-m", "flowledger", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-    assert done.returncode == code, (args, done.stdout, done.stderr)
-    return json.loads(done.stdout) if "--json" in args else done.stdout
+    out = run_cli(tmp_path, "alerts.db", *args, code=code).stdout
+    return json.loads(out) if "--json" in args else out
 
 
 def seed(tmp_path: Path) -> int:

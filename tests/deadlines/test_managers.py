@@ -5,9 +5,6 @@ migrated SQLite file, which also runs migration 0018)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from flowledger.access.tokens import create_user
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.errors import NotFoundError
+from tests.cli_support import run_cli
 
 
 async def test_set_manager_and_its_refusals(db: Database, clock: ManualClock) -> None:
@@ -42,18 +40,7 @@ async def test_set_manager_and_its_refusals(db: Database, clock: ManualClock) ->
 
 
 def _cli(tmp_path: Path, *args: str, code: int = 0) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWLEDGER_")}
-    env["FLOWLEDGER_DATABASE_URL"] = f"sqlite:///{tmp_path / 'users.db'}"
-    env["FLOWLEDGER_SECRET_KEY"] = os.environ["FLOWLEDGER_SECRET_KEY"]
-    done = subprocess.run(
-        [sys.executable, "-m", "flowledger", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-    assert done.returncode == code, (args, done.stdout, done.stderr)
+    done = run_cli(tmp_path, "users.db", *args, code=code)
     return done.stdout + done.stderr
 
 

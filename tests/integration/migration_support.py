@@ -20,9 +20,22 @@ from tests.integration.engine_helpers import (
     definition,
     instance,
     jobs,
+    pending_task,
     tasks,
     tokens,
 )
+
+
+async def deploy(engine: Engine, *defs: dict[str, Any]) -> None:
+    """Deploy each definition (the source and target versions of a test)."""
+    for d in defs:
+        await engine.deploy(d, actor="dev")
+
+
+async def approve(engine: Engine, db: Database, iid: int, node: str, who: str) -> None:
+    """``who`` approves their pending task of ``iid`` at ``node``."""
+    await engine.approve(await pending_task(db, iid, node, who), actor=who)
+
 
 FORK = {"key": "fork", "type": "parallel"}
 JOIN = {"key": "join", "type": "parallel"}

@@ -44,27 +44,18 @@ def engine(db: Database, clock: ManualClock) -> Engine:
     return default_engine(db, clock)
 
 
-async def _deploy(engine: Engine, *defs: dict[str, Any]) -> None:
-    for d in defs:
-        await engine.deploy(d, actor="dev")
-
-
 _preview_and_run = ms.preview_and_run
-
-
-async def _approve(engine: Engine, db: Database, iid: int, node: str, who: str) -> None:
-    await engine.approve(await pending_task(db, iid, node, who), actor=who)
 
 
 async def test_branches_migrate_and_finish_on_the_target_version(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, ms.branches_v1(), ms.branches_v2())
+    await ms.deploy(engine, ms.branches_v1(), ms.branches_v2())
     halfway = await engine.start("mig", form={}, initiator="ira", version=1)
-    await _approve(engine, db, halfway, "a", "ann")  # all-approval: bob still open
+    await ms.approve(engine, db, halfway, "a", "ann")  # all-approval: bob still open
     joined = await engine.start("mig", form={}, initiator="ira", version=1)
-    await _approve(engine, db, joined, "a", "ann")
-    await _approve(engine, db, joined, "a", "bob")  # branch arrived at the join
+    await ms.approve(engine, db, joined, "a", "ann")
+    await ms.approve(engine, db, joined, "a", "bob")  # branch arrived at the join
     wakes = {
         i: [j["run_at"] for j in await jobs(db, i, type="delay_wake")] for i in (halfway, joined)
     }
@@ -121,24 +112,24 @@ async def test_branches_migrate_and_finish_on_the_target_version(
 
     # drive both to the end on version 2: bob and cat approve a2, the delay
     # wakes into the new node chk, chris approves, the join fires, fay approves
-    await _approve(engine, db, halfway, "a2", "bob")
-    await _approve(engine, db, halfway, "a2", "cat")
+    await ms.approve(engine, db, halfway, "a2", "bob")
+    await ms.approve(engine, db, halfway, "a2", "cat")
     clock.advance(seconds=3 * 3600)
     await run_due_jobs(db, clock)
     for iid in (halfway, joined):
-        await _approve(engine, db, iid, "chk", "chris")
-        await _approve(engine, db, iid, "fin", "fay")
+        await ms.approve(engine, db, iid, "chk", "chris")
+        await ms.approve(engine, db, iid, "fin", "fay")
         assert (await instance(db, iid))["status"] == "approved"
 
 
 async def test_blocked_instances_are_refused_and_left_untouched(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, ms.branches_v1(), ms.branches_v2(), ms.branches_v3(), ms.branches_v4())
+    await ms.deploy(engine, ms.branches_v1(), ms.branches_v2(), ms.branches_v3(), ms.branches_v4())
     halfway = await engine.start("mig", form={}, initiator="ira", version=1)
     joined = await engine.start("mig", form={}, initiator="ira", version=1)
-    await _approve(engine, db, joined, "a", "ann")
-    await _approve(engine, db, joined, "a", "bob")
+    await ms.approve(engine, db, joined, "a", "ann")
+    await ms.approve(engine, db, joined, "a", "bob")
     paused = await engine.start("mig", form={}, initiator="ira", version=1)
     await engine.suspend(paused, actor="ops", reason="hold")
     ended = await engine.start("mig", form={}, initiator="ira", version=1)
@@ -192,7 +183,7 @@ async def test_blocked_instances_are_refused_and_left_untouched(
 async def test_the_run_rechecks_each_instance_under_its_lock(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, ms.branches_v1(), ms.branches_v2())
+    await ms.deploy(engine, ms.branches_v1(), ms.branches_v2())
     iid = await engine.start("mig", form={}, initiator="ira", version=1)
     plan = ms.plan(1, 2, [iid], mapping={"a": "a2"})
     dry = await service.preview(db, plan, actor="ops", clock=clock)
@@ -231,7 +222,7 @@ def _parent(sub_key: str, kid: str, after: bool) -> dict[str, Any]:
 async def test_subprocess_parent_migrates_and_a_changed_child_definition_blocks(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(
+    await ms.deploy(
         engine,
         KID,
         OTHER_KID,
@@ -253,13 +244,13 @@ async def test_subprocess_parent_migrates_and_a_changed_child_definition_blocks(
     )
     child = links[0]["childInstanceIds"][0]
     # the child migrates too: a second approval after k
-    await _deploy(engine, KID_V2)
+    await ms.deploy(engine, KID_V2)
     kids, _ = await _preview_and_run(engine, db, clock, ms.plan(1, 2, [child], key="kid"))
     assert kids[child]["verdict"] == "ok"
-    await _approve(engine, db, child, "k", "kim")
-    await _approve(engine, db, child, "k2", "kai")
+    await ms.approve(engine, db, child, "k", "kim")
+    await ms.approve(engine, db, child, "k2", "kai")
     await run_due_jobs(db, clock)  # the child's end joins the parent
-    await _approve(engine, db, parent, "after", "amy")
+    await ms.approve(engine, db, parent, "after", "amy")
     row = await instance(db, parent)
     assert (row["status"], row["definition_version"]) == ("approved", 2)
 
@@ -279,7 +270,7 @@ def _trigger(key: str, after: bool) -> dict[str, Any]:
 async def test_a_trigger_waiting_for_its_callback_is_retargeted(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, _trigger("erp", False), _trigger("call", True))
+    await ms.deploy(engine, _trigger("erp", False), _trigger("call", True))
     iid = await engine.start("trg", form={}, initiator="ira", version=1)
     dispatch = (await jobs(db, iid, type="trigger_dispatch"))[0]
     by_id, _ = await _preview_and_run(
@@ -289,14 +280,14 @@ async def test_a_trigger_waiting_for_its_callback_is_retargeted(
     moved = (await jobs(db, iid, type="trigger_dispatch"))[0]
     assert (moved["node_key"], moved["run_at"]) == ("call", dispatch["run_at"])
     await trigger_result(engine, int(dispatch["id"]), "succeeded", result={})
-    await _approve(engine, db, iid, "after", "amy")
+    await ms.approve(engine, db, iid, "after", "amy")
     assert (await instance(db, iid))["status"] == "approved"
 
 
 async def test_bad_plans_are_refused_with_the_field_named(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, ms.branches_v1(), ms.branches_v2())
+    await ms.deploy(engine, ms.branches_v1(), ms.branches_v2())
     iid = await engine.start("mig", form={}, initiator="ira", version=1)
     cases: list[tuple[Any, str]] = [
         (ms.plan(1, 9, [iid]), "toVersion"),
@@ -319,7 +310,7 @@ async def test_bad_plans_are_refused_with_the_field_named(
 async def test_running_versions_oldest_first(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, ms.branches_v1(), ms.branches_v2())
+    await ms.deploy(engine, ms.branches_v1(), ms.branches_v2())
     for version in (1, 1, 2):
         await engine.start("mig", form={}, initiator="ira", version=version)
     rows = await service.running_versions(db, "mig")
@@ -363,9 +354,9 @@ def _many(handle_key: str, audit: bool) -> dict[str, Any]:
 async def test_handle_external_any_approval_and_inclusive_join_migrate(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, _many("h", False), _many("hh", True))
+    await ms.deploy(engine, _many("h", False), _many("hh", True))
     iid = await engine.start("many", form={"amount": 5000}, initiator="ira", version=1)
-    await _approve(engine, db, iid, "an", "ann")  # any: the branch arrives at the join
+    await ms.approve(engine, db, iid, "an", "ann")  # any: the branch arrives at the join
     by_id, _ = await _preview_and_run(
         engine, db, clock, ms.plan(1, 2, [iid], key="many", mapping={"h": "hh"})
     )
@@ -380,6 +371,6 @@ async def test_handle_external_any_approval_and_inclusive_join_migrate(
     ]
     await engine.handle(await pending_task(db, iid, "hh"), actor="hal")
     await external_decision(engine, await pending_task(db, iid, "x"), "approve")
-    await _approve(engine, db, iid, "audit", "aud")
+    await ms.approve(engine, db, iid, "audit", "aud")
     row = await instance(db, iid)
     assert (row["status"], row["definition_version"]) == ("approved", 2)

@@ -46,15 +46,6 @@ def engine(db: Database, clock: ManualClock) -> Engine:
     return default_engine(db, clock)
 
 
-async def _deploy(engine: Engine, *defs: dict[str, Any]) -> None:
-    for d in defs:
-        await engine.deploy(d, actor="dev")
-
-
-async def _approve(engine: Engine, db: Database, iid: int, node: str, who: str) -> None:
-    await engine.approve(await pending_task(db, iid, node, who), actor=who)
-
-
 async def _no_critical(db: Database, iid: int, clock: ManualClock) -> None:
     async with db.read() as conn:
         findings = await instance_findings(conn, iid, now=clock.now())
@@ -79,12 +70,12 @@ def _approvals(rev_mode: str, pick: tuple[str, ...]) -> dict[str, Any]:
 async def test_any_and_all_approvals_with_approvals_given_migrate(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, _approvals("all", ("ann", "amy")), _approvals("any", ("ann", "zed")))
+    await ms.deploy(engine, _approvals("all", ("ann", "amy")), _approvals("any", ("ann", "zed")))
     halfway = await engine.start("apr", form={}, initiator="ira", version=1)
-    await _approve(engine, db, halfway, "rev", "ann")  # all: bob still to approve
+    await ms.approve(engine, db, halfway, "rev", "ann")  # all: bob still to approve
     picking = await engine.start("apr", form={}, initiator="ira", version=1)
-    await _approve(engine, db, picking, "rev", "ann")
-    await _approve(engine, db, picking, "rev", "bob")  # waiting at the any approval
+    await ms.approve(engine, db, picking, "rev", "ann")
+    await ms.approve(engine, db, picking, "rev", "bob")  # waiting at the any approval
     cc = [(t["node_key"], t["status"]) for t in await tasks(db, picking, kind="cc")]
     assert cc == [("cc1", "cc")]  # the cc passed before the wait
 
@@ -106,9 +97,9 @@ async def test_any_and_all_approvals_with_approvals_given_migrate(
         await _no_critical(db, iid, clock)
 
     # halfway: rev is an any approval on version 2, so bob's approval ends it
-    await _approve(engine, db, halfway, "rev", "bob")
-    await _approve(engine, db, halfway, "pick", "zed")
-    await _approve(engine, db, picking, "pick", "zed")
+    await ms.approve(engine, db, halfway, "rev", "bob")
+    await ms.approve(engine, db, halfway, "pick", "zed")
+    await ms.approve(engine, db, picking, "pick", "zed")
     for iid in (halfway, picking):
         row = await instance(db, iid)
         assert (row["status"], row["definition_version"]) == ("approved", 2)
@@ -142,7 +133,7 @@ def _repair(extra: bool) -> dict[str, Any]:
 async def test_an_instance_at_a_catch_node_migrates(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(engine, _repair(False), _repair(True))
+    await ms.deploy(engine, _repair(False), _repair(True))
     iid = await engine.start("rep", form={}, initiator="ira", version=1)
     (dispatch,) = await jobs(db, iid, type="trigger_dispatch")
     await trigger_result(engine, int(dispatch["id"]), "failed", error="ERP refused the order")
@@ -158,7 +149,7 @@ async def test_an_instance_at_a_catch_node_migrates(
     ]
     await _no_critical(db, iid, clock)
     await engine.handle(await pending_task(db, iid, "repair", "rita"), actor="rita")
-    await _approve(engine, db, iid, "verify", "vic")
+    await ms.approve(engine, db, iid, "verify", "vic")
     row = await instance(db, iid)
     assert (row["status"], row["definition_version"]) == ("approved", 2)
 
@@ -183,14 +174,14 @@ def _timed(t_timeout: bool, u_timeout: bool, people: tuple[str, ...]) -> dict[st
 async def test_timeouts_follow_the_target_nodes(
     engine: Engine, db: Database, clock: ManualClock
 ) -> None:
-    await _deploy(
+    await ms.deploy(
         engine, _timed(False, True, ("ann", "bob")), _timed(True, False, ("ann", "bob", "cat"))
     )
     at_t = await engine.start("tmo", form={}, initiator="ira", version=1)
-    await _approve(engine, db, at_t, "t", "ann")
+    await ms.approve(engine, db, at_t, "t", "ann")
     at_u = await engine.start("tmo", form={}, initiator="ira", version=1)
-    await _approve(engine, db, at_u, "t", "ann")
-    await _approve(engine, db, at_u, "t", "bob")
+    await ms.approve(engine, db, at_u, "t", "ann")
+    await ms.approve(engine, db, at_u, "t", "bob")
     (old_timeout,) = await jobs(db, at_u, type="task_timeout")
     clock.advance(seconds=600)
     migrated_at = clock.now()
@@ -226,7 +217,7 @@ async def test_timeouts_follow_the_target_nodes(
     for iid in (at_t, at_u):
         (uma,) = await tasks(db, iid, node_key="u")
         assert (uma["status"], uma["due_at"]) == ("pending", None)
-        await _approve(engine, db, iid, "u", "uma")
+        await ms.approve(engine, db, iid, "u", "uma")
         row = await instance(db, iid)
         assert (row["status"], row["definition_version"]) == ("approved", 2)
 
@@ -250,7 +241,7 @@ async def test_the_dry_run_runs_the_health_rules_on_the_prediction(
     (its job canceled) passes the O-12 checks — it has its token — but is
     O-16's ``trigger_waiting_no_execution``: refused, left untouched; a
     sibling instance whose dispatch is live migrates and finishes."""
-    await _deploy(engine, _trigger(False), _trigger(True))
+    await ms.deploy(engine, _trigger(False), _trigger(True))
     stuck = await engine.start("trg", form={}, initiator="ira", version=1)
     (job,) = await jobs(db, stuck, type="trigger_dispatch")
     async with db.begin() as conn:
@@ -271,5 +262,5 @@ async def test_the_dry_run_runs_the_health_rules_on_the_prediction(
     assert outcomes == {stuck: "blocked", fine: "migrated"}
     (dispatch,) = await jobs(db, fine, type="trigger_dispatch")
     await trigger_result(engine, int(dispatch["id"]), "succeeded", result={})
-    await _approve(engine, db, fine, "after", "amy")
+    await ms.approve(engine, db, fine, "after", "amy")
     assert (await instance(db, fine))["status"] == "approved"
