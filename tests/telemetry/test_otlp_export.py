@@ -20,10 +20,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import func, select
 
 from flowledger.api.auth import create_user, issue_token
 from flowledger.api.permissions import ALL_PERMISSIONS
 from flowledger.db.database import Database
+from flowledger.db.schema import system_scheduler_nodes
 from tests.outbound.receivers import Receiver
 from tests.telemetry.approval_path import (
     CALLER_TRACE,
@@ -129,6 +131,21 @@ async def until_serving(client: httpx.AsyncClient, processes: Processes) -> None
         await asyncio.sleep(0.2)
 
 
+async def until_worker_registered(db: Database, processes: Processes) -> None:
+    """The worker process is up once its node row is written: on a loaded
+    machine its start (imports, exporter set-up) alone can take longer than
+    the walk's patience for the dispatch, which measures the engine, not
+    the interpreter's start."""
+    deadline = time.monotonic() + 90
+    while True:
+        async with db.begin() as conn:
+            found = await conn.scalar(select(func.count()).select_from(system_scheduler_nodes))
+        if found:
+            return
+        assert time.monotonic() < deadline, processes.logs()
+        await asyncio.sleep(0.2)
+
+
 async def test_spans_arrive_at_an_otlp_receiver_as_one_trace(
     empty_db_url: str,
     receiver: Receiver,
@@ -146,6 +163,7 @@ async def test_spans_arrive_at_an_otlp_receiver_as_one_trace(
             await until_serving(client, processes)
             headers = await admin_headers(db)
             processes.start("worker")
+            await until_worker_registered(db, processes)
             walked = await walk_approval(client, headers, receiver)
     finally:
         processes.stop()  # each flushes its batch of spans at exit
