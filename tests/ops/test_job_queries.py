@@ -147,12 +147,20 @@ async def test_summary_counts_by_type_and_status_L25(db: Database, clock: Manual
     assert summary == {
         "total": 7,
         "byStatus": {**zero, "dead": 4, "succeeded": 2, "pending": 1},
+        "estimated": False,  # a handful of rows: every figure counted
+        "estimatedStatuses": [],
         "byType": [
-            {"type": "delay_wake", "total": 2, "byStatus": {**zero, "pending": 1, "dead": 1}},
+            {
+                "type": "delay_wake",
+                "total": 2,
+                "byStatus": {**zero, "pending": 1, "dead": 1},
+                "estimatedStatuses": [],
+            },
             {
                 "type": "webhook_delivery",
                 "total": 5,
                 "byStatus": {**zero, "dead": 3, "succeeded": 2},
+                "estimatedStatuses": [],
             },
         ],
     }

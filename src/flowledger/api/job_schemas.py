@@ -102,15 +102,26 @@ class JobChain(ApiModel):
 
 
 class JobTypeCounts(ApiModel):
+    """One job type's jobs per status; ``estimatedStatuses`` names the
+    figures that are the planner's estimates."""
+
     type: str
     total: int
     by_status: dict[str, int]
+    estimated_statuses: list[str] = []
 
 
 class JobSummary(ApiModel):
+    """Jobs matching the filter per status and per type. Where an exact
+    count would read millions of rows the figure is the planner's estimate:
+    ``estimatedStatuses`` names those statuses, ``estimated`` says whether
+    any figure (and so ``total``) is one (issue 34 item 3)."""
+
     total: int
     by_status: dict[str, int]
     by_type: list[JobTypeCounts]
+    estimated: bool = False
+    estimated_statuses: list[str] = []
 
 
 class LiveWorkers(ApiModel):

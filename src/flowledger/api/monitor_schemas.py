@@ -26,10 +26,15 @@ NonBlankReason = Annotated[RequiredReason, Field(pattern=r"\S")]
 
 class InstanceCounts(ApiModel):
     """Instances matching the filter (status itself aside) in each status,
-    every status present; ``total`` is their sum."""
+    every status present; ``total`` is their sum. Where an exact count
+    would read millions of rows the figure is the planner's estimate:
+    ``estimatedStatuses`` names those statuses and ``estimated`` (then also
+    true of ``total``) says whether any figure is one (issue 34 item 3)."""
 
     counts: dict[str, int]
     total: int
+    estimated: bool = False
+    estimated_statuses: list[str] = []
 
 
 class FormCorrection(RequestModel):

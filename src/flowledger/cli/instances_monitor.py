@@ -153,7 +153,9 @@ def instances_list(
                 (r["error"] or "")[:60],
             )
         out.print(table)
-        out.print("  ".join(f"{k}: {v}" for k, v in counts.items() if v) or "no instances")
+        rough = counts.estimated  # the planner's estimates, printed "≈ n"
+        shown = [f"{k}: {'≈ ' if k in rough else ''}{v}" for k, v in counts.counts.items() if v]
+        out.print("  ".join(shown) or "no instances")
         if more is not None:
             out.print(f"(more than {limit}; narrow the filters or raise --limit)")
 

@@ -3517,13 +3517,26 @@ export interface components {
         /**
          * InstanceCounts
          * @description Instances matching the filter (status itself aside) in each status,
-         *     every status present; ``total`` is their sum.
+         *     every status present; ``total`` is their sum. Where an exact count
+         *     would read millions of rows the figure is the planner's estimate:
+         *     ``estimatedStatuses`` names those statuses and ``estimated`` (then also
+         *     true of ``total``) says whether any figure is one (issue 34 item 3).
          */
         InstanceCounts: {
             /** Counts */
             counts: {
                 [key: string]: number;
             };
+            /**
+             * Estimated
+             * @default false
+             */
+            estimated: boolean;
+            /**
+             * Estimatedstatuses
+             * @default []
+             */
+            estimatedStatuses: string[];
             /** Total */
             total: number;
         };
@@ -4044,7 +4057,13 @@ export interface components {
          * @enum {string}
          */
         JobStatus: "pending" | "running" | "paused" | "succeeded" | "failed" | "dead" | "canceled";
-        /** JobSummary */
+        /**
+         * JobSummary
+         * @description Jobs matching the filter per status and per type. Where an exact
+         *     count would read millions of rows the figure is the planner's estimate:
+         *     ``estimatedStatuses`` names those statuses, ``estimated`` says whether
+         *     any figure (and so ``total``) is one (issue 34 item 3).
+         */
         JobSummary: {
             /** Bystatus */
             byStatus: {
@@ -4052,15 +4071,34 @@ export interface components {
             };
             /** Bytype */
             byType: components["schemas"]["JobTypeCounts"][];
+            /**
+             * Estimated
+             * @default false
+             */
+            estimated: boolean;
+            /**
+             * Estimatedstatuses
+             * @default []
+             */
+            estimatedStatuses: string[];
             /** Total */
             total: number;
         };
-        /** JobTypeCounts */
+        /**
+         * JobTypeCounts
+         * @description One job type's jobs per status; ``estimatedStatuses`` names the
+         *     figures that are the planner's estimates.
+         */
         JobTypeCounts: {
             /** Bystatus */
             byStatus: {
                 [key: string]: number;
             };
+            /**
+             * Estimatedstatuses
+             * @default []
+             */
+            estimatedStatuses: string[];
             /** Total */
             total: number;
             /** Type */

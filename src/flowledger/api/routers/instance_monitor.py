@@ -53,7 +53,12 @@ async def count_instances(ctx: Ctx, caller: CurrentCaller, flt: Filters) -> Inst
         counts = await instance_queries.status_counts(
             conn, scoped(flt, caller).without_statuses(), now=ctx.now()
         )
-    return InstanceCounts(counts=counts, total=sum(counts.values()))
+    return InstanceCounts(
+        counts=counts.counts,
+        total=counts.total,
+        estimated=bool(counts.estimated),
+        estimated_statuses=sorted(counts.estimated),
+    )
 
 
 @router.get(

@@ -1,8 +1,8 @@
 """Read models of the job ledger (SPEC L-25): the job list with the shared
 :class:`~flowledger.ops.jobs.filters.JobFilter` and keyset paging, counts by
-type and status, one job with every attempt of every generation and the full
-chain of a traceId. The chain's downloadable diagnostic bundle is
-:func:`flowledger.ops.diagnostics.bundle.chain_bundle`.
+type and status (estimates marked as such at volume), one job with every
+attempt of every generation and the full chain of a traceId. The chain's
+downloadable diagnostic bundle is :func:`flowledger.ops.diagnostics.bundle.chain_bundle`.
 
 Every function is read-only (one short read transaction) and returns plain
 dicts whose keys are already the API's camelCase names (``runAt``,
@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import Column, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.count_estimates import count_or_estimate, counts_by, frequent_values
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
@@ -164,23 +165,49 @@ def _recent_keyword_page(flt: JobFilter, after: int | None, limit: int) -> Any:
 
 async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
     """Counts of the jobs matching ``flt`` by status and by type and status
-    (every status is present, zeros included; types sorted by name)."""
-    query = flt.apply(
-        select(jobs.c.type, jobs.c.status, func.count()).group_by(jobs.c.type, jobs.c.status)
-    )
-    async with db.read() as conn:
-        rows = (await conn.execute(query)).all()
+    (every status is present, zeros included; types sorted by name). A status
+    whose exact count would read millions of rows (``succeeded`` after months
+    of history) is the planner's estimate, named in ``estimatedStatuses`` —
+    at the top and in each type's row — with ``estimated`` true
+    (:mod:`flowledger.db.count_estimates`, issue 34 item 3)."""
     statuses = [s.value for s in JobStatus]
-    by_status = dict.fromkeys(statuses, 0)
-    by_type: dict[str, dict[str, int]] = {}
-    for job_type, status, count in rows:
-        by_status[status] = by_status.get(status, 0) + count
-        by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = count
+    base = flt.apply(select(jobs.c.id))
+    async with db.read() as conn:
+        overall = await counts_by(conn, base, jobs.c.status, statuses)
+        exact = [s for s in statuses if s not in overall.estimated]
+        by_type: dict[str, dict[str, int]] = {}
+        if exact:
+            grouped = flt.apply(
+                select(jobs.c.type, jobs.c.status, func.count())
+                .where(jobs.c.status.in_(exact))
+                .group_by(jobs.c.type, jobs.c.status)
+            )
+            for job_type, status, count in (await conn.execute(grouped)).all():
+                by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = int(count)
+        rough: dict[str, set[str]] = {}  # type → its estimated statuses
+        if overall.estimated:
+            types = set(by_type) | set(await frequent_values(conn, jobs.c.type))
+            for job_type in sorted(t for t in types if not flt.types or t in flt.types):
+                for status in sorted(overall.estimated):
+                    rows = base.where(jobs.c.status == status, jobs.c.type == job_type)
+                    n, guessed = await count_or_estimate(conn, rows)
+                    if n:
+                        by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = n
+                    if n and guessed:
+                        rough.setdefault(job_type, set()).add(status)
+    estimated = sorted(overall.estimated)
     return {
-        "total": sum(by_status.values()),
-        "byStatus": by_status,
+        "total": overall.total,
+        "byStatus": overall.counts,
+        "estimated": bool(estimated),
+        "estimatedStatuses": estimated,
         "byType": [
-            {"type": t, "total": sum(counts.values()), "byStatus": counts}
+            {
+                "type": t,
+                "total": sum(counts.values()),
+                "byStatus": counts,
+                "estimatedStatuses": sorted(rough.get(t, ())),
+            }
             for t, counts in sorted(by_type.items())
         ],
     }

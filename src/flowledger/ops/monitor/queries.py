@@ -1,7 +1,8 @@
 """Read models of instance monitoring (SPEC O-1, O-2): the instance list
 under :class:`~flowledger.ops.monitor.filters.InstanceFilter` with a sort
 (created / updated / finished, newest first) and keyset paging, the counts
-per status for a filter in one ``GROUP BY`` query, the number of matches,
+per status for a filter (exact, or the planner's estimate marked as such
+where an exact count would read millions of rows), the number of matches,
 the rows of an export read in keyset batches (constant memory), and the
 current position (nodes with an active or parked token, assignees of
 pending tasks) of a set of instances in two set-based queries.
@@ -25,6 +26,7 @@ from sqlalchemy import Select, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.aggregates import distinct_json_keys
+from flowledger.db.count_estimates import GroupCounts, counts_by
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_tokens
 from flowledger.engine.deadlines import DEADLINE_STATES, task_flags
@@ -74,14 +76,13 @@ async def list_instances(
 
 async def status_counts(
     conn: AsyncConnection, flt: InstanceFilter, *, now: datetime
-) -> dict[str, int]:
+) -> GroupCounts:
     """How many instances match ``flt`` in each status (every status present,
-    zeros included), in one ``GROUP BY`` query."""
-    query = flt.apply(select(i.status, func.count()), now).group_by(i.status)
-    counts = {s.value: 0 for s in InstanceStatus}
-    for status, n in (await conn.execute(query)).all():
-        counts[str(status)] = int(n)
-    return counts
+    zeros included): exact where counting is cheap, the planner's estimate
+    (named in ``estimated``) where it would read millions of rows
+    (:func:`flowledger.db.count_estimates.counts_by`)."""
+    rows = flt.apply(select(i.id), now)
+    return await counts_by(conn, rows, i.status, [s.value for s in InstanceStatus])
 
 
 async def count(conn: AsyncConnection, flt: InstanceFilter, *, now: datetime) -> int:

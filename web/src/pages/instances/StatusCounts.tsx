@@ -17,14 +17,27 @@ export function StatusCounts(props: {
 }) {
   const { t } = useTranslation("instances");
   const value = !props.status?.length ? ALL : props.status.length === 1 ? props.status[0] : "";
-  const badge = (key: string, label: string, n: number | undefined) => (
-    <span data-testid={`count-${key}`}>
-      {label}{" "}
-      <Tag bordered={false} color={key === ALL ? "blue" : undefined} data-count={n ?? ""} style={{ marginInlineEnd: 0 }}>
-        {n === undefined ? "…" : formatCount(n)}
-      </Tag>
-    </span>
-  );
+  // a figure the planner estimated (an exact count would read millions of
+  // rows) reads "≈ n" and says so on hover; "all" is estimated with any of them
+  const estimated = new Set(props.counts?.estimatedStatuses ?? []);
+  const badge = (key: string, label: string, n: number | undefined) => {
+    const rough = key === ALL ? estimated.size > 0 : estimated.has(key);
+    return (
+      <span data-testid={`count-${key}`}>
+        {label}{" "}
+        <Tag
+          bordered={false}
+          color={key === ALL ? "blue" : undefined}
+          data-count={n ?? ""}
+          data-estimated={rough ? "true" : undefined}
+          title={rough ? t("counts.estimated") : undefined}
+          style={{ marginInlineEnd: 0 }}
+        >
+          {n === undefined ? "…" : `${rough ? "≈ " : ""}${formatCount(n)}`}
+        </Tag>
+      </span>
+    );
+  };
   return (
     <Choice
       label={t("counts.label")}

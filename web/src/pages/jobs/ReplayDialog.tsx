@@ -55,6 +55,8 @@ function ReplayProgress({ replay }: { replay: Schemas["ReplayPublic"] }) {
     },
   });
   const by = (summary.data?.byStatus ?? {}) as Record<string, number>;
+  // a very large batch's terminal counts may be the planner's estimate
+  const rough = new Set(summary.data?.estimatedStatuses ?? []);
   const open = (by.pending ?? 0) + (by.running ?? 0);
   const total = summary.data?.total ?? replay.submitted;
   const finished = total - open;
@@ -74,7 +76,8 @@ function ReplayProgress({ replay }: { replay: Schemas["ReplayPublic"] }) {
       <Space wrap>
         {Object.entries(by).map(([status, count]) => (
           <span key={status} data-testid={`replay-count-${status}`}>
-            <StatusTag status={status} /> {formatCount(count)}
+            <StatusTag status={status} /> {rough.has(status) ? "≈ " : ""}
+            {formatCount(count)}
           </span>
         ))}
       </Space>
