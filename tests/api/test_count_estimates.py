@@ -1,14 +1,14 @@
-"""Counts that would read millions of rows are the planner's estimate,
-marked as such (issue 34 item 3): ``GET /instances/counts`` and
-``GET /engine/jobs/summary`` count a cheap status exactly and report an
-expensive one as PostgreSQL's ``EXPLAIN`` row estimate, naming it in
-``estimatedStatuses`` with ``estimated`` true. On SQLite (the embedded
-default) every figure is counted.
+"""Counts that would read millions of rows are the planner's estimate, marked
+as such (issue 34 item 3): ``GET /instances/counts``, ``GET
+/engine/jobs/summary`` and the engine diagnostics' queue count a cheap
+status exactly and report an expensive one as PostgreSQL's ``EXPLAIN`` row
+estimate, naming it in ``estimatedStatuses`` with ``estimated`` true. On
+SQLite (the embedded default) every figure is counted.
 
-A test cannot hold millions of rows, so the cost limit is set between
-what the real planner says counting the small statuses and the big one
-costs on the rows written here: the planner, its statistics and the
-queries are the real ones."""
+A test cannot hold millions of rows, so the cost limit is set between what
+the real planner says counting the small statuses and the big one costs on
+the rows written here: the planner, its statistics and the queries are the
+real ones."""
 
 from __future__ import annotations
 
@@ -72,6 +72,16 @@ async def test_job_summary_estimates_the_costly_status_only(
     assert webhook["byStatus"]["dead"] == 5
     wake = next(t for t in summary["byType"] if t["type"] == "delay_wake")
     assert wake["estimatedStatuses"] == [] and wake["byStatus"]["pending"] == 2
+    # the engine diagnostics' queue chart marks the same cell
+    queue = (await api.get("/engine/diagnostics", people.root)).json()["queue"]
+    cells = {(c["type"], c["status"]): c for c in queue["byTypeStatus"]}
+    assert cells[("webhook_delivery", "succeeded")]["estimated"] is True
+    assert cells[("webhook_delivery", "dead")] == {
+        "type": "webhook_delivery",
+        "status": "dead",
+        "count": 5,
+        "estimated": False,
+    }
 
 
 async def test_instance_counts_estimate_the_costly_status_only(

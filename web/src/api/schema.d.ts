@@ -6113,10 +6113,19 @@ export interface components {
             /** Taskid */
             taskId: number;
         };
-        /** TypeStatusCount */
+        /**
+         * TypeStatusCount
+         * @description Jobs of one type in one status; ``estimated``: the figure is the
+         *     planner's estimate (an exact count would read millions of rows).
+         */
         TypeStatusCount: {
             /** Count */
             count: number;
+            /**
+             * Estimated
+             * @default false
+             */
+            estimated: boolean;
             /** Status */
             status: string;
             /** Type */

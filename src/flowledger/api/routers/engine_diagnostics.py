@@ -90,9 +90,13 @@ class LedgerSettingsPublic(ApiModel):
 
 
 class TypeStatusCount(ApiModel):
+    """Jobs of one type in one status; ``estimated``: the figure is the
+    planner's estimate (an exact count would read millions of rows)."""
+
     type: str
     status: str
     count: int
+    estimated: bool = False
 
 
 class OldestDue(ApiModel):

@@ -25,13 +25,18 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Column, func, select
+from sqlalchemy import Column, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.db.count_estimates import count_or_estimate, counts_by, frequent_values
+from flowledger.db.count_estimates import (
+    GroupCounts,
+    count_or_estimate,
+    counts_by,
+    frequent_values,
+)
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
@@ -163,52 +168,80 @@ def _recent_keyword_page(flt: JobFilter, after: int | None, limit: int) -> Any:
     )
 
 
+@dataclass(frozen=True)
+class TypeStatusCounts:
+    """Jobs per status and per (type, status); ``estimated`` names the
+    statuses whose overall figure is the planner's estimate, ``estimated_by_type``
+    the (type → statuses) cells that are."""
+
+    overall: GroupCounts
+    by_type: dict[str, dict[str, int]]
+    estimated_by_type: dict[str, frozenset[str]]
+
+    @property
+    def estimated(self) -> list[str]:
+        return sorted(self.overall.estimated)
+
+
+async def type_status_counts(
+    conn: AsyncConnection, rows: Select[Any], *, types: Sequence[str] | None = None
+) -> TypeStatusCounts:
+    """How many of ``rows`` (a filtered ``SELECT`` of jobs) are in each status,
+    and in each status per type (types with no job left out). A status whose
+    exact count would read millions of rows (``succeeded`` after months of
+    history) is the planner's estimate; its per-type cells are counted where
+    cheap and estimated otherwise, over the types in the planner's
+    statistics (restricted to ``types`` when given) — see
+    :mod:`flowledger.db.count_estimates` (issue 34 item 3)."""
+    statuses = [s.value for s in JobStatus]
+    overall = await counts_by(conn, rows, jobs.c.status, statuses)
+    exact = [s for s in statuses if s not in overall.estimated]
+    by_type: dict[str, dict[str, int]] = {}
+    if exact:
+        grouped = (
+            rows.with_only_columns(jobs.c.type, jobs.c.status, func.count())
+            .where(jobs.c.status.in_(exact))
+            .group_by(jobs.c.type, jobs.c.status)
+        )
+        for job_type, status, count in (await conn.execute(grouped)).all():
+            by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = int(count)
+    rough: dict[str, set[str]] = {}
+    if overall.estimated:
+        known = set(by_type) | set(await frequent_values(conn, jobs.c.type))
+        for job_type in sorted(t for t in known if types is None or t in types):
+            for status in sorted(overall.estimated):
+                cell = rows.where(jobs.c.status == status, jobs.c.type == job_type)
+                n, guessed = await count_or_estimate(conn, cell)
+                if n:
+                    by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = n
+                if n and guessed:
+                    rough.setdefault(job_type, set()).add(status)
+    return TypeStatusCounts(
+        overall, dict(sorted(by_type.items())), {t: frozenset(v) for t, v in rough.items()}
+    )
+
+
 async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
     """Counts of the jobs matching ``flt`` by status and by type and status
-    (every status is present, zeros included; types sorted by name). A status
-    whose exact count would read millions of rows (``succeeded`` after months
-    of history) is the planner's estimate, named in ``estimatedStatuses`` —
-    at the top and in each type's row — with ``estimated`` true
-    (:mod:`flowledger.db.count_estimates`, issue 34 item 3)."""
-    statuses = [s.value for s in JobStatus]
-    base = flt.apply(select(jobs.c.id))
+    (every status is present, zeros included; types sorted by name). A figure
+    that is the planner's estimate is named in ``estimatedStatuses`` — at the
+    top and in each type's row — with ``estimated`` true
+    (:func:`type_status_counts`)."""
     async with db.read() as conn:
-        overall = await counts_by(conn, base, jobs.c.status, statuses)
-        exact = [s for s in statuses if s not in overall.estimated]
-        by_type: dict[str, dict[str, int]] = {}
-        if exact:
-            grouped = flt.apply(
-                select(jobs.c.type, jobs.c.status, func.count())
-                .where(jobs.c.status.in_(exact))
-                .group_by(jobs.c.type, jobs.c.status)
-            )
-            for job_type, status, count in (await conn.execute(grouped)).all():
-                by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = int(count)
-        rough: dict[str, set[str]] = {}  # type → its estimated statuses
-        if overall.estimated:
-            types = set(by_type) | set(await frequent_values(conn, jobs.c.type))
-            for job_type in sorted(t for t in types if not flt.types or t in flt.types):
-                for status in sorted(overall.estimated):
-                    rows = base.where(jobs.c.status == status, jobs.c.type == job_type)
-                    n, guessed = await count_or_estimate(conn, rows)
-                    if n:
-                        by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = n
-                    if n and guessed:
-                        rough.setdefault(job_type, set()).add(status)
-    estimated = sorted(overall.estimated)
+        found = await type_status_counts(conn, flt.apply(select(jobs.c.id)), types=flt.types)
     return {
-        "total": overall.total,
-        "byStatus": overall.counts,
-        "estimated": bool(estimated),
-        "estimatedStatuses": estimated,
+        "total": found.overall.total,
+        "byStatus": found.overall.counts,
+        "estimated": bool(found.estimated),
+        "estimatedStatuses": found.estimated,
         "byType": [
             {
                 "type": t,
                 "total": sum(counts.values()),
                 "byStatus": counts,
-                "estimatedStatuses": sorted(rough.get(t, ())),
+                "estimatedStatuses": sorted(found.estimated_by_type.get(t, ())),
             }
-            for t, counts in sorted(by_type.items())
+            for t, counts in found.by_type.items()
         ],
     }
 

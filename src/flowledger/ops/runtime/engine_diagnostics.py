@@ -19,7 +19,8 @@ database time, for ``GET /api/workflows/engine/diagnostics``.
 - **settings**: what governs the ledger in this process (slots, poll, lease,
   renew, heartbeat, drain intervals, shutdown grace) and every job type the
   caller's runtime knows, with its pool and budget.
-- **queue**: job counts by type x status (``ix_workflow_jobs_status_type``),
+- **queue**: job counts by type x status (``ix_workflow_jobs_status_type``;
+  at volume a terminal status is the planner's estimate, marked ``estimated``),
   the oldest *due* pending job per type, and per pool the pending, due and
   running counts with the oldest due ``runAt`` (``ix_workflow_jobs_claim_due``
   and ``ix_workflow_jobs_running_lease``).
@@ -49,6 +50,7 @@ from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.pauses import pauses_list
 from flowledger.ledger.task_runs import task_runs_list
 from flowledger.ledger.types import JobType
+from flowledger.ops.jobs.queries import type_status_counts
 from flowledger.ops.runtime.status import ACTIVE_WINDOW, LIVE_WINDOW
 from flowledger.settings import Settings
 from flowledger.worker.services import DRAIN_TASK
@@ -164,17 +166,10 @@ async def _outbox(
 async def _queue(
     conn: AsyncConnection, now: datetime, tenants: Sequence[str] | None
 ) -> dict[str, Any]:
-    by_type_status = (
-        await conn.execute(
-            _scoped(
-                select(jobs.c.type, jobs.c.status, func.count()).group_by(
-                    jobs.c.type, jobs.c.status
-                ),
-                jobs.c.tenant_id,
-                tenants,
-            ).order_by(jobs.c.type, jobs.c.status)
-        )
-    ).all()
+    by_type_status = await type_status_counts(
+        conn, _scoped(select(jobs.c.id), jobs.c.tenant_id, tenants)
+    )
+    rough = by_type_status.estimated_by_type  # type → statuses the planner estimated
     oldest_due = (
         await conn.execute(
             _scoped(
@@ -237,7 +232,12 @@ async def _queue(
     for entry in pools.values():
         entry.setdefault("oldest_due_age_s", None)
     return {
-        "by_type_status": [{"type": t, "status": s, "count": int(n)} for t, s, n in by_type_status],
+        "by_type_status": [
+            {"type": t, "status": s, "count": n, "estimated": s in rough.get(t, ())}
+            for t, counts in by_type_status.by_type.items()
+            for s, n in sorted(counts.items())
+            if n
+        ],
         "oldest_due_by_type": [
             {"type": t, "run_at": first, "age_s": _age_s(now, first), "due": int(n)}
             for t, first, n in oldest_due

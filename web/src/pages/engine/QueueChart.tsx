@@ -24,6 +24,9 @@ export function QueueChart({ counts }: { counts: Count[] }) {
   const option = useMemo<ChartOption>(() => {
     const types = [...new Set(counts.map((c) => c.type))].sort();
     const statuses = [...new Set(counts.map((c) => c.status))].sort();
+    // a status the planner estimated somewhere (an exact count would read
+    // millions of rows) is named "≈" in the legend and the tooltip
+    const rough = new Set(counts.filter((c) => c.estimated).map((c) => c.status));
     return {
       animation: false, // refreshed every 10 s: bars change in place
       tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: (v: unknown) => formatCount(Number(v)) },
@@ -32,7 +35,7 @@ export function QueueChart({ counts }: { counts: Count[] }) {
       xAxis: { type: "category", data: types, axisLabel: { rotate: 30 } },
       yAxis: { type: "value", minInterval: 1, axisLabel: { formatter: (v: number) => formatCount(v) } },
       series: statuses.map((s) => ({
-        name: t(`common:status.${s}`),
+        name: `${t(`common:status.${s}`)}${rough.has(s) ? " ≈" : ""}`,
         type: "bar",
         stack: "jobs",
         itemStyle: { color: STATUS_COLORS[s] },
