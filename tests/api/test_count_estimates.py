@@ -82,6 +82,12 @@ async def test_job_summary_estimates_the_costly_status_only(
         "count": 5,
         "estimated": False,
     }
+    # and so do the analytics' async health panel's job counts
+    health = (await api.get("/analytics/async-health", people.root)).json()
+    rows = {j["type"]: j for j in health["jobs"]}
+    assert rows["webhook_delivery"]["estimatedStatuses"] == ["succeeded"]
+    assert rows["webhook_delivery"]["byStatus"]["dead"] == 5
+    assert rows["delay_wake"]["estimatedStatuses"] == []
 
 
 async def test_instance_counts_estimate_the_costly_status_only(

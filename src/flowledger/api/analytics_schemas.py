@@ -104,14 +104,22 @@ class AnalyticsTimeouts(ApiModel):
 
 
 class JobTypeHealth(ApiModel):
+    """One job type's jobs per status; ``estimatedStatuses`` names the
+    figures that are the planner's estimates (issue 34 item 3)."""
+
     type: str
     total: int
     by_status: dict[str, int]
+    estimated_statuses: list[str] = []
 
 
 class StatusCounts(ApiModel):
+    """Rows per status; ``estimatedStatuses`` names the figures that are the
+    planner's estimates (an exact count would read millions of rows)."""
+
     total: int
     by_status: dict[str, int]
+    estimated_statuses: list[str] = []
 
 
 class AnalyticsAsyncHealth(ApiModel):

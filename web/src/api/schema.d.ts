@@ -4104,12 +4104,21 @@ export interface components {
             /** Type */
             type: string;
         };
-        /** JobTypeHealth */
+        /**
+         * JobTypeHealth
+         * @description One job type's jobs per status; ``estimatedStatuses`` names the
+         *     figures that are the planner's estimates (issue 34 item 3).
+         */
         JobTypeHealth: {
             /** Bystatus */
             byStatus: {
                 [key: string]: number;
             };
+            /**
+             * Estimatedstatuses
+             * @default []
+             */
+            estimatedStatuses: string[];
             /** Total */
             total: number;
             /** Type */
@@ -5691,12 +5700,21 @@ export interface components {
             /** Inuse */
             inUse: number;
         };
-        /** StatusCounts */
+        /**
+         * StatusCounts
+         * @description Rows per status; ``estimatedStatuses`` names the figures that are the
+         *     planner's estimates (an exact count would read millions of rows).
+         */
         StatusCounts: {
             /** Bystatus */
             byStatus: {
                 [key: string]: number;
             };
+            /**
+             * Estimatedstatuses
+             * @default []
+             */
+            estimatedStatuses: string[];
             /** Total */
             total: number;
         };

@@ -4,6 +4,9 @@ status and subprocess child instances per status — current totals, within an
 :class:`~flowledger.ops.analytics.sql.AnalyticsScope`. With a definition
 filter, jobs and deliveries count when their instance is of that definition,
 and child instances when their *parent* is (the children a flow launched).
+A status whose exact count would read millions of rows is the planner's
+estimate, named in ``estimatedStatuses`` (:mod:`flowledger.db.count_estimates`,
+issue 34 item 3).
 
 Indexes (PostgreSQL): job counts over ``ix_workflow_jobs_status_type``
 (tenant-scoped: a filter on the heap rows it finds), with a definition filter
@@ -16,17 +19,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
+from flowledger.db.count_estimates import GroupCounts, counts_by
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.event_schema import HIT_STATUSES
 from flowledger.db.event_schema import workflow_subscription_hits as hits
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops.analytics.sql import AnalyticsScope, analytics_read
-from flowledger.states import InstanceStatus, JobStatus
+from flowledger.ops.jobs.queries import type_status_counts
+from flowledger.states import InstanceStatus
 
 
 async def async_health(db: Database, scope: AnalyticsScope) -> dict[str, Any]:
@@ -47,37 +52,36 @@ async def async_health(db: Database, scope: AnalyticsScope) -> dict[str, Any]:
     if definition is not None:
         child_where.append(parent.c.definition_key == definition)
     async with analytics_read(db) as conn:
-        job_rows = await conn.execute(
-            select(jobs.c.type, jobs.c.status, func.count())
-            .select_from(job_from)
-            .where(*job_where)
-            .group_by(jobs.c.type, jobs.c.status)
+        job_counts = await type_status_counts(
+            conn, select(jobs.c.id).select_from(job_from).where(*job_where)
         )
-        by_type: dict[str, dict[str, int]] = {}
-        for type_, status, count in job_rows:
-            by_type.setdefault(type_, {s.value: 0 for s in JobStatus})[status] = int(count)
-        hit_rows = await conn.execute(
-            select(hits.c.status, func.count())
-            .select_from(hit_from)
-            .where(*hit_where)
-            .group_by(hits.c.status)
+        hit_rows = select(hits.c.id).select_from(hit_from).where(*hit_where)
+        deliveries = await counts_by(conn, hit_rows, hits.c.status, HIT_STATUSES)
+        children = await counts_by(
+            conn,
+            select(instances.c.id).select_from(child_from).where(*child_where),
+            instances.c.status,
+            [s.value for s in InstanceStatus],
         )
-        deliveries = {s: 0 for s in HIT_STATUSES}
-        deliveries.update({status: int(count) for status, count in hit_rows})
-        child_rows = await conn.execute(
-            select(instances.c.status, func.count())
-            .select_from(child_from)
-            .where(*child_where)
-            .group_by(instances.c.status)
-        )
-        children = {s.value: 0 for s in InstanceStatus}
-        children.update({status: int(count) for status, count in child_rows})
     return {
         "definitionKey": definition,
         "jobs": [
-            {"type": t, "total": sum(counts.values()), "byStatus": counts}
-            for t, counts in sorted(by_type.items())
+            {
+                "type": t,
+                "total": sum(counts.values()),
+                "byStatus": counts,
+                "estimatedStatuses": sorted(job_counts.estimated_by_type.get(t, ())),
+            }
+            for t, counts in job_counts.by_type.items()
         ],
-        "webhookDeliveries": {"total": sum(deliveries.values()), "byStatus": deliveries},
-        "subprocessInstances": {"total": sum(children.values()), "byStatus": children},
+        "webhookDeliveries": _figures(deliveries),
+        "subprocessInstances": _figures(children),
+    }
+
+
+def _figures(counts: GroupCounts) -> dict[str, Any]:
+    return {
+        "total": counts.total,
+        "byStatus": counts.counts,
+        "estimatedStatuses": sorted(counts.estimated),
     }

@@ -22,13 +22,16 @@ const STATUS_COLORS: Record<string, string> = {
   canceled: "#bfbfbf",
 };
 
-function Counts({ byStatus, testId }: { byStatus: Record<string, number>; testId: string }) {
+// a figure the planner estimated (an exact count would read millions of rows) reads "≈ n"
+function Counts({ byStatus, estimated, testId }: { byStatus: Record<string, number>; estimated?: string[]; testId: string }) {
   const nonZero = Object.entries(byStatus).filter(([, n]) => n > 0);
+  const rough = new Set(estimated ?? []);
   return (
     <Space wrap size={4} data-testid={testId}>
       {nonZero.length === 0 ? "—" : nonZero.map(([s, n]) => (
         <span key={s}>
           <StatusTag status={s} />
+          {rough.has(s) ? "≈ " : ""}
           {formatCount(n)}
         </span>
       ))}
@@ -66,15 +69,15 @@ export function AsyncHealthPanel({ definitionKey }: { definitionKey?: string }) 
             columns={[
               { title: t("async.jobType"), dataIndex: "type" },
               { title: t("top.total"), dataIndex: "total", align: "right", render: formatCount },
-              { title: t("async.byStatus"), dataIndex: "byStatus", render: (b: Record<string, number>, r) => <Counts byStatus={b} testId={`async-job-${r.type}`} /> },
+              { title: t("async.byStatus"), dataIndex: "byStatus", render: (b: Record<string, number>, r) => <Counts byStatus={b} estimated={r.estimatedStatuses} testId={`async-job-${r.type}`} /> },
             ]}
           />
           <Descriptions size="small" column={1} style={{ marginTop: 12 }}>
             <Descriptions.Item label={t("async.webhooks", { n: formatCount(q.data?.webhookDeliveries.total ?? 0) })}>
-              <Counts byStatus={q.data?.webhookDeliveries.byStatus ?? {}} testId="async-webhooks" />
+              <Counts byStatus={q.data?.webhookDeliveries.byStatus ?? {}} estimated={q.data?.webhookDeliveries.estimatedStatuses} testId="async-webhooks" />
             </Descriptions.Item>
             <Descriptions.Item label={t("async.subprocesses", { n: formatCount(q.data?.subprocessInstances.total ?? 0) })}>
-              <Counts byStatus={q.data?.subprocessInstances.byStatus ?? {}} testId="async-subprocesses" />
+              <Counts byStatus={q.data?.subprocessInstances.byStatus ?? {}} estimated={q.data?.subprocessInstances.estimatedStatuses} testId="async-subprocesses" />
             </Descriptions.Item>
           </Descriptions>
         </Col>
