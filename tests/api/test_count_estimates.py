@@ -1,9 +1,10 @@
 """Counts that would read millions of rows are the planner's estimate, marked
 as such (issue 34 item 3): ``GET /instances/counts``, ``GET
-/engine/jobs/summary`` and the engine diagnostics' queue count a cheap
-status exactly and report an expensive one as PostgreSQL's ``EXPLAIN`` row
-estimate, naming it in ``estimatedStatuses`` with ``estimated`` true. On
-SQLite (the embedded default) every figure is counted.
+/engine/jobs/summary``, the engine diagnostics' queue and the analytics'
+async health count a cheap status exactly and report an expensive one as
+PostgreSQL's ``EXPLAIN`` row estimate, naming it in ``estimatedStatuses``
+with ``estimated`` true. On SQLite (the embedded default) every figure is
+counted.
 
 A test cannot hold millions of rows, so the cost limit is set between what
 the real planner says counting the small statuses and the big one costs on
