@@ -3,7 +3,8 @@
 documents on stdout, the exit codes and the audit rows.
 
 Covers: retry (one, a refused one with a JSON error and exit code 2, a
-batch), skip (a batch, as a named ``--actor``), replay ``--preview`` and
+batch, then listed and shown by ``flowledger batches``), skip (a batch, as
+a named ``--actor``), replay ``--preview`` and
 ``--no-follow``; the reads status, list, show, chain and clusters; and a
 replay followed with its progress bar until a real ``flowledger worker``
 process has run every job of the batch.
@@ -117,6 +118,19 @@ def test_retry_skip_and_replay_print_json_and_audit(tmp_path: Path) -> None:
     batch = cli(tmp_path, "jobs", "retry", *map(str, ids[:3]), "--rate", "10", "--json")
     assert (batch["matched"], batch["submitted"], batch["skipped"], batch["rate"]) == (3, 2, 1, 10)
     assert [i["outcome"] for i in batch["items"]] == ["skipped", "submitted", "submitted"]
+    # the batch is recorded: `flowledger batches` lists and describes it (issue 29 item 4)
+    listed = cli(tmp_path, "batches", "list", "--json")["items"]
+    assert [(b["id"], b["kind"], b["counts"]) for b in listed] == [
+        (batch["batchId"], "job.batch_retry", batch["counts"])
+    ]
+    shown = cli(tmp_path, "batches", "show", batch["batchId"], "--json")
+    assert [(r["key"], r["result"]) for r in shown["results"]] == [
+        (ids[0], "skipped"),
+        (ids[1], "done"),
+        (ids[2], "done"),
+    ]
+    assert batch["batchId"] in cli(tmp_path, "batches", "list")
+    assert cli(tmp_path, "batches", "show", "nope", "--json", code=2)["code"] == "not_found"
     skip = cli(tmp_path, "jobs", "skip", str(ids[3]), "999", "--actor", "alice", "--json")
     assert (skip["submitted"], skip["skipped"]) == (1, 1)
     preview = cli(tmp_path, "jobs", "replay", "--preview", "--age", "60", "--json")

@@ -49,6 +49,7 @@ SUBCOMMANDS = MappingProxyType(
         "pause-jobs": LazyCommand("flowledger.cli.scope_ops:pause_jobs"),
         "resume-jobs": LazyCommand("flowledger.cli.scope_ops:resume_jobs"),
         "paused-jobs": LazyCommand("flowledger.cli.scope_ops:paused_jobs"),
+        "batches": LazyCommand("flowledger.cli.batches:batches_app"),
     }
 )
 
