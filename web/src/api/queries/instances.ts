@@ -6,7 +6,7 @@
 import { queryOptions } from "@tanstack/react-query";
 import { api, unwrap } from "../client";
 import type { paths } from "../schema";
-import type { Diagnostics, Trace } from "../../components/instance/types";
+import type { Diagnostics, Trace } from "../diagnosticsDocument";
 
 type ListParams = NonNullable<paths["/api/workflows/instances"]["get"]["parameters"]["query"]>;
 /** The list's filters (the URL's, a saved view's): the API's parameters without the page. */

@@ -3,7 +3,7 @@ import { useMemo } from "react";
 import { Typography, theme } from "antd";
 import { stringify } from "yaml";
 import { useTranslation } from "react-i18next";
-import type { Diagnostics } from "./types";
+import type { Diagnostics } from "../../api/diagnosticsDocument";
 
 export function DefinitionView({ doc }: { doc: Diagnostics }) {
   const { t } = useTranslation("instance");

@@ -7,7 +7,7 @@ import { RunDiagram } from "./RunDiagram";
 import { RunTag } from "./RunTag";
 import { JobTable } from "./TraceView";
 import { TasksTable, TokensTable } from "./TablesViews";
-import type { Diagnostics } from "./types";
+import type { Diagnostics } from "../../api/diagnosticsDocument";
 
 export function DiagramView({ doc }: { doc: Diagnostics }) {
   const { t } = useTranslation("instance");

@@ -13,7 +13,7 @@ import { ErrorAlert } from "../errors";
 import { ReasonInput, blank, confirmProps } from "./ReasonInput";
 import { RunDiagram } from "./RunDiagram";
 import { RunTag } from "./RunTag";
-import type { Diagnostics } from "./types";
+import type { Diagnostics } from "../../api/diagnosticsDocument";
 
 type Jump = Schemas["ForceJumpPublic"];
 

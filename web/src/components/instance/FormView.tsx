@@ -9,7 +9,7 @@ import { api, unwrap } from "../../api/client";
 import { ErrorAlert } from "../errors";
 import { formatJson, formatTime } from "../format";
 import { ReasonInput, blank } from "./ReasonInput";
-import type { Diagnostics, FormView as FormData, Job } from "./types";
+import type { Diagnostics, FormView as FormData, Job } from "../../api/diagnosticsDocument";
 
 interface Field {
   key: string;

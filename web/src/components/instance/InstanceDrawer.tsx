@@ -19,7 +19,7 @@ import { TriggersView } from "./TriggersView";
 import { Conclusions, VerdictBanner } from "./VerdictBanner";
 import { useDiagnostics, useReload } from "./useDiagnostics";
 import type { RepairRequest } from "./repairs";
-import type { Diagnostics, Job } from "./types";
+import type { Diagnostics, Job } from "../../api/diagnosticsDocument";
 
 function Position({ doc }: { doc: Diagnostics }) {
   const { t } = useTranslation("instance");

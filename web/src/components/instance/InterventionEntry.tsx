@@ -6,7 +6,7 @@ import { Tag, Typography } from "antd";
 import type { TFunction } from "i18next";
 import { useTranslation } from "react-i18next";
 import { formatTime } from "../format";
-import type { InterventionChange, TraceRow } from "./types";
+import type { InterventionChange, TraceRow } from "../../api/diagnosticsDocument";
 
 const ENTITIES = new Set(["task", "job", "ticket"]);
 

@@ -9,7 +9,7 @@ import { api, unwrap } from "../../api/client";
 import { ErrorAlert } from "../errors";
 import { ReasonInput, blank, confirmProps } from "./ReasonInput";
 import { RunTag } from "./RunTag";
-import type { Job } from "./types";
+import type { Job } from "../../api/diagnosticsDocument";
 
 export function JobRetryDialog({ jobId, job, onClose, onDone }: { jobId: number; job?: Job; onClose: () => void; onDone: () => void }) {
   const { t } = useTranslation("instance");

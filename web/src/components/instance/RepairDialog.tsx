@@ -5,7 +5,7 @@ import { RecoveryDialog } from "./RecoveryDialog";
 import { ReplayDialog } from "./ReplayDialog";
 import { ReassignDialog, RemindDialog } from "./TaskDialogs";
 import type { RepairRequest } from "./repairs";
-import type { Diagnostics } from "./types";
+import type { Diagnostics } from "../../api/diagnosticsDocument";
 
 export function RepairDialog({ doc, repair, onClose, onDone }: { doc: Diagnostics; repair: RepairRequest; onClose: () => void; onDone: () => void }) {
   const p = repair.params;

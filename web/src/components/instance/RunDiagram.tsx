@@ -8,7 +8,7 @@ import { useTranslation } from "react-i18next";
 import { Diagram, type Decorations } from "../../pages/definitions/Diagram";
 import { useTheme } from "../../theme/ThemeProvider";
 import { DIAGRAM_PALETTE, STATE_PALETTE } from "../../theme/tokens";
-import type { Diagnostics } from "./types";
+import type { Diagnostics } from "../../api/diagnosticsDocument";
 
 export const STATES = ["done", "active", "waiting", "failed", "skipped", "not_reached"] as const;
 

@@ -8,7 +8,7 @@ import { JsonBlock } from "../JsonBlock";
 import { formatCount, formatDuration } from "../units";
 import { RunTag } from "./RunTag";
 import type { RepairRequest } from "./repairs";
-import type { Diagnostics, NodeRun, OutboxRow, TaskRow, Token } from "./types";
+import type { Diagnostics, NodeRun, OutboxRow, TaskRow, Token } from "../../api/diagnosticsDocument";
 
 const HUMAN = new Set(["approval", "handle", "catch", "resubmit"]);
 

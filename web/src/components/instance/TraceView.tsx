@@ -12,7 +12,7 @@ import { formatCount, formatDuration } from "../units";
 import { useCursor } from "../useCursor";
 import { InterventionEntry, InterventionIcon } from "./InterventionEntry";
 import { RunTag } from "./RunTag";
-import type { Diagnostics, Execution, Job, Trace, TraceRow } from "./types";
+import type { Diagnostics, Execution, Job, Trace, TraceRow } from "../../api/diagnosticsDocument";
 
 // issue 31 item 2: an operator's intervention, set apart by its colour and icon
 function interventionItem(row: TraceRow) {

@@ -5,7 +5,7 @@ import { useTranslation } from "react-i18next";
 import { formatTime } from "../format";
 import { JsonBlock } from "../JsonBlock";
 import { RunTag } from "./RunTag";
-import type { Diagnostics, Job } from "./types";
+import type { Diagnostics, Job } from "../../api/diagnosticsDocument";
 
 export function TriggersView({ doc, onRetry }: { doc: Diagnostics; onRetry: (job: Job) => void }) {
   const { t } = useTranslation("instance");

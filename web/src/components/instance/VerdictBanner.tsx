@@ -7,7 +7,7 @@ import { Alert, Button, List, Space, Tag, Typography } from "antd";
 import { useTranslation } from "react-i18next";
 import { conclusionText, verdictText } from "./findingText";
 import { asRepair, type RepairRequest } from "./repairs";
-import type { Diagnostics } from "./types";
+import type { Diagnostics } from "../../api/diagnosticsDocument";
 
 export function VerdictBanner({ doc, onRepair }: { doc: Diagnostics; onRepair: (r: RepairRequest) => void }) {
   const { t } = useTranslation("instance");

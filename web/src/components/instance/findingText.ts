@@ -9,7 +9,7 @@
 import type { TFunction } from "i18next";
 import i18n from "../../i18n";
 import { ageLabel, formatTime } from "../format";
-import type { Conclusion, Verdict } from "./types";
+import type { Conclusion, Verdict } from "../../api/diagnosticsDocument";
 
 type Params = Record<string, unknown>;
 

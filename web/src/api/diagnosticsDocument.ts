@@ -1,6 +1,7 @@
 // The instance diagnostics document (GET /instances/{id}/diagnostics, see
 // docs/diagnostics.md): the API answers it as free JSON, so its shape is
-// written down here once for the drawer's views.
+// written down here once, next to the client, for the query layer and the
+// drawer's views.
 export interface InstanceHead {
   id: number;
   tenant: string;
