@@ -28,13 +28,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Column, Select, func, select
+from sqlalchemy import Column, Select, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.count_estimates import (
     GroupCounts,
-    count_or_estimate,
     counts_by,
+    estimated_rows,
     frequent_values,
 )
 from flowledger.db.database import Database
@@ -190,8 +190,8 @@ async def type_status_counts(
     and in each status per type (types with no job left out). A status whose
     exact count would read millions of rows (``succeeded`` after months of
     history) is the planner's estimate; its per-type cells are counted where
-    cheap and estimated otherwise, over the types in the planner's
-    statistics (restricted to ``types`` when given) — see
+    small and estimated otherwise (:func:`_split_by_type`), over the types in
+    the planner's statistics (restricted to ``types`` when given) — see
     :mod:`flowledger.db.count_estimates` (issue 34 item 3)."""
     statuses = [s.value for s in JobStatus]
     overall = await counts_by(conn, rows, jobs.c.status, statuses)
@@ -207,18 +207,58 @@ async def type_status_counts(
             by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = int(count)
     rough: dict[str, set[str]] = {}
     if overall.estimated:
-        known = set(by_type) | set(await frequent_values(conn, jobs.c.type))
-        for job_type in sorted(t for t in known if types is None or t in types):
-            for status in sorted(overall.estimated):
-                cell = rows.where(jobs.c.status == status, jobs.c.type == job_type)
-                n, guessed = await count_or_estimate(conn, cell)
-                if n:
-                    by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = n
-                if n and guessed:
-                    rough.setdefault(job_type, set()).add(status)
+        for (job_type, status), (n, guessed) in (
+            await _split_by_type(conn, rows, overall, by_type, types)
+        ).items():
+            if n:
+                by_type.setdefault(job_type, dict.fromkeys(statuses, 0))[status] = n
+            if n and guessed:
+                rough.setdefault(job_type, set()).add(status)
     return TypeStatusCounts(
         overall, dict(sorted(by_type.items())), {t: frozenset(v) for t, v in rough.items()}
     )
+
+
+# a (type, status) cell of an estimated status expected to hold at most this
+# many rows is counted: ~1,000 heap pages at worst, tens of ms from the OS cache
+SMALL_CELL = 1_000
+
+
+async def _split_by_type(
+    conn: AsyncConnection,
+    rows: Select[Any],
+    overall: GroupCounts,
+    seen: dict[str, dict[str, int]],
+    types: Sequence[str] | None,
+) -> dict[tuple[str, str], tuple[int, bool]]:
+    """Each estimated status split by type: the status's estimate times the
+    type's share of the matching rows (how the planner itself estimates the
+    pair), over the types seen or in the planner's statistics; a cell
+    expected to hold at most :data:`SMALL_CELL` rows is counted instead —
+    all of them in one ``GROUP BY`` (so a type that has none of a status
+    shows 0, not the planner's guess). One ``EXPLAIN`` per type."""
+    known = set(seen) | set(await frequent_values(conn, jobs.c.type))
+    known_types = sorted(t for t in known if types is None or t in types)
+    matched = max(await estimated_rows(conn, rows), 1)
+    share = {
+        t: await estimated_rows(conn, rows.where(jobs.c.type == t)) / matched for t in known_types
+    }
+    guesses = {
+        (t, s): round(overall.counts[s] * share[t]) for t in known_types for s in overall.estimated
+    }
+    small = [cell for cell, guess in guesses.items() if guess <= SMALL_CELL]
+    counted: dict[tuple[str, str], int] = {}
+    if small:
+        grouped = (
+            rows.with_only_columns(jobs.c.type, jobs.c.status, func.count())
+            .where(tuple_(jobs.c.type, jobs.c.status).in_(small))
+            .group_by(jobs.c.type, jobs.c.status)
+        )
+        counted = {(t, st): int(n) for t, st, n in (await conn.execute(grouped)).all()}
+    return {
+        cell: (counted.get(cell, 0), False) if cell in small else (guess, True)
+        for cell, guess in guesses.items()
+    }
 
 
 async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
