@@ -126,3 +126,25 @@ async def test_instance_counts_estimate_the_costly_status_only(
     assert body["estimated"] is True and body["estimatedStatuses"] == ["approved"]
     assert abs(body["counts"]["approved"] - BIG) <= BIG // 10
     assert body["total"] == body["counts"]["approved"] + 1
+
+
+async def test_replay_preview_counts_exactly_up_to_its_limit(
+    api: Api, people: People, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = api.clock.now()
+    await add_jobs(api.db, [job_row(now, status="dead") for _ in range(BIG)])
+    await _analyze(api)
+    # past the replay's limit, more rows than this are the planner's estimate
+    monkeypatch.setattr(count_estimates, "EXACT_ROW_LIMIT", BIG // 10)
+    body = {"statuses": ["dead"], "limit": 10}
+    shown = (await api.post(JOBS + "/replay-preview", people.root, body)).json()
+    assert shown["wouldSubmit"] == 10  # exact either way
+    if api.db.is_sqlite:
+        assert (shown["matched"], shown["matchedEstimated"]) == (BIG, False)
+        return
+    assert shown["matchedEstimated"] is True
+    assert abs(shown["matched"] - BIG) <= BIG // 10
+    # when the planner expects few enough rows, they are counted
+    monkeypatch.setattr(count_estimates, "EXACT_ROW_LIMIT", BIG * 2)
+    small = (await api.post(JOBS + "/replay-preview", people.root, body)).json()
+    assert (small["matched"], small["matchedEstimated"]) == (BIG, False)

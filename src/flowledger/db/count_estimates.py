@@ -19,6 +19,10 @@ table:
    :attr:`GroupCounts.estimated`; the API marks them (``estimated``) and the
    console prints them as ``≈ n``. An estimate is never shown as exact.
 
+A count that only matters up to a bound (a replay submits at most its
+``limit``) counts that far exactly (:func:`count_up_to`) and estimates
+beyond it.
+
 A breakdown of an estimated group by a second column (the job summary's
 statuses per type) takes its groups from the planner's statistics
 (:func:`frequent_values`) and each figure from :func:`estimated_rows`,
@@ -47,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Column, ColumnElement, Select, func, literal, text
+from sqlalchemy import Column, ColumnElement, Select, func, literal, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -142,6 +146,23 @@ async def counts_by(
         for value, n in (await conn.execute(grouped)).all():
             counts[str(value)] = int(n)
     return GroupCounts(counts, frozenset(estimated))
+
+
+async def count_up_to(conn: AsyncConnection, rows: Select[Any], bound: int) -> tuple[int, bool]:
+    """How many rows ``rows`` returns and whether that is an estimate: counted
+    exactly up to ``bound`` (an index walk that stops there); past it, the
+    planner's estimate (at least ``bound + 1``) when it expects more than
+    :data:`EXACT_ROW_LIMIT` rows on PostgreSQL, else an exact count."""
+    bounded = _bare(rows).limit(bound + 1).subquery()
+    n = int((await conn.execute(select(func.count()).select_from(bounded))).scalar_one())
+    if n <= bound:
+        return n, False
+    if dialect_name(conn) == POSTGRESQL:
+        expected = await estimated_rows(conn, rows)
+        if expected > EXACT_ROW_LIMIT:
+            return max(expected, n), True
+    counted = select(func.count()).select_from(_bare(rows).subquery())
+    return int((await conn.execute(counted)).scalar_one()), False
 
 
 async def estimated_rows(conn: AsyncConnection, rows: Select[Any]) -> int:

@@ -129,6 +129,14 @@ workflow_jobs = Table(
         postgresql_where=_DEAD_OR_FAILED,
         sqlite_where=_DEAD_OR_FAILED,
     ),
+    # the oldest dead / failed jobs first: what a replay takes (0021c)
+    Index(
+        "ix_workflow_jobs_replayable",
+        "created_at",
+        "id",
+        postgresql_where=_DEAD_OR_FAILED,
+        sqlite_where=_DEAD_OR_FAILED,
+    ),
     # …and the newest members of a job-type cluster
     Index(
         "ix_workflow_jobs_failure_types",

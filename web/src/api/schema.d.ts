@@ -4951,10 +4951,20 @@ export interface components {
             /** Types */
             types?: string[] | null;
         };
-        /** ReplayPreviewPublic */
+        /**
+         * ReplayPreviewPublic
+         * @description ``matched`` is exact up to the replay's limit; past it, at volume, it
+         *     may be the planner's estimate (``matchedEstimated``); ``wouldSubmit`` is
+         *     always exact.
+         */
         ReplayPreviewPublic: {
             /** Matched */
             matched: number;
+            /**
+             * Matchedestimated
+             * @default false
+             */
+            matchedEstimated: boolean;
             /** Samples */
             samples: components["schemas"]["ReplaySample"][];
             /** Wouldsubmit */

@@ -211,9 +211,14 @@ class ReplaySample(ApiModel):
 
 
 class ReplayPreviewPublic(ApiModel):
+    """``matched`` is exact up to the replay's limit; past it, at volume, it
+    may be the planner's estimate (``matchedEstimated``); ``wouldSubmit`` is
+    always exact."""
+
     matched: int
     would_submit: int
     samples: list[ReplaySample]
+    matched_estimated: bool = False
 
 
 def _items(result: BatchResult) -> list[ItemOutcomePublic]:
@@ -248,6 +253,7 @@ def preview_public(preview: replays.ReplayPreview) -> ReplayPreviewPublic:
         matched=preview.matched,
         would_submit=preview.would_submit,
         samples=[ReplaySample.model_validate(s) for s in preview.samples],
+        matched_estimated=preview.matched_estimated,
     )
 
 

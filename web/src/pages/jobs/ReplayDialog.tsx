@@ -209,7 +209,7 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
             <Space direction="vertical" style={{ width: "100%" }} data-testid="replay-preview-result">
               <BatchResult<Schemas["ReplaySample"]>
                 type={preview.wouldSubmit ? "info" : "warning"}
-                message={t("replay.previewSummary", { matched: formatCount(preview.matched), wouldSubmit: formatCount(preview.wouldSubmit) })}
+                message={t("replay.previewSummary", { matched: `${preview.matchedEstimated ? "≈ " : ""}${formatCount(preview.matched)}`, wouldSubmit: formatCount(preview.wouldSubmit) })}
                 description={
                   preview.wouldSubmit
                     ? t("replay.estimate", {
