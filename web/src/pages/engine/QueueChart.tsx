@@ -31,7 +31,7 @@ export function QueueChart({ counts }: { counts: Count[] }) {
       animation: false, // refreshed every 10 s: bars change in place
       tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: (v: unknown) => formatCount(Number(v)) },
       legend: { top: 0 },
-      grid: { left: 48, right: 16, top: 36, bottom: 72 },
+      grid: { left: 16, right: 16, top: 36, bottom: 72, containLabel: true },
       xAxis: { type: "category", data: types, axisLabel: { rotate: 30 } },
       yAxis: { type: "value", minInterval: 1, axisLabel: { formatter: (v: number) => formatCount(v) } },
       series: statuses.map((s) => ({
