@@ -138,7 +138,9 @@ JOIN vol_defs AS d ON d.idx = s.i %% %(ndefs)s
 
 TOKENS_SQL = """
 INSERT INTO workflow_tokens (id, instance_id, node_key, state, fork_stack, created_at, consumed_at)
-SELECT w.id, w.id, 'step' || (1 + w.id %% 8),
+SELECT w.id, w.id,
+  -- a live instance's token waits at its pending task's node (see TASKS_SQL)
+  'step' || (1 + CASE WHEN w.status IN ('running', 'suspended') THEN w.id + 2 ELSE w.id END %% 8),
   CASE WHEN w.status IN ('running', 'suspended') THEN 'active' ELSE 'consumed' END,
   '[]'::jsonb, w.created_at, w.finished_at
 FROM workflow_instances AS w WHERE w.id >= %(lo)s AND w.id < %(hi)s
@@ -153,11 +155,13 @@ FROM workflow_instances AS w CROSS JOIN generate_series(0, 1) AS t
 WHERE w.id >= %(lo)s AND w.id < %(hi)s
 """
 
-# two approvals along the way; a live instance also has one pending at its node
+# two approvals along the way; a live instance also has one pending at its node,
+# held by its token (a health-clean instance: no token_task_mismatch)
 TASKS_SQL = """
-INSERT INTO workflow_tasks (id, instance_id, tenant_id, definition_key, node_key, kind, status,
-  assignee, action, due_at, created_at, finished_at, finished_by)
-SELECT (w.id - 1) * 3 + t + 1, w.id, w.tenant_id, w.definition_key,
+INSERT INTO workflow_tasks (id, instance_id, token_id, tenant_id, definition_key, node_key, kind,
+  status, assignee, action, due_at, created_at, finished_at, finished_by)
+SELECT (w.id - 1) * 3 + t + 1, w.id, CASE WHEN x.status = 'pending' THEN w.id END,
+  w.tenant_id, w.definition_key,
   'step' || (1 + (w.id + t) %% 8), 'approval', x.status,
   'user' || lpad(((w.id + t * 3) %% 40)::text, 2, '0'),
   CASE WHEN x.status = 'completed' THEN
