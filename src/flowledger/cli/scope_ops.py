@@ -24,7 +24,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from flowledger.access.audit import AuditEntry, audited, write_audit
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out, runtime_session
 from flowledger.cli.runtime import run_async
@@ -35,7 +34,7 @@ from flowledger.ops.interventions.scope_suspend import (
     Action,
     ScopeSelection,
     preview_scope,
-    run_scope,
+    run_audited,
 )
 from flowledger.ops.jobs import pauses
 
@@ -196,25 +195,8 @@ def _definition_scope(action: Action) -> Any:
                 return
             why = clean_reason(reason) if action == "suspend" else reason
             ctx, caller = js.operator(engine, actor)
-            batch = f"definition.{action}_all"
-            async with audited(ctx, caller, batch, "definition", definition_key, reason=why) as e:
-                doc = await run_scope(engine, sel, action, reason=why or "(resume)", actor=actor)
-                e.detail.update(version=version, nodeKey=node, totals=doc["totals"])
-                done = "suspended" if action == "suspend" else "resumed"
-                for item in doc["results"]:
-                    if item["outcome"] == done:
-                        await write_audit(
-                            ctx,
-                            AuditEntry(
-                                actor=actor,
-                                action=f"instance.{action}",
-                                target_type="instance",
-                                target_id=str(item["instanceId"]),
-                                reason=why,
-                                detail={"jobs": item["jobIds"], "batch": batch},
-                            ),
-                            "ok",
-                        )
+            doc = await run_audited(ctx, caller, engine, sel, action, reason=why)
+            done = "suspended" if action == "suspend" else "resumed"
             failed = doc["totals"]["failed"] > 0
             if as_json:
                 js.print_json(doc)
