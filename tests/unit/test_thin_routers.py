@@ -34,7 +34,7 @@ AUDITING_ROUTES = {
     "instance_monitor.py": 1,
     "instances.py": 3,
     "schedules.py": 2,
-    "tasks.py": 2,
+    "tasks.py": 1,
     "views.py": 3,
 }
 AUDIT_CALLS = frozenset({"audited", "write_audit"})
@@ -94,7 +94,7 @@ def test_only_the_known_routes_write_the_audit_item2() -> None:
         if writes_audit(p.read_text(encoding="utf-8"))
     }
     assert auditing == AUDITING_ROUTES, "update AUDITING_ROUTES (the count is the point)"
-    assert (len(AUDITING_ROUTES), sum(AUDITING_ROUTES.values())) == (8, 15)
+    assert (len(AUDITING_ROUTES), sum(AUDITING_ROUTES.values())) == (8, 14)
 
 
 def test_the_checks_find_what_they_forbid_item2() -> None:
