@@ -3,16 +3,27 @@ CLI's operator commands — success or failure — leaves one ``operation_audit`
 (``instance.cancel``), target type and id, tenant, reason, detail and result
 (``ok`` / ``failed``, with ``detail.code`` of the error when it failed).
 
-When it is written: **after** the engine call, in a transaction of its own.
-The engine's facade opens and commits its own transaction per action, so the
-API cannot join it; and a failed action rolls its transaction back, so the
-row recording that failure has to live in another transaction anyway. One
-rule for both outcomes keeps the record honest about what happened. The cost
-is a small window: a crash between the engine's commit and the audit commit
-loses the audit row of a change that did happen (the engine trace, E-8, still
-records the change and its actor). If writing the audit row itself fails,
-the error is logged and the caller still gets the real outcome of the action
-— the change is committed and must not be reported as failed.
+Two ways to write it, one rule for failures:
+
+- :func:`audited_change` — for a service that makes its change in one
+  transaction of its own (an alert rule, a connector, a retention policy,
+  a job pause …): the service opens that transaction through it, so the
+  change and its ``ok`` row commit together or not at all. The service names
+  its action and builds its :class:`AuditEntry` from the caller
+  (:meth:`AuditEntry.by`); the route only passes the caller along.
+- :func:`audited` — around a call that commits on its own (the engine's
+  facade opens and commits its own transaction per action; a batch commits
+  per item), which the row cannot join: it is written **after** the call, in
+  a transaction of its own. The cost is a small window: a crash between the
+  call's commit and the audit commit loses the audit row of a change that did
+  happen (the engine trace, E-8, still records the change and its actor). If
+  writing that row fails, the error is logged and the caller still gets the
+  real outcome — the change is committed and must not be reported as failed.
+
+Either way a block that raises is recorded ``failed`` (``detail.code`` and
+``message`` of the error, ``internal_error`` for anything else) in a
+transaction of its own: the failed change rolled back, so the row recording
+the failure cannot live in its transaction.
 
 Refusals count as failures of the attempted mutation: a 403, or a 404 for an
 object in another tenant, inside the audited block is recorded as
@@ -31,6 +42,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.access.callers import Caller
 from flowledger.db.database import Database
@@ -52,6 +65,10 @@ class AuditContext(Protocol):
 
 @dataclass
 class AuditEntry:
+    """One ``operation_audit`` row being filled in: who did what to which
+    target; the code doing the change adds what it learns (tenant, the new
+    target's id, detail)."""
+
     actor: str
     action: str
     target_type: str
@@ -60,25 +77,78 @@ class AuditEntry:
     reason: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def by(
+        cls,
+        caller: Caller,
+        action: str,
+        target_type: str,
+        target_id: int | str | None = None,
+        *,
+        reason: str | None = None,
+    ) -> AuditEntry:
+        """The entry of ``caller`` attempting ``action`` on a target."""
+        return cls(
+            actor=caller.user_id,
+            action=action,
+            target_type=target_type,
+            target_id=None if target_id is None else str(target_id),
+            reason=reason,
+        )
+
+    def failed_with(self, exc: BaseException) -> None:
+        """Record in the detail why the attempt failed."""
+        if isinstance(exc, FlowledgerError):
+            self.detail["code"] = exc.code
+            self.detail["message"] = exc.message
+        else:
+            self.detail["code"] = "internal_error"
+
+
+async def insert_audit(
+    conn: AsyncConnection, entry: AuditEntry, result: str, *, now: datetime
+) -> None:
+    """Insert the row in the caller's transaction (errors propagate)."""
+    await conn.execute(
+        operation_audit.insert().values(
+            actor=entry.actor,
+            action=entry.action,
+            target_type=entry.target_type,
+            target_id=entry.target_id,
+            tenant_id=entry.tenant_id,
+            reason=entry.reason,
+            detail=entry.detail or None,
+            result=result,
+            created_at=now,
+        )
+    )
+
 
 async def write_audit(ctx: AuditContext, entry: AuditEntry, result: str) -> None:
+    """Write the row in a transaction of its own; a failure to write it is
+    logged, not raised (the outcome it records stands)."""
     try:
         async with ctx.db.begin() as conn:
-            await conn.execute(
-                operation_audit.insert().values(
-                    actor=entry.actor,
-                    action=entry.action,
-                    target_type=entry.target_type,
-                    target_id=entry.target_id,
-                    tenant_id=entry.tenant_id,
-                    reason=entry.reason,
-                    detail=entry.detail or None,
-                    result=result,
-                    created_at=ctx.now(),
-                )
-            )
+            await insert_audit(conn, entry, result, now=ctx.now())
     except Exception:
         log.exception("could not write the audit row for %s", entry.action)
+
+
+@asynccontextmanager
+async def audited_change(ctx: AuditContext, entry: AuditEntry) -> AsyncIterator[AsyncConnection]:
+    """One transaction for a service's change and its ``ok`` audit row: the
+    block makes the change on the connection it is given and fills in
+    ``entry``; the row is inserted before the commit. If the block (or the
+    insert) raises, everything rolls back and the ``failed`` row is written
+    in a transaction of its own."""
+    try:
+        async with ctx.db.begin() as conn:
+            yield conn
+            await insert_audit(conn, entry, "ok", now=ctx.now())
+    except Exception as exc:
+        entry.failed_with(exc)
+        await write_audit(ctx, entry, "failed")
+        raise
 
 
 @asynccontextmanager
@@ -91,24 +161,14 @@ async def audited(
     *,
     reason: str | None = None,
 ) -> AsyncIterator[AuditEntry]:
-    """Run the block as one audited mutation. The block fills in what it
-    learns (tenant, new target id, detail); the row is written when it ends."""
-    entry = AuditEntry(
-        actor=caller.user_id,
-        action=action,
-        target_type=target_type,
-        target_id=None if target_id is None else str(target_id),
-        reason=reason,
-    )
+    """Run the block as one audited mutation that commits on its own. The
+    block fills in what it learns (tenant, new target id, detail); the row is
+    written when it ends."""
+    entry = AuditEntry.by(caller, action, target_type, target_id, reason=reason)
     try:
         yield entry
-    except FlowledgerError as exc:
-        entry.detail["code"] = exc.code
-        entry.detail["message"] = exc.message
-        await write_audit(ctx, entry, "failed")
-        raise
-    except Exception:
-        entry.detail["code"] = "internal_error"
+    except Exception as exc:
+        entry.failed_with(exc)
         await write_audit(ctx, entry, "failed")
         raise
     await write_audit(ctx, entry, "ok")

@@ -7,14 +7,16 @@ is loaded; the operation audit (:mod:`flowledger.api.audit`); one error
 mapping (:mod:`flowledger.api.errors`); the edge's input caps
 (:mod:`flowledger.api.input_guards`).
 
-A route parses its input, authorizes and calls the service of its area: the
-engine's facade and :mod:`flowledger.engine.queries` for instances and tasks,
-``ops/`` for the operator's read models and actions, ``compensation/`` and
-``events/`` for theirs. Every engine row changes through engine code; the
-API writes the operation audit itself, and the routers of connectors,
-subscriptions, automation rules, alert rules, messages and retention
-policies still open their own transactions around their store's calls
-(issue 29 item 2 moves those into services).
+A route parses its input, authorizes, calls the service of its area and
+maps the answer: the engine's facade and :mod:`flowledger.engine.queries` for
+instances and tasks, ``ops/`` for the operator's read models and actions,
+``compensation/`` and ``events/`` for theirs. No router opens a writing
+transaction: a service that changes rows owns its transaction and writes its
+operation-audit row in it (:func:`flowledger.access.audit.audited_change`).
+Routes around a call that commits on its own (mostly the engine's facade)
+still wrap it in :func:`flowledger.access.audit.audited`, listed by
+the test tests/unit/test_thin_routers.py; reads open read-only transactions
+(``ctx.db.read()``) around their query functions.
 
 ``create_app`` is imported on first use, so a command-line process that needs
 one small module of this package (a schema, the audit) does not pay for

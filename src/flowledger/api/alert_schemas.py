@@ -27,7 +27,6 @@ def _no_nul(value: str) -> str:
 
 
 _NO_NUL = AfterValidator(_no_nul)
-OVERALL = "*"
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 MetricName = Annotated[str, Field(min_length=1, max_length=64), _NO_NUL]
 Address = Annotated[str, Field(min_length=1, max_length=320), _NO_NUL]

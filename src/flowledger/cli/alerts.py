@@ -9,19 +9,17 @@ every tenant. The logic lives in :mod:`flowledger.ops.alerts`.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from flowledger.access.audit import audited
 from flowledger.api.alert_schemas import EventPublic, RulePublic, SilencePublic
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
 from flowledger.engine import Engine
-from flowledger.ops.alerts import queries, rules, silences
-from flowledger.ops.alerts.rules import parse_duration
+from flowledger.ops.alerts import changes, queries, rules, silences
+from flowledger.ops.alerts.changes import SilenceRequest
 
 alerts_app = typer.Typer(no_args_is_help=True, help="Alert rules, events and silences.")
 
@@ -168,32 +166,20 @@ def silence(
             return
         ctx, caller = js.operator(engine, actor)
         if expire is not None:
-            async with audited(ctx, caller, "alert_silence.expire", "alert_silence", expire) as e:
-                async with engine.db.begin() as conn:
-                    row = await silences.expire_silence(conn, expire, now=now, tenants=None)
-                e.tenant_id = row["tenant_id"]
+            row = await changes.expire_silence(ctx, caller, expire, now=now)
         else:
             if not comment:
                 raise silences.AlertSilenceInvalid("--comment is required", field="comment")
-            async with audited(ctx, caller, "alert_silence.create", "alert_silence") as e:
-                e.detail.update(rule=rule, metric=metric, tenant=tenant, duration=duration)
-                ends = now + timedelta(seconds=parse_duration(duration, field="duration"))
-                async with engine.db.begin() as conn:
-                    scope = tenant
-                    if rule is not None:
-                        scope = (await rules.require_rule(conn, rule))["tenant_id"]
-                    row = await silences.create_silence(
-                        conn,
-                        tenant=scope,
-                        rule_id=rule,
-                        metric=metric,
-                        starts_at=now,
-                        ends_at=ends,
-                        comment=comment,
-                        actor=actor,
-                        now=now,
-                    )
-                e.tenant_id, e.target_id = scope, str(row["id"])
+            request = SilenceRequest(
+                rule_id=rule,
+                metric=metric,
+                tenant=tenant,
+                starts_at=now,
+                duration=duration,
+                comment=comment,
+            )
+            asked = {"rule": rule, "metric": metric, "tenant": tenant, "duration": duration}
+            row = await changes.create_silence(ctx, caller, request, shown=asked)
         public = SilencePublic.from_row(row, now)
         if as_json:
             js.print_json(public.model_dump(by_alias=True))

@@ -14,7 +14,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from flowledger.access.audit import audited
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import out
 from flowledger.engine import Engine
@@ -23,6 +22,7 @@ from flowledger.ops.analytics import instances as instance_panels
 from flowledger.ops.analytics import tasks as analytics_tasks
 from flowledger.ops.analytics.sql import AnalyticsScope
 from flowledger.ops.analytics.time_zone import resolve_time_zone
+from flowledger.ops.retention import changes as retention_actions
 from flowledger.ops.retention import runs as retention_ops
 from flowledger.ops.retention.policies import load_policies
 from flowledger.settings import get_settings
@@ -187,12 +187,7 @@ def run(policy: PolicyOpt = None, actor: js.ActorOpt = "cli", as_json: js.JsonOp
 
     async def main(engine: Engine) -> None:
         ctx, caller = js.operator(engine, actor)
-        async with audited(ctx, caller, "retention.run", "retention_run") as entry:
-            result = await retention_ops.run_retention(
-                engine.db, now=ctx.now(), trigger="manual", actor=actor, policies=policy
-            )
-            entry.target_id = str(result["id"])
-            entry.detail.update(rowsRemoved=result["rowsRemoved"], policies=policy)
+        result = await retention_actions.run_now(ctx, caller, policy)
         if as_json:
             js.print_json(result)
             return

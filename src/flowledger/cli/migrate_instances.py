@@ -22,13 +22,13 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from flowledger.access.audit import audited
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import out
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
 from flowledger.ops.migration import service
 from flowledger.ops.migration.model import MigrationPlan
+from flowledger.ops.migration.operator_runs import run_as
 
 
 def _pairs(items: list[str] | None, option: str, *, values: bool) -> dict[str, Any]:
@@ -131,13 +131,8 @@ def migrate_instances(
             out.print(f"{len(found.results)} instances: {_counts(found.results)}")
             return
         ctx, caller = js.operator(engine, actor)
-        async with audited(ctx, caller, "migration.run", "migration", reason=reason) as e:
-            migration_id = await service.run(
-                engine.db, engine.store, plan, actor=actor, clock=engine.clock
-            )
-            e.target_id = str(migration_id)
-            done = await service.progress(engine.db, migration_id, limit=10_000)
-            e.detail.update(done["progress"]["byOutcome"], definitionKey=definition)
+        migration_id = await run_as(ctx, caller, plan, store=engine.store, clock=engine.clock)
+        done = await service.progress(engine.db, migration_id, limit=10_000)
         failed = bool(done["progress"]["byOutcome"].get("failed"))
         if as_json:
             js.print_json(done)

@@ -23,7 +23,6 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flowledger.access.audit import audited
 from flowledger.api.routers import recovery as models
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
@@ -31,7 +30,7 @@ from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
 from flowledger.ops.jobs.batching import DEFAULT_RATE
 from flowledger.ops.recovery import model as plans
-from flowledger.ops.recovery.actions import recovery_run
+from flowledger.ops.recovery.actions import run_as
 from flowledger.ops.recovery.plan import recovery_preview
 
 _AGE = re.compile(r"^\s*(\d+)\s*([mhd]?)\s*$")
@@ -113,25 +112,23 @@ def recover(
             def advance(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            async with audited(ctx, caller, "recovery.run", "recovery", action, reason=reason) as e:
-                e.detail["filter"] = {
+            run = await run_as(
+                ctx,
+                caller,
+                action,
+                flt,
+                shown_filter={
                     "instanceId": instance,
                     "minAgeMinutes": flt.min_age_minutes,
                     "limit": limit,
                     "ratePerSecond": rate,
-                }
-                run = await recovery_run(
-                    engine.db,
-                    action,
-                    flt,
-                    now=ctx.now(),
-                    snapshots=engine.snapshots,
-                    hooks=engine.hooks,
-                    actor=actor,
-                    rate=rate,
-                    progress=advance,
-                )
-                e.detail.update(run.totals(), batchId=run.batch_id, submitted=run.submitted)
+                },
+                snapshots=engine.snapshots,
+                hooks=engine.hooks,
+                rate=rate,
+                reason=reason,
+                progress=advance,
+            )
             bar.update(task, completed=len(run.items), total=len(run.items))
         public = models.run_public(run)
         failed = public.totals.failed > 0

@@ -24,27 +24,19 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from flowledger.access.audit import AuditEntry, audited, write_audit
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out, runtime_session
 from flowledger.cli.runtime import run_async
 from flowledger.engine.force_jump import clean_reason
 from flowledger.errors import FlowledgerError
-from flowledger.ledger.pauses import (
-    Pause,
-    Scope,
-    check_scope,
-    pause_scope,
-    pauses_list,
-    resume_scope,
-)
-from flowledger.ledger.types import JobTypeRegistry
+from flowledger.ledger.pauses import Pause, Scope, pauses_list
 from flowledger.ops.interventions.scope_suspend import (
     Action,
     ScopeSelection,
     preview_scope,
-    run_scope,
+    run_audited,
 )
+from flowledger.ops.jobs import pauses
 
 PoolOpt = Annotated[str | None, typer.Option("--pool", help="A pool (ledger, outbound, …).")]
 TypeOpt = Annotated[str | None, typer.Option("--type", "-t", help="A job type.")]
@@ -79,8 +71,9 @@ def _scope(pool: str | None, job_type: str | None) -> tuple[Scope, str]:
     return scope, pool if pool is not None else str(job_type)
 
 
-def _check(registry: JobTypeRegistry, scope: Scope, value: str) -> None:
-    check_scope(registry, scope, value, field="pool" if scope == "pool" else "type")
+def _field(scope: Scope) -> str:
+    """The option naming a scope's value in a refusal."""
+    return "pool" if scope == "pool" else "type"
 
 
 def _pause_json(p: Pause) -> dict[str, Any]:
@@ -113,10 +106,9 @@ def pause_jobs(
         scope, value = _scope(pool, job_type)
         why = clean_reason(reason)
         ctx, caller = js.operator(runtime.engine, actor)
-        async with audited(ctx, caller, "job_scope.pause", scope, value, reason=why):
-            _check(runtime.job_types, scope, value)  # refused: audited as failed, as the API
-            async with runtime.db.begin() as conn:
-                p = await pause_scope(conn, scope, value, by=actor, reason=why, now=ctx.now())
+        p = await pauses.pause(  # refused: audited as failed, as the API
+            ctx, caller, scope, value, reason=why, known=runtime.job_types, field=_field(scope)
+        )
         if as_json:
             js.print_json(_pause_json(p))
         else:
@@ -137,11 +129,9 @@ def resume_jobs(
     async def main(runtime: Any) -> None:
         scope, value = _scope(pool, job_type)
         ctx, caller = js.operator(runtime.engine, actor)
-        async with audited(ctx, caller, "job_scope.resume", scope, value, reason=reason) as e:
-            _check(runtime.job_types, scope, value)
-            async with runtime.db.begin() as conn:
-                p = await resume_scope(conn, scope, value)
-            e.detail.update(pausedBy=p.paused_by, pausedSince=p.since.isoformat())
+        p = await pauses.resume(
+            ctx, caller, scope, value, reason=reason, known=runtime.job_types, field=_field(scope)
+        )
         if as_json:
             js.print_json(_pause_json(p))
         else:
@@ -205,25 +195,8 @@ def _definition_scope(action: Action) -> Any:
                 return
             why = clean_reason(reason) if action == "suspend" else reason
             ctx, caller = js.operator(engine, actor)
-            batch = f"definition.{action}_all"
-            async with audited(ctx, caller, batch, "definition", definition_key, reason=why) as e:
-                doc = await run_scope(engine, sel, action, reason=why or "(resume)", actor=actor)
-                e.detail.update(version=version, nodeKey=node, totals=doc["totals"])
-                done = "suspended" if action == "suspend" else "resumed"
-                for item in doc["results"]:
-                    if item["outcome"] == done:
-                        await write_audit(
-                            ctx,
-                            AuditEntry(
-                                actor=actor,
-                                action=f"instance.{action}",
-                                target_type="instance",
-                                target_id=str(item["instanceId"]),
-                                reason=why,
-                                detail={"jobs": item["jobIds"], "batch": batch},
-                            ),
-                            "ok",
-                        )
+            doc = await run_audited(ctx, caller, engine, sel, action, reason=why)
+            done = "suspended" if action == "suspend" else "resumed"
             failed = doc["totals"]["failed"] > 0
             if as_json:
                 js.print_json(doc)

@@ -16,6 +16,12 @@ Rules (the API maps the errors once):
   ``manual`` fallback) is :class:`TaskNotPending` (409 ``task_not_pending``);
 - an instance that is not running (suspended) refuses with
   ``instance_state`` (409): the caller may call back again after resume.
+
+:func:`answer_external` and :func:`answer_trigger` are the API's entry
+points: the step and its ``operation_audit`` row (``callback.external`` /
+``callback.trigger``, actor ``external`` or ``external:<decidedBy>``) in one
+transaction (:func:`flowledger.access.audit.audited_change`); a refused
+callback's row is written on its own.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.access.audit import AuditContext, AuditEntry, audited_change
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.db.schema import workflow_jobs
 from flowledger.engine import callback_records, lifecycle, outbound_nodes, trigger_results
@@ -152,20 +160,32 @@ async def external_decision(
     decided_by: str | None = None,
 ) -> CallbackAnswer:
     """Apply an external approval callback in its own transaction."""
-    async with engine.db.read() as conn:
-        task = (
-            await conn.execute(
-                select(workflow_tasks.c.instance_id, workflow_tasks.c.kind).where(
-                    workflow_tasks.c.id == task_id
-                )
+    async with engine.db.begin() as conn:
+        return await apply_external(
+            conn, engine, task_id, decision, comment=comment, decided_by=decided_by
+        )
+
+
+async def apply_external(
+    conn: AsyncConnection,
+    engine: Engine,
+    task_id: int,
+    decision: str,
+    *,
+    comment: str | None = None,
+    decided_by: str | None = None,
+) -> CallbackAnswer:
+    """Apply an external approval callback in the caller's transaction."""
+    task = (
+        await conn.execute(
+            select(workflow_tasks.c.instance_id, workflow_tasks.c.kind).where(
+                workflow_tasks.c.id == task_id
             )
-        ).first()
+        )
+    ).first()
     if task is None or task.kind != "external_approval":
         raise CallbackSubjectNotFound(f"external approval task {task_id} not found", field="taskId")
-    async with (
-        engine.db.begin() as conn,
-        engine.step(conn, int(task.instance_id), EXTERNAL_ACTOR) as step,
-    ):
+    async with engine.step(conn, int(task.instance_id), EXTERNAL_ACTOR) as step:
         return await receive_external(
             step, task_id, decision, comment=comment, decided_by=decided_by
         )
@@ -180,17 +200,30 @@ async def trigger_result(
     error: str | None = None,
 ) -> CallbackAnswer:
     """Apply an async trigger callback in its own transaction."""
-    async with engine.db.read() as conn:
-        job = (
-            await conn.execute(
-                select(
-                    workflow_jobs.c.type,
-                    workflow_jobs.c.instance_id,
-                    workflow_jobs.c.task_id,
-                    workflow_jobs.c.payload,
-                ).where(workflow_jobs.c.id == job_id)
-            )
-        ).first()
+    async with engine.db.begin() as conn:
+        return await apply_trigger(conn, engine, job_id, status, result=result, error=error)
+
+
+async def apply_trigger(
+    conn: AsyncConnection,
+    engine: Engine,
+    job_id: int,
+    status: str,
+    *,
+    result: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> CallbackAnswer:
+    """Apply an async trigger callback in the caller's transaction."""
+    job = (
+        await conn.execute(
+            select(
+                workflow_jobs.c.type,
+                workflow_jobs.c.instance_id,
+                workflow_jobs.c.task_id,
+                workflow_jobs.c.payload,
+            ).where(workflow_jobs.c.id == job_id)
+        )
+    ).first()
     if (
         job is None
         or job.type != "trigger_dispatch"
@@ -204,10 +237,51 @@ async def trigger_result(
             f"trigger job {job_id} is a {mode} call; only async triggers take callbacks",
             field="jobId",
         )
-    async with (
-        engine.db.begin() as conn,
-        engine.step(conn, int(job.instance_id), EXTERNAL_ACTOR) as step,
-    ):
+    async with engine.step(conn, int(job.instance_id), EXTERNAL_ACTOR) as step:
         return await receive_trigger(
             step, job_id, int(job.task_id), status, result=result, error=error
         )
+
+
+# --------------------------------------------------------- audited (the API)
+
+
+async def answer_external(
+    ctx: AuditContext,
+    engine: Engine,
+    task_id: int,
+    decision: str,
+    *,
+    comment: str | None = None,
+    decided_by: str | None = None,
+) -> CallbackAnswer:
+    """:func:`apply_external` with its audit row, in one transaction."""
+    actor = f"{EXTERNAL_ACTOR}:{decided_by}" if decided_by else EXTERNAL_ACTOR
+    entry = AuditEntry(actor, "callback.external", "task", str(task_id))
+    async with audited_change(ctx, entry) as conn:
+        answer = await apply_external(
+            conn, engine, task_id, decision, comment=comment, decided_by=decided_by
+        )
+        entry.tenant_id = answer.record.tenant_id
+        entry.detail.update(
+            decision=answer.record.outcome, asked=decision, duplicate=answer.duplicate
+        )
+    return answer
+
+
+async def answer_trigger(
+    ctx: AuditContext,
+    engine: Engine,
+    job_id: int,
+    status: str,
+    *,
+    result: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> CallbackAnswer:
+    """:func:`apply_trigger` with its audit row, in one transaction."""
+    entry = AuditEntry(EXTERNAL_ACTOR, "callback.trigger", "job", str(job_id))
+    async with audited_change(ctx, entry) as conn:
+        answer = await apply_trigger(conn, engine, job_id, status, result=result, error=error)
+        entry.tenant_id = answer.record.tenant_id
+        entry.detail.update(status=answer.record.outcome, asked=status, duplicate=answer.duplicate)
+    return answer

@@ -2,7 +2,9 @@
 one recipient (a user id).
 
 :func:`post_message` writes in the caller's transaction, so a message is
-posted exactly when the change that caused it commits. The reads are the
+posted exactly when the change that caused it commits; :func:`mark_read`
+too, and :func:`mark_read_alone` is the recipient's "mark read" in a
+transaction of its own. The reads are the
 recipient's own messages, newest first, keyset paged by id, optionally only
 the unread ones (served by the index on (recipient, read_at, id)); every
 read may be limited to some tenants (``tenants=None``: all of them).
@@ -17,6 +19,7 @@ from typing import Any
 from sqlalchemy import Select, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_messages as m
 
 TITLE_MAX = 255
@@ -146,6 +149,21 @@ async def mark_read(
         update(m).where(m.c.id == message_id, m.c.read_at.is_(None)).values(read_at=now)
     )
     return await get_message(conn, recipient=recipient, message_id=message_id)
+
+
+async def mark_read_alone(
+    db: Database,
+    *,
+    recipient: str,
+    message_id: int,
+    now: datetime,
+    tenants: list[str] | None = None,
+) -> Message | None:
+    """:func:`mark_read` in a transaction of its own."""
+    async with db.begin() as conn:
+        return await mark_read(
+            conn, recipient=recipient, message_id=message_id, now=now, tenants=tenants
+        )
 
 
 async def count_unread(conn: AsyncConnection, *, recipient: str) -> int:

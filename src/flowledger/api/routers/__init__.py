@@ -1,6 +1,11 @@
 """One router per area (STYLE), each under ``/api/workflows`` and included
 by :func:`flowledger.api.app.api_router`; every route declares who may call
-it (:mod:`flowledger.api.route_access`).
+it (:mod:`flowledger.api.route_access`). A route is thin: it parses,
+authorizes, calls one service function and maps the answer; it opens no
+writing transaction — the service owns its transaction and its audit row
+(:func:`flowledger.access.audit.audited_change`). The routers still wrapping
+a self-committing call in :func:`flowledger.access.audit.audited` are named
+by the test tests/unit/test_thin_routers.py.
 
 The engine's own API:
 

@@ -10,18 +10,18 @@ webhook secrets never appear in the audit); reads need
 ``workflow:instance:monitor``. Rules, events and silences of a tenant the
 caller cannot see are 404; those of the whole engine (no tenant) are seen
 and changed only by callers who see every tenant. The logic lives in
-:mod:`flowledger.ops.alerts`.
+:mod:`flowledger.ops.alerts`; every change is one call of
+:mod:`flowledger.ops.alerts.changes`, which owns its transaction and audit
+row.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Response
 
 from flowledger.api.alert_schemas import (
-    OVERALL,
     EventPage,
     EventPublic,
     MetricValue,
@@ -35,40 +35,19 @@ from flowledger.api.alert_schemas import (
     SilencePage,
     SilencePublic,
 )
-from flowledger.api.audit import audited
-from flowledger.api.auth import Caller, CurrentCaller
+from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
-from flowledger.api.errors import Forbidden
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
-from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR, require_tenant
+from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
-from flowledger.ops.alerts import queries, rules, silences
-from flowledger.ops.alerts.rules import RuleFields, parse_duration
+from flowledger.ops.alerts import changes, queries, rules, silences
+from flowledger.ops.alerts.changes import RuleRequest, SilenceRequest, default_scope, scope
 
 router = APIRouter(prefix="/engine/alerts", tags=["alerts"], route_class=GuardedRoute)
 
 RuleId = Annotated[int, Path(alias="ruleId", ge=1, le=MAX_ID)]
 SilenceId = Annotated[int, Path(alias="silenceId", ge=1, le=MAX_ID)]
-
-
-def _scope(caller: Caller, tenant: str | None) -> str | None:
-    """The rule's tenant (None: overall) once the caller may use it."""
-    if tenant is None or tenant == OVERALL:
-        if not caller.all_tenants:
-            raise Forbidden(
-                "a rule or silence over every tenant needs access to every tenant",
-                field="tenant",
-            )
-        return None
-    require_tenant(caller, tenant)
-    return tenant
-
-
-def _default_scope(caller: Caller) -> str | None:
-    """Without a ``tenant``: the whole engine for a caller who sees every
-    tenant (as the runtime status panel counts), else the caller's own."""
-    return None if caller.all_tenants else caller.default_tenant
 
 
 def _secret_free(values: dict[str, Any]) -> dict[str, Any]:
@@ -84,14 +63,6 @@ def _secret_free(values: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------- rules
-
-
-def _for_seconds(body: RuleCreate) -> int:
-    if body.for_seconds is not None:
-        if "for_" in body.model_fields_set:
-            raise rules.AlertRuleInvalid("give for or forSeconds, not both", field="for")
-        return parse_duration(body.for_seconds, field="forSeconds")
-    return parse_duration(body.for_)
 
 
 @router.get("/rules", response_model=RulePage, dependencies=[allow(INSTANCE_MONITOR)])
@@ -128,37 +99,29 @@ async def list_rules(
 )
 async def create_rule(body: RuleCreate, ctx: Ctx, caller: CurrentCaller) -> RuleCreated:
     """A threshold rule; a webhook without a secret gets one, returned once."""
-    async with audited(ctx, caller, "alert_rule.create", "alert_rule") as entry:
-        given = "tenant" in body.model_fields_set
-        tenant = _scope(caller, body.tenant if given else _default_scope(caller))
-        entry.tenant_id = tenant
-        entry.detail.update(
-            _secret_free(body.model_dump(by_alias=True, exclude={"tenant"}, mode="json"))
-        )
-        webhook = body.channels.webhook
-        fields = RuleFields(
-            name=body.name,
-            metric=body.metric,
-            comparison=body.comparison,
-            threshold=body.threshold,
-            for_seconds=_for_seconds(body),
-            severity=body.severity,
-            email_to=body.channels.email,
-            webhook_url=None if webhook is None else webhook.url,
-            webhook_secret=None if webhook is None else webhook.secret,
-            in_app_users=body.channels.in_app,
-            enabled=body.enabled,
-        )
-        async with ctx.db.begin() as conn:
-            row, generated = await rules.create_rule(
-                conn,
-                tenant=tenant,
-                fields=fields,
-                actor=caller.user_id,
-                now=ctx.now(),
-                box=ctx.secrets,
-            )
-        entry.target_id = str(row["id"])
+    webhook = body.channels.webhook
+    request = RuleRequest(
+        name=body.name,
+        metric=body.metric,
+        comparison=body.comparison,
+        threshold=body.threshold,
+        for_=body.for_ if "for_" in body.model_fields_set else None,
+        for_seconds=body.for_seconds,
+        severity=body.severity,
+        email_to=body.channels.email,
+        webhook_url=None if webhook is None else webhook.url,
+        webhook_secret=None if webhook is None else webhook.secret,
+        in_app_users=body.channels.in_app,
+        enabled=body.enabled,
+    )
+    row, generated = await changes.create_rule(
+        ctx,
+        caller,
+        request,
+        tenant=body.tenant if "tenant" in body.model_fields_set else default_scope(caller),
+        shown=_secret_free(body.model_dump(by_alias=True, exclude={"tenant"}, mode="json")),
+        box=ctx.secrets,
+    )
     public = RulePublic.from_row(row)
     return RuleCreated(**public.model_dump(), webhook_secret=generated)
 
@@ -171,15 +134,10 @@ async def get_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> RulePubl
 
 
 def _changes(body: RuleUpdate) -> dict[str, Any]:
+    """The changed fields but the duration, in :class:`RuleFields` names."""
     changes: dict[str, Any] = {}
-    if {"for_", "for_seconds"} <= body.model_fields_set:
-        raise rules.AlertRuleInvalid("give for or forSeconds, not both", field="for")
     for name in body.model_fields_set - {"channels", "for_", "for_seconds"}:
         changes[name] = getattr(body, name)
-    if body.for_ is not None:
-        changes["for_seconds"] = parse_duration(body.for_)
-    elif body.for_seconds is not None:
-        changes["for_seconds"] = parse_duration(body.for_seconds, field="forSeconds")
     channels = body.channels
     if channels is not None:
         given = channels.model_fields_set
@@ -203,20 +161,16 @@ async def update_rule(
     rule_id: RuleId, body: RuleUpdate, ctx: Ctx, caller: CurrentCaller
 ) -> RulePublic:
     """Change some fields; disabling returns the rule to ``ok`` silently."""
-    async with audited(ctx, caller, "alert_rule.update", "alert_rule", rule_id) as entry:
-        entry.detail.update(
-            _secret_free(body.model_dump(by_alias=True, exclude_unset=True, mode="json"))
-        )
-        async with ctx.db.begin() as conn:
-            row = await rules.update_rule(
-                conn,
-                rule_id,
-                _changes(body),
-                now=ctx.now(),
-                tenants=caller.tenant_scope,
-                box=ctx.secrets,
-            )
-        entry.tenant_id = row["tenant_id"]
+    row = await changes.update_rule(
+        ctx,
+        caller,
+        rule_id,
+        _changes(body),
+        for_=body.for_,
+        for_seconds=body.for_seconds,
+        shown=_secret_free(body.model_dump(by_alias=True, exclude_unset=True, mode="json")),
+        box=ctx.secrets,
+    )
     return RulePublic.from_row(row)
 
 
@@ -228,10 +182,7 @@ async def update_rule(
 )
 async def delete_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> Response:
     """Delete a rule; its events stay on record."""
-    async with audited(ctx, caller, "alert_rule.delete", "alert_rule", rule_id) as entry:
-        async with ctx.db.begin() as conn:
-            row = await rules.delete_rule(conn, rule_id, tenants=caller.tenant_scope)
-        entry.tenant_id = row["tenant_id"]
+    await changes.delete_rule(ctx, caller, rule_id)
     return Response(status_code=204)
 
 
@@ -271,9 +222,9 @@ async def metric_values(
     tenant: Annotated[str | None, Query(max_length=64, description="'*': every tenant")] = None,
 ) -> MetricValues:
     """The alert metrics' values now, for one tenant or every tenant."""
-    scope = _scope(caller, tenant if tenant is not None else _default_scope(caller))
+    tenant = scope(caller, tenant if tenant is not None else default_scope(caller))
     async with ctx.db.read() as conn:
-        values = await queries.current_values(conn, tenant=scope, now=ctx.now())
+        values = await queries.current_values(conn, tenant=tenant, now=ctx.now())
     return MetricValues(items=[MetricValue.model_validate(v) for v in values])
 
 
@@ -313,46 +264,19 @@ async def list_silences(
 )
 async def create_silence(body: SilenceCreate, ctx: Ctx, caller: CurrentCaller) -> SilencePublic:
     """Silence the notifications of matching rules for a time window."""
-    async with audited(ctx, caller, "alert_silence.create", "alert_silence") as entry:
-        entry.detail.update(body.model_dump(by_alias=True, exclude_none=True, mode="json"))
-        now = ctx.now()
-        matcher = body.matcher
-        starts = body.starts_at or now
-        if (body.ends_at is None) == (body.duration is None):
-            raise silences.AlertSilenceInvalid(
-                "give endsAt or duration (one of them)", field="endsAt"
-            )
-        ends = body.ends_at
-        if body.duration is not None:
-            ends = starts + timedelta(seconds=parse_duration(body.duration, field="duration"))
-        assert ends is not None
-        async with ctx.db.begin() as conn:
-            tenant = matcher.tenant
-            if matcher.rule_id is not None:
-                rule = await rules.require_rule(conn, matcher.rule_id, tenants=caller.tenant_scope)
-                if tenant is not None and tenant != rule["tenant_id"]:
-                    raise silences.AlertSilenceInvalid(
-                        "matcher.tenant is not the rule's tenant", field="matcher.tenant"
-                    )
-                tenant = rule["tenant_id"]
-                scope = _scope(caller, OVERALL if tenant is None else tenant)
-            elif tenant is None and not caller.all_tenants:
-                scope = caller.default_tenant
-            else:
-                scope = _scope(caller, OVERALL if tenant is None else tenant)
-            entry.tenant_id = scope
-            row = await silences.create_silence(
-                conn,
-                tenant=scope,
-                rule_id=matcher.rule_id,
-                metric=matcher.metric,
-                starts_at=starts,
-                ends_at=ends,
-                comment=body.comment,
-                actor=caller.user_id,
-                now=now,
-            )
-        entry.target_id = str(row["id"])
+    matcher = body.matcher
+    request = SilenceRequest(
+        rule_id=matcher.rule_id,
+        metric=matcher.metric,
+        tenant=matcher.tenant,
+        starts_at=body.starts_at,
+        ends_at=body.ends_at,
+        duration=body.duration,
+        comment=body.comment,
+    )
+    shown = body.model_dump(by_alias=True, exclude_none=True, mode="json")
+    row = await changes.create_silence(ctx, caller, request, shown=shown)
+    now = ctx.now()
     return SilencePublic.from_row(row, now)
 
 
@@ -365,13 +289,8 @@ async def create_silence(body: SilenceCreate, ctx: Ctx, caller: CurrentCaller) -
 )
 async def expire_silence(silence_id: SilenceId, ctx: Ctx, caller: CurrentCaller) -> SilencePublic:
     """End a silence now; notifications owed go out at the next evaluation."""
-    async with audited(ctx, caller, "alert_silence.expire", "alert_silence", silence_id) as entry:
-        now = ctx.now()
-        async with ctx.db.begin() as conn:
-            row = await silences.expire_silence(
-                conn, silence_id, now=now, tenants=caller.tenant_scope
-            )
-        entry.tenant_id = row["tenant_id"]
+    now = ctx.now()
+    row = await changes.expire_silence(ctx, caller, silence_id, now=now)
     return SilencePublic.from_row(row, now)
 
 
@@ -384,8 +303,5 @@ async def expire_silence(silence_id: SilenceId, ctx: Ctx, caller: CurrentCaller)
     ],
 )
 async def delete_silence(silence_id: SilenceId, ctx: Ctx, caller: CurrentCaller) -> Response:
-    async with audited(ctx, caller, "alert_silence.delete", "alert_silence", silence_id) as entry:
-        async with ctx.db.begin() as conn:
-            row = await silences.delete_silence(conn, silence_id, tenants=caller.tenant_scope)
-        entry.tenant_id = row["tenant_id"]
+    await changes.delete_silence(ctx, caller, silence_id)
     return Response(status_code=204)

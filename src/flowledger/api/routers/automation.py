@@ -7,7 +7,8 @@ of a tenant the caller cannot see is 404. Every write is audited
 anything but ``system.*`` / ``formData.*``, whose condition does not compile,
 or whose actions are incomplete is 422 ``automation_rule_invalid`` naming
 the field (``actions[0].bodyTemplate``); secret header values are never
-returned (``********``).
+returned (``********``). Every change is one call of
+:mod:`flowledger.events.automation_changes` (its transaction and audit row).
 """
 
 from __future__ import annotations
@@ -17,18 +18,13 @@ from typing import Annotated, Self
 
 from fastapi import APIRouter, Path, Query, Response
 
-from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
-from flowledger.api.permissions import (
-    DEFINITION_MANAGE,
-    INSTANCE_MONITOR,
-    require_tenant,
-)
+from flowledger.api.permissions import DEFINITION_MANAGE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, TenantId
-from flowledger.errors import NotFoundError
+from flowledger.events import automation_changes as changes
 from flowledger.events import automation_store as store
 from flowledger.events.automation_rules import (
     ACTIONS,
@@ -41,10 +37,6 @@ from flowledger.events.automation_rules import (
 router = APIRouter(prefix="/automation-rules", tags=["automation"], route_class=GuardedRoute)
 
 RuleId = Annotated[int, Path(alias="ruleId", ge=1, le=MAX_ID)]
-
-
-class AutomationRuleNotFound(NotFoundError):
-    code = "automation_rule_not_found"
 
 
 class AutomationRuleCreate(RuleSpec):
@@ -84,10 +76,6 @@ class AutomationRulePublic(ApiModel):
 class AutomationRulePage(ApiModel):
     items: list[AutomationRulePublic]
     next: str | None = None
-
-
-def _not_found(rule_id: int) -> AutomationRuleNotFound:
-    return AutomationRuleNotFound(f"automation rule {rule_id} not found", field="ruleId")
 
 
 @router.get(
@@ -133,16 +121,7 @@ async def create_automation_rule(
 ) -> AutomationRulePublic:
     """A rule that runs its actions as ``automation_action`` jobs on the
     events it names (in the caller's first tenant unless ``tenant`` is given)."""
-    async with audited(ctx, caller, "automation_rule.create", "automation_rule") as entry:
-        tenant = body.tenant or caller.default_tenant
-        require_tenant(caller, tenant)
-        entry.tenant_id = tenant
-        entry.detail.update(name=body.name, eventTypes=body.event_types)
-        async with ctx.db.begin() as conn:
-            rule = await store.create_rule(
-                conn, body, tenant=tenant, actor=caller.user_id, now=ctx.now(), box=ctx.secrets
-            )
-        entry.target_id = str(rule.id)
+    rule = await changes.create_rule(ctx, caller, body, tenant=body.tenant, box=ctx.secrets)
     return AutomationRulePublic.of(rule)
 
 
@@ -157,7 +136,7 @@ async def get_automation_rule(
     async with ctx.db.read() as conn:
         rule = await store.get_rule(conn, rule_id, tenants=caller.tenant_scope)
     if rule is None:
-        raise _not_found(rule_id)
+        raise changes.not_found(rule_id)
     return AutomationRulePublic.of(rule)
 
 
@@ -173,15 +152,7 @@ async def update_automation_rule(
 ) -> AutomationRulePublic:
     """Change some of a rule's keys; ``actions`` replaces the whole list (a
     secret header sent back as ``********`` keeps its stored value)."""
-    async with audited(ctx, caller, "automation_rule.update", "automation_rule", rule_id) as entry:
-        entry.detail["fields"] = sorted(body.model_dump(exclude_unset=True, by_alias=True))
-        async with ctx.db.begin() as conn:
-            rule = await store.update_rule(
-                conn, rule_id, body, tenants=caller.tenant_scope, now=ctx.now(), box=ctx.secrets
-            )
-        if rule is None:
-            raise _not_found(rule_id)
-        entry.tenant_id = rule.tenant_id
+    rule = await changes.update_rule(ctx, caller, rule_id, body, box=ctx.secrets)
     return AutomationRulePublic.of(rule)
 
 
@@ -195,11 +166,5 @@ async def update_automation_rule(
 )
 async def delete_automation_rule(rule_id: RuleId, ctx: Ctx, caller: CurrentCaller) -> Response:
     """Delete a rule; its jobs not yet run are skipped when they run."""
-    async with audited(ctx, caller, "automation_rule.delete", "automation_rule", rule_id) as entry:
-        async with ctx.db.begin() as conn:
-            rule = await store.delete_rule(conn, rule_id, tenants=caller.tenant_scope)
-        if rule is None:
-            raise _not_found(rule_id)
-        entry.tenant_id = rule.tenant_id
-        entry.detail["name"] = rule.name
+    await changes.delete_rule(ctx, caller, rule_id)
     return Response(status_code=204)

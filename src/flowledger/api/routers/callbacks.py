@@ -26,20 +26,19 @@ the same record with ``duplicate: true`` and changes nothing. A task that
 ended without a recorded decision (instance canceled, task skipped) is 409
 ``task_not_pending``; an unknown subject is 404. Accepted callbacks and
 refusals after a valid signature are written to the operation audit with the
-actor ``external`` (or ``external:<decidedBy>``).
+actor ``external`` (or ``external:<decidedBy>``): an accepted one in the
+transaction of its step (:func:`flowledger.engine.callbacks.answer_external`,
+:func:`~flowledger.engine.callbacks.answer_trigger`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from fastapi import APIRouter, Path
 
-from flowledger.api.audit import AuditEntry, write_audit
-from flowledger.api.deps import ApiContext, Ctx
+from flowledger.api.deps import Ctx
 from flowledger.api.route_access import SIGNED_CALLBACK, GuardedRoute
 from flowledger.api.schemas import (
     MAX_ID,
@@ -52,7 +51,6 @@ from flowledger.api.schemas import (
 )
 from flowledger.engine import callbacks
 from flowledger.engine.callback_records import CallbackRecord
-from flowledger.errors import FlowledgerError
 
 router = APIRouter(prefix="/callbacks", tags=["callbacks"], route_class=GuardedRoute)
 
@@ -129,22 +127,6 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@asynccontextmanager
-async def _audited(
-    ctx: ApiContext, actor: str, action: str, target_type: str, target_id: int
-) -> AsyncIterator[AuditEntry]:
-    entry = AuditEntry(
-        actor=actor, action=action, target_type=target_type, target_id=str(target_id)
-    )
-    try:
-        yield entry
-    except FlowledgerError as exc:
-        entry.detail.update(code=exc.code, message=exc.message)
-        await write_audit(ctx, entry, "failed")
-        raise
-    await write_audit(ctx, entry, "ok")
-
-
 # ------------------------------------------------------------------ routes
 
 
@@ -158,15 +140,14 @@ async def external_decision(
     task_id: TaskId, body: ExternalDecisionCreate, ctx: Ctx
 ) -> ExternalDecisionPublic:
     """The external system's decision on an external approval task (X-2)."""
-    actor = f"external:{body.decided_by}" if body.decided_by else "external"
-    async with _audited(ctx, actor, "callback.external", "task", task_id) as entry:
-        answer = await callbacks.external_decision(
-            ctx.engine, task_id, body.decision, comment=body.comment, decided_by=body.decided_by
-        )
-        entry.tenant_id = answer.record.tenant_id
-        entry.detail.update(
-            decision=answer.record.outcome, asked=body.decision, duplicate=answer.duplicate
-        )
+    answer = await callbacks.answer_external(
+        ctx,
+        ctx.engine,
+        task_id,
+        body.decision,
+        comment=body.comment,
+        decided_by=body.decided_by,
+    )
     return ExternalDecisionPublic.of(answer.record, answer.duplicate)
 
 
@@ -178,12 +159,7 @@ async def external_decision(
 )
 async def trigger_result(job_id: JobId, body: TriggerResultCreate, ctx: Ctx) -> TriggerResultPublic:
     """The result of an async trigger's call (X-1)."""
-    async with _audited(ctx, "external", "callback.trigger", "job", job_id) as entry:
-        answer = await callbacks.trigger_result(
-            ctx.engine, job_id, body.status, result=body.result, error=body.error
-        )
-        entry.tenant_id = answer.record.tenant_id
-        entry.detail.update(
-            status=answer.record.outcome, asked=body.status, duplicate=answer.duplicate
-        )
+    answer = await callbacks.answer_trigger(
+        ctx, ctx.engine, job_id, body.status, result=body.result, error=body.error
+    )
     return TriggerResultPublic.of(answer)

@@ -12,7 +12,10 @@ A state that does not allow the operation is 409 with the code of
 ``instance_suspended``, ``action_not_failed`` …). Every POST writes a
 history row (with the change) and an ``operation_audit`` row (whatever the
 outcome) and answers with the ticket as it is afterwards; a note answers
-201 with its history row.
+201 with its history row. Resume, retry and resolve are one call each of
+:mod:`flowledger.compensation.ticket_actions` (which audits them); the note,
+whose body is read and stored inside its audited attempt, still wraps its
+call in :func:`flowledger.access.audit.audited` here.
 
 A note is either JSON ``{"message": "..."}`` or ``multipart/form-data``
 with a ``file`` part (and an optional ``message`` part): the file must fit
@@ -39,7 +42,7 @@ from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Body, Reason, RequestModel, TaskPublic
-from flowledger.compensation import attachments, operations, queries
+from flowledger.compensation import attachments, operations, queries, ticket_actions
 from flowledger.compensation.errors import (
     AttachmentTooLarge,
     LengthRequired,
@@ -212,11 +215,7 @@ class CompensationPage(ApiModel):
 
 
 async def _visible(ctx: ApiContext, caller: Caller, ticket_id: int) -> dict[str, Any]:
-    async with ctx.db.read() as conn:
-        row = await queries.get_ticket(conn, ticket_id, tenants=caller.tenant_scope)
-    if row is None:
-        raise TicketNotFound(f"compensation ticket {ticket_id} not found", field="ticketId")
-    return row
+    return await ticket_actions.visible_ticket(ctx, caller, ticket_id)
 
 
 async def _detail(ctx: ApiContext, caller: Caller, ticket_id: int) -> CompensationDetail:
@@ -318,13 +317,7 @@ async def resume_ticket(
     """Pending ticket, running instance: finish the repair task, continue
     past the failed node, resolve the ticket."""
     reason = _reason(body)
-    async with audited(
-        ctx, caller, "compensation.resume", "compensation", ticket_id, reason=reason
-    ) as entry:
-        ticket = await _visible(ctx, caller, ticket_id)
-        entry.tenant_id = ticket["tenant_id"]
-        entry.detail.update(instanceId=ticket["instance_id"], nodeKey=ticket["failed_node_key"])
-        await operations.resume(ctx.engine, ticket_id, actor=caller.user_id, reason=reason)
+    await ticket_actions.resume_as(ctx, caller, ctx.engine, ticket_id, reason=reason)
     return await _detail(ctx, caller, ticket_id)
 
 
@@ -338,14 +331,7 @@ async def retry_ticket(
 ) -> CompensationDetail:
     """A failed action with a valid config: enqueue a new compensation job."""
     reason = _reason(body)
-    async with audited(
-        ctx, caller, "compensation.retry", "compensation", ticket_id, reason=reason
-    ) as entry:
-        ticket = await _visible(ctx, caller, ticket_id)
-        entry.tenant_id = ticket["tenant_id"]
-        entry.detail.update(instanceId=ticket["instance_id"], previousJobId=ticket["action_job_id"])
-        job_id = await operations.retry(ctx.engine, ticket_id, actor=caller.user_id, reason=reason)
-        entry.detail["jobId"] = job_id
+    await ticket_actions.retry_as(ctx, caller, ctx.engine, ticket_id, reason=reason)
     return await _detail(ctx, caller, ticket_id)
 
 
@@ -361,20 +347,9 @@ async def resolve_ticket(
     """``resolve``: pending → resolved (the ticket only). ``terminate``:
     pending → terminated; the instance is rejected, its pending tasks
     skipped and its tokens consumed."""
-    async with audited(
-        ctx, caller, f"compensation.{body.action}", "compensation", ticket_id, reason=body.reason
-    ) as entry:
-        ticket = await _visible(ctx, caller, ticket_id)
-        entry.tenant_id = ticket["tenant_id"]
-        entry.detail["instanceId"] = ticket["instance_id"]
-        if body.action == "resolve":
-            await operations.release(
-                ctx.engine, ticket_id, actor=caller.user_id, reason=body.reason
-            )
-        else:
-            await operations.terminate(
-                ctx.engine, ticket_id, actor=caller.user_id, reason=body.reason
-            )
+    await ticket_actions.close_as(
+        ctx, caller, ctx.engine, ticket_id, body.action, reason=body.reason
+    )
     return await _detail(ctx, caller, ticket_id)
 
 

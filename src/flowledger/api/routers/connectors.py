@@ -17,7 +17,8 @@ the stored one; ``rateLimit: null`` removes the rate limit; changing
 key and the tenant are fixed at creation (definitions name the key).
 Deleting is immediate; the call audit rows stay on record. Validation
 errors are 422 naming the field (``connector_invalid`` or
-``validation_error``); a taken key is 409 ``connector_key_taken``.
+``validation_error``); a taken key is 409 ``connector_key_taken``. Every change is one call of
+:mod:`flowledger.events.connector_changes` (its transaction and audit row).
 """
 
 from __future__ import annotations
@@ -28,20 +29,15 @@ from typing import Annotated, Any, Literal, Self
 from fastapi import APIRouter, Path, Response
 from pydantic import AfterValidator, Field, SecretStr, model_validator
 
-from flowledger.api.audit import audited
 from flowledger.api.auth import Caller, CurrentCaller
 from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
-from flowledger.api.permissions import (
-    DEFINITION_MANAGE,
-    INSTANCE_MONITOR,
-    require_tenant,
-)
+from flowledger.api.permissions import DEFINITION_MANAGE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Name, RequestModel, TenantId
+from flowledger.events import connector_changes as changes
 from flowledger.outbound import connector_config as config
 from flowledger.outbound import connector_store as store
-from flowledger.outbound.connector_errors import ConnectorNotFound
 
 router = APIRouter(prefix="/connectors", tags=["connectors"], route_class=GuardedRoute)
 
@@ -262,15 +258,11 @@ class ConnectorCallPage(ApiModel):
     next: str | None = None
 
 
-def _not_found(connector_id: int) -> ConnectorNotFound:
-    return ConnectorNotFound(f"connector {connector_id} not found", field="connectorId")
-
-
 async def _visible(ctx: ApiContext, caller: Caller, connector_id: int) -> store.Connector:
     async with ctx.db.read() as conn:
         connector = await store.get_connector(conn, connector_id, tenants=caller.tenant_scope)
     if connector is None:
-        raise _not_found(connector_id)
+        raise changes.not_found(connector_id)
     return connector
 
 
@@ -303,22 +295,9 @@ async def create_connector(
     body: ConnectorCreate, ctx: Ctx, caller: CurrentCaller
 ) -> ConnectorPublic:
     """A new connector in the given tenant (default: the caller's first)."""
-    async with audited(ctx, caller, "connector.create", "connector") as entry:
-        tenant = body.tenant or caller.default_tenant
-        require_tenant(caller, tenant)
-        entry.tenant_id = tenant
-        entry.detail.update(key=body.key, authKind=body.auth_kind)
-        async with ctx.db.begin() as conn:
-            connector = await store.create_connector(
-                conn,
-                body.draft(),
-                tenant=tenant,
-                actor=caller.user_id,
-                now=ctx.now(),
-                box=ctx.secrets,
-            )
-        entry.target_id = str(connector.id)
-        entry.detail["baseUrl"] = connector.base_url  # validated: no credentials in it
+    connector = await changes.create_connector(
+        ctx, caller, body.draft(), tenant=body.tenant, box=ctx.secrets
+    )
     return ConnectorPublic.of(connector)
 
 
@@ -344,19 +323,9 @@ async def update_connector(
     connector_id: ConnectorId, body: ConnectorUpdate, ctx: Ctx, caller: CurrentCaller
 ) -> ConnectorPublic:
     """Change the given settings of a connector."""
-    async with audited(ctx, caller, "connector.update", "connector", connector_id) as entry:
-        entry.detail["changed"] = body.changed_fields()
-        async with ctx.db.begin() as conn:
-            current = await store.get_connector(
-                conn, connector_id, tenants=caller.tenant_scope, for_update=True
-            )
-            if current is None:
-                raise _not_found(connector_id)
-            entry.tenant_id = current.tenant_id
-            entry.detail["key"] = current.key
-            connector = await store.update_connector(
-                conn, current, body.changes(), now=ctx.now(), box=ctx.secrets
-            )
+    connector = await changes.update_connector(
+        ctx, caller, connector_id, body.changes(), changed=body.changed_fields(), box=ctx.secrets
+    )
     return ConnectorPublic.of(connector)
 
 
@@ -370,18 +339,7 @@ async def update_connector(
 )
 async def delete_connector(connector_id: ConnectorId, ctx: Ctx, caller: CurrentCaller) -> Response:
     """Delete a connector (its call audit stays)."""
-    async with (
-        audited(ctx, caller, "connector.delete", "connector", connector_id) as entry,
-        ctx.db.begin() as conn,
-    ):
-        current = await store.get_connector(
-            conn, connector_id, tenants=caller.tenant_scope, for_update=True
-        )
-        if current is None:
-            raise _not_found(connector_id)
-        entry.tenant_id = current.tenant_id
-        entry.detail["key"] = current.key
-        await store.delete_connector(conn, connector_id)
+    await changes.delete_connector(ctx, caller, connector_id)
     return Response(status_code=204)
 
 

@@ -22,7 +22,9 @@ audited).
 Another tenant's instance is 404. Mutations are audited (``instance.force_jump``
 with the reason; one ``instance.recover`` row per advanced instance and one
 ``instance.batch_recover`` row for the batch). The read models live in
-:mod:`flowledger.ops`, the mechanics in :mod:`flowledger.engine.force_jump`."""
+:mod:`flowledger.ops`, the mechanics in :mod:`flowledger.engine.force_jump`;
+the audited actions are :func:`flowledger.ops.interventions.force_jumps.force_jump_as`
+and :func:`flowledger.ops.recovery.batch_recovery.run_audited`."""
 
 from __future__ import annotations
 
@@ -34,7 +36,6 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
 from flowledger.api import lookups
-from flowledger.api.audit import AuditEntry, audited, write_audit
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.instance_ops_schemas import (
@@ -58,7 +59,8 @@ from flowledger.ops.diagnostics.trace import (
     MAX_TRACE_LIMIT,
 )
 from flowledger.ops.health.inspection import MAX_THRESHOLD_MINUTES, MIN_THRESHOLD_MINUTES
-from flowledger.ops.recovery.batch_recovery import RecoverySelection, batch_recover
+from flowledger.ops.interventions.force_jumps import force_jump_as
+from flowledger.ops.recovery.batch_recovery import RecoverySelection, run_audited
 
 router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
 
@@ -89,45 +91,16 @@ async def batch_recover_instances(
     skipped and the token advances along the node's outgoing edge. Results
     per instance (advanced / skipped with reason / failed with error) and
     totals; ``dryRun`` previews (each step rolled back)."""
-    async with audited(
-        ctx, caller, "instance.batch_recover", "definition", body.definition_key, reason=body.reason
-    ) as entry:
-        sel = RecoverySelection(
-            definition_key=body.definition_key,
-            node_key=body.node_key,
-            stuck_minutes=body.stuck_minutes,
-            instance_ids=None if body.instance_ids is None else tuple(body.instance_ids),
-            tenants=None if caller.tenant_scope is None else tuple(caller.tenant_scope),
-        )
-        result = await batch_recover(
-            ctx.engine, sel, reason=body.reason, actor=caller.user_id, dry_run=body.dry_run
-        )
-        entry.detail.update(
-            nodeKey=body.node_key,
-            stuckMinutes=body.stuck_minutes,
-            dryRun=body.dry_run,
-            totals=result["totals"],
-        )
-        if not body.dry_run:
-            for item in result["results"]:
-                if item["outcome"] != "advanced":
-                    continue
-                await write_audit(
-                    ctx,
-                    AuditEntry(
-                        actor=caller.user_id,
-                        action="instance.recover",
-                        target_type="instance",
-                        target_id=str(item["instanceId"]),
-                        reason=body.reason,
-                        detail={
-                            "nodeKey": body.node_key,
-                            "skippedTasks": [t["taskId"] for t in item["skippedTasks"]],
-                            "canceledJobs": [j["jobId"] for j in item["canceledJobs"]],
-                        },
-                    ),
-                    "ok",
-                )
+    sel = RecoverySelection(
+        definition_key=body.definition_key,
+        node_key=body.node_key,
+        stuck_minutes=body.stuck_minutes,
+        instance_ids=None if body.instance_ids is None else tuple(body.instance_ids),
+        tenants=None if caller.tenant_scope is None else tuple(caller.tenant_scope),
+    )
+    result = await run_audited(
+        ctx, caller, ctx.engine, sel, reason=body.reason, dry_run=body.dry_run
+    )
     return BatchRecoverPublic.model_validate(result)
 
 
@@ -250,25 +223,15 @@ async def force_jump_instance(
     cancel their advancement jobs and enter ``target`` — one transaction
     under the instance lock. 409 for a terminal instance, 422 for a target
     that is not in the snapshot."""
-    async with audited(
-        ctx, caller, "instance.force_jump", "instance", instance_id, reason=body.reason
-    ) as entry:
-        instance = await lookups.visible_instance(ctx, caller, instance_id)
-        entry.tenant_id = instance["tenant_id"]
-        entry.detail.update(target=body.target, fromNode=body.from_node)
-        outcome = await ctx.engine.force_jump(
-            instance_id,
-            target=body.target,
-            reason=body.reason,
-            actor=caller.user_id,
-            from_node=body.from_node,
-        )
-        entry.detail.update(
-            terminatedTasks=[t["taskId"] for t in outcome.terminated_tasks],
-            consumedTokens=[t["tokenId"] for t in outcome.consumed_tokens],
-            canceledJobs=[j["jobId"] for j in outcome.canceled_jobs],
-            createdTasks=[t["taskId"] for t in outcome.created_tasks],
-        )
+    outcome = await force_jump_as(
+        ctx,
+        caller,
+        ctx.engine,
+        instance_id,
+        target=body.target,
+        reason=body.reason,
+        from_node=body.from_node,
+    )
     return _public(outcome, preview=False)
 
 

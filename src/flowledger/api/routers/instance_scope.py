@@ -15,14 +15,14 @@ suspend) and are audited: one ``definition.suspend_all`` /
 ``definition.resume_all`` row for the batch (target the definition key,
 totals in its detail) and one ``instance.suspend`` / ``instance.resume`` row
 per instance acted on. Only the caller's tenants are selected. The
-mechanics are :mod:`flowledger.ops.interventions.scope_suspend`."""
+mechanics and the audit are
+:func:`flowledger.ops.interventions.scope_suspend.run_audited`."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
 from flowledger.access.callers import Caller
-from flowledger.api.audit import AuditEntry, audited, write_audit
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
@@ -39,7 +39,7 @@ from flowledger.ops.interventions.scope_suspend import (
     Action,
     ScopeSelection,
     preview_scope,
-    run_scope,
+    run_audited,
 )
 
 router = APIRouter(prefix="/instances", tags=["instances"], route_class=GuardedRoute)
@@ -74,37 +74,9 @@ async def _run(
     action: Action,
     reason: str | None,
 ) -> ScopeRunPublic:
-    batch_action = f"definition.{action}_all"
-    async with audited(
-        ctx, caller, batch_action, "definition", body.definition_key, reason=reason
-    ) as entry:
-        doc = await run_scope(
-            ctx.engine,
-            _selection(body, caller),
-            action,
-            reason=reason or "(resume)",
-            actor=caller.user_id,
-        )
-        entry.detail.update(version=body.version, nodeKey=body.node_key, totals=doc["totals"])
-        done = "suspended" if action == "suspend" else "resumed"
-        for item in doc["results"]:
-            if item["outcome"] != done:
-                continue
-            await write_audit(
-                ctx,
-                AuditEntry(
-                    actor=caller.user_id,
-                    action=f"instance.{action}",
-                    target_type="instance",
-                    target_id=str(item["instanceId"]),
-                    reason=reason,
-                    detail={
-                        ("pausedJobs" if action == "suspend" else "resumedJobs"): item["jobIds"],
-                        "batch": batch_action,
-                    },
-                ),
-                "ok",
-            )
+    doc = await run_audited(
+        ctx, caller, ctx.engine, _selection(body, caller), action, reason=reason
+    )
     return ScopeRunPublic.model_validate(doc)
 
 

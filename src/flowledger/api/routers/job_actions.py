@@ -6,8 +6,9 @@ the counts in the row's detail); the preview is a read
 (``workflow:instance:monitor``). A job outside the caller's tenants is 404
 on the single-job routes and simply not matched by batches and replays.
 
-The rules themselves (eligibility, staggering, chunks, replay batch ids)
-live in :mod:`flowledger.ops.jobs.actions`, :mod:`flowledger.ops.jobs.replay`
+Each mutation is one call of :mod:`flowledger.ops.jobs.operator_actions`
+(its audit row). The rules themselves (eligibility, staggering, chunks,
+replay batch ids) live in :mod:`flowledger.ops.jobs.actions`, :mod:`flowledger.ops.jobs.replay`
 and :mod:`flowledger.ops.jobs.batching`; this module maps bodies to calls
 and results to the models below, which the CLI's ``--json`` output reuses so
 both speak the same JSON.
@@ -21,7 +22,6 @@ from typing import Annotated, Any, Literal, Self
 from fastapi import APIRouter, Body, Path
 from pydantic import AfterValidator, Field, model_validator
 
-from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.batch_schemas import BatchCounts, ItemResult
 from flowledger.api.deps import Ctx
@@ -36,8 +36,8 @@ from flowledger.api.schemas import (
     RequestModel,
     UtcTime,
 )
-from flowledger.ops.jobs import actions as ops
 from flowledger.ops.jobs import batching
+from flowledger.ops.jobs import operator_actions as operator
 from flowledger.ops.jobs import replay as replays
 from flowledger.ops.jobs.batching import BatchResult
 from flowledger.ops.jobs.filters import JobFilter
@@ -269,10 +269,6 @@ def _staggered(result: BatchResult) -> dict[str, Any]:
     }
 
 
-def _counts(result: BatchResult) -> dict[str, Any]:
-    return {"matched": result.matched, "submitted": result.submitted, "skipped": result.skipped}
-
-
 # ------------------------------------------------------------------- routes
 
 
@@ -290,23 +286,7 @@ async def retry_job(
     """Retry a failed, dead or canceled job now: a new generation, attempts
     reset. 409 ``invalid_state`` for a pending job (an automatic retry is
     already scheduled), a paused one (resume its instance) and the rest."""
-    async with audited(ctx, caller, "job.retry", "job", job_id, reason=body.reason) as entry:
-        job = await ops.visible_job(ctx.db, job_id, tenants=caller.tenant_scope)
-        entry.tenant_id = job["tenant_id"]
-        entry.detail.update(status=job["status"], newPayload=body.payload is not None)
-        row = await ops.retry_job(
-            ctx.db,
-            job_id,
-            now=ctx.now(),
-            actor=caller.user_id,
-            tenants=caller.tenant_scope,
-            payload=body.payload,
-            reason=body.reason,
-        )
-        entry.detail.update(
-            generation=row["generation"],
-            operationKeyChanged=row["operation_key"] != job["operation_key"],
-        )
+    row = await operator.retry_as(ctx, caller, job_id, payload=body.payload, reason=body.reason)
     return JobActionPublic.from_row(row)
 
 
@@ -320,18 +300,7 @@ async def skip_job(
 ) -> JobActionPublic:
     """Skip (cancel) a pending, running, paused, failed or dead job; a running
     executor loses ownership. 409 for succeeded and canceled jobs."""
-    async with audited(ctx, caller, "job.skip", "job", job_id, reason=body.reason) as entry:
-        job = await ops.visible_job(ctx.db, job_id, tenants=caller.tenant_scope)
-        entry.tenant_id = job["tenant_id"]
-        entry.detail["status"] = job["status"]
-        row = await ops.skip_job(
-            ctx.db,
-            job_id,
-            now=ctx.now(),
-            actor=caller.user_id,
-            tenants=caller.tenant_scope,
-            reason=body.reason,
-        )
+    row = await operator.skip_job_as(ctx, caller, job_id, reason=body.reason)
     return JobActionPublic.from_row(row)
 
 
@@ -343,21 +312,9 @@ async def skip_job(
 async def batch_retry(body: BatchRetry, ctx: Ctx, caller: CurrentCaller) -> BatchRetryPublic:
     """Retry up to 500 jobs by id, each checked like a single retry, eligible
     ones staggered at ``rate`` per second under one replay batch id."""
-    batch_id = batching.new_batch_id()
-    action = "job.batch_retry"
-    async with audited(ctx, caller, action, "job_batch", batch_id, reason=body.reason) as entry:
-        entry.detail.update(requested=len(body.ids), rate=body.rate)
-        result = await ops.batch_retry(
-            ctx.db,
-            body.ids,
-            now=ctx.now(),
-            actor=caller.user_id,
-            tenants=caller.tenant_scope,
-            rate=body.rate,
-            replay_batch_id=batch_id,
-            reason=body.reason,
-        )
-        entry.detail.update(_counts(result), submittedIds=result.submitted_ids)
+    result = await operator.batch_retry_as(
+        ctx, caller, body.ids, rate=body.rate, reason=body.reason
+    )
     return batch_retry_public(result)
 
 
@@ -368,17 +325,7 @@ async def batch_retry(body: BatchRetry, ctx: Ctx, caller: CurrentCaller) -> Batc
 )
 async def batch_skip(body: BatchSkip, ctx: Ctx, caller: CurrentCaller) -> BatchSkipPublic:
     """Skip (cancel) up to 500 jobs by id; ineligible ones are counted as skipped."""
-    async with audited(ctx, caller, "job.batch_skip", "job_batch", reason=body.reason) as entry:
-        entry.detail["requested"] = len(body.ids)
-        result = await ops.batch_skip(
-            ctx.db,
-            body.ids,
-            now=ctx.now(),
-            actor=caller.user_id,
-            tenants=caller.tenant_scope,
-            reason=body.reason,
-        )
-        entry.detail.update(_counts(result), submittedIds=result.submitted_ids)
+    result = await operator.batch_skip_as(ctx, caller, body.ids, reason=body.reason)
     return batch_skip_public(result)
 
 
@@ -406,23 +353,15 @@ async def replay_dead(
 ) -> ReplayPublic:
     """Replay up to ``limit`` (≤ 500) dead / failed jobs of the filter, oldest
     first, staggered at ``rate`` per second, under a new replay batch id."""
-    batch_id = batching.new_batch_id()
-    async with audited(ctx, caller, "job.replay", "job_batch", batch_id, reason=body.reason) as e:
-        now = ctx.now()
-        e.detail.update(
-            filter=body.model_dump(
-                mode="json", by_alias=True, exclude_none=True, exclude={"reason", "rate"}
-            )
-        )
-        result = await replays.replay(
-            ctx.db,
-            body.job_filter(now, caller.tenant_scope),
-            now=now,
-            limit=body.limit,
-            rate=body.rate,
-            replay_batch_id=batch_id,
-            actor=caller.user_id,
-            reason=body.reason,
-        )
-        e.detail.update(_counts(result), rate=body.rate)
+    result = await operator.replay_as(
+        ctx,
+        caller,
+        body.job_filter(ctx.now(), caller.tenant_scope),
+        shown_filter=body.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"reason", "rate"}
+        ),
+        limit=body.limit,
+        rate=body.rate,
+        reason=body.reason,
+    )
     return replay_public(result)

@@ -12,32 +12,28 @@ Mutations need ``workflow:engine:operate`` and are audited
 (``job_scope.pause`` / ``job_scope.resume``, target ``pool`` or
 ``job_type``). A pool or job type this API's runtime does not know is 422
 ``unknown_pool`` / ``unknown_job_type`` naming ``pool`` / ``jobType``; pausing a paused scope is 409
-``already_paused``, resuming one that is not paused 404 ``not_paused``. The
-mechanics live in :mod:`flowledger.ledger.pauses`."""
+``already_paused``, resuming one that is not paused 404 ``not_paused``. Each change
+is one call of :mod:`flowledger.ops.jobs.pauses` (its transaction and audit
+row); the mechanics live in :mod:`flowledger.ledger.pauses`."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
-from flowledger.api.deps import ApiContext, Ctx
+from flowledger.api.deps import Ctx
 from flowledger.api.job_schemas import JobPausePublic
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
-from flowledger.api.scope_schemas import JobPauseList, JobScope, PauseJobs, ResumeJobs
-from flowledger.ledger.pauses import Pause, check_scope, pause_scope, pauses_list, resume_scope
+from flowledger.api.scope_schemas import JobPauseList, PauseJobs, ResumeJobs
+from flowledger.ledger.pauses import Pause, pauses_list
+from flowledger.ops.jobs import pauses
 
 router = APIRouter(prefix="/engine/job-pauses", tags=["jobs"], route_class=GuardedRoute)
 
 
 def _public(pause: Pause) -> JobPausePublic:
     return JobPausePublic.model_validate(pause.__dict__)
-
-
-def _check_known(ctx: ApiContext, body: JobScope) -> None:
-    """422 naming the field when the runtime knows no such pool or job type."""
-    check_scope(ctx.job_types, body.scope, body.value, field=body.field)
 
 
 @router.get("", response_model=JobPauseList, dependencies=[allow(INSTANCE_MONITOR)])
@@ -62,13 +58,15 @@ async def list_job_pauses(ctx: Ctx) -> JobPauseList:
 async def pause_jobs(body: PauseJobs, ctx: Ctx, caller: CurrentCaller) -> JobPausePublic:
     """Pause a pool or a job type: no worker claims its pending jobs until it
     is resumed (running jobs finish; nothing fails, due times are kept)."""
-    reason = body.reason.strip()
-    async with audited(ctx, caller, "job_scope.pause", body.scope, body.value, reason=reason):
-        _check_known(ctx, body)
-        async with ctx.db.begin() as conn:
-            pause = await pause_scope(
-                conn, body.scope, body.value, by=caller.user_id, reason=reason, now=ctx.now()
-            )
+    pause = await pauses.pause(
+        ctx,
+        caller,
+        body.scope,
+        body.value,
+        reason=body.reason.strip(),
+        known=ctx.job_types,
+        field=body.field,
+    )
     return _public(pause)
 
 
@@ -80,10 +78,5 @@ async def pause_jobs(body: PauseJobs, ctx: Ctx, caller: CurrentCaller) -> JobPau
 async def resume_jobs(body: ResumeJobs, ctx: Ctx, caller: CurrentCaller) -> JobPausePublic:
     """Resume a paused pool or job type; its pools' workers are woken at once.
     Answers the pause that ended."""
-    async with audited(
-        ctx, caller, "job_scope.resume", body.scope, body.value, reason=body.reason
-    ) as entry:
-        async with ctx.db.begin() as conn:
-            pause = await resume_scope(conn, body.scope, body.value)
-        entry.detail.update(pausedBy=pause.paused_by, pausedSince=pause.since.isoformat())
+    pause = await pauses.resume(ctx, caller, body.scope, body.value, reason=body.reason)
     return _public(pause)

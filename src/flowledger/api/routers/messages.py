@@ -89,14 +89,13 @@ async def mark_message_read(
     message_id: MessageId, ctx: Ctx, caller: CurrentCaller
 ) -> MessagePublic:
     """Mark one of the caller's messages read (again: no change)."""
-    async with ctx.db.begin() as conn:
-        message = await messages.mark_read(
-            conn,
-            recipient=caller.user_id,
-            message_id=message_id,
-            now=ctx.now(),
-            tenants=caller.tenant_scope,
-        )
+    message = await messages.mark_read_alone(
+        ctx.db,
+        recipient=caller.user_id,
+        message_id=message_id,
+        now=ctx.now(),
+        tenants=caller.tenant_scope,
+    )
     if message is None:
         raise MessageNotFound(f"message {message_id} not found", field="messageId")
     return MessagePublic.of(message)

@@ -30,14 +30,14 @@ from fastapi import APIRouter, Path, Query
 from pydantic import Field
 
 from flowledger.access.callers import Caller
-from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Reason, RequestModel
 from flowledger.ops.migration import service
-from flowledger.ops.migration.model import MAX_IDS, MigrationInvalid, MigrationPlan
+from flowledger.ops.migration.model import MAX_IDS, MigrationPlan
+from flowledger.ops.migration.operator_runs import check_plan, run_as
 from flowledger.ops.monitor.filters import InstanceFilter
 
 router = APIRouter(tags=["migrations"], route_class=GuardedRoute)
@@ -77,11 +77,8 @@ class MigrationBody(RequestModel):
     tenant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
     def plan(self, caller: Caller) -> MigrationPlan:
-        if self.instance_ids is not None and self.filter is not None:
-            raise MigrationInvalid("give instanceIds or filter, not both", field="filter")
+        """The plan as asked (checked by :func:`check_plan`)."""
         tenant = self.tenant or caller.default_tenant
-        if not caller.sees(tenant):
-            raise MigrationInvalid(f"tenant {tenant!r} is not yours", field="tenant")
         scope = caller.tenant_scope
         chosen = None
         if self.filter is not None:
@@ -202,7 +199,7 @@ async def preview_migration(
     body: PreviewBody, ctx: Ctx, caller: CurrentCaller
 ) -> MigrationPreviewPublic:
     """The exact dry run of the plan, per instance; writes nothing."""
-    plan = body.plan(caller)
+    plan = check_plan(body.plan(caller), caller)
     found = await service.preview(ctx.db, plan, actor=caller.user_id, clock=ctx.engine.clock)
     shown = [r for r in found.results if body.verdict is None or r["verdict"] == body.verdict]
     return MigrationPreviewPublic.model_validate(
@@ -227,21 +224,9 @@ async def preview_migration(
 )
 async def run_migration(body: MigrationBody, ctx: Ctx, caller: CurrentCaller) -> MigrationPublic:
     """Save the plan and migrate every instance its dry run does not block."""
-    async with audited(ctx, caller, "migration.run", "migration", reason=body.reason) as e:
-        plan = body.plan(caller)
-        e.tenant_id = plan.tenant
-        migration_id = await service.run(
-            ctx.db, ctx.engine.store, plan, actor=caller.user_id, clock=ctx.engine.clock
-        )
-        e.target_id = str(migration_id)
-        found = await service.progress(ctx.db, migration_id, limit=0)
-        e.detail.update(
-            definitionKey=plan.definition_key,
-            fromVersions=list(plan.from_versions),
-            toVersion=plan.to_version,
-            mapping=found["mapping"],
-            **found["progress"]["byOutcome"],
-        )
+    migration_id = await run_as(
+        ctx, caller, body.plan(caller), store=ctx.engine.store, clock=ctx.engine.clock
+    )
     return MigrationPublic.model_validate(
         await service.progress(ctx.db, migration_id, tenants=_scope(caller))
     )

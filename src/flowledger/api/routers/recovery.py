@@ -35,7 +35,6 @@ from typing import Annotated, Literal, Self
 from fastapi import APIRouter, Body, Path
 from pydantic import Field, model_validator
 
-from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.batch_schemas import BatchCounts, ItemResult
 from flowledger.api.deps import Ctx
@@ -44,7 +43,7 @@ from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, Reason, RequestModel
 from flowledger.ops.jobs import batching
 from flowledger.ops.recovery import model as plans
-from flowledger.ops.recovery.actions import RecoveryRun, recovery_run
+from flowledger.ops.recovery.actions import RecoveryRun, run_as
 from flowledger.ops.recovery.plan import recovery_preview
 
 router = APIRouter(prefix="/engine/recovery", tags=["recovery"], route_class=GuardedRoute)
@@ -204,21 +203,17 @@ async def run_recovery(
 ) -> RecoveryRunPublic:
     """Recover what the preview lists, one transaction per item, staggered at
     ``ratePerSecond``; per-item outcomes and totals."""
-    async with audited(ctx, caller, "recovery.run", "recovery", action, reason=body.reason) as e:
-        plans.job_types(action)
-        e.detail["filter"] = body.model_dump(
+    run = await run_as(
+        ctx,
+        caller,
+        action,
+        body.recovery_filter(caller.tenant_scope),
+        shown_filter=body.model_dump(
             mode="json", by_alias=True, exclude_none=True, exclude={"reason"}
-        )
-        run = await recovery_run(
-            ctx.db,
-            action,
-            body.recovery_filter(caller.tenant_scope),
-            now=ctx.now(),
-            snapshots=ctx.engine.snapshots,
-            hooks=ctx.engine.hooks,
-            actor=caller.user_id,
-            rate=body.stagger,
-            reason=body.reason,
-        )
-        e.detail.update(run.totals(), batchId=run.batch_id, submitted=run.submitted)
+        ),
+        snapshots=ctx.engine.snapshots,
+        hooks=ctx.engine.hooks,
+        rate=body.stagger,
+        reason=body.reason,
+    )
     return run_public(run)

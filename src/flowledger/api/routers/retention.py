@@ -9,7 +9,8 @@ Reads and the preview need ``workflow:instance:monitor``; PATCH and run need
 Retention is cluster-wide (like the runtime status): policies are global and
 a run purges every tenant's expired rows. A run while another one is in
 progress is 409 ``retention_running``. The rules live in
-:mod:`flowledger.ops.retention.runs` and :mod:`flowledger.ops.retention.policies`.
+:mod:`flowledger.ops.retention.runs` and :mod:`flowledger.ops.retention.policies`;
+the audited actions in :mod:`flowledger.ops.retention.changes`.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from typing import Annotated, Self
 from fastapi import APIRouter, Body, Query
 from pydantic import Field, model_validator
 
-from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.batch_schemas import BatchCounts
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import ApiModel, RequestModel
-from flowledger.errors import FlowledgerError
 from flowledger.ops.analytics.time_zone import server_time_zone
+from flowledger.ops.retention import changes as actions
 from flowledger.ops.retention import policies as rp
 from flowledger.ops.retention import runs as ops
 
@@ -36,10 +36,6 @@ router = APIRouter(prefix="/engine/retention", tags=["retention"], route_class=G
 
 PolicyName = Annotated[str, Field(min_length=1, max_length=64)]
 KeepDays = Annotated[int, Field(ge=1, le=rp.MAX_KEEP_DAYS)]
-
-
-class DuplicatePolicy(FlowledgerError):
-    code = "duplicate_policy"
 
 
 MONITOR = allow(INSTANCE_MONITOR)
@@ -194,24 +190,7 @@ async def update_policies(
     body: PoliciesPatch,
 ) -> RetentionPolicies:
     """Enable or disable policies and change how many days they keep."""
-    changes = body.changes()
-    names = [c.name for _field, c in changes]
-    async with audited(
-        ctx, caller, "retention.policies_update", "retention_policy", ",".join(names)
-    ) as entry:
-        seen: set[str] = set()
-        for field, change in changes:
-            rp.check_name(change.name, field=field)
-            if change.name in seen:
-                raise DuplicatePolicy(f"policy {change.name!r} is named twice", field=field)
-            seen.add(change.name)
-        entry.detail["changes"] = [
-            {"name": c.name, "enabled": c.enabled, "keepDays": c.keep_days} for _f, c in changes
-        ]
-        async with ctx.db.begin() as conn:
-            await rp.update_policies(
-                conn, [c for _f, c in changes], actor=caller.user_id, now=ctx.now()
-            )
+    await actions.update_policies(ctx, caller, body.changes())
     return await _policies(ctx)
 
 
@@ -233,12 +212,7 @@ async def run_retention(
     body: OptionalSelection,
 ) -> RetentionRun:
     """Run the enabled policies now, in batches; returns the recorded run."""
-    async with audited(ctx, caller, "retention.run", "retention_run") as entry:
-        run = await ops.run_retention(
-            ctx.db, now=ctx.now(), trigger="manual", actor=caller.user_id, policies=body.policies
-        )
-        entry.target_id = str(run["id"])
-        entry.detail.update(rowsRemoved=run["rowsRemoved"], policies=body.policies)
+    run = await actions.run_now(ctx, caller, body.policies)
     return RetentionRun.model_validate(run)
 
 

@@ -12,7 +12,8 @@ The secret is write-only: responses say ``hasSecret``. A create without a
 ``secret`` generates one and returns it **once**, in that create response
 (``secret``); a PATCH may set a new one. Deleting is soft: the subscription
 disappears (404) and its undelivered webhooks are skipped, its hits stay on
-record for the instance diagnostics.
+record for the instance diagnostics. Every change is one call of
+:mod:`flowledger.events.subscription_changes` (its transaction and audit row).
 """
 
 from __future__ import annotations
@@ -23,18 +24,14 @@ from typing import Annotated, Any, Literal, Self
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import AfterValidator, Field, field_validator
 
-from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
-from flowledger.api.permissions import (
-    DEFINITION_MANAGE,
-    INSTANCE_MONITOR,
-    require_tenant,
-)
+from flowledger.api.permissions import DEFINITION_MANAGE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ApiModel, DefinitionKey, Name, RequestModel, TenantId
-from flowledger.events import hits, subscriptions
+from flowledger.events import hits, subscription_changes, subscriptions
+from flowledger.events.subscription_changes import SubscriptionRequest
 
 router = APIRouter(prefix="/subscriptions", tags=["subscriptions"], route_class=GuardedRoute)
 
@@ -158,13 +155,6 @@ class HitPage(ApiModel):
     next: str | None = None
 
 
-def _audit_detail(values: dict[str, Any]) -> dict[str, Any]:
-    shown = {k: v for k, v in values.items() if k != "secret"}
-    if "secret" in values:
-        shown["secretChanged"] = True
-    return shown
-
-
 @router.get(
     "", response_model=SubscriptionPage, dependencies=[allow(DEFINITION_MANAGE, INSTANCE_MONITOR)]
 )
@@ -202,28 +192,19 @@ async def create_subscription(
     body: SubscriptionCreate, ctx: Ctx, caller: CurrentCaller
 ) -> SubscriptionCreated:
     """Subscribe a URL to events; signed webhooks go to it (docs/webhooks.md)."""
-    async with audited(ctx, caller, "subscription.create", "subscription") as entry:
-        tenant = body.tenant or caller.default_tenant
-        require_tenant(caller, tenant)
-        entry.tenant_id = tenant
-        entry.detail.update(
-            _audit_detail(body.model_dump(by_alias=True, exclude={"tenant"}, exclude_none=True))
-        )
-        async with ctx.db.begin() as conn:
-            row, generated = await subscriptions.create_subscription(
-                conn,
-                tenant=tenant,
-                name=body.name,
-                event_types=body.event_types,
-                target_url=body.target_url,
-                definition_key=body.definition_key,
-                secret=body.secret,
-                enabled=body.enabled,
-                actor=caller.user_id,
-                now=ctx.now(),
-                box=ctx.secrets,
-            )
-        entry.target_id = str(row["id"])
+    request = SubscriptionRequest(
+        name=body.name,
+        event_types=body.event_types,
+        target_url=body.target_url,
+        definition_key=body.definition_key,
+        secret=body.secret,
+        enabled=body.enabled,
+        tenant=body.tenant,
+        given=body.model_dump(by_alias=True, exclude={"tenant"}, exclude_none=True),
+    )
+    row, generated = await subscription_changes.create_subscription(
+        ctx, caller, request, box=ctx.secrets
+    )
     public = SubscriptionPublic.from_row(row)
     return SubscriptionCreated(**public.model_dump(), secret=generated)
 
@@ -256,20 +237,14 @@ async def update_subscription(
     subscription_id: SubscriptionId, body: SubscriptionUpdate, ctx: Ctx, caller: CurrentCaller
 ) -> SubscriptionPublic:
     """Change some fields; disabling makes its pending deliveries skip (L-4)."""
-    async with audited(
-        ctx, caller, "subscription.update", "subscription", subscription_id
-    ) as entry:
-        entry.detail.update(_audit_detail(body.model_dump(by_alias=True, exclude_unset=True)))
-        async with ctx.db.begin() as conn:
-            row = await subscriptions.update_subscription(
-                conn,
-                subscription_id,
-                body.changes(),
-                now=ctx.now(),
-                tenants=caller.tenant_scope,
-                box=ctx.secrets,
-            )
-        entry.tenant_id = row["tenant_id"]
+    row = await subscription_changes.update_subscription(
+        ctx,
+        caller,
+        subscription_id,
+        body.changes(),
+        given=body.model_dump(by_alias=True, exclude_unset=True),
+        box=ctx.secrets,
+    )
     return SubscriptionPublic.from_row(row)
 
 
@@ -286,14 +261,7 @@ async def update_subscription(
 async def delete_subscription(
     subscription_id: SubscriptionId, ctx: Ctx, caller: CurrentCaller
 ) -> Response:
-    async with audited(
-        ctx, caller, "subscription.delete", "subscription", subscription_id
-    ) as entry:
-        async with ctx.db.begin() as conn:
-            row = await subscriptions.delete_subscription(
-                conn, subscription_id, now=ctx.now(), tenants=caller.tenant_scope
-            )
-        entry.tenant_id = row["tenant_id"]
+    await subscription_changes.delete_subscription(ctx, caller, subscription_id)
     return Response(status_code=204)
 
 

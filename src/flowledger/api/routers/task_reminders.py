@@ -6,7 +6,8 @@ is read); audited (a refusal too), the ``note`` as the audit row's reason.
 
 Too soon: 429 ``remind_too_soon`` with ``retryAfterSeconds`` in the body and
 the same number in the ``Retry-After`` header. A task that is not pending:
-409 ``task_state``. The rule itself lives in :mod:`flowledger.ops.interventions.task_reminders`.
+409 ``task_state``. The rule and the audit live in
+:mod:`flowledger.ops.interventions.task_reminders`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path
 from fastapi.responses import JSONResponse
 
-from flowledger.api import lookups
-from flowledger.api.audit import audited
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.errors import error_body
@@ -25,7 +24,7 @@ from flowledger.api.monitor_schemas import RemindBody, ReminderPublic
 from flowledger.api.permissions import ENGINE_OPERATE
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID, ErrorPublic
-from flowledger.ops.interventions.task_reminders import RemindTooSoon, remind
+from flowledger.ops.interventions.task_reminders import RemindTooSoon, remind_as
 
 router = APIRouter(prefix="/tasks", tags=["tasks"], route_class=GuardedRoute)
 
@@ -53,19 +52,7 @@ async def remind_task(
 ) -> ReminderPublic | JSONResponse:
     """Remind the assignee of a pending task (催办); ``note`` is added to the message."""
     try:
-        async with audited(ctx, caller, "task.remind", "task", task_id, reason=body.note) as entry:
-            task = await lookups.visible_task(ctx, caller, task_id)
-            entry.tenant_id = task["tenant_id"]
-            entry.detail.update(instanceId=task["instance_id"], assignee=task["assignee"])
-            reminder = await remind(
-                ctx.db,
-                task,
-                actor=caller.user_id,
-                now=ctx.now(),
-                settings=ctx.settings,
-                note=body.note,
-            )
-            entry.detail.update(messageId=reminder.message_id, email=reminder.email)
+        reminder = await remind_as(ctx, caller, task_id, settings=ctx.settings, note=body.note)
     except RemindTooSoon as exc:
         return _too_soon(exc)
     return ReminderPublic.model_validate(reminder.public())

@@ -39,7 +39,7 @@ from flowledger.api.schemas import (
     TaskTransfer,
 )
 from flowledger.engine import queries
-from flowledger.ops.interventions.task_reassign import reassign_task as reassign
+from flowledger.ops.interventions.task_reassign import reassign_as
 from flowledger.states import TaskStatus
 
 router = APIRouter(prefix="/tasks", tags=["tasks"], route_class=GuardedRoute)
@@ -248,16 +248,5 @@ async def reassign_task(
     """SPEC O-5: give a pending task to another user (operators only; a
     reason is required). 409 ``assignee_conflict`` when the target already
     holds a pending task at the same node of the instance."""
-    async with audited(ctx, caller, "task.reassign", "task", task_id, reason=body.reason) as entry:
-        task = await lookups.visible_task(ctx, caller, task_id)
-        entry.tenant_id = task["tenant_id"]
-        entry.detail.update(instanceId=task["instance_id"], to=body.to, previous=task["assignee"])
-        await reassign(
-            ctx.engine,
-            task_id,
-            task["instance_id"],
-            body.to,
-            actor=caller.user_id,
-            reason=body.reason,
-        )
+    await reassign_as(ctx, caller, ctx.engine, task_id, body.to, reason=body.reason)
     return await _task(ctx, caller, task_id)

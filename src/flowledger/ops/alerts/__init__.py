@@ -2,6 +2,8 @@
 silences, the evaluator and its notifications, and the same metrics for
 Prometheus. Read-only queries (:mod:`.metrics`, :mod:`.queries`) are kept
 apart from the writes (:mod:`.rules`, :mod:`.silences`, :mod:`.evaluator`);
-:mod:`.notices` words the notifications, :mod:`.service` is the evaluator's
+:mod:`.changes` is the operator's audited changes of rules and silences,
+each in one transaction with its audit row; :mod:`.notices` words the
+notifications, :mod:`.service` is the evaluator's
 leader-gated service and :mod:`.prometheus` the ``GET /metrics``
 exposition."""

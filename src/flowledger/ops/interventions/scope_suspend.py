@@ -21,6 +21,13 @@ Selection is set-based over ``ix_workflow_instances_definition``
 (``ix_workflow_tokens_instance_state``). At most :data:`MAX_BATCH` instances
 per call; ``truncated`` says more matched (run again for the rest).
 
+:func:`run_audited` is the run as an operator's action (the API's and the
+CLI's): one ``definition.suspend_all`` / ``definition.resume_all`` audit row
+for the batch (target the definition key, totals in its detail) and one
+``instance.suspend`` / ``instance.resume`` row per instance acted on, each
+written after the instance's own transaction commits
+(:func:`flowledger.access.audit.audited`).
+
 Both go through :mod:`flowledger.ops.batch`: the preview is the
 selection's dry run, the run a recorded batch operation (``batchId``,
 ``counts``, each item's ``result``)."""
@@ -34,6 +41,8 @@ from typing import Any, Literal
 from sqlalchemy import exists, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.access.audit import AuditContext, AuditEntry, audited, write_audit
+from flowledger.access.callers import Caller
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.engine import Engine
@@ -231,3 +240,31 @@ async def run_scope(
         "batchId": op.id,
         "counts": counts.public(),
     }
+
+
+async def run_audited(
+    ctx: AuditContext,
+    caller: Caller,
+    engine: Engine,
+    sel: ScopeSelection,
+    action: Action,
+    *,
+    reason: str | None,
+) -> dict[str, Any]:
+    """:func:`run_scope` by ``caller``, audited (see the module docstring)."""
+    batch = f"definition.{action}_all"
+    async with audited(ctx, caller, batch, "definition", sel.definition_key, reason=reason) as e:
+        doc = await run_scope(
+            engine, sel, action, reason=reason or "(resume)", actor=caller.user_id
+        )
+        e.detail.update(version=sel.version, nodeKey=sel.node_key, totals=doc["totals"])
+        jobs_key = "pausedJobs" if action == "suspend" else "resumedJobs"
+        for item in doc["results"]:
+            if item["outcome"] != _DONE[action]:
+                continue
+            entry = AuditEntry.by(
+                caller, f"instance.{action}", "instance", item["instanceId"], reason=reason
+            )
+            entry.detail.update({jobs_key: item["jobIds"], "batch": batch})
+            await write_audit(ctx, entry, "ok")
+    return doc

@@ -13,6 +13,9 @@ with the seconds left). The message and the instance's intervention (issue
 transaction, so a refused reminder writes neither. Email leaves the process and so is sent
 after the commit; its outcome is reported, never retried silently.
 
+:func:`remind_as` is the operator's action (the API's): the task looked
+up within the caller's tenants, the reminder audited ``task.remind``.
+
 SMTP counts as configured when ``FLOWLEDGER_SMTP_HOST`` is set (the
 process settings' explicitly set fields)."""
 
@@ -25,11 +28,13 @@ from typing import Any
 
 from sqlalchemy import select
 
+from flowledger.access.audit import AuditContext, audited
+from flowledger.access.callers import Caller
 from flowledger.db.database import Database
 from flowledger.db.dialects import upsert
 from flowledger.db.monitor_schema import workflow_task_reminders as r
-from flowledger.engine import interventions
-from flowledger.engine.errors import TaskStateError
+from flowledger.engine import interventions, queries
+from flowledger.engine.errors import TaskNotFound, TaskStateError
 from flowledger.errors import FlowledgerError
 from flowledger.notify.email import send_email
 from flowledger.notify.messages import post_message
@@ -170,3 +175,24 @@ async def _email(settings: Settings, assignee: str, subject: str, body: str) -> 
     except FlowledgerError:
         return "failed"
     return "sent"
+
+
+async def remind_as(
+    ctx: AuditContext, caller: Caller, task_id: int, *, settings: Settings, note: str | None
+) -> Reminder:
+    """:func:`remind` of a task ``caller`` sees (404 ``task_not_found``
+    otherwise), audited ``task.remind`` with the note as its reason. The row
+    is written once the reminder committed and its e-mail was tried, so it
+    records the e-mail's outcome too (:func:`flowledger.access.audit.audited`)."""
+    async with audited(ctx, caller, "task.remind", "task", task_id, reason=note) as entry:
+        async with ctx.db.read() as conn:
+            task = await queries.get_task(conn, task_id, tenants=caller.tenant_scope)
+        if task is None:
+            raise TaskNotFound(f"task {task_id} not found", field="taskId")
+        entry.tenant_id = task["tenant_id"]
+        entry.detail.update(instanceId=task["instance_id"], assignee=task["assignee"])
+        reminder = await remind(
+            ctx.db, task, actor=caller.user_id, now=ctx.now(), settings=settings, note=note
+        )
+        entry.detail.update(messageId=reminder.message_id, email=reminder.email)
+    return reminder

@@ -11,5 +11,9 @@ conditional replay.
 - :mod:`.actions` — retry and skip one job, batch retry and skip (L-24);
 - :mod:`.replay` — conditional replay with its preview and progress
   (L-24);
+- :mod:`.operator_actions` — those actions as the operator runs them, each
+  audited (L-24);
+- :mod:`.pauses` — pause and resume a pool or a job type, audited
+  (L-24, issue 31 item 3);
 - :mod:`.batching` — staggering, chunks, locks and batch ids shared by the
   batch actions and replay (L-24)."""

@@ -16,7 +16,9 @@ dry run does not block, each in its own transaction under its row lock.
 - :mod:`.predicted_checks`: the O-12 consistency rules and the O-16 health
   rules on a predicted result;
 - :mod:`.plans`: saved plans and their per-instance results;
-- :mod:`.service`: preview, run, progress and the version drainage view.
+- :mod:`.service`: preview, run, progress and the version drainage view;
+- :mod:`.operator_runs`: the plan checked against the caller, and the run
+  as an operator's audited action.
 
 The write itself is the engine store's
 (:meth:`~flowledger.engine.store.protocol.EngineStore.instance_migrate`)."""

@@ -34,6 +34,12 @@ item: ``done``, ``skipped`` (with the reason and a code: ``needs_person``,
 vocabulary of :mod:`flowledger.ops.batch`, whose runner walks the plan and
 records the run as a batch operation under the run's batch id.
 
+:func:`run_as` is a run as an operator's action (the API's and the CLI's),
+audited ``recovery.run`` (target ``recovery`` / the action; the filter as
+shown, the totals and the batch id in its detail), the row written when the
+run ends (:func:`flowledger.access.audit.audited`: the items commit one by
+one).
+
 Never imports the API or the CLI.
 """
 
@@ -47,6 +53,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.access.audit import AuditContext, audited
+from flowledger.access.callers import Caller
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.engine import interventions
@@ -382,4 +390,38 @@ async def recovery_run(
         batch_id=run.batch_id,
     )
     await recorder.run(Selection(plan.items), act, key=_key)
+    return run
+
+
+async def run_as(
+    ctx: AuditContext,
+    caller: Caller,
+    action: str,
+    flt: RecoveryFilter,
+    *,
+    shown_filter: dict[str, Any],
+    snapshots: SnapshotCache,
+    hooks: EngineHooks[Step],
+    rate: int = DEFAULT_RATE,
+    reason: str | None = None,
+    progress: Progress | None = None,
+) -> RecoveryRun:
+    """:func:`recovery_run` by ``caller``, audited (see the module doc);
+    ``shown_filter`` is the filter as the caller gave it."""
+    async with audited(ctx, caller, "recovery.run", "recovery", action, reason=reason) as e:
+        job_types(action)
+        e.detail["filter"] = shown_filter
+        run = await recovery_run(
+            ctx.db,
+            action,
+            flt,
+            now=ctx.now(),
+            snapshots=snapshots,
+            hooks=hooks,
+            actor=caller.user_id,
+            rate=rate,
+            reason=reason,
+            progress=progress,
+        )
+        e.detail.update(run.totals(), batchId=run.batch_id, submitted=run.submitted)
     return run

@@ -14,7 +14,13 @@ Selection is set-based: the candidates are one join of instances
 newest trace row) is one grouped query over ``ix_workflow_trace_instance``.
 The run is a recorded batch operation of :mod:`flowledger.ops.batch`
 (``batchId``; ``counts`` and each item's ``result`` in its vocabulary).
-At most :data:`MAX_BATCH` instances per call (``truncated`` says more matched)."""
+At most :data:`MAX_BATCH` instances per call (``truncated`` says more matched).
+
+:func:`run_audited` is the recovery as an operator's action: one
+``instance.batch_recover`` audit row for the batch (target the definition
+key, the totals in its detail) and, unless a dry run, one
+``instance.recover`` row per advanced instance, written after the
+instances' own transactions (:func:`flowledger.access.audit.audited`)."""
 
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.access.audit import AuditContext, AuditEntry, audited, write_audit
+from flowledger.access.callers import Caller
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.db.engine_schema import workflow_trace as trace
@@ -193,3 +201,42 @@ async def batch_recover(
         "batchId": op.id,
         "counts": counts.public(),
     }
+
+
+async def run_audited(
+    ctx: AuditContext,
+    caller: Caller,
+    engine: Engine,
+    sel: RecoverySelection,
+    *,
+    reason: str,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """:func:`batch_recover` by ``caller``, audited (see the module docstring)."""
+    async with audited(
+        ctx, caller, "instance.batch_recover", "definition", sel.definition_key, reason=reason
+    ) as entry:
+        result = await batch_recover(
+            engine, sel, reason=reason, actor=caller.user_id, dry_run=dry_run
+        )
+        entry.detail.update(
+            nodeKey=sel.node_key,
+            stuckMinutes=sel.stuck_minutes,
+            dryRun=dry_run,
+            totals=result["totals"],
+        )
+        if dry_run:
+            return result
+        for item in result["results"]:
+            if item["outcome"] != "advanced":
+                continue
+            row = AuditEntry.by(
+                caller, "instance.recover", "instance", item["instanceId"], reason=reason
+            )
+            row.detail.update(
+                nodeKey=sel.node_key,
+                skippedTasks=[t["taskId"] for t in item["skippedTasks"]],
+                canceledJobs=[j["jobId"] for j in item["canceledJobs"]],
+            )
+            await write_audit(ctx, row, "ok")
+    return result
