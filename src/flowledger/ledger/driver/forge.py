@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.schema import workflow_job_effects as effects
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.fingerprint import fingerprint
@@ -36,8 +37,11 @@ async def attempt_forge(conn: AsyncConnection, **values: Any) -> None:
 
 
 async def job_forget(conn: AsyncConnection, job_id: int) -> None:
-    """Remove a job and its attempts, as if its enqueue had been lost."""
+    """Remove a job with its attempts and receipts, as if its enqueue had
+    been lost (explicitly: on PostgreSQL no key cascades,
+    :mod:`flowledger.db.job_history_keys`)."""
     await conn.execute(executions.delete().where(executions.c.job_id == job_id))
+    await conn.execute(effects.delete().where(effects.c.job_id == job_id))
     await conn.execute(jobs.delete().where(jobs.c.id == job_id))
 
 
