@@ -47,7 +47,10 @@ SELECT id, 1, 1, 'succeeded', :old, :old, :old, 5 FROM workflow_jobs
 
 async def _fill(db: Database) -> None:
     old = NOW - timedelta(days=40)
-    value: object = old.replace(tzinfo=None).isoformat(sep=" ") if db.is_sqlite else old
+    # on SQLite the text UTCDateTime writes (microseconds included): retention
+    # pages by (updated_at, id), so the stored text must compare as written
+    naive = old.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+    value: object = naive if db.is_sqlite else old
     async with db.begin() as conn:
         await conn.execute(
             text(_SQLITE_FILL if db.is_sqlite else _PG_FILL), {"count": JOBS, "old": value}

@@ -13,6 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 from flowledger.db.database import Database
+from flowledger.db.job_history_keys import HISTORY_TABLES, SQLITE_ONLY_KEYS
 from flowledger.db.migrate import current_revision, head_revision, upgrade
 from flowledger.db.schema import metadata
 
@@ -40,8 +41,13 @@ def _partitions(sync_conn: Any) -> set[str]:
 
 def _diff(sync_conn: Any) -> list[Any]:
     partitions = _partitions(sync_conn)
+    # declared for both backends, created on SQLite only (issue 34):
+    # test_the_history_keys_to_jobs_exist_on_sqlite_only checks them
+    sqlite_only = SQLITE_ONLY_KEYS if sync_conn.dialect.name == "postgresql" else frozenset()
 
     def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+        if type_ == "foreign_key_constraint" and name in sqlite_only:
+            return False
         return not (type_ == "table" and name in partitions)
 
     context = MigrationContext.configure(
@@ -102,3 +108,30 @@ async def test_the_last_error_trigram_index_covers_only_jobs_with_an_error_L24(
             )
             [definition] = found.scalars().all()
             assert definition.endswith("WHERE (last_error IS NOT NULL)"), definition
+
+
+async def test_the_history_keys_to_jobs_exist_on_sqlite_only(fresh: Database, db: Database) -> None:
+    """Migration 0021b and the declared schema agree: on PostgreSQL neither
+    the attempts (nor any of their partitions) nor the receipts have a
+    foreign key to ``workflow_jobs`` — a deleted job fires no cascade over
+    every day partition (issue 34) — while SQLite keeps both keys."""
+    await upgrade(fresh)
+    for database in (fresh, db):  # migrated; created from the declared schema
+        async with database.engine.connect() as conn:
+            if database.is_sqlite:
+                keys = await conn.run_sync(
+                    lambda c: {
+                        (table, fk["name"], fk["referred_table"])
+                        for table in HISTORY_TABLES
+                        for fk in inspect(c).get_foreign_keys(table)
+                    }
+                )
+                assert {(t, r) for t, _, r in keys} == {
+                    (t, "workflow_jobs") for t in HISTORY_TABLES
+                }
+                continue
+            found = await conn.exec_driver_sql(
+                "SELECT conrelid::regclass::text FROM pg_constraint "
+                "WHERE contype = 'f' AND confrelid = 'workflow_jobs'::regclass"
+            )
+            assert found.scalars().all() == []

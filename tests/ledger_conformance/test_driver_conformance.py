@@ -711,10 +711,11 @@ async def test_purge_settled_jobs(driver: LedgerDriver, db: Database, clock: Man
     counts = await in_tx(db, lambda c: driver.jobs_purge_count(c, before=before))
     assert counts == {"workflow_jobs": 1, "workflow_job_executions": 1, "workflow_job_effects": 0}
     purge = await in_tx(db, lambda c: driver.jobs_purge_batch(c, before=before))
-    assert (purge.last_id, purge.jobs, purge.attempts) == (done, 1, 1)
+    assert purge.cursor is not None
+    assert (purge.cursor[1], purge.jobs, purge.attempts) == (done, 1, 1)
     assert set(await job_rows(db)) == {kept}
-    empty = await in_tx(db, lambda c: driver.jobs_purge_batch(c, before=before, after_id=done))
-    assert empty.last_id is None
+    empty = await in_tx(db, lambda c: driver.jobs_purge_batch(c, before=before, after=purge.cursor))
+    assert empty.cursor is None
 
 
 async def test_nodes_and_leader(driver: LedgerDriver, db: Database, clock: ManualClock) -> None:

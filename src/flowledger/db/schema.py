@@ -23,7 +23,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import DDL
 
-from flowledger.db import history_partitions
+from flowledger.db import (
+    history_partitions,
+    job_history_keys,  # noqa: F401  (no history → jobs key on PostgreSQL)
+)
 from flowledger.db.types import BigId, JsonType, UTCDateTime
 from flowledger.states import AttemptStatus, JobStatus
 
@@ -46,6 +49,7 @@ def in_values(column: str, values: list[str]) -> str:
 _PENDING = text("status = 'pending'")
 _RUNNING = text("status = 'running'")
 _DEAD_OR_FAILED = text("status IN ('dead', 'failed')")
+_SETTLED = text("status IN ('succeeded', 'canceled')")
 
 workflow_jobs = Table(
     "workflow_jobs",
@@ -146,6 +150,16 @@ workflow_jobs = Table(
         postgresql_include=["status", "tenant_id"],
         postgresql_where=_DEAD_OR_FAILED,
         sqlite_where=_DEAD_OR_FAILED,
+    ),
+    # retention (SPEC O-20): settled jobs in the order they expire, so a
+    # batch reads only expired jobs and the pass stops at the cut-off
+    # instead of walking every newer job (issue 34)
+    Index(
+        "ix_workflow_jobs_settled",
+        "updated_at",
+        "id",
+        postgresql_where=_SETTLED,
+        sqlite_where=_SETTLED,
     ),
     Index(
         "ix_workflow_jobs_replay_batch",

@@ -175,11 +175,16 @@ class RescueReport:
     hinted_pools: list[str] = field(default_factory=list)
 
 
+# retention's keyset over settled jobs: the (updated_at, id) of the last one
+PurgeCursor = tuple[datetime, int]
+
+
 @dataclass(frozen=True)
 class JobPurge:
-    """One retention batch: the last id looked at and the rows removed per table."""
+    """One retention batch: where the next batch starts (None: nothing was
+    left) and the rows removed per table."""
 
-    last_id: int | None
+    cursor: PurgeCursor | None
     jobs: int
     attempts: int
     receipts: int

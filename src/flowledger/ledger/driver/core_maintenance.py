@@ -17,7 +17,12 @@ ticket. The batch is selected ``FOR UPDATE`` (a no-op on SQLite, whose writer
 lock already excludes everyone), rows in id order, so a job an operator is
 retrying at this moment is waited for and its new status re-checked; not
 ``SKIP LOCKED``, so the preview equals the run. Batches are keyset-paged by
-id (``after_id``).
+(``updated_at``, ``id``) along ``ix_workflow_jobs_settled``, so a pass reads
+expired jobs only and its last batch stops at the cut-off. A batch removes
+its jobs' attempts and receipts explicitly, then the jobs, in one
+transaction: a crash leaves the batch whole or untouched, and no attempt or
+receipt outlives its job (on PostgreSQL no foreign key cascades:
+:mod:`flowledger.db.job_history_keys`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import delete, exists, func, literal, literal_column, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -38,12 +43,19 @@ from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.backoff import backoff_ms
 from flowledger.ledger.fingerprint import fingerprint
-from flowledger.ledger.models import JobPurge, RescueReport
+from flowledger.ledger.models import JobPurge, PurgeCursor, RescueReport
 from flowledger.states import EXTERNAL_OUTCOME_UNCONFIRMED, AttemptStatus, InstanceStatus, JobStatus
 
 RESCUE_BATCH = 500
 PURGEABLE_JOB_STATUSES = (JobStatus.SUCCEEDED.value, JobStatus.CANCELED.value)
 ACTIVE_INSTANCE_STATUSES = (InstanceStatus.RUNNING.value, InstanceStatus.SUSPENDED.value)
+# an attempt starts when its job is claimed, and the claim sets the job's
+# ``updated_at`` to the same instant, which later changes only move forward:
+# every attempt of a job started before the job's ``updated_at``. Retention
+# looks for a batch's attempts only before the batch's latest ``updated_at``
+# plus this slack (clocks of different nodes, a backdated demo job), which
+# spares the probe of every newer day partition (issue 34).
+ATTEMPT_START_SLACK = timedelta(days=1)
 
 
 def instance_protected(instance_id: Any) -> ColumnElement[bool]:
@@ -58,9 +70,11 @@ def instance_protected(instance_id: Any) -> ColumnElement[bool]:
 
 def purgeable_jobs(before: datetime) -> list[ColumnElement[bool]]:
     """The conditions of a job retention may remove: settled as succeeded or
-    canceled before ``before``, of no protected instance."""
+    canceled before ``before``, of no protected instance. The statuses are
+    literals, not parameters, so that a generic plan still matches the
+    partial index ``ix_workflow_jobs_settled``."""
     return [
-        jobs.c.status.in_(PURGEABLE_JOB_STATUSES),
+        jobs.c.status.in_([literal_column(f"'{status}'") for status in PURGEABLE_JOB_STATUSES]),
         jobs.c.updated_at < before,
         or_(jobs.c.instance_id.is_(None), ~instance_protected(jobs.c.instance_id)),
     ]
@@ -238,7 +252,10 @@ class MaintenanceCore:
                     select(func.count()).where(*purgeable_jobs(before)).scalar_subquery(),
                     select(func.count())
                     .select_from(executions)
-                    .where(executions.c.job_id.in_(eligible))
+                    .where(
+                        executions.c.job_id.in_(eligible),
+                        executions.c.started_at < before + ATTEMPT_START_SLACK,
+                    )
                     .scalar_subquery(),
                     select(func.count())
                     .select_from(effects)
@@ -254,20 +271,38 @@ class MaintenanceCore:
         }
 
     async def jobs_purge_batch(
-        self, conn: AsyncConnection, *, before: datetime, after_id: int = 0, limit: int = 1000
+        self,
+        conn: AsyncConnection,
+        *,
+        before: datetime,
+        after: PurgeCursor | None = None,
+        limit: int = 1000,
     ) -> JobPurge:
-        """Up to ``limit`` purgeable jobs with id > ``after_id``, in the caller's transaction."""
-        stmt = (
-            select(jobs.c.id)
-            .where(jobs.c.id > after_id, *purgeable_jobs(before))
-            .order_by(jobs.c.id)
-            .limit(limit)
-            .with_for_update(of=jobs)
-        )
-        ids = list((await conn.execute(stmt)).scalars())
-        if not ids:
+        """Up to ``limit`` purgeable jobs past ``after`` in (``updated_at``,
+        ``id``) order, in the caller's transaction: their attempts and
+        receipts first, then the jobs."""
+        stmt = select(jobs.c.id, jobs.c.updated_at).where(*purgeable_jobs(before))
+        if after is not None:
+            moment = literal(after[0], jobs.c.updated_at.type)  # typed: SQLite stores text
+            stmt = stmt.where(
+                tuple_(jobs.c.updated_at, jobs.c.id) > tuple_(moment, literal(after[1]))
+            )
+        stmt = stmt.order_by(jobs.c.updated_at, jobs.c.id).limit(limit).with_for_update(of=jobs)
+        rows = (await conn.execute(stmt)).all()
+        if not rows:
             return JobPurge(None, 0, 0, 0)
-        attempts = await conn.execute(delete(executions).where(executions.c.job_id.in_(ids)))
+        ids = [int(row.id) for row in rows]
+        latest = rows[-1].updated_at
+        if conn.dialect.name == "postgresql":
+            # the IN list over ~100 partitions is costed past jit_above_cost:
+            # compiling it took longer than running it (this batch only)
+            await conn.exec_driver_sql("SET LOCAL jit = off")
+        attempts = await conn.execute(
+            delete(executions).where(
+                executions.c.job_id.in_(ids),
+                executions.c.started_at < latest + ATTEMPT_START_SLACK,
+            )
+        )
         receipts = await conn.execute(delete(effects).where(effects.c.job_id.in_(ids)))
         removed = await conn.execute(delete(jobs).where(jobs.c.id.in_(ids)))
-        return JobPurge(max(ids), removed.rowcount, attempts.rowcount, receipts.rowcount)
+        return JobPurge((latest, ids[-1]), removed.rowcount, attempts.rowcount, receipts.rowcount)

@@ -29,6 +29,7 @@ from flowledger.ledger.models import (
     JobSpec,
     NodeInfo,
     Outcome,
+    PurgeCursor,
     RescueReport,
 )
 from flowledger.ledger.types import JobTypeRegistry
@@ -216,9 +217,15 @@ class LedgerDriver(Protocol):
         """What :meth:`jobs_purge_batch` would remove, per table."""
 
     async def jobs_purge_batch(
-        self, conn: AsyncConnection, *, before: datetime, after_id: int = 0, limit: int = 1000
+        self,
+        conn: AsyncConnection,
+        *,
+        before: datetime,
+        after: PurgeCursor | None = None,
+        limit: int = 1000,
     ) -> JobPurge:
-        """Remove one batch of settled jobs with their attempts and receipts."""
+        """Remove one batch of settled jobs with their attempts and receipts
+        (keyset ``after``: the previous batch's cursor)."""
 
     # --- receipts ---------------------------------------------------------------
     async def receipt_get(

@@ -8,8 +8,9 @@ purged through the ledger driver the run holds (``jobs_purge_batch``,
 ``nodes_purge_batch``: :mod:`flowledger.ledger.driver.core_maintenance`),
 handed to every step with its connection; the engine's own tables
 (tokens, trace, outbox, subscription hits, health snapshots) here. Every
-batch is keyset-paged by id (``id > after``, ordered by id, ``LIMIT batch``)
-and, on PostgreSQL, selected ``FOR UPDATE`` (the status re-checked after a
+batch is keyset-paged (``id > after``, ordered by id, ``LIMIT batch``; the
+jobs by their ``(updated_at, id)``, the order they expire in) and, on
+PostgreSQL, selected ``FOR UPDATE`` (the status re-checked after a
 concurrent writer commits).
 
 Protection (never removed): anything of an instance that is running or
@@ -138,8 +139,9 @@ async def _jobs_count(conn: AsyncConnection, ledger: LedgerDriver, before: datet
 async def _jobs_batch(
     conn: AsyncConnection, ledger: LedgerDriver, before: datetime, after: Any, limit: int
 ) -> Any:
-    purge = await ledger.jobs_purge_batch(conn, before=before, after_id=after, limit=limit)
-    return purge.last_id, {
+    cursor = after if isinstance(after, tuple) else None  # the step's start: from the first
+    purge = await ledger.jobs_purge_batch(conn, before=before, after=cursor, limit=limit)
+    return purge.cursor, {
         "workflow_jobs": purge.jobs,
         "workflow_job_executions": purge.attempts,
         "workflow_job_effects": purge.receipts,
