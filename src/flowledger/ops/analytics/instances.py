@@ -100,7 +100,7 @@ async def totals(db: Database, scope: AnalyticsScope, *, now: datetime) -> dict[
             finished_count, avg = (await conn.execute(finished_stmt)).one()
         else:
             sampled, avg = (await conn.execute(sampling.over(finished_stmt))).one()
-            finished_count = sampling.scale(sampled)
+            finished_count = sampling.scale(sampled, sampled)
             estimated += ["finished", "avgDurationMs"]
         starts = (
             await conn.execute(
@@ -173,6 +173,8 @@ async def top_definitions(
             func.avg(milliseconds_between(instances.c.created_at, instances.c.finished_at)).label(
                 "avg_ms"
             ),
+            # every group's rows together, before the limit (a sample's scale)
+            func.sum(func.count()).over().label("period_rows"),
         )
         .group_by(instances.c.definition_key)
         .order_by(total.desc(), instances.c.definition_key)
@@ -184,8 +186,8 @@ async def top_definitions(
             stmt = sampling.over(stmt)
         rows = (await conn.execute(stmt)).all()
 
-    def count(value: Any) -> int:
-        return int(value) if sampling is None else sampling.scale(value)
+    def count(value: Any, period_rows: Any) -> int:
+        return int(value) if sampling is None else sampling.scale(value, period_rows)
 
     return {
         "definitionKey": scope.definition_key,
@@ -193,10 +195,10 @@ async def top_definitions(
         "items": [
             {
                 "definitionKey": r.definition_key,
-                "total": count(r.total),
-                "running": count(r.running),
-                "approved": count(r.approved),
-                "rejected": count(r.rejected),
+                "total": count(r.total, r.period_rows),
+                "running": count(r.running, r.period_rows),
+                "approved": count(r.approved, r.period_rows),
+                "rejected": count(r.rejected, r.period_rows),
                 "avgDurationMs": ms(r.avg_ms),
             }
             for r in rows

@@ -19,8 +19,8 @@ and says so:
    (so a refresh shows the same figures, and they stay cached).
    :meth:`Sampling.over` rewrites the statement onto the sample
    (SQLAlchemy's ``ClauseAdapter``); averages and percentiles are the
-   sample's, counts are scaled by the sampled fraction
-   (:meth:`Sampling.scale`).
+   sample's; a group's count is its share of the sample times the
+   planner's estimate of the matching rows (:meth:`Sampling.scale`).
 3. The panel marks the figures that are estimates (``estimated``) and the
    console prints them as ``≈ n``. An estimate is never shown as exact.
 """
@@ -56,27 +56,37 @@ T = TypeVar("T", bound=ClauseElement)
 @dataclass(frozen=True)
 class Sampling:
     """A block sample of one table: ``percent`` of its pages (``sample``,
-    one FROM item however many expressions read it)."""
+    one FROM item however many expressions read it), and ``rows``, the
+    planner's estimate of the rows the exact statement would read."""
 
     table: Table
     percent: float
+    rows: int
     sample: TableSample
 
     @classmethod
-    def of(cls, table: Table, percent: float) -> Sampling:
+    def of(cls, table: Table, percent: float, rows: int) -> Sampling:
         sample = table.tablesample(
             func.system(percent), name=f"sampled_{table.name}", seed=literal(SEED)
         )
-        return cls(table, percent, sample)
+        return cls(table, percent, rows, sample)
 
     def over(self, element: T) -> T:
         """``element`` (a statement or an expression) reading the sample
         instead of the table."""
         return ClauseAdapter(self.sample).traverse(element)
 
-    def scale(self, count: Any) -> int:
-        """A count over the sample scaled to the whole table."""
-        return round(int(count) * 100.0 / self.percent)
+    def scale(self, count: Any, sampled: Any) -> int:
+        """A group's ``count`` of the ``sampled`` matching rows of the
+        sample, scaled to the table: its share of the planner's ``rows``.
+        The planner's estimate of a period's rows (a histogram of the
+        bounded column) is steadier than the sample's own count: rows are
+        stored in time order, so how many of the sampled pages fall in the
+        period varies from one sample to another. A sample of the whole
+        table (a small one) is the table: its counts are the counts."""
+        if self.percent >= 100.0:
+            return int(count)
+        return round(int(count) * self.rows / int(sampled)) if sampled else 0
 
 
 async def sampling_for(
@@ -90,9 +100,10 @@ async def sampling_for(
         return None
     limit = count_estimates.EXACT_COST_LIMIT if exact_cost_limit is None else exact_cost_limit
     bare = rows.with_only_columns(literal(1), maintain_column_froms=True)
-    if (await planned(conn, bare)).cost <= limit:
+    plan = await planned(conn, bare)
+    if plan.cost <= limit:
         return None
     size = text("SELECT greatest(pg_relation_size(CAST(:table AS regclass)) / 8192, 1)")
     pages = (await conn.execute(size, {"table": table.name})).scalar_one()
     percent = min(100.0, round(100.0 * PAGE_BUDGET / float(pages), 4))
-    return Sampling.of(table, percent)
+    return Sampling.of(table, percent, plan.rows)

@@ -97,8 +97,9 @@ async def _handling_by(
     if sampling is None:
         rows = await conn.execute(stmt)
         return {tuple(r[: len(keys)]): (int(r[-2]), r[-1]) for r in rows}
-    rows = await conn.execute(sampling.over(stmt))
-    return {tuple(r[: len(keys)]): (sampling.scale(r[-2]), r[-1]) for r in rows}
+    found = (await conn.execute(sampling.over(stmt))).all()
+    sampled = sum(int(r[-2]) for r in found)
+    return {tuple(r[: len(keys)]): (sampling.scale(r[-2], sampled), r[-1]) for r in found}
 
 
 async def node_bottlenecks(
@@ -122,7 +123,8 @@ async def node_bottlenecks(
                 [sampling.over(w) for w in handled_where],
                 sampling.sample,
             )
-            handled = {k: (sampling.scale(n), a, p) for k, (n, a, p) in sampled.items()}
+            total = sum(n for n, _a, _p in sampled.values())
+            handled = {k: (sampling.scale(n, total), a, p) for k, (n, a, p) in sampled.items()}
         backlog_rows = await conn.execute(
             select(*keys, func.count()).select_from(froms).where(*_pending(scope)).group_by(*keys)
         )
