@@ -39,6 +39,9 @@ def upgrade() -> None:
         postgresql_include=["lease_until", "execution_deadline"],
         postgresql_where=_LIVE,
         sqlite_where=_LIVE,
+        # the volume database got it by hand (CREATE INDEX CONCURRENTLY, the
+        # same definition) to measure it before this migration existed
+        if_not_exists=True,
     )
 
 
