@@ -20,6 +20,17 @@ class AnalyticsTotals(ApiModel):
     avg_duration_ms: int | None = None
     pending_tasks: int
     starts_last_7_days: int = Field(alias="startsLast7Days")
+    estimated: list[str] = Field(
+        default=[],
+        description="The figures that are estimates (issue 34 item 3): 'instances' when "
+        "a status count is, 'finished' and 'avgDurationMs' from a block sample of the "
+        "table when reading every finished instance would cost too much.",
+    )
+    estimated_statuses: list[str] = Field(
+        default=[],
+        description="The statuses of instancesByStatus whose figure is the planner's "
+        "estimate (an exact count would read millions of rows).",
+    )
 
 
 class DailyPoint(ApiModel):
@@ -47,6 +58,12 @@ class AnalyticsTopDefinitions(ApiModel):
     definition_key: str | None = None
     period_days: int
     items: list[TopDefinition]
+    estimated: list[str] = Field(
+        default=[],
+        description="The item fields that are estimates from a block sample of the table "
+        "(reading every row of the period would cost too much; issue 34 item 3); "
+        "empty when every figure is exact.",
+    )
 
 
 class NodeBottleneck(ApiModel):
@@ -62,6 +79,12 @@ class AnalyticsNodeBottlenecks(ApiModel):
     definition_key: str | None = None
     period_days: int
     items: list[NodeBottleneck]
+    estimated: list[str] = Field(
+        default=[],
+        description="The item fields that are estimates from a block sample of the table "
+        "(reading every row of the period would cost too much; issue 34 item 3); "
+        "empty when every figure is exact.",
+    )
 
 
 class ApproverLoad(ApiModel):
@@ -75,6 +98,12 @@ class AnalyticsApproverWorkload(ApiModel):
     definition_key: str | None = None
     period_days: int
     items: list[ApproverLoad]
+    estimated: list[str] = Field(
+        default=[],
+        description="The item fields that are estimates from a block sample of the table "
+        "(reading every row of the period would cost too much; issue 34 item 3); "
+        "empty when every figure is exact.",
+    )
 
 
 class OverdueTask(ApiModel):

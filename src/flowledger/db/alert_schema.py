@@ -12,6 +12,12 @@ definitions only; they share :data:`flowledger.db.schema.metadata`.
   transition twice.
 - ``workflow_alert_silences`` — a time window and a matcher (rule, metric,
   tenant; NULL matches anything), with its creator and comment.
+
+And one index on the job ledger for the alert metrics (issue 34 item 3):
+``ix_workflow_jobs_live_tenant`` (tenant_id, status, run_at) INCLUDE
+(lease_until, execution_deadline), pending and running jobs only — a
+tenant's backlog and stuck jobs are each an index-only range of it
+(migration 0021a, which says why dead jobs are not in it).
 """
 
 from __future__ import annotations
@@ -28,9 +34,11 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from flowledger.db.schema import in_values, metadata
+from flowledger.db.schema import workflow_jobs as _jobs
 from flowledger.db.types import BigId, JsonType, UTCDateTime
 
 COMPARISONS = ["gt", "gte", "lt", "lte"]
@@ -116,4 +124,16 @@ workflow_alert_silences = Table(
     # the evaluator's "active now" lookup (ends_at > now) and the tenant's list
     Index("ix_workflow_alert_silences_ends", "ends_at"),
     Index("ix_workflow_alert_silences_tenant", "tenant_id", "id"),
+)
+
+_LIVE = text("status IN ('pending', 'running')")
+
+ix_jobs_live_tenant = Index(
+    "ix_workflow_jobs_live_tenant",
+    _jobs.c.tenant_id,
+    _jobs.c.status,
+    _jobs.c.run_at,
+    postgresql_include=["lease_until", "execution_deadline"],
+    postgresql_where=_LIVE,
+    sqlite_where=_LIVE,
 )

@@ -2233,6 +2233,12 @@ export interface components {
         AnalyticsApproverWorkload: {
             /** Definitionkey */
             definitionKey?: string | null;
+            /**
+             * Estimated
+             * @description The item fields that are estimates from a block sample of the table (reading every row of the period would cost too much; issue 34 item 3); empty when every figure is exact.
+             * @default []
+             */
+            estimated: string[];
             /** Items */
             items: components["schemas"]["ApproverLoad"][];
             /** Perioddays */
@@ -2260,6 +2266,12 @@ export interface components {
         AnalyticsNodeBottlenecks: {
             /** Definitionkey */
             definitionKey?: string | null;
+            /**
+             * Estimated
+             * @description The item fields that are estimates from a block sample of the table (reading every row of the period would cost too much; issue 34 item 3); empty when every figure is exact.
+             * @default []
+             */
+            estimated: string[];
             /** Items */
             items: components["schemas"]["NodeBottleneck"][];
             /** Perioddays */
@@ -2297,6 +2309,12 @@ export interface components {
         AnalyticsTopDefinitions: {
             /** Definitionkey */
             definitionKey?: string | null;
+            /**
+             * Estimated
+             * @description The item fields that are estimates from a block sample of the table (reading every row of the period would cost too much; issue 34 item 3); empty when every figure is exact.
+             * @default []
+             */
+            estimated: string[];
             /** Items */
             items: components["schemas"]["TopDefinition"][];
             /** Perioddays */
@@ -2308,6 +2326,18 @@ export interface components {
             avgDurationMs?: number | null;
             /** Definitionkey */
             definitionKey?: string | null;
+            /**
+             * Estimated
+             * @description The figures that are estimates (issue 34 item 3): 'instances' when a status count is, 'finished' and 'avgDurationMs' from a block sample of the table when reading every finished instance would cost too much.
+             * @default []
+             */
+            estimated: string[];
+            /**
+             * Estimatedstatuses
+             * @description The statuses of instancesByStatus whose figure is the planner's estimate (an exact count would read millions of rows).
+             * @default []
+             */
+            estimatedStatuses: string[];
             /** Finished */
             finished: number;
             /** Instances */

@@ -33,11 +33,14 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db import count_estimates
 from flowledger.db.aggregates import count_by_local_day
+from flowledger.db.count_estimates import counts_by
 from flowledger.db.database import Database
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.portable import milliseconds_between
+from flowledger.ops.analytics.sampling import sampling_for
 from flowledger.ops.analytics.sql import (
     AnalyticsScope,
     analytics_read,
@@ -72,21 +75,33 @@ async def _pending_tasks(conn: AsyncConnection, scope: AnalyticsScope) -> int:
 
 async def totals(db: Database, scope: AnalyticsScope, *, now: datetime) -> dict[str, Any]:
     where = scope.instance_filter()
+    estimated: list[str] = []
     async with analytics_read(db) as conn:
-        by_status = {s.value: 0 for s in InstanceStatus}
-        rows = await conn.execute(
-            select(instances.c.status, func.count()).where(*where).group_by(instances.c.status)
+        statuses = [s.value for s in InstanceStatus]
+        # six statuses, each counted exactly up to a third of the exact-count
+        # limit: at 90 days of history the open ones (running, suspended:
+        # ~10^4-10^5 rows) stay exact and the terminal ones (10^5-10^6) are
+        # estimated; at the full limit each, four statuses of ~10^5 rows were
+        # counted together (3.4·10^5 index entries, ~140 ms)
+        by_status = await counts_by(
+            conn,
+            select(instances).where(*where),
+            instances.c.status,
+            statuses,
+            exact_cost_limit=count_estimates.EXACT_COST_LIMIT / 3,
         )
-        for status, count in rows:
-            by_status[status] = int(count)
-        finished = (
-            await conn.execute(
-                select(
-                    func.count(),
-                    func.avg(milliseconds_between(instances.c.created_at, instances.c.finished_at)),
-                ).where(instances.c.finished_at.is_not(None), *where)
-            )
-        ).one()
+        finished_rows = select(instances).where(instances.c.finished_at.is_not(None), *where)
+        finished_stmt = finished_rows.with_only_columns(
+            func.count(),
+            func.avg(milliseconds_between(instances.c.created_at, instances.c.finished_at)),
+        )
+        sampling = await sampling_for(conn, instances, finished_rows)
+        if sampling is None:
+            finished_count, avg = (await conn.execute(finished_stmt)).one()
+        else:
+            sampled, avg = (await conn.execute(sampling.over(finished_stmt))).one()
+            finished_count = sampling.scale(sampled, sampled)
+            estimated += ["finished", "avgDurationMs"]
         starts = (
             await conn.execute(
                 select(func.count()).where(
@@ -97,14 +112,18 @@ async def totals(db: Database, scope: AnalyticsScope, *, now: datetime) -> dict[
             )
         ).scalar_one()
         pending = await _pending_tasks(conn, scope)
+    if by_status.estimated:
+        estimated.append("instances")
     return {
         "definitionKey": scope.definition_key,
-        "instances": sum(by_status.values()),
-        "instancesByStatus": by_status,
-        "finished": int(finished[0]),
-        "avgDurationMs": ms(finished[1]),
+        "instances": by_status.total,
+        "instancesByStatus": by_status.counts,
+        "finished": int(finished_count),
+        "avgDurationMs": ms(avg),
         "pendingTasks": pending,
         "startsLast7Days": int(starts),
+        "estimated": sorted(estimated),
+        "estimatedStatuses": sorted(by_status.estimated),
     }
 
 
@@ -136,43 +155,56 @@ async def top_definitions(
     def status_count(status: InstanceStatus) -> Any:
         return func.sum(case((instances.c.status == status, 1), else_=0))
 
-    async with analytics_read(db) as conn:
-        total = func.count().label("total")
-        stmt = (
-            select(
-                instances.c.definition_key,
-                total,
-                status_count(InstanceStatus.RUNNING).label("running"),
-                status_count(InstanceStatus.APPROVED).label("approved"),
-                status_count(InstanceStatus.REJECTED).label("rejected"),
-                func.avg(
-                    milliseconds_between(instances.c.created_at, instances.c.finished_at)
-                ).label("avg_ms"),
-            )
-            .where(
-                and_(
-                    instances.c.created_at >= now - timedelta(days=days),
-                    instances.c.created_at <= now,
-                ),
-                *scope.instance_filter(),
-            )
-            .group_by(instances.c.definition_key)
-            .order_by(total.desc(), instances.c.definition_key)
-            .limit(limit)
+    period = select(instances).where(
+        and_(
+            instances.c.created_at >= now - timedelta(days=days),
+            instances.c.created_at <= now,
+        ),
+        *scope.instance_filter(),
+    )
+    total = func.count().label("total")
+    stmt = (
+        period.with_only_columns(
+            instances.c.definition_key,
+            total,
+            status_count(InstanceStatus.RUNNING).label("running"),
+            status_count(InstanceStatus.APPROVED).label("approved"),
+            status_count(InstanceStatus.REJECTED).label("rejected"),
+            func.avg(milliseconds_between(instances.c.created_at, instances.c.finished_at)).label(
+                "avg_ms"
+            ),
+            # every group's rows together, before the limit (a sample's scale)
+            func.sum(func.count()).over().label("period_rows"),
         )
+        .group_by(instances.c.definition_key)
+        .order_by(total.desc(), instances.c.definition_key)
+        .limit(limit)
+    )
+    async with analytics_read(db) as conn:
+        sampling = await sampling_for(conn, instances, period)
+        if sampling is not None:
+            stmt = sampling.over(stmt)
         rows = (await conn.execute(stmt)).all()
+
+    def count(value: Any, period_rows: Any) -> int:
+        return int(value) if sampling is None else sampling.scale(value, period_rows)
+
     return {
         "definitionKey": scope.definition_key,
         "periodDays": days,
         "items": [
             {
                 "definitionKey": r.definition_key,
-                "total": int(r.total),
-                "running": int(r.running),
-                "approved": int(r.approved),
-                "rejected": int(r.rejected),
+                "total": count(r.total, r.period_rows),
+                "running": count(r.running, r.period_rows),
+                "approved": count(r.approved, r.period_rows),
+                "rejected": count(r.rejected, r.period_rows),
                 "avgDurationMs": ms(r.avg_ms),
             }
             for r in rows
         ],
+        "estimated": [] if sampling is None else list(SAMPLED_DEFINITION_FIGURES),
     }
+
+
+SAMPLED_DEFINITION_FIGURES = ("total", "running", "approved", "rejected", "avgDurationMs")

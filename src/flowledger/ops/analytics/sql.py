@@ -61,10 +61,13 @@ async def analytics_read(db: Database) -> AsyncIterator[AsyncConnection]:
       guesses a period holds 0.5 % of the rows, so the node-bottleneck query
       became a parallel sequential scan plus a sort of every completed task
       by the group keys (~245 ms instead of ~110 ms at 100,000 instances).
-      Planning one panel's statement takes well under a millisecond.
+      Planning one panel's statement takes well under a millisecond;
+    - no JIT compilation (``jit = off``): a panel's statement reads at most
+      some 10^5 index entries (issue 34 item 3), and compiling it took
+      8 to 50 ms of a budget of 100.
     """
     async with db.read() as conn:
-        await set_local(conn, work_mem=WORK_MEM, plan_cache_mode="force_custom_plan")
+        await set_local(conn, work_mem=WORK_MEM, plan_cache_mode="force_custom_plan", jit="off")
         yield conn
 
 

@@ -46,6 +46,7 @@ from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.portable import milliseconds_between
 from flowledger.engine.deadlines import DUE_SOON as DEADLINE_DUE_SOON
 from flowledger.ops.analytics.instances import HUMAN_TASK_KINDS, scoped_tasks
+from flowledger.ops.analytics.sampling import Sampling, sampling_for
 from flowledger.ops.analytics.sql import (
     AnalyticsScope,
     analytics_read,
@@ -78,8 +79,14 @@ def _pending(scope: AnalyticsScope) -> list[Any]:
 
 
 async def _handling_by(
-    conn: AsyncConnection, keys: list[Any], where: list[Any], froms: Any
+    conn: AsyncConnection,
+    keys: list[Any],
+    where: list[Any],
+    froms: Any,
+    sampling: Sampling | None = None,
 ) -> dict[tuple[Any, ...], tuple[int, float | None]]:
+    """Count and mean handling time per group; over ``sampling``'s sample
+    (counts scaled to the table) when given."""
     handling = milliseconds_between(tasks.c.created_at, tasks.c.finished_at)
     stmt = (
         select(*keys, func.count(), func.avg(handling))
@@ -87,7 +94,12 @@ async def _handling_by(
         .where(*where)
         .group_by(*keys)
     )
-    return {tuple(r[: len(keys)]): (int(r[-2]), r[-1]) for r in await conn.execute(stmt)}
+    if sampling is None:
+        rows = await conn.execute(stmt)
+        return {tuple(r[: len(keys)]): (int(r[-2]), r[-1]) for r in rows}
+    found = (await conn.execute(sampling.over(stmt))).all()
+    sampled = sum(int(r[-2]) for r in found)
+    return {tuple(r[: len(keys)]): (sampling.scale(r[-2], sampled), r[-1]) for r in found}
 
 
 async def node_bottlenecks(
@@ -96,15 +108,23 @@ async def node_bottlenecks(
     froms, _where = scoped_tasks(scope)
     keys = [tasks.c.definition_key, tasks.c.node_key]
     handled_where = _handled(scope, now, days)
+    handling = milliseconds_between(tasks.c.created_at, tasks.c.finished_at)
     async with analytics_read(db) as conn:
-        handled = await grouped_stats(
-            conn,
-            keys,
-            milliseconds_between(tasks.c.created_at, tasks.c.finished_at),
-            handled_where,
-            froms,
-            groups_where=_COMPLETED_HUMAN,
-        )
+        sampling = await sampling_for(conn, tasks, select(tasks).where(*handled_where))
+        if sampling is None:
+            handled = await grouped_stats(
+                conn, keys, handling, handled_where, froms, groups_where=_COMPLETED_HUMAN
+            )
+        else:
+            sampled = await grouped_stats(
+                conn,
+                [sampling.over(k) for k in keys],
+                sampling.over(handling),
+                [sampling.over(w) for w in handled_where],
+                sampling.sample,
+            )
+            total = sum(n for n, _a, _p in sampled.values())
+            handled = {k: (sampling.scale(n, total), a, p) for k, (n, a, p) in sampled.items()}
         backlog_rows = await conn.execute(
             select(*keys, func.count()).select_from(froms).where(*_pending(scope)).group_by(*keys)
         )
@@ -125,7 +145,12 @@ async def node_bottlenecks(
     items.sort(
         key=lambda i: (-i["backlog"], -(i["avgHandlingMs"] or 0), i["definitionKey"], i["nodeKey"])
     )
-    return {"definitionKey": scope.definition_key, "periodDays": days, "items": items[:limit]}
+    return {
+        "definitionKey": scope.definition_key,
+        "periodDays": days,
+        "items": items[:limit],
+        "estimated": [] if sampling is None else ["handled", "avgHandlingMs", "p90HandlingMs"],
+    }
 
 
 async def approver_workload(
@@ -133,8 +158,10 @@ async def approver_workload(
 ) -> dict[str, Any]:
     froms, _where = scoped_tasks(scope)
     keys = [tasks.c.assignee]
+    handled_where = _handled(scope, now, days)
     async with analytics_read(db) as conn:
-        handled = await _handling_by(conn, keys, _handled(scope, now, days), froms)
+        sampling = await sampling_for(conn, tasks, select(tasks).where(*handled_where))
+        handled = await _handling_by(conn, keys, handled_where, froms, sampling)
         pending_rows = await conn.execute(
             select(tasks.c.assignee, func.count())
             .select_from(froms)
@@ -154,7 +181,12 @@ async def approver_workload(
             }
         )
     items.sort(key=lambda i: (-i["pending"], -i["handled"], i["assignee"]))
-    return {"definitionKey": scope.definition_key, "periodDays": days, "items": items[:limit]}
+    return {
+        "definitionKey": scope.definition_key,
+        "periodDays": days,
+        "items": items[:limit],
+        "estimated": [] if sampling is None else ["handled", "avgHandlingMs"],
+    }
 
 
 async def timeouts(

@@ -5,17 +5,21 @@ import { useTranslation } from "react-i18next";
 import { formatCount, formatDuration } from "../../components/units";
 import { StatusTag } from "../../components/StatusTag";
 import { PanelCard } from "./PanelCard";
+import { approx } from "./approx";
 import { usePanel } from "./useAnalytics";
 
 export function TotalsPanel({ definitionKey }: { definitionKey?: string }) {
   const { t } = useTranslation("analytics");
   const q = usePanel("totals", definitionKey);
   const d = q.data;
+  // estimates (issue 34 item 3): figures named in `estimated`, statuses in `estimatedStatuses`, read "≈ n"
+  const rough = d?.estimated;
+  const roughStatuses = d?.estimatedStatuses;
   const figures = d
     ? [
-        { key: "instances", value: formatCount(d.instances) },
-        { key: "finished", value: formatCount(d.finished) },
-        { key: "avgDuration", value: formatDuration(d.avgDurationMs) },
+        { key: "instances", value: approx(rough, "instances", formatCount(d.instances)) },
+        { key: "finished", value: approx(rough, "finished", formatCount(d.finished)) },
+        { key: "avgDuration", value: approx(rough, "avgDurationMs", formatDuration(d.avgDurationMs)) },
         { key: "pendingTasks", value: formatCount(d.pendingTasks) },
         { key: "startsLast7Days", value: formatCount(d.startsLast7Days) },
       ]
@@ -34,7 +38,7 @@ export function TotalsPanel({ definitionKey }: { definitionKey?: string }) {
         {Object.entries(d?.instancesByStatus ?? {}).map(([status, n]) => (
           <span key={status} data-testid={`totals-status-${status}`}>
             <StatusTag status={status} />
-            {formatCount(n)}
+            {approx(roughStatuses, status, formatCount(n))}
           </span>
         ))}
       </Space>
