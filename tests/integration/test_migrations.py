@@ -111,7 +111,7 @@ async def test_the_last_error_trigram_index_covers_only_jobs_with_an_error_L24(
 
 
 async def test_the_history_keys_to_jobs_exist_on_sqlite_only(fresh: Database, db: Database) -> None:
-    """Migration 0021b and the declared schema agree: on PostgreSQL neither
+    """Migration 0021 and the declared schema agree: on PostgreSQL neither
     the attempts (nor any of their partitions) nor the receipts have a
     foreign key to ``workflow_jobs`` — a deleted job fires no cascade over
     every day partition (issue 34) — while SQLite keeps both keys."""

@@ -1,6 +1,6 @@
 """Retention and every other job delete leave no attempt or receipt behind
 (issue 34; SPEC O-20), on both backends. On PostgreSQL the history tables
-have no foreign key to ``workflow_jobs`` (migration 0021b,
+have no foreign key to ``workflow_jobs`` (migration 0021,
 :mod:`flowledger.db.job_history_keys`): nothing cascades, so retention must
 remove a job's attempts — spread over several day partitions, a retry a day
 after the first, one a little after the job's own ``updated_at`` as a

@@ -17,7 +17,7 @@ And one index on the job ledger for the alert metrics (issue 34 item 3):
 ``ix_workflow_jobs_live_tenant`` (tenant_id, status, run_at) INCLUDE
 (lease_until, execution_deadline), pending and running jobs only — a
 tenant's backlog and stuck jobs are each an index-only range of it
-(migration 0021a, which says why dead jobs are not in it).
+(migration 0022, which says why dead jobs are not in it).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The foreign keys from the job history to ``workflow_jobs`` (issue 34):
 the attempts (``workflow_job_executions``) and the step receipts
 (``workflow_job_effects``) declare ``job_id → workflow_jobs.id``, but on
-PostgreSQL the constraint is not created (and migration 0021b drops it).
+PostgreSQL the constraint is not created (and migration 0021 drops it).
 
 Why: with the key, every deleted job fires a cascade that probes each of
 the ~100 day partitions of the attempts (and the receipts' index) even after

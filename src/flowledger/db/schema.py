@@ -133,7 +133,7 @@ workflow_jobs = Table(
         postgresql_where=_DEAD_OR_FAILED,
         sqlite_where=_DEAD_OR_FAILED,
     ),
-    # the oldest dead / failed jobs first: what a replay takes (0021c)
+    # the oldest dead / failed jobs first: what a replay takes (0023)
     Index(
         "ix_workflow_jobs_replayable",
         "created_at",

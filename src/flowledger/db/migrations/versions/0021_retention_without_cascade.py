@@ -17,7 +17,7 @@ pass over a day of expired history ≤ 10 s):
   (updated_at, id) WHERE status IN ('succeeded', 'canceled')``; the
   migration then skips it.
 
-Revision ID: 0021b
+Revision ID: 0021
 Revises: 0020
 Create Date: 2026-12-06 23:40:00
 """
@@ -29,7 +29,7 @@ from alembic import op
 
 from flowledger.db.job_history_keys import HISTORY_TABLES, JOBS
 
-revision = "0021b"
+revision = "0021"
 down_revision = "0020"
 branch_labels = None
 depends_on = None

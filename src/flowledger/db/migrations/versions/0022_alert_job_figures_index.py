@@ -12,8 +12,8 @@ for the all-tenant dead count too (a bitmap AND with
 instead of an index-only scan of ``ix_workflow_jobs_status_type``). Both
 backends (SQLite ignores the INCLUDE).
 
-Revision ID: 0021a
-Revises: 0020
+Revision ID: 0022
+Revises: 0021
 Create Date: 2026-12-06 23:30:00
 """
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021a"
-down_revision = "0020"
+revision = "0022"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 

@@ -9,8 +9,8 @@ a bitmap heap scan of 45,000 pages). With it the sample is the index's
 first entries. Writes: one entry when a job dies or fails, removed when it
 is retried or skipped.
 
-Revision ID: 0021c
-Revises: 0020
+Revision ID: 0023
+Revises: 0022
 Create Date: 2026-12-06 23:20:00
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021c"
-down_revision = "0020"
+revision = "0023"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
@@ -34,6 +34,7 @@ def upgrade() -> None:
         ["created_at", "id"],
         postgresql_where=sa.text(_DEAD_OR_FAILED),
         sqlite_where=sa.text(_DEAD_OR_FAILED),
+        if_not_exists=True,  # a large database may have built it CONCURRENTLY first
     )
 
 
