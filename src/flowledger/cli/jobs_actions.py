@@ -7,31 +7,35 @@ or running; ``--no-follow`` returns at once).
 The CLI acts as the operator named by ``--actor`` (default ``cli``) over
 every tenant and writes the same ``operation_audit`` rows as the API
 (``job.retry``, ``job.batch_retry``, ``job.skip``, ``job.batch_skip``,
-``job.replay``). The rules live in :mod:`flowledger.ops.jobs.actions` and
-:mod:`flowledger.ops.jobs.replay`.
+``job.replay``) through the API's own services,
+:mod:`flowledger.ops.jobs.operator_actions` (the rules live in
+:mod:`flowledger.ops.jobs.actions` and :mod:`flowledger.ops.jobs.replay`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
+from fastapi.encoders import jsonable_encoder
+from pydantic.alias_generators import to_camel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flowledger.access.audit import AuditEntry, audited
 from flowledger.api.routers import job_actions as models
 from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, out
 from flowledger.engine import Engine
 from flowledger.errors import FlowledgerError
-from flowledger.ops.jobs import actions as job_actions
+from flowledger.ops.jobs import operator_actions
 from flowledger.ops.jobs import replay as job_replay
-from flowledger.ops.jobs.batching import DEFAULT_RATE, MAX_REPLAY, new_batch_id
+from flowledger.ops.jobs.batching import DEFAULT_RATE, MAX_REPLAY
+from flowledger.ops.jobs.filters import JobFilter
 
 
 def _items_table(items: list[models.ItemOutcomePublic]) -> Table:
@@ -71,33 +75,14 @@ def retry(
         new_payload = _payload(payload, len(ids))
         ctx, caller = js.operator(engine, actor)
         if len(ids) == 1:
-            async with audited(ctx, caller, "job.retry", "job", ids[0], reason=reason) as e:
-                row = await job_actions.retry_job(
-                    engine.db,
-                    ids[0],
-                    now=ctx.now(),
-                    actor=caller.user_id,
-                    payload=new_payload,
-                    reason=reason,
-                )
-                e.tenant_id = row["tenant_id"]
-                e.detail.update(generation=row["generation"], newPayload=payload is not None)
+            row = await operator_actions.retry_as(
+                ctx, caller, ids[0], payload=new_payload, reason=reason
+            )
             _show_job(models.JobActionPublic.from_row(row), as_json)
             return
-        batch_id = new_batch_id()
-        async with audited(
-            ctx, caller, "job.batch_retry", "job_batch", batch_id, reason=reason
-        ) as e:
-            result = await job_actions.batch_retry(
-                engine.db,
-                ids,
-                now=ctx.now(),
-                actor=caller.user_id,
-                rate=rate,
-                replay_batch_id=batch_id,
-                reason=reason,
-            )
-            _audit_counts(e, result)
+        result = await operator_actions.batch_retry_as(
+            ctx, caller, list(ids), rate=rate, reason=reason
+        )
         public = models.batch_retry_public(result)
         if as_json:
             js.print_json(public.model_dump(mode="json", by_alias=True))
@@ -123,18 +108,10 @@ def skip(
     async def main(engine: Engine) -> None:
         ctx, caller = js.operator(engine, actor)
         if len(ids) == 1:
-            async with audited(ctx, caller, "job.skip", "job", ids[0], reason=reason) as e:
-                row = await job_actions.skip_job(
-                    engine.db, ids[0], now=ctx.now(), actor=caller.user_id, reason=reason
-                )
-                e.tenant_id = row["tenant_id"]
+            row = await operator_actions.skip_job_as(ctx, caller, ids[0], reason=reason)
             _show_job(models.JobActionPublic.from_row(row), as_json)
             return
-        async with audited(ctx, caller, "job.batch_skip", "job_batch", reason=reason) as e:
-            result = await job_actions.batch_skip(
-                engine.db, ids, now=ctx.now(), actor=caller.user_id, reason=reason
-            )
-            _audit_counts(e, result)
+        result = await operator_actions.batch_skip_as(ctx, caller, list(ids), reason=reason)
         public = models.batch_skip_public(result)
         if as_json:
             js.print_json(public.model_dump(mode="json", by_alias=True))
@@ -145,13 +122,12 @@ def skip(
     js.run_command(as_json, main)
 
 
-def _audit_counts(entry: AuditEntry, result: Any) -> None:
-    entry.detail.update(
-        matched=result.matched,
-        submitted=result.submitted,
-        skipped=result.skipped,
-        submittedIds=result.submitted_ids,
-    )
+def _shown_filter(flt: JobFilter) -> dict[str, Any]:
+    """The replay's filter as the audit shows it: its set fields, camelCase,
+    JSON-safe (the API shows its request body the same way)."""
+    fields = {to_camel(k): v for k, v in dataclasses.asdict(flt).items() if v is not None}
+    shown: dict[str, Any] = jsonable_encoder(fields)
+    return shown
 
 
 def _show_job(job: models.JobActionPublic, as_json: bool) -> None:
@@ -257,24 +233,20 @@ def replay(
                     str(s.id), s.type, s.status, js.text(s.created_at), js.text(s.last_error, 60)
                 )
             out.print(table)
-            out.print(f"matched {shown.matched}, a replay would submit {shown.would_submit}")
+            matched = f"{'≈ ' if shown.matched_estimated else ''}{shown.matched}"
+            out.print(f"matched {matched}, a replay would submit {shown.would_submit}")
             return
         ctx, caller = js.operator(engine, actor)
-        batch_id = new_batch_id()
-        async with audited(ctx, caller, "job.replay", "job_batch", batch_id, reason=reason) as e:
-            result = await job_replay.replay(
-                engine.db,
-                flt,
-                now=ctx.now(),
-                limit=limit,
-                rate=rate,
-                replay_batch_id=batch_id,
-                actor=caller.user_id,
-                reason=reason,
-            )
-            e.detail.update(
-                matched=result.matched, submitted=result.submitted, skipped=result.skipped
-            )
+        result = await operator_actions.replay_as(
+            ctx,
+            caller,
+            flt,
+            shown_filter=_shown_filter(flt),
+            limit=limit,
+            rate=rate,
+            reason=reason,
+        )
+        batch_id = str(result.replay_batch_id)
         public = models.replay_public(result)
         if not as_json:
             window = public.estimated_completion
