@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Column, ColumnElement, Select, func, literal, select, text
+from sqlalchemy import Column, ColumnElement, Select, Table, func, literal, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -85,6 +85,20 @@ class PlanFigures:
 
     cost: float
     rows: int
+
+
+async def planned_here(conn: AsyncConnection, statement: Select[Any]) -> PlanFigures | None:
+    """The planner's figures for ``statement`` on PostgreSQL; None on SQLite
+    (whose reads are always exact: the embedded default is small)."""
+    if dialect_name(conn) != POSTGRESQL:
+        return None
+    return await planned(conn, statement)
+
+
+async def table_pages(conn: AsyncConnection, table: Table) -> int:
+    """How many 8 KiB pages ``table`` holds now (PostgreSQL), at least 1."""
+    size = text("SELECT greatest(pg_relation_size(CAST(:table AS regclass)) / 8192, 1)")
+    return int((await conn.execute(size, {"table": table.name})).scalar_one())
 
 
 async def planned(conn: AsyncConnection, statement: Select[Any]) -> PlanFigures:

@@ -9,7 +9,7 @@ retention removed the job's rows itself; at a day's worth of expired jobs
 that was most of a 224 s retention pass. What the key guaranteed is kept by
 the code instead: every path that deletes jobs deletes their attempts and
 receipts first, in the same transaction
-(:meth:`flowledger.ledger.driver.core_maintenance.CoreMaintenance.jobs_purge_batch`,
+(:meth:`flowledger.ledger.driver.core_maintenance.MaintenanceCore.jobs_purge_batch`,
 :func:`flowledger.ledger.driver.forge.job_forget`), and attempts and
 receipts are only written next to an update of their (locked, existing) job.
 SQLite keeps both keys (its tables are small and it enforces them).

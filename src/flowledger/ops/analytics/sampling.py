@@ -30,15 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, Table, func, literal, text
+from sqlalchemy import Select, Table, func, literal
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.selectable import TableSample
 from sqlalchemy.sql.util import ClauseAdapter
 
 from flowledger.db import count_estimates
-from flowledger.db.count_estimates import planned
-from flowledger.db.dialects import POSTGRESQL, dialect_name
+from flowledger.db.count_estimates import planned_here, table_pages
 
 PAGE_BUDGET = 600
 """Heap pages a sampled figure reads (8 kB each: under 5 MB), whatever the
@@ -96,14 +95,11 @@ async def sampling_for(
     at most the exact-cost limit (default
     :data:`~flowledger.db.count_estimates.EXACT_COST_LIMIT`, read at each
     call) or on SQLite; else the sample that replaces the table."""
-    if dialect_name(conn) != POSTGRESQL:
-        return None
     limit = count_estimates.EXACT_COST_LIMIT if exact_cost_limit is None else exact_cost_limit
     bare = rows.with_only_columns(literal(1), maintain_column_froms=True)
-    plan = await planned(conn, bare)
-    if plan.cost <= limit:
+    plan = await planned_here(conn, bare)
+    if plan is None or plan.cost <= limit:
         return None
-    size = text("SELECT greatest(pg_relation_size(CAST(:table AS regclass)) / 8192, 1)")
-    pages = (await conn.execute(size, {"table": table.name})).scalar_one()
+    pages = await table_pages(conn, table)
     percent = min(100.0, round(100.0 * PAGE_BUDGET / float(pages), 4))
     return Sampling.of(table, percent, plan.rows)
