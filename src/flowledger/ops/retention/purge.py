@@ -25,7 +25,12 @@ unpartitioned table only take the row batches (issue 34 item 2).
 
 Indexes (PostgreSQL): the keyset walks each table's primary key; instance
 conditions are primary-key probes of ``workflow_instances`` and
-``ix_workflow_compensations_instance``.
+``ix_workflow_compensations_instance``. Tokens and trace rows are only ever
+removed once their instance finished before the cut-off, so they were
+created before it: their walk ends at the last row created before the
+cut-off (:func:`last_id_created_before`, a bisection of the primary key)
+instead of visiting the months of newer rows (issue 34: on the volume
+benchmark 15 s and 18 s of a 44 s pass).
 """
 
 from __future__ import annotations
@@ -86,11 +91,57 @@ def _unprotected(instance_id: Any) -> ColumnElement[bool]:
     return or_(instance_id.is_(None), ~instance_protected(instance_id))
 
 
-def _id_step(table: Table, where: Callable[[datetime], list[ColumnElement[bool]]]) -> Step:
-    """A step over one table with an integer ``id``."""
+async def last_id_created_before(conn: AsyncConnection, table: Table, before: datetime) -> int:
+    """The largest ``id`` of ``table`` whose row was created before
+    ``before`` (0: none), found by bisecting the primary key: rows are
+    appended, so ``created_at`` grows with ``id``. About twenty one-row
+    probes of the primary key, whatever the table's size. A row whose id and
+    time disagree by a concurrent commit's few milliseconds at the cut-off
+    is left for the next run; the step's own conditions still decide what
+    goes, so a row is never removed because of this bound."""
+    c = table.c
+
+    async def first_from(low: int, high: int) -> tuple[int, datetime] | None:
+        query = select(c.id, c.created_at).where(c.id >= low, c.id < high).order_by(c.id).limit(1)
+        row = (await conn.execute(query)).first()
+        return None if row is None else (int(row.id), row.created_at)
+
+    edges = (await conn.execute(select(func.min(c.id), func.max(c.id)))).one()
+    if edges[0] is None:
+        return 0
+    lo, hi = int(edges[0]), int(edges[1]) + 1
+    first = await first_from(lo, hi)
+    if first is None or first[1] >= before:
+        return 0
+    # invariant: the row ``lo`` was created before ``before``; none from ``hi`` on was
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        found = await first_from(mid, hi)
+        if found is not None and found[1] < before:
+            lo = found[0]
+        else:
+            hi = mid
+    return lo
+
+
+def _id_step(
+    table: Table,
+    where: Callable[[datetime], list[ColumnElement[bool]]],
+    *,
+    created_before_cutoff: bool = False,
+) -> Step:
+    """A step over one table with an integer ``id``. ``created_before_cutoff``:
+    every row the step removes was created before the cut-off (tokens and
+    trace of an instance finished before it), so the walk stops at
+    :func:`last_id_created_before` instead of visiting every newer row."""
+
+    async def bounded(conn: AsyncConnection, before: datetime) -> list[ColumnElement[bool]]:
+        if not created_before_cutoff:
+            return where(before)
+        return [table.c.id <= await last_id_created_before(conn, table, before), *where(before)]
 
     async def count(conn: AsyncConnection, ledger: LedgerDriver, before: datetime) -> Counts:
-        stmt = select(func.count()).select_from(table).where(*where(before))
+        stmt = select(func.count()).select_from(table).where(*await bounded(conn, before))
         return {table.name: int((await conn.execute(stmt)).scalar_one())}
 
     async def batch(
@@ -98,7 +149,7 @@ def _id_step(table: Table, where: Callable[[datetime], list[ColumnElement[bool]]
     ) -> Any:
         stmt = (
             select(table.c.id)
-            .where(table.c.id > after, *where(before))
+            .where(table.c.id > after, *await bounded(conn, before))
             .order_by(table.c.id)
             .limit(limit)
             .with_for_update()  # compiles to nothing on SQLite (its writer lock excludes)
@@ -112,8 +163,16 @@ def _id_step(table: Table, where: Callable[[datetime], list[ColumnElement[bool]]
     return Step(count, batch)
 
 
-TOKENS = _id_step(tokens, lambda before: [_finished_instance(tokens.c.instance_id, before)])
-TRACE = _id_step(trace, lambda before: [_finished_instance(trace.c.instance_id, before)])
+TOKENS = _id_step(
+    tokens,
+    lambda before: [_finished_instance(tokens.c.instance_id, before)],
+    created_before_cutoff=True,
+)
+TRACE = _id_step(
+    trace,
+    lambda before: [_finished_instance(trace.c.instance_id, before)],
+    created_before_cutoff=True,
+)
 OUTBOX = _id_step(
     outbox,
     lambda before: [
