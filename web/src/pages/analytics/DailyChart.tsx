@@ -16,7 +16,7 @@ export function DailyChart({ definitionKey }: { definitionKey?: string }) {
     () => ({
       tooltip: { trigger: "axis", valueFormatter: (v: unknown) => formatCount(Number(v)) },
       legend: { top: 0 },
-      grid: { left: 40, right: 16, top: 36, bottom: 28 },
+      grid: { left: 16, right: 16, top: 36, bottom: 28, containLabel: true },
       xAxis: { type: "category", data: (days ?? []).map((d) => d.date.slice(5)) },
       yAxis: { type: "value", minInterval: 1, axisLabel: { formatter: (v: number) => formatCount(v) } },
       series: [
