@@ -22,15 +22,17 @@ database time, for ``GET /api/workflows/engine/diagnostics``.
 - **queue**: job counts by type x status (``ix_workflow_jobs_status_type``;
   at volume a terminal status is the planner's estimate, marked ``estimated``),
   the oldest *due* pending job per type, and per pool the pending, due and
-  running counts with the oldest due ``runAt`` (``ix_workflow_jobs_claim_due``
-  and ``ix_workflow_jobs_running_lease``).
+  running counts with the oldest due ``runAt`` — every pending job read once,
+  grouped by (pool, type), the pools' and types' figures summed from those
+  few groups (``ix_workflow_jobs_claim_due``); running per pool by
+  ``ix_workflow_jobs_running_lease``.
 - **pausedScopes**: the paused pools and job types (issue 31 item 3), with
   who paused each, why and since when; claims skip their pending jobs.
 
 Tenant scope (A-3): job and outbox figures count only the caller's tenants
 (``tenants=None``: all; a scoped caller then never sees system jobs without
 a tenant); nodes, leases, system tasks and settings are engine-wide and have
-no tenant; so are paused scopes. Ten queries in all, none per row. Never writes.
+no tenant; so are paused scopes. No query per row. Never writes.
 """
 
 from __future__ import annotations
@@ -170,34 +172,22 @@ async def _queue(
         conn, _scoped(select(jobs.c.id), jobs.c.tenant_id, tenants)
     )
     rough = by_type_status.estimated_by_type  # type → statuses the planner estimated
-    oldest_due = (
-        await conn.execute(
-            _scoped(
-                select(jobs.c.type, func.min(jobs.c.run_at), func.count())
-                .where(jobs.c.status == "pending", jobs.c.run_at <= now)
-                .group_by(jobs.c.type),
-                jobs.c.tenant_id,
-                tenants,
-            ).order_by(jobs.c.type)
-        )
-    ).all()
+    due_now = jobs.c.run_at <= now
+    # every pending job read once: per (pool, type) how many, how many are
+    # due and the oldest due run_at — the pools' and the types' figures are
+    # sums and minimums of these few groups
     pending = (
         await conn.execute(
             _scoped(
-                select(jobs.c.pool, func.count(), func.min(jobs.c.run_at))
+                select(
+                    jobs.c.pool,
+                    jobs.c.type,
+                    func.count(),
+                    func.count().filter(due_now),
+                    func.min(jobs.c.run_at).filter(due_now),
+                )
                 .where(jobs.c.status == "pending")
-                .group_by(jobs.c.pool),
-                jobs.c.tenant_id,
-                tenants,
-            )
-        )
-    ).all()
-    due = (
-        await conn.execute(
-            _scoped(
-                select(jobs.c.pool, func.count(), func.min(jobs.c.run_at))
-                .where(jobs.c.status == "pending", jobs.c.run_at <= now)
-                .group_by(jobs.c.pool),
+                .group_by(jobs.c.pool, jobs.c.type),
                 jobs.c.tenant_id,
                 tenants,
             )
@@ -215,6 +205,7 @@ async def _queue(
         )
     ).all()
     pools: dict[str, dict[str, Any]] = {}
+    types: dict[str, dict[str, Any]] = {}
 
     def pool(name: str) -> dict[str, Any]:
         return pools.setdefault(
@@ -222,15 +213,22 @@ async def _queue(
             {"pool": name, "pending": 0, "due": 0, "running": 0, "oldest_due_run_at": None},
         )
 
-    for name, n, _first in pending:
-        pool(name)["pending"] = int(n)
-    for name, n, first in due:
-        entry = pool(name)
-        entry.update(due=int(n), oldest_due_run_at=first, oldest_due_age_s=_age_s(now, first))
+    def earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+        return b if a is None else a if b is None else min(a, b)
+
+    for pool_name, type_name, n, n_due, first_due in pending:
+        entry = pool(pool_name)
+        entry["pending"] += int(n)
+        if n_due:
+            entry["due"] += int(n_due)
+            entry["oldest_due_run_at"] = earliest(entry["oldest_due_run_at"], first_due)
+            kind = types.setdefault(type_name, {"type": type_name, "run_at": None, "due": 0})
+            kind["due"] += int(n_due)
+            kind["run_at"] = earliest(kind["run_at"], first_due)
     for name, n in running:
         pool(name)["running"] = int(n)
     for entry in pools.values():
-        entry.setdefault("oldest_due_age_s", None)
+        entry["oldest_due_age_s"] = _age_s(now, entry["oldest_due_run_at"])
     return {
         "by_type_status": [
             {"type": t, "status": s, "count": n, "estimated": s in rough.get(t, ())}
@@ -239,8 +237,7 @@ async def _queue(
             if n
         ],
         "oldest_due_by_type": [
-            {"type": t, "run_at": first, "age_s": _age_s(now, first), "due": int(n)}
-            for t, first, n in oldest_due
+            {**types[t], "age_s": _age_s(now, types[t]["run_at"])} for t in sorted(types)
         ],
         "pools": [pools[name] for name in sorted(pools)],
     }
