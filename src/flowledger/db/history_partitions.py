@@ -29,6 +29,21 @@ PARTITION_COLUMN = "started_at"
 DEFAULT_PARTITION = f"{PARENT}_default"
 LEGACY_PARTITION = f"{PARENT}_legacy"
 DAY_PREFIX = f"{PARENT}_p"
+# how far the clock that starts an attempt may lag behind the clock that
+# created its job (two hosts, or a test's manual clock): the margin of
+# :func:`earliest_attempt_start`
+CLOCK_MARGIN = timedelta(days=7)
+
+
+def earliest_attempt_start(created_at: datetime) -> datetime:
+    """A lower bound on ``started_at`` of any attempt of a job created at
+    ``created_at``: a read of the attempts of known jobs adds
+    ``started_at >= earliest_attempt_start(min created_at)`` so PostgreSQL
+    prunes every older day partition when it plans the statement, instead
+    of opening and probing all of them (``job_id`` is not the partition
+    key; on the volume bench's 92 partitions the drawer's attempts read
+    went from ~30 ms, mostly planning, to under 1 ms)."""
+    return created_at - CLOCK_MARGIN
 
 
 def day_start(day: date) -> datetime:

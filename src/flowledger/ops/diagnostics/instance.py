@@ -111,7 +111,7 @@ async def _view(
     if name == "triggers":
         return await triggers_view(conn, instance_id)
     if name == "events":
-        return await events_view(conn, instance_id)
+        return await events_view(conn, instance_id, instance_created_at=instance["created_at"])
     if name == "tokens":
         return await tokens_view(conn, instance_id, defn)
     if name == "diagram":

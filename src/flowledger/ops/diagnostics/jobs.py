@@ -24,15 +24,16 @@ is found by exact idempotency-key lookups."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, true
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_event_outbox as outbox
 from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.db.event_schema import workflow_subscription_hits as hits
+from flowledger.db.history_partitions import earliest_attempt_start
 from flowledger.db.portable import timestamp_minus
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
@@ -92,9 +93,20 @@ async def _pending_dispatch_job(conn: AsyncConnection) -> dict[str, Any] | None:
     return None if row is None else _job_brief(row)
 
 
-async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]:
+async def events_view(
+    conn: AsyncConnection, instance_id: int, *, instance_created_at: datetime | None = None
+) -> dict[str, Any]:
+    """The events view; ``instance_created_at`` (the instance's, when known)
+    bounds the dispatch attempts' ``started_at`` by a value, not only by the
+    outbox row's columns, so PostgreSQL plans only the attempts' day
+    partitions since then (planning every partition cost ~30 ms at 90 days)."""
     # the event_dispatch attempt that started last at or before the dispatch
     # time (the rows are marked with the attempt's clock, inside it)
+    since = (
+        executions.c.started_at >= earliest_attempt_start(instance_created_at) - DISPATCH_SLACK
+        if instance_created_at is not None
+        else true()
+    )
     dispatcher = (
         select(executions.c.job_id)
         .select_from(executions.join(jobs, jobs.c.id == executions.c.job_id))
@@ -102,6 +114,7 @@ async def events_view(conn: AsyncConnection, instance_id: int) -> dict[str, Any]
             jobs.c.type == EVENT_DISPATCH,
             executions.c.started_at <= outbox.c.dispatched_at,
             executions.c.started_at >= timestamp_minus(outbox.c.created_at, DISPATCH_SLACK),
+            since,
         )
         .order_by(executions.c.started_at.desc(), executions.c.id.desc())
         .limit(1)

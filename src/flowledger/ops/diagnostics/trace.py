@@ -98,7 +98,11 @@ async def jobs_with_attempts(conn: AsyncConnection, query: Any) -> list[dict[str
     ``executions``; payloads, results and attempts redacted."""
     rows = (await conn.execute(query)).mappings().all()
     out = [redact(camel_row(r, _JOB_HIDDEN)) for r in rows]
-    attempts = await executions_by_job(conn, [int(j["id"]) for j in out])
+    attempts = await executions_by_job(
+        conn,
+        [int(j["id"]) for j in out],
+        created_since=min((j["createdAt"] for j in out), default=None),
+    )
     for job in out:
         job["executions"] = [redact(a) for a in attempts[int(job["id"])]]
     return out

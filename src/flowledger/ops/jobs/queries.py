@@ -26,9 +26,10 @@ import binascii
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, Select, func, select, tuple_
+from sqlalchemy import Column, Select, func, select, true, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.count_estimates import (
@@ -38,6 +39,7 @@ from flowledger.db.count_estimates import (
     frequent_values,
 )
 from flowledger.db.database import Database
+from flowledger.db.history_partitions import earliest_attempt_start
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.errors import FlowledgerError, NotFoundError
@@ -289,14 +291,24 @@ async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
 # ------------------------------------------------------------ detail, chains
 
 
-async def executions_by_job(conn: AsyncConnection, job_ids: Sequence[int]) -> dict[int, list[Any]]:
-    """Every attempt of ``job_ids`` by job, oldest first (generation, attempt)."""
+async def executions_by_job(
+    conn: AsyncConnection, job_ids: Sequence[int], *, created_since: datetime | None
+) -> dict[int, list[Any]]:
+    """Every attempt of ``job_ids`` by job, oldest first (generation, attempt).
+    ``created_since``: the earliest ``created_at`` of those jobs, when known —
+    it bounds ``started_at`` so the attempts' older day partitions are pruned
+    (:func:`~flowledger.db.history_partitions.earliest_attempt_start`)."""
     out: dict[int, list[Any]] = {job_id: [] for job_id in job_ids}
+    since = (
+        executions.c.started_at >= earliest_attempt_start(created_since)
+        if created_since is not None
+        else true()
+    )
     for offset in range(0, len(job_ids), 500):
         chunk = list(job_ids[offset : offset + 500])
         rows = await conn.execute(
             select(executions)
-            .where(executions.c.job_id.in_(chunk))
+            .where(executions.c.job_id.in_(chunk), since)
             .order_by(
                 executions.c.job_id,
                 executions.c.generation,
@@ -332,7 +344,8 @@ async def job_detail(
         if row is None:
             raise NotFoundError(f"job {job_id} not found", field="jobId")
         job = camel_row(row)
-        job["executions"] = (await executions_by_job(conn, [job_id]))[job_id]
+        attempts = await executions_by_job(conn, [job_id], created_since=row["created_at"])
+        job["executions"] = attempts[job_id]
     return job
 
 
@@ -350,7 +363,9 @@ async def read_chain(
     if not rows:
         raise NotFoundError(f"no job with traceId {trace_id!r}", field="traceId")
     chain = [camel_row(r) for r in rows[:MAX_CHAIN_JOBS]]
-    attempts = await executions_by_job(conn, [j["id"] for j in chain])
+    attempts = await executions_by_job(
+        conn, [j["id"] for j in chain], created_since=min(j["createdAt"] for j in chain)
+    )
     for job in chain:
         job["executions"] = attempts[job["id"]]
     instance_ids = sorted({j["instanceId"] for j in chain if j["instanceId"] is not None})
