@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, Select, func, select, true, tuple_
+from sqlalchemy import Column, Select, func, select, true, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.count_estimates import (
@@ -251,11 +251,21 @@ async def _split_by_type(
     small = [cell for cell, guess in guesses.items() if guess <= SMALL_CELL]
     counted: dict[tuple[str, str], int] = {}
     if small:
-        grouped = (
+        # per type ``type = t AND status IN (…)``: each an index-only range of
+        # ix_workflow_jobs_status_type; one ``(type, status) IN (pairs)`` was
+        # planned as a bitmap heap scan, one heap page per row — 206 ms on
+        # the volume database for two cells the planner thought near empty
+        # that held 21,559 jobs (27 ms this way)
+        statuses_of: dict[str, list[str]] = {}
+        for t, st in small:
+            statuses_of.setdefault(t, []).append(st)
+        parts = [
             rows.with_only_columns(jobs.c.type, jobs.c.status, func.count())
-            .where(tuple_(jobs.c.type, jobs.c.status).in_(small))
+            .where(jobs.c.type == t, jobs.c.status.in_(sts))
             .group_by(jobs.c.type, jobs.c.status)
-        )
+            for t, sts in statuses_of.items()
+        ]
+        grouped = parts[0] if len(parts) == 1 else union_all(*parts)
         counted = {(t, st): int(n) for t, st, n in (await conn.execute(grouped)).all()}
     return {
         cell: (counted.get(cell, 0), False) if cell in small else (guess, True)
