@@ -35,10 +35,11 @@ null: no filter can name exactly them.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import func, or_, select, union_all
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs as jobs
@@ -60,6 +61,8 @@ _FILTER_KEY = {
     "instance": "instanceId",
     "trace": "traceId",
 }
+# groupings with few distinct keys, read in one pass (:func:`_groups_in_one_pass`)
+FEW_KEYS = frozenset({"reason", "type"})
 MAX_LIMIT = 200
 MAX_SAMPLES = 20
 
@@ -115,6 +118,86 @@ def _newest_members(flt: JobFilter, by: str, keys: list[Any], n: int) -> Any:
     return union_all(*parts)
 
 
+@dataclass(frozen=True)
+class _Group:
+    key: Any
+    n: int
+    first: Any
+    last: Any
+
+
+def _largest(groups: list[_Group], limit: int) -> list[_Group]:
+    """Largest first, then by key (a null key last)."""
+    return sorted(groups, key=lambda g: (-g.n, g.key is None, g.key if g.key is not None else 0))[
+        :limit
+    ]
+
+
+async def _groups_in_one_pass(
+    conn: AsyncConnection, flt: JobFilter, by: str, limit: int
+) -> tuple[list[_Group], dict[Any, list[dict[str, Any]]]]:
+    """Reasons and types are few: one scan grouped by (key, type) gives both
+    the clusters and their types (the failed part of the ledger read once,
+    not once for the clusters and again for their types: 251,264 failed
+    jobs on the volume benchmark)."""
+    key = GROUPINGS[by].label("key")
+    rows = await conn.execute(
+        flt.apply(
+            select(
+                key,
+                jobs.c.type,
+                func.count().label("n"),
+                func.min(jobs.c.updated_at).label("first"),
+                func.max(jobs.c.updated_at).label("last"),
+            )
+        ).group_by(key, jobs.c.type)
+    )
+    merged: dict[Any, _Group] = {}
+    by_type: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        have = merged.get(row.key)
+        merged[row.key] = (
+            _Group(row.key, row.n, row.first, row.last)
+            if have is None
+            else _Group(
+                row.key, have.n + row.n, min(have.first, row.first), max(have.last, row.last)
+            )
+        )
+        by_type.setdefault(row.key, []).append({"type": row.type, "count": row.n})
+    return _largest(list(merged.values()), limit), by_type
+
+
+async def _largest_groups(
+    conn: AsyncConnection, flt: JobFilter, by: str, limit: int
+) -> tuple[list[_Group], dict[Any, list[dict[str, Any]]]]:
+    """Instances and traces are many: the ``limit`` largest groups first,
+    then the types of those alone (by the instance / trace index)."""
+    key = GROUPINGS[by].label("key")
+    count = func.count().label("n")
+    groups = flt.apply(
+        select(
+            key,
+            count,
+            func.min(jobs.c.updated_at).label("first"),
+            func.max(jobs.c.updated_at).label("last"),
+        )
+    ).group_by(key)
+    top = [
+        _Group(row.key, row.n, row.first, row.last)
+        for row in await conn.execute(groups.order_by(count.desc(), key).limit(limit))
+    ]
+    by_type: dict[Any, list[dict[str, Any]]] = {}
+    if top:
+        types = await conn.execute(
+            flt.apply(select(key, jobs.c.type, func.count().label("n")))
+            .where(_in_key(GROUPINGS[by], [g.key for g in top]))
+            .group_by(key, jobs.c.type)
+        )
+        for row in types:
+            by_type.setdefault(row.key, []).append({"type": row.type, "count": row.n})
+    return top, by_type
+
+
 async def failure_clusters(
     db: Database, flt: JobFilter, *, by: str = "reason", limit: int = 50, samples: int = 3
 ) -> list[dict[str, Any]]:
@@ -130,32 +213,17 @@ async def failure_clusters(
     if not statuses:
         return []
     flt = replace(flt, statuses=statuses)
-    key = GROUPINGS[by].label("key")
-    count = func.count().label("n")
-    groups = flt.apply(
-        select(
-            key,
-            count,
-            func.min(jobs.c.updated_at).label("first"),
-            func.max(jobs.c.updated_at).label("last"),
-        )
-    ).group_by(key)
     async with db.read() as conn:
-        top = (await conn.execute(groups.order_by(count.desc(), key).limit(limit))).all()
-        keys = [row.key for row in top]
+        if by in FEW_KEYS:
+            top, by_type = await _groups_in_one_pass(conn, flt, by, limit)
+        else:
+            top, by_type = await _largest_groups(conn, flt, by, limit)
+        keys = [group.key for group in top]
         if not keys:
             return []
-        types = await conn.execute(
-            flt.apply(select(key, jobs.c.type, func.count().label("n")))
-            .where(_in_key(GROUPINGS[by], keys))
-            .group_by(key, jobs.c.type)
-        )
-        by_type: dict[Any, list[dict[str, Any]]] = {}
-        for row in types:
-            by_type.setdefault(row.key, []).append({"type": row.type, "count": row.n})
         picked: dict[Any, list[Any]] = {}
-        for row in await conn.execute(_newest_members(flt, by, keys, max(samples, 1))):
-            picked.setdefault(row.key, []).append(row)
+        for member in await conn.execute(_newest_members(flt, by, keys, max(samples, 1))):
+            picked.setdefault(member.key, []).append(member)
     clusters = []
     for row in top:
         members_of = picked.get(row.key, [])
