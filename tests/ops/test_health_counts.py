@@ -17,7 +17,8 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs
 from flowledger.ops.health.counts import problem_counts
-from flowledger.ops.health.inspection import inspect, summarize
+from flowledger.ops.health.inspection import inspect, page, summarize
+from flowledger.ops.health.page import problem_page
 from flowledger.ops.health.score import engine_health_score, health_score_of
 from flowledger.ops.runtime.status import runtime_figures
 from tests.integration.engine_helpers import jobs, new_engine, tokens
@@ -122,3 +123,25 @@ async def test_engine_health_score_equals_the_inspection_score_O16_O22(
     assert fast.points["critical"] == 20 and fast.points["warning"] == 4
     assert fast.score == 100 - sum(fast.points.values()) < 80
     assert elsewhere.by_level == {"critical": 0, "warning": 0}
+
+
+async def test_sql_page_equals_the_inspection_page_O16(db: Database, clock: ManualClock) -> None:
+    """:func:`problem_page` (one statement) gives the items and keyset of
+    ``page(inspect(…))``: every filter, every scope, page after page."""
+    await _state(db, clock)
+    now = clock.now()
+    async with db.read() as conn:
+        for scope in ({}, {"tenants": ["elsewhere"]}, {"threshold": timedelta(minutes=10)}):
+            problems = await inspect(conn, now=now, **scope)  # type: ignore[arg-type]
+            assert len(problems) > 3 or scope
+            for filters in ({}, {"level": "warning"}, {"rule": "waiting_task_stuck"}):
+                after = None
+                while True:
+                    want = page(problems, after=after, limit=3, **filters)  # type: ignore[arg-type]
+                    got = await problem_page(
+                        conn, now=now, after=after, limit=3, **scope, **filters
+                    )  # type: ignore[arg-type]
+                    assert got == want, (scope, filters, after)
+                    after = got[1]
+                    if after is None:
+                        break

@@ -1,0 +1,273 @@
+"""One page of the health inspection's problems read by one statement (SPEC
+O-16): the same items, in the same order, with the same keyset, that
+:func:`~flowledger.ops.health.inspection.page` takes from
+:func:`~flowledger.ops.health.inspection.inspect`'s problems — without
+building every problem in Python first (tens of thousands on a volume
+database). Read-only.
+
+The statement runs the rules of :mod:`flowledger.ops.health.rules`
+(``RuleParams.counting``: the running-instance check as a join, since
+every candidate is read) and de-duplicates their rows as
+:func:`~flowledger.ops.health.inspection.one_per_task` does, the way
+:mod:`flowledger.ops.health.counts` counts them:
+
+- the rules that report open tasks (those with a ``when``) are one pass
+  over the open tasks, :func:`~flowledger.ops.health.rules.open_task_priorities`,
+  each task once with the first of those rules that reports it;
+- the rows of every other rule (job and instance problems: few) keep one row
+  per de-duplication key (:func:`~flowledger.ops.health.counts.dedup_key`):
+  the lowest priority, then the oldest ``since``, then the lowest job id
+  (one task with two overdue timeout jobs);
+- between the two, a task keeps the rule of lower priority;
+- ``instance_stalled`` is dropped for an instance with a task or job
+  problem (an open task's instance is never stalled).
+
+Of what is left it returns the rows after the keyset ``after`` in the
+inspection's order — critical first, then ``since``, instance, task
+(absent: 0), priority — filtered by ``rule`` / ``level``, at most
+``limit + 1`` (a top-N sort, not a sort of every problem). Only for those
+rows are an open task's ``job_id`` and ``detail`` read, by its rule's
+``row`` (:data:`~flowledger.ops.health.rule_queries.TaskRow`). The window
+function and row values it uses exist on both backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    String,
+    and_,
+    case,
+    cast,
+    exists,
+    func,
+    literal,
+    null,
+    select,
+    tuple_,
+    union_all,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.expression import type_coerce
+
+from flowledger.db.engine_schema import workflow_tasks as tasks
+from flowledger.db.health_sql import without_jit
+from flowledger.db.types import UTCDateTime
+from flowledger.ops.health.counts import dedup_key
+from flowledger.ops.health.inspection import (
+    DEFAULT_THRESHOLD_MINUTES,
+    Problem,
+)
+from flowledger.ops.health.rules import (
+    CRITICAL,
+    RULES,
+    RULES_BY_CODE,
+    Rule,
+    RuleParams,
+    open_task_priorities,
+)
+
+_BY_PRIORITY = {rule.priority: rule for rule in RULES}
+_STALLED = RULES_BY_CODE["instance_stalled"].priority
+_NAMES = ("prio", "rank", "kind", "key", "instance_id", "task_id", "node_key", "job_id", "since")
+
+
+def _rank(rule: Rule) -> int:
+    return 0 if rule.level == CRITICAL else 1
+
+
+def _other_rows(counting: RuleParams) -> Any:
+    """The rows of every rule without a ``when`` (job and instance
+    problems: few), each key once with its lowest priority (then the oldest
+    ``since``, the lowest job id)."""
+    parts = []
+    for rule in RULES:
+        if rule.when is not None:
+            continue
+        rows = rule.build(counting).subquery(f"r{rule.priority}")
+        kind, key = dedup_key(rule, rows)
+        parts.append(
+            select(
+                literal(rule.priority, Integer).label("prio"),
+                literal(_rank(rule), Integer).label("rank"),
+                kind.label("kind"),
+                key.label("key"),
+                cast(rows.c.instance_id, BigInteger).label("instance_id"),
+                cast(rows.c.task_id, BigInteger).label("task_id"),
+                cast(rows.c.node_key, String).label("node_key"),
+                cast(rows.c.job_id, BigInteger).label("job_id"),
+                type_coerce(rows.c.since, UTCDateTime()).label("since"),
+                cast(rows.c.detail, String).label("detail"),
+            )
+        )
+    found = union_all(*parts).subquery("found")
+    ranked = select(
+        found,
+        func.row_number()
+        .over(
+            partition_by=(found.c.kind, found.c.key),
+            order_by=(found.c.prio, found.c.since, found.c.job_id),
+        )
+        .label("nth"),
+    ).subquery("ranked")
+    return select(*(ranked.c[name] for name in (*_NAMES, "detail"))).where(ranked.c.nth == 1)
+
+
+def _rank_of_open(prio: Any) -> Any:
+    return case(
+        *((prio == rule.priority, literal(_rank(rule), Integer)) for rule in RULES if rule.when),
+        else_=literal(1, Integer),
+    )
+
+
+def page_statement(
+    params: RuleParams,
+    *,
+    rule: str | None = None,
+    level: str | None = None,
+    after: tuple[Any, ...] | None = None,
+    limit: int = 50,
+) -> Any:
+    """The ``limit + 1`` problems after ``after`` (see the module docstring)."""
+    counting = replace(params, counting=True)
+    others = _other_rows(counting).cte("other_problems")
+    # the open tasks' rows: read once, used twice (the statement plans
+    # their conditions once; one of them reads the partitioned attempts)
+    open_rows = (
+        open_task_priorities(counting)
+        .add_columns(tasks.c.node_key, tasks.c.created_at)
+        .cte("open_tasks")
+    )
+    # an open task's rule loses to a job rule of lower priority on the task…
+    beaten = exists().where(
+        others.c.kind == 0, others.c.key == open_rows.c.task_id, others.c.prio < open_rows.c.prio
+    )
+    opened = select(
+        open_rows.c.prio,
+        _rank_of_open(open_rows.c.prio).label("rank"),
+        literal(0, Integer).label("kind"),
+        cast(open_rows.c.task_id, BigInteger).label("key"),
+        cast(open_rows.c.instance_id, BigInteger).label("instance_id"),
+        cast(open_rows.c.task_id, BigInteger).label("task_id"),
+        cast(open_rows.c.node_key, String).label("node_key"),
+        cast(null(), BigInteger).label("job_id"),
+        type_coerce(open_rows.c.created_at, UTCDateTime()).label("since"),
+        cast(null(), String).label("detail"),
+    ).where(open_rows.c.prio.isnot(None), ~beaten)
+    # …and a job rule's row on a task loses to the task's open-task rule of
+    # lower priority
+    as_open = open_rows.alias("as_open")
+    wins = exists().where(
+        others.c.kind == 0,
+        as_open.c.task_id == others.c.key,
+        as_open.c.prio.isnot(None),
+        as_open.c.prio < others.c.prio,
+    )
+    # a task or job problem hides its instance's instance_stalled (an open
+    # task's instance is never stalled: stalled means no open task)
+    with_problem = select(others.c.instance_id).where(
+        others.c.kind < 2, others.c.instance_id.isnot(None)
+    )
+    kept = select(*(others.c[name] for name in (*_NAMES, "detail"))).where(
+        ~wins,
+        ~and_(others.c.prio == _STALLED, others.c.instance_id.in_(with_problem)),
+    )
+    best = union_all(opened, kept).subquery("best")
+    order = _order(best)
+    query = select(best)
+    if rule is not None:
+        query = query.where(best.c.prio == RULES_BY_CODE[rule].priority)
+    if level is not None:
+        query = query.where(best.c.rank == (0 if level == CRITICAL else 1))
+    if after is not None:
+        rank, since, instance_id, task_id, prio = after
+        query = query.where(
+            tuple_(*order)
+            > tuple_(
+                literal(rank, Integer),
+                literal(since, UTCDateTime()),
+                literal(instance_id, BigInteger),
+                literal(task_id, BigInteger),
+                literal(prio, Integer),
+            )
+        )
+    return _with_task_columns(query.order_by(*order).limit(limit + 1).subquery("page"), counting)
+
+
+def _order(rows: Any) -> tuple[Any, ...]:
+    """The inspection's order: critical first, ``since``, instance, task, priority."""
+    return (
+        rows.c.rank,
+        rows.c.since,
+        func.coalesce(rows.c.instance_id, 0),
+        func.coalesce(rows.c.task_id, 0),
+        rows.c.prio,
+    )
+
+
+def _with_task_columns(page: Any, counting: RuleParams) -> Any:
+    """The page's rows, an open task's ``job_id`` and ``detail`` filled by
+    its rule's :data:`~flowledger.ops.health.rule_queries.TaskRow` (only
+    for the rows of the page)."""
+    job_ids = []
+    details = []
+    for rule in RULES:
+        if rule.row is None:
+            continue
+        job_id, detail = rule.row(counting)
+        job_ids.append((page.c.prio == rule.priority, cast(job_id, BigInteger)))
+        details.append((page.c.prio == rule.priority, cast(detail, String)))
+    return (
+        select(
+            *(page.c[name] for name in _NAMES if name != "job_id"),
+            case(*job_ids, else_=page.c.job_id).label("job_id"),
+            case(*details, else_=page.c.detail).label("detail"),
+        )
+        .select_from(page.outerjoin(tasks, tasks.c.id == page.c.task_id))
+        .order_by(*_order(page))
+    )
+
+
+def _problem(row: Any) -> Problem:
+    rule = _BY_PRIORITY[int(row.prio)]
+    return Problem(
+        rule=rule.code,
+        level=rule.level,
+        instance_id=None if row.instance_id is None else int(row.instance_id),
+        task_id=None if row.task_id is None else int(row.task_id),
+        node_key=row.node_key,
+        job_id=None if row.job_id is None else int(row.job_id),
+        since=row.since,
+        detail=row.detail,
+    )
+
+
+async def problem_page(
+    conn: AsyncConnection,
+    *,
+    now: datetime,
+    threshold: timedelta = timedelta(minutes=DEFAULT_THRESHOLD_MINUTES),
+    tenants: Sequence[str] | None = None,
+    definition_key: str | None = None,
+    rule: str | None = None,
+    level: str | None = None,
+    after: tuple[Any, ...] | None = None,
+    limit: int = 50,
+) -> tuple[list[Problem], tuple[Any, ...] | None]:
+    """The page and the keyset of its last item when more follow — what
+    ``page(inspect(…), rule=…, level=…, after=…, limit=…)`` gives."""
+    params = RuleParams(
+        now=now, threshold=threshold, tenants=tenants, definition_key=definition_key
+    )
+    await without_jit(conn)
+    statement = page_statement(params, rule=rule, level=level, after=after, limit=limit)
+    items = [_problem(row) for row in await conn.execute(statement)]
+    more = len(items) > limit
+    items = items[:limit]
+    return items, (items[-1].sort_key if more and items else None)
