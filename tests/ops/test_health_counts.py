@@ -127,7 +127,8 @@ async def test_engine_health_score_equals_the_inspection_score_O16_O22(
 
 async def test_sql_page_equals_the_inspection_page_O16(db: Database, clock: ManualClock) -> None:
     """:func:`problem_page` (one statement) gives the items and keyset of
-    ``page(inspect(…))``: every filter, every scope, page after page."""
+    ``page(inspect(…))`` and its summary: every filter, every scope, page
+    after page."""
     await _state(db, clock)
     now = clock.now()
     async with db.read() as conn:
@@ -141,7 +142,8 @@ async def test_sql_page_equals_the_inspection_page_O16(db: Database, clock: Manu
                     got = await problem_page(
                         conn, now=now, after=after, limit=3, **scope, **filters
                     )  # type: ignore[arg-type]
-                    assert got == want, (scope, filters, after)
-                    after = got[1]
+                    assert (got.items, got.next) == want, (scope, filters, after)
+                    assert got.summary == summarize(problems)
+                    after = got.next
                     if after is None:
                         break

@@ -141,23 +141,6 @@ workflow_jobs = Table(
         postgresql_where=_DEAD_OR_FAILED,
         sqlite_where=_DEAD_OR_FAILED,
     ),
-    # the health rules' broken jobs of a type, by instance (0024)
-    Index(
-        "ix_workflow_jobs_broken",
-        "type",
-        "instance_id",
-        postgresql_include=[
-            "id",
-            "status",
-            "node_key",
-            "task_id",
-            "updated_at",
-            "last_error_code",
-            "tenant_id",
-        ],
-        postgresql_where=_DEAD_OR_FAILED,
-        sqlite_where=_DEAD_OR_FAILED,
-    ),
     # …and the newest members of a job-type cluster
     Index(
         "ix_workflow_jobs_failure_types",

@@ -38,7 +38,6 @@ from flowledger.api.schemas import ApiModel, DefinitionKey, UtcTime
 from flowledger.api.view_filters import HEALTH_RULES
 from flowledger.errors import FlowledgerError
 from flowledger.ops.health import inspection
-from flowledger.ops.health.counts import problem_counts
 from flowledger.ops.health.history import history
 from flowledger.ops.health.messages import problem_fields
 from flowledger.ops.health.page import problem_page
@@ -163,14 +162,14 @@ async def health_inspection(
     """Every problem of the rules of SPEC O-16 within the caller's tenants,
     one per task (missing token > job anomaly > stuck), critical first and
     oldest first, with counts by rule and level and the health score. The
-    page is read by one statement (:mod:`flowledger.ops.health.page`), the
-    counts by another (:mod:`flowledger.ops.health.counts`): no problem
-    outside the page is built."""
+    page and the counts are read by one statement
+    (:mod:`flowledger.ops.health.page`): no problem outside the page is
+    built."""
     threshold = _threshold(threshold_minutes)
     after = decode_cursor(cursor, (int, datetime, int, int, int))
     now = ctx.now()
     async with ctx.read_db.read() as conn:
-        items, last = await problem_page(
+        found = await problem_page(
             conn,
             now=now,
             threshold=threshold,
@@ -181,20 +180,14 @@ async def health_inspection(
             after=after,
             limit=limit,
         )
-        summary = await problem_counts(
-            conn,
-            now=now,
-            threshold=threshold,
-            tenants=caller.tenant_scope,
-            definition_key=definition_key,
-        )
         runtime = await runtime_figures(conn, now)
+    summary = found.summary
     score = health_score_from_counts(summary, runtime).score
     return HealthInspection(
         threshold_minutes=threshold_minutes,
         now=now,
-        items=[_item(p, now) for p in items],
-        next=cursor_for(last),
+        items=[_item(p, now) for p in found.items],
+        next=cursor_for(found.next),
         summary=HealthSummary(by_rule=summary["byRule"], by_level=summary["byLevel"], score=score),
     )
 

@@ -12,9 +12,8 @@ filters and the page; ``score`` is added by the caller
 (:mod:`flowledger.ops.health.score`).
 
 This module builds every problem (one instance's diagnosis, the CLI, the
-tests' reference); the API's inspection reads its page with
-:mod:`flowledger.ops.health.page` and its summary with
-:mod:`flowledger.ops.health.counts`, which give the same items and counts.
+tests' reference); the API's inspection reads its page and summary with
+:mod:`flowledger.ops.health.page`, which gives the same items and counts.
 """
 
 from __future__ import annotations

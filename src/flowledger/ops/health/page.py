@@ -1,8 +1,9 @@
-"""One page of the health inspection's problems read by one statement (SPEC
-O-16): the same items, in the same order, with the same keyset, that
-:func:`~flowledger.ops.health.inspection.page` takes from
-:func:`~flowledger.ops.health.inspection.inspect`'s problems — without
-building every problem in Python first (tens of thousands on a volume
+"""One page of the health inspection's problems and the counts of all of
+them, read by one statement (SPEC O-16): the same items, in the same
+order, with the same keyset, that :func:`~flowledger.ops.health.inspection.page`
+takes from :func:`~flowledger.ops.health.inspection.inspect`'s problems,
+and the summary :func:`~flowledger.ops.health.inspection.summarize` gives
+— without building every problem in Python (tens of thousands on a volume
 database). Read-only.
 
 The statement runs the rules of :mod:`flowledger.ops.health.rules`
@@ -14,27 +15,28 @@ every candidate is read) and de-duplicates their rows as
 - the rules that report open tasks (those with a ``when``) are one pass
   over the open tasks, :func:`~flowledger.ops.health.rules.open_task_priorities`,
   each task once with the first of those rules that reports it;
-- the rows of every other rule (job and instance problems: few) keep one row
-  per de-duplication key (:func:`~flowledger.ops.health.counts.dedup_key`):
-  the lowest priority, then the oldest ``since``, then the lowest job id
-  (one task with two overdue timeout jobs);
+- the job rules' rows (keyed by task or job:
+  :func:`~flowledger.ops.health.counts.dedup_key`; few) keep one row per
+  key: the lowest priority, then the oldest ``since``, then the lowest job
+  id (one task with two overdue timeout jobs); an instance-level rule has
+  one row per instance already;
 - between the two, a task keeps the rule of lower priority;
 - ``instance_stalled`` is dropped for an instance with a task or job
   problem (an open task's instance is never stalled).
 
-Of what is left it returns the rows after the keyset ``after`` in the
-inspection's order — critical first, then ``since``, instance, task
-(absent: 0), priority — filtered by ``rule`` / ``level``, at most
-``limit + 1`` (a top-N sort, not a sort of every problem). Only for those
-rows are an open task's ``job_id`` and ``detail`` read, by its rule's
-``row`` (:data:`~flowledger.ops.health.rule_queries.TaskRow`). The window
-function and row values it uses exist on both backends.
+What is left (a CTE) is counted by rule, and its rows after the keyset
+``after`` in the inspection's order — critical first, then ``since``,
+instance, task (absent: 0), priority — filtered by ``rule`` / ``level``,
+at most ``limit + 1`` (a top-N sort, not a sort of every problem), are the
+page. Only for those rows are an open task's ``job_id`` and ``detail``
+read, by its rule's ``row`` (:data:`~flowledger.ops.health.rule_queries.TaskRow`).
+The window function and row values it uses exist on both backends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -66,6 +68,7 @@ from flowledger.ops.health.inspection import (
 )
 from flowledger.ops.health.rules import (
     CRITICAL,
+    LEVELS,
     RULES,
     RULES_BY_CODE,
     Rule,
@@ -82,41 +85,44 @@ def _rank(rule: Rule) -> int:
     return 0 if rule.level == CRITICAL else 1
 
 
+def _rows(rule: Rule, counting: RuleParams) -> Any:
+    """The rows of ``rule`` with ``prio``, ``rank`` (0: critical), ``kind``, ``key``."""
+    rows = rule.build(counting).subquery(f"r{rule.priority}")
+    kind, key = dedup_key(rule, rows)
+    return select(
+        literal(rule.priority, Integer).label("prio"),
+        literal(_rank(rule), Integer).label("rank"),
+        kind.label("kind"),
+        key.label("key"),
+        cast(rows.c.instance_id, BigInteger).label("instance_id"),
+        cast(rows.c.task_id, BigInteger).label("task_id"),
+        cast(rows.c.node_key, String).label("node_key"),
+        cast(rows.c.job_id, BigInteger).label("job_id"),
+        type_coerce(rows.c.since, UTCDateTime()).label("since"),
+        cast(rows.c.detail, String).label("detail"),
+    )
+
+
 def _other_rows(counting: RuleParams) -> Any:
-    """The rows of every rule without a ``when`` (job and instance
-    problems: few), each key once with its lowest priority (then the oldest
-    ``since``, the lowest job id)."""
-    parts = []
-    for rule in RULES:
-        if rule.when is not None:
-            continue
-        rows = rule.build(counting).subquery(f"r{rule.priority}")
-        kind, key = dedup_key(rule, rows)
-        parts.append(
-            select(
-                literal(rule.priority, Integer).label("prio"),
-                literal(_rank(rule), Integer).label("rank"),
-                kind.label("kind"),
-                key.label("key"),
-                cast(rows.c.instance_id, BigInteger).label("instance_id"),
-                cast(rows.c.task_id, BigInteger).label("task_id"),
-                cast(rows.c.node_key, String).label("node_key"),
-                cast(rows.c.job_id, BigInteger).label("job_id"),
-                type_coerce(rows.c.since, UTCDateTime()).label("since"),
-                cast(rows.c.detail, String).label("detail"),
-            )
-        )
-    found = union_all(*parts).subquery("found")
+    """The rows of every rule without a ``when``, each key once. The job
+    rules' rows (keyed by task or job: few) keep their lowest priority, then
+    the oldest ``since``, the lowest job id; an instance-level rule's rows
+    are one per instance already (their key is the rule and the instance),
+    so they are not sorted at all (tens of thousands of dead deliveries)."""
+    others = [rule for rule in RULES if rule.when is None]
+    found = union_all(*(_rows(r, counting) for r in others if r.group != "instance"))
+    found_rows = found.subquery("job_found")
     ranked = select(
-        found,
+        found_rows,
         func.row_number()
         .over(
-            partition_by=(found.c.kind, found.c.key),
-            order_by=(found.c.prio, found.c.since, found.c.job_id),
+            partition_by=(found_rows.c.kind, found_rows.c.key),
+            order_by=(found_rows.c.prio, found_rows.c.since, found_rows.c.job_id),
         )
         .label("nth"),
     ).subquery("ranked")
-    return select(*(ranked.c[name] for name in (*_NAMES, "detail"))).where(ranked.c.nth == 1)
+    jobs_best = select(*(ranked.c[name] for name in (*_NAMES, "detail"))).where(ranked.c.nth == 1)
+    return union_all(jobs_best, *(_rows(r, counting) for r in others if r.group == "instance"))
 
 
 def _rank_of_open(prio: Any) -> Any:
@@ -178,7 +184,8 @@ def page_statement(
         ~wins,
         ~and_(others.c.prio == _STALLED, others.c.instance_id.in_(with_problem)),
     )
-    best = union_all(opened, kept).subquery("best")
+    # every problem once: the page's rows and the counts are read from it
+    best = union_all(opened, kept).cte("best")
     order = _order(best)
     query = select(best)
     if rule is not None:
@@ -197,7 +204,18 @@ def page_statement(
                 literal(prio, Integer),
             )
         )
-    return _with_task_columns(query.order_by(*order).limit(limit + 1).subquery("page"), counting)
+    page = _with_task_columns(query.order_by(*order).limit(limit + 1).subquery("page"), counting)
+    counted = select(
+        literal(1, Integer).label("part"),
+        best.c.prio,
+        *(null().label(name) for name in _NAMES if name != "prio"),
+        null().label("detail"),
+        func.count().label("n"),
+    ).group_by(best.c.prio)
+    rows = union_all(
+        select(literal(0, Integer).label("part"), page, null().label("n")), counted
+    ).subquery("rows")
+    return select(rows).order_by(rows.c.part, *_order(rows))
 
 
 def _order(rows: Any) -> tuple[Any, ...]:
@@ -230,7 +248,7 @@ def _with_task_columns(page: Any, counting: RuleParams) -> Any:
             case(*details, else_=page.c.detail).label("detail"),
         )
         .select_from(page.outerjoin(tasks, tasks.c.id == page.c.task_id))
-        .order_by(*_order(page))
+        .subquery("page_rows")
     )
 
 
@@ -248,6 +266,16 @@ def _problem(row: Any) -> Problem:
     )
 
 
+@dataclass(frozen=True)
+class InspectionPage:
+    """A page of problems, the keyset of its last item when more follow,
+    and the summary (``byRule``, ``byLevel``) of every problem."""
+
+    items: list[Problem]
+    next: tuple[Any, ...] | None
+    summary: dict[str, Any]
+
+
 async def problem_page(
     conn: AsyncConnection,
     *,
@@ -259,15 +287,28 @@ async def problem_page(
     level: str | None = None,
     after: tuple[Any, ...] | None = None,
     limit: int = 50,
-) -> tuple[list[Problem], tuple[Any, ...] | None]:
-    """The page and the keyset of its last item when more follow — what
-    ``page(inspect(…), rule=…, level=…, after=…, limit=…)`` gives."""
+) -> InspectionPage:
+    """What ``page(inspect(…), rule=…, level=…, after=…, limit=…)`` and
+    ``summarize(inspect(…))`` give, by one statement."""
     params = RuleParams(
         now=now, threshold=threshold, tenants=tenants, definition_key=definition_key
     )
     await without_jit(conn)
     statement = page_statement(params, rule=rule, level=level, after=after, limit=limit)
-    items = [_problem(row) for row in await conn.execute(statement)]
+    items: list[Problem] = []
+    by_rule = {r.code: 0 for r in RULES}
+    by_level = dict.fromkeys(LEVELS, 0)
+    for row in await conn.execute(statement):
+        if row.part == 0:
+            items.append(_problem(row))
+            continue
+        counted = _BY_PRIORITY[int(row.prio)]
+        by_rule[counted.code] += int(row.n)
+        by_level[counted.level] += int(row.n)
     more = len(items) > limit
     items = items[:limit]
-    return items, (items[-1].sort_key if more and items else None)
+    return InspectionPage(
+        items=items,
+        next=items[-1].sort_key if more and items else None,
+        summary={"byRule": by_rule, "byLevel": by_level},
+    )
