@@ -43,7 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_tasks
 from flowledger.ops.alerts.figures import Scope, attempt_figures_of, job_figures_of
-from flowledger.ops.health.score import engine_health_score
+from flowledger.ops.health.score import engine_health_score_value
 
 
 class Provider(Protocol):
@@ -128,8 +128,7 @@ async def _health_score(
     :func:`~flowledger.ops.runtime.status.runtime_figures` gives)."""
     runtime = dict(await _shared(conn, job_figures_of, now, None))
     runtime.update(await _shared(conn, attempt_figures_of, now, None))
-    score = await engine_health_score(conn, tenant_ids, now=now, runtime=runtime)
-    return float(score.score)
+    return float(await engine_health_score_value(conn, tenant_ids, now=now, runtime=runtime))
 
 
 async def _overdue_tasks(
