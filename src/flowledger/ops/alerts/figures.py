@@ -12,8 +12,7 @@ keeps the status panel's definition exactly (the tests compare them):
 - running, stuck (lease missing or expired, or the deadline reached),
   backlog (pending with ``run_at <= now``) and the oldest due ``run_at``:
   the live jobs (``ix_workflow_jobs_live_tenant``, index-only);
-- dead jobs (``ix_workflow_jobs_broken``, index-only: ``status`` and
-  ``tenant_id`` are included);
+- dead jobs (``ix_workflow_jobs_dead_tenant``, index-only);
 - the attempts started in the last hour (``now - 1 h <= started_at <=
   now``) and the failed ones: a range of
   ``ix_workflow_job_executions_started``, each joined to its job by

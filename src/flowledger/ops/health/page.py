@@ -59,7 +59,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.expression import type_coerce
 
 from flowledger.db.engine_schema import workflow_tasks as tasks
-from flowledger.db.health_sql import without_jit
+from flowledger.db.planner import set_local
 from flowledger.db.types import UTCDateTime
 from flowledger.ops.health.counts import dedup_key
 from flowledger.ops.health.inspection import (
@@ -293,7 +293,9 @@ async def problem_page(
     params = RuleParams(
         now=now, threshold=threshold, tenants=tenants, definition_key=definition_key
     )
-    await without_jit(conn)
+    # no JIT (see inspection.run_rules); the problems are held once (a CTE of
+    # up to ~100,000 rows on a volume database) without spilling to disk
+    await set_local(conn, jit="off", work_mem="32MB")
     statement = page_statement(params, rule=rule, level=level, after=after, limit=limit)
     items: list[Problem] = []
     by_rule = {r.code: 0 for r in RULES}

@@ -1,4 +1,4 @@
-"""Two health inspection indexes (SPEC O-16, issue 34 item 3), on both
+"""Health inspection indexes (SPEC O-16, issue 34 item 3), on both
 backends (:mod:`flowledger.db.health_schema`):
 
 - ``ix_workflow_tokens_active`` on ``workflow_tokens`` (id), active tokens
@@ -12,8 +12,20 @@ backends (:mod:`flowledger.db.health_schema`):
   last_error_code, tenant_id): ``external_dispatch_failed`` /
   ``trigger_execution_failed`` start from the failed and dead jobs of their
   type, ``webhook_delivery_failed`` groups the dead deliveries by instance,
-  and the alert metrics count dead jobs by tenant — from the index alone
-  instead of tens of thousands of scattered table pages.
+  — from the index alone instead of tens of thousands of scattered table
+  pages.
+- ``ix_workflow_jobs_dead_tenant`` on ``workflow_jobs`` (tenant_id), dead
+  jobs only: the alert metrics count the dead jobs of every scope of an
+  evaluation by tenant in one index-only pass (on the volume benchmark
+  187,000 dead jobs: 133 ms through another index and the table, 75 ms
+  with it).
+
+- ``ix_workflow_tasks_open_instance`` (open tasks by instance) rebuilt
+  with the columns the open-task rules read included on PostgreSQL: the
+  planner joins the open tasks to the running instances in instance order
+  through it, and on the volume benchmark read every open task's row from
+  the table (86,000 open tasks, 85,000 pages: 220 of the inspection's
+  ms). Open tasks only: tens of thousands of entries, built in a second.
 
 Writes: an entry when a token becomes active (removed when it is consumed
 or parked), and when a job dies or fails (removed when it is retried or
@@ -35,6 +47,19 @@ branch_labels = None
 depends_on = None
 
 _ACTIVE = "state = 'active'"
+_DEAD = "status = 'dead'"
+_OPEN = "status IN ('pending', 'waiting')"
+_OPEN_INSTANCE_INCLUDE = [
+    "id",
+    "token_id",
+    "status",
+    "tenant_id",
+    "node_key",
+    "assignee",
+    "due_at",
+    "kind",
+    "created_at",
+]
 _DEAD_OR_FAILED = "status IN ('dead', 'failed')"
 
 
@@ -66,8 +91,31 @@ def upgrade() -> None:
         sqlite_where=sa.text(_DEAD_OR_FAILED),
         if_not_exists=True,
     )
+    op.create_index(
+        "ix_workflow_jobs_dead_tenant",
+        "workflow_jobs",
+        ["tenant_id"],
+        postgresql_where=sa.text(_DEAD),
+        sqlite_where=sa.text(_DEAD),
+        if_not_exists=True,
+    )
+    _open_instance(_OPEN_INSTANCE_INCLUDE)
+
+
+def _open_instance(include: list[str]) -> None:
+    op.drop_index("ix_workflow_tasks_open_instance", table_name="workflow_tasks")
+    op.create_index(
+        "ix_workflow_tasks_open_instance",
+        "workflow_tasks",
+        ["instance_id"],
+        postgresql_include=include,
+        postgresql_where=sa.text(_OPEN),
+        sqlite_where=sa.text(_OPEN),
+    )
 
 
 def downgrade() -> None:
+    _open_instance([])
+    op.drop_index("ix_workflow_jobs_dead_tenant", table_name="workflow_jobs")
     op.drop_index("ix_workflow_jobs_broken", table_name="workflow_jobs")
     op.drop_index("ix_workflow_tokens_active", table_name="workflow_tokens")
