@@ -109,12 +109,13 @@ def _broken_dispatch(job_type: str, p: RuleParams) -> Select[Any]:
     repair ``catch`` task there does not count: the failure still awaits
     its repair).
 
-    Driven from the failed and dead jobs of ``job_type``
-    (``ix_workflow_jobs_status_type``), found first (a materialized CTE on
-    PostgreSQL), then their instance (running, in scope) by primary key;
-    only those left are checked for a token, a newer job and an open task.
-    Left to itself the planner drove it from every running instance and its
-    active tokens instead (tens of thousands on a volume database)."""
+    Driven from the failed and dead jobs of ``job_type`` whose instance is
+    running and in scope, found first (a materialized CTE on PostgreSQL: a
+    merge join of ``ix_workflow_jobs_broken``, in instance order, with
+    ``ix_workflow_instances_running``); only those are checked for a token,
+    a newer job and an open task. Left to itself the planner drove it from
+    every running instance and its active tokens instead (on the volume
+    database 65,000 instances: 540 ms against 100-150 ms)."""
     broken = materialized_cte(
         select(
             *columns(
@@ -125,7 +126,12 @@ def _broken_dispatch(job_type: str, p: RuleParams) -> Select[Any]:
                 jobs.c.updated_at,
                 func.coalesce(jobs.c.last_error_code, jobs.c.status),
             )
-        ).where(jobs.c.type == job_type, jobs.c.status.in_(BROKEN_JOB), *job_scope(p)),
+        ).where(
+            jobs.c.type == job_type,
+            jobs.c.status.in_(BROKEN_JOB),
+            jobs.c.instance_id.in_(select(instances.c.id).where(*scope(p))),
+            *job_scope(p),
+        ),
         f"broken_{job_type}",
     )
     newer = jobs.alias("newer")
