@@ -3,7 +3,9 @@ L-23; issue 34 item 3): what :func:`~flowledger.ops.runtime.status.job_figures`
 and :func:`~flowledger.ops.runtime.status.attempt_figures` give for each
 scope (None: every job; a tuple of tenants), read by one grouped pass per
 figure instead of one pass per scope — an evaluator pass over rules of five
-scopes read every dead job five times. Read-only.
+scopes read every dead job five times. With no tenant scope at all (the
+metrics of the whole engine) the job figures are the status panel's own
+statements. Read-only.
 
 Each pass groups its rows by the job's ``tenant_id``; a scope's figure is
 the sum over its tenants' groups (every group for None), so every figure
@@ -33,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
-from flowledger.ops.runtime.status import RATE_WINDOW
+from flowledger.ops.runtime.status import RATE_WINDOW, job_figures
 from flowledger.states import AttemptStatus, JobStatus
 
 Scope = tuple[str, ...] | None
@@ -51,7 +53,13 @@ async def job_figures_of(
     conn: AsyncConnection, now: datetime, scopes: Sequence[Scope]
 ) -> dict[Scope, dict[str, Any]]:
     """``inFlight``, ``stuck``, ``backlog``, ``oldestQueuedSeconds`` and
-    ``dead`` of each scope."""
+    ``dead`` of each scope. Every job only (no tenant scope): the status
+    panel's own statements, each over its own partial index, cost less than
+    one pass grouping every live and dead job by tenant."""
+    if all(scope is None for scope in scopes):
+        figures = dict(await job_figures(conn, now, None))
+        del figures["lastClaimAt"]
+        return {None: figures}
     stuck = or_(
         jobs.c.lease_until.is_(None), jobs.c.lease_until < now, jobs.c.execution_deadline <= now
     )
