@@ -18,8 +18,8 @@ is reached:
 - warning: the rows of ``workflow_event_outbox_pending`` (instance-level,
   warning), and the tasks ``waiting_task_stuck`` reports that no critical
   rule can: their token holds them (not ``token_task_mismatch``) and no
-  failed or dead ``external_dispatch`` / ``trigger_dispatch`` job is
-  attached to them (``external_dispatch_failed`` /
+  failed or dead ``external_dispatch`` / ``trigger_dispatch`` job names
+  them (whatever its instance) (``external_dispatch_failed`` /
   ``trigger_execution_failed``); the other critical rules report delay and
   trigger tasks only, never a human task. Whichever rule wins such a task
   is a warning one (``waiting_task_stuck`` or a warning rule before it),
@@ -65,7 +65,6 @@ def surely_warning_tasks(p: RuleParams) -> Any:
     broken_dispatch = exists().where(
         jobs.c.type.in_(["external_dispatch", "trigger_dispatch"]),
         jobs.c.task_id == tasks.c.id,
-        jobs.c.instance_id == tasks.c.instance_id,
         jobs.c.status.in_(BROKEN_JOB),
     )
     query = open_tasks(
