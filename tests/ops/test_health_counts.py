@@ -17,8 +17,16 @@ from flowledger.clock import ManualClock
 from flowledger.db.database import Database
 from flowledger.db.schema import workflow_jobs
 from flowledger.ops.health.counts import problem_counts
-from flowledger.ops.health.inspection import inspect, summarize
-from flowledger.ops.health.score import engine_health_score, health_score_of
+from flowledger.ops.health.inspection import inspect, page, summarize
+from flowledger.ops.health.page import problem_page
+from flowledger.ops.health.rules import RuleParams
+from flowledger.ops.health.saturation import caps_reached
+from flowledger.ops.health.score import (
+    engine_health_score,
+    engine_health_score_value,
+    health_score_of,
+    score_from,
+)
 from flowledger.ops.runtime.status import runtime_figures
 from tests.integration.engine_helpers import jobs, new_engine, tokens
 from tests.ops.health_support import (
@@ -118,7 +126,72 @@ async def test_engine_health_score_equals_the_inspection_score_O16_O22(
         scoped = await engine_health_score(conn, ["default"], now=now)
         elsewhere = await engine_health_score(conn, ["elsewhere"], now=now)
     assert fast == full and scoped == full
+    async with db.read() as conn:  # not at the caps: counted
+        assert not await caps_reached(conn, RuleParams(now=now))
+        runtime = await runtime_figures(conn, now)
+        assert await engine_health_score_value(conn, None, now=now, runtime=runtime) == full.score
     # 4 critical (20 points) and 4 warning (4 points); no dead or stuck job
     assert fast.points["critical"] == 20 and fast.points["warning"] == 4
     assert fast.score == 100 - sum(fast.points.values()) < 80
     assert elsewhere.by_level == {"critical": 0, "warning": 0}
+
+
+async def test_sql_page_equals_the_inspection_page_O16(db: Database, clock: ManualClock) -> None:
+    """:func:`problem_page` (one statement) gives the items and keyset of
+    ``page(inspect(…))`` and its summary: every filter, every scope, page
+    after page."""
+    await _state(db, clock)
+    now = clock.now()
+    async with db.read() as conn:
+        for scope in ({}, {"tenants": ["elsewhere"]}, {"threshold": timedelta(minutes=10)}):
+            problems = await inspect(conn, now=now, **scope)  # type: ignore[arg-type]
+            assert len(problems) > 3 or scope
+            for filters in ({}, {"level": "warning"}, {"rule": "waiting_task_stuck"}):
+                after = None
+                while True:
+                    want = page(problems, after=after, limit=3, **filters)  # type: ignore[arg-type]
+                    got = await problem_page(
+                        conn, now=now, after=after, limit=3, **scope, **filters
+                    )  # type: ignore[arg-type]
+                    assert (got.items, got.next) == want, (scope, filters, after)
+                    assert got.summary == summarize(problems)
+                    after = got.next
+                    if after is None:
+                        break
+
+
+async def test_score_value_without_counting_at_the_caps_O16_O22(
+    db: Database, clock: ManualClock
+) -> None:
+    """8 critical problems (dead webhook deliveries of 8 instances) and 16
+    warning ones (stuck approvals): both deductions at their caps, the
+    alert metric's score is the counted score without counting; one
+    critical problem fewer and it is counted."""
+    engine = new_engine(db, clock)
+    await engine.deploy(approval_flow(), actor="a")
+    ids = [await engine.start("leave", form={}, initiator="u") for _ in range(16)]
+    await flush_events(db, clock)
+    async with db.begin() as conn:
+        for instance_id in ids[:8]:
+            row = job_row(clock.now(), status="dead", instance_id=instance_id)
+            await conn.execute(insert(workflow_jobs).values(row))
+    clock.advance(seconds=40 * MIN)
+    now = clock.now()
+    async with db.read() as conn:
+        runtime = await runtime_figures(conn, now)
+        full = await engine_health_score(conn, None, now=now, runtime=runtime)
+        assert full.by_level == {"critical": 8, "warning": 16}
+        assert await caps_reached(conn, RuleParams(now=now))
+        assert await engine_health_score_value(conn, None, now=now, runtime=runtime) == full.score
+        assert not await caps_reached(conn, RuleParams(now=now, tenants=["elsewhere"]))
+    # the caps: more problems change nothing
+    many = {"critical": 1000, "warning": 1000}
+    assert score_from(many, runtime) == score_from(full.by_level, runtime)
+    async with db.begin() as conn:
+        await conn.execute(delete(workflow_jobs).where(workflow_jobs.c.instance_id == ids[0]))
+    async with db.read() as conn:
+        assert not await caps_reached(conn, RuleParams(now=now))
+        runtime = await runtime_figures(conn, now)
+        full = await engine_health_score(conn, None, now=now, runtime=runtime)
+        assert full.by_level["critical"] == 7
+        assert await engine_health_score_value(conn, None, now=now, runtime=runtime) == full.score

@@ -40,7 +40,8 @@ from flowledger.errors import FlowledgerError
 from flowledger.ops.health import inspection
 from flowledger.ops.health.history import history
 from flowledger.ops.health.messages import problem_fields
-from flowledger.ops.health.score import engine_health_score, health_score_of
+from flowledger.ops.health.page import problem_page
+from flowledger.ops.health.score import engine_health_score, health_score_from_counts
 from flowledger.ops.runtime.status import runtime_figures
 
 # every route here is a read for monitors (SPEC A-2)
@@ -160,27 +161,33 @@ async def health_inspection(
 ) -> HealthInspection:
     """Every problem of the rules of SPEC O-16 within the caller's tenants,
     one per task (missing token > job anomaly > stuck), critical first and
-    oldest first, with counts by rule and level and the health score."""
+    oldest first, with counts by rule and level and the health score. The
+    page and the counts are read by one statement
+    (:mod:`flowledger.ops.health.page`): no problem outside the page is
+    built."""
     threshold = _threshold(threshold_minutes)
     after = decode_cursor(cursor, (int, datetime, int, int, int))
     now = ctx.now()
     async with ctx.read_db.read() as conn:
-        problems = await inspection.inspect(
+        found = await problem_page(
             conn,
             now=now,
             threshold=threshold,
             tenants=caller.tenant_scope,
             definition_key=definition_key,
+            rule=rule,
+            level=level,
+            after=after,
+            limit=limit,
         )
         runtime = await runtime_figures(conn, now)
-    items, last = inspection.page(problems, rule=rule, level=level, after=after, limit=limit)
-    summary = inspection.summarize(problems)
-    score = health_score_of(problems, runtime).score
+    summary = found.summary
+    score = health_score_from_counts(summary, runtime).score
     return HealthInspection(
         threshold_minutes=threshold_minutes,
         now=now,
-        items=[_item(p, now) for p in items],
-        next=cursor_for(last),
+        items=[_item(p, now) for p in found.items],
+        next=cursor_for(found.next),
         summary=HealthSummary(by_rule=summary["byRule"], by_level=summary["byLevel"], score=score),
     )
 

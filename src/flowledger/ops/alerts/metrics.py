@@ -21,17 +21,19 @@ overdue_tasks          items    pending tasks past their deadline's due time
                                 (issue 31 item 4; ``workflow_tasks.due_at``)
 =====================  =======  ===========================================
 
-The four job metrics call the runtime status panel's own queries
+The four job metrics keep the runtime status panel's definitions
 (:func:`~flowledger.ops.runtime.status.job_figures`,
-:func:`~flowledger.ops.runtime.status.attempt_figures`), so the alert, the
-panel and ``/metrics`` always agree.
+:func:`~flowledger.ops.runtime.status.attempt_figures`), read for every
+scope of a measure() call at once by :mod:`flowledger.ops.alerts.figures`
+(tests/alerts compare the two), so the alert, the panel and ``/metrics``
+agree.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -40,8 +42,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_tasks
-from flowledger.ops.health.score import engine_health_score
-from flowledger.ops.runtime.status import attempt_figures, job_figures
+from flowledger.ops.alerts.figures import Scope, attempt_figures_of, job_figures_of
+from flowledger.ops.health.score import engine_health_score_value
 
 
 class Provider(Protocol):
@@ -70,33 +72,43 @@ def metric_table(*found: Metric) -> Mapping[str, Metric]:
     return MappingProxyType(table)
 
 
-# job_figures / attempt_figures results of the current measure() call, so
-# the metrics of one scope share their queries (and the health score takes
-# the global ones: its runtime figures)
-_figures: ContextVar[dict[Any, dict[str, Any]] | None] = ContextVar("alert_figures", default=None)
+@dataclass
+class _Pass:
+    """The scopes of one measure() call and the figures read for them: the
+    job and attempt figures of every scope are read together, once."""
 
-_Figures = Callable[[AsyncConnection, datetime, list[str] | None], Awaitable[dict[str, Any]]]
+    scopes: tuple[Scope, ...]
+    figures: dict[Any, dict[Scope, dict[str, Any]]] = field(default_factory=dict)
+
+
+_current: ContextVar[_Pass | None] = ContextVar("alert_pass", default=None)
+
+_Figures = Callable[
+    [AsyncConnection, datetime, Sequence[Scope]], Awaitable[dict[Scope, dict[str, Any]]]
+]
 
 
 async def _shared(
     conn: AsyncConnection, figures: _Figures, now: datetime, tenant_ids: list[str] | None
 ) -> dict[str, Any]:
-    """``figures(conn, now, tenant_ids)``, once per scope in a measure() call."""
-    memo = _figures.get()
-    scope = (figures, now, None if tenant_ids is None else tuple(tenant_ids))
-    found = None if memo is None else memo.get(scope)
-    if found is None:
-        found = await figures(conn, now, tenant_ids)
-        if memo is not None:
-            memo[scope] = found
-    return found
+    """The ``figures`` of ``tenant_ids``' scope; within a measure() call read
+    once for every scope of the call."""
+    scope: Scope = None if tenant_ids is None else tuple(tenant_ids)
+    run = _current.get()
+    if run is None:
+        return (await figures(conn, now, [scope]))[scope]
+    found = run.figures.get(figures)
+    if found is None or scope not in found:
+        found = await figures(conn, now, [*run.scopes, scope])
+        run.figures[figures] = found
+    return found[scope]
 
 
 def _from_jobs(key: str) -> Provider:
     async def provider(
         conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
     ) -> float | None:
-        return float((await _shared(conn, job_figures, now, tenant_ids))[key])
+        return float((await _shared(conn, job_figures_of, now, tenant_ids))[key])
 
     return provider
 
@@ -104,7 +116,7 @@ def _from_jobs(key: str) -> Provider:
 async def _failure_rate(
     conn: AsyncConnection, tenant_ids: list[str] | None, *, now: datetime
 ) -> float | None:
-    rate = (await _shared(conn, attempt_figures, now, tenant_ids))["failureRate1h"]
+    rate = (await _shared(conn, attempt_figures_of, now, tenant_ids))["failureRate1h"]
     return None if rate is None else round(float(rate) * 100, 6)
 
 
@@ -114,10 +126,9 @@ async def _health_score(
     """The health inspection's engine health score (SPEC O-16, O-22), with
     the global job and attempt figures the job metrics use (what
     :func:`~flowledger.ops.runtime.status.runtime_figures` gives)."""
-    runtime = dict(await _shared(conn, job_figures, now, None))
-    runtime.update(await _shared(conn, attempt_figures, now, None))
-    score = await engine_health_score(conn, tenant_ids, now=now, runtime=runtime)
-    return float(score.score)
+    runtime = dict(await _shared(conn, job_figures_of, now, None))
+    runtime.update(await _shared(conn, attempt_figures_of, now, None))
+    return float(await engine_health_score_value(conn, tenant_ids, now=now, runtime=runtime))
 
 
 async def _overdue_tasks(
@@ -180,11 +191,14 @@ async def measure(
 ) -> dict[tuple[str, str | None], float | None]:
     """The value of each distinct (metric, tenant) pair of ``wanted``
     (tenant None: overall), each computed once, all in ``conn``'s snapshot
-    (the job metrics of one scope share one :func:`job_figures` call)."""
+    (the job and attempt figures of every scope are read together, once:
+    :mod:`flowledger.ops.alerts.figures`)."""
     values: dict[tuple[str, str | None], float | None] = {}
-    token = _figures.set({})
+    pairs = dict.fromkeys(wanted)
+    scopes = dict.fromkeys(None if tenant is None else (tenant,) for _, tenant in pairs)
+    token = _current.set(_Pass(scopes=(None, *(s for s in scopes if s is not None))))
     try:
-        for name, tenant in dict.fromkeys(wanted):
+        for name, tenant in pairs:
             metric = table.get(name)
             if metric is None:
                 values[(name, tenant)] = None
@@ -193,5 +207,5 @@ async def measure(
                 conn, None if tenant is None else [tenant], now=now
             )
     finally:
-        _figures.reset(token)
+        _current.reset(token)
     return values

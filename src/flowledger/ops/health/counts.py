@@ -75,7 +75,7 @@ _BY_PRIORITY = {rule.priority: rule for rule in RULES}
 _STALLED = RULES_BY_CODE["instance_stalled"].priority
 
 
-def _key(rule: Rule, rows: Any) -> tuple[Any, Any]:
+def dedup_key(rule: Rule, rows: Any) -> tuple[Any, Any]:
     """The de-duplication key of a rule's row: (kind, id) — (0, task) for a
     problem with a task, (1, job) for a job problem without one, (2 +
     priority, instance) for an instance-level problem."""
@@ -119,7 +119,7 @@ def counting_statement(params: RuleParams) -> Any:
             if rule.priority == _STALLED
             else rule.build(counting).subquery(f"r{rule.priority}")
         )
-        kind, key = _key(rule, rows)
+        kind, key = dedup_key(rule, rows)
         parts.append(
             select(
                 literal(rule.priority, Integer).label("prio"),

@@ -10,6 +10,10 @@ The summary (``byRule``, ``byLevel``) counts every problem within the
 threshold, tenants and definition key, whatever the ``rule`` / ``level``
 filters and the page; ``score`` is added by the caller
 (:mod:`flowledger.ops.health.score`).
+
+This module builds every problem (one instance's diagnosis, the CLI, the
+tests' reference); the API's inspection reads its page and summary with
+:mod:`flowledger.ops.health.page`, which gives the same items and counts.
 """
 
 from __future__ import annotations

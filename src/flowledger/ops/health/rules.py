@@ -40,23 +40,30 @@ from flowledger.ops.health.query import (
     task_scope,
 )
 from flowledger.ops.health.rule_queries import (
+    TaskRow,
     TaskWhen,
     delay_missing_wake_job,
+    delay_missing_wake_job_row,
     delay_missing_wake_job_when,
     delay_overdue,
     external_dispatch_failed,
     external_dispatch_pending,
+    external_dispatch_pending_row,
     external_dispatch_pending_when,
     instance_stalled,
     subprocess_waiting,
+    subprocess_waiting_row,
     subprocess_waiting_when,
     task_timeout_overdue,
     token_task_mismatch,
+    token_task_mismatch_row,
     token_task_mismatch_when,
     trigger_execution_failed,
     trigger_waiting_no_execution,
+    trigger_waiting_no_execution_row,
     trigger_waiting_no_execution_when,
     waiting_task_stuck,
+    waiting_task_stuck_row,
     waiting_task_stuck_when,
     webhook_delivery_failed,
     workflow_event_outbox_failed,
@@ -104,6 +111,9 @@ class Rule:
     #: which :func:`open_task_priorities` evaluates for all such rules in one
     #: pass over the open tasks (``build`` applies the same conditions)
     when: TaskWhen | None = None
+    #: with ``when``: the row's ``job_id`` and ``detail`` for such a task
+    #: (:data:`~flowledger.ops.health.rule_queries.TaskRow`)
+    row: TaskRow | None = None
 
 
 RULES: tuple[Rule, ...] = (
@@ -115,6 +125,7 @@ RULES: tuple[Rule, ...] = (
         token_task_mismatch,
         True,
         when=token_task_mismatch_when,
+        row=token_task_mismatch_row,
     ),
     Rule("external_dispatch_failed", CRITICAL, 1, "job", external_dispatch_failed, False),
     Rule("trigger_execution_failed", CRITICAL, 2, "job", trigger_execution_failed, False),
@@ -126,6 +137,7 @@ RULES: tuple[Rule, ...] = (
         delay_missing_wake_job,
         False,
         when=delay_missing_wake_job_when,
+        row=delay_missing_wake_job_row,
     ),
     Rule("delay_overdue", CRITICAL, 4, "job", delay_overdue, False),
     Rule(
@@ -136,6 +148,7 @@ RULES: tuple[Rule, ...] = (
         trigger_waiting_no_execution,
         True,
         when=trigger_waiting_no_execution_when,
+        row=trigger_waiting_no_execution_row,
     ),
     Rule("task_timeout_overdue", WARNING, 6, "job", task_timeout_overdue, False),
     Rule(
@@ -146,6 +159,7 @@ RULES: tuple[Rule, ...] = (
         external_dispatch_pending,
         True,
         when=external_dispatch_pending_when,
+        row=external_dispatch_pending_row,
     ),
     Rule(
         "subprocess_waiting",
@@ -155,6 +169,7 @@ RULES: tuple[Rule, ...] = (
         subprocess_waiting,
         True,
         when=subprocess_waiting_when,
+        row=subprocess_waiting_row,
     ),
     Rule(
         "waiting_task_stuck",
@@ -164,6 +179,7 @@ RULES: tuple[Rule, ...] = (
         waiting_task_stuck,
         True,
         when=waiting_task_stuck_when,
+        row=waiting_task_stuck_row,
     ),
     Rule("instance_stalled", CRITICAL, 10, "instance", instance_stalled, False),
     Rule(

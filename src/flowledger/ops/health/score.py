@@ -29,6 +29,9 @@ counts from :mod:`flowledger.ops.health.counts` (one statement, no problem
 rows); :func:`health_score_of` scores a list of problems the caller already
 has (the inspection page's summary, ``flowledger health``). Both apply
 :func:`score_from` to the same counts (tests/ops/test_health_counts.py).
+The alert metric takes :func:`engine_health_score_value`, the same score
+without counting when both inspection deductions are at their caps
+(:mod:`flowledger.ops.health.saturation`).
 """
 
 from __future__ import annotations
@@ -40,8 +43,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.db.health_sql import without_jit
 from flowledger.ops.health.counts import problem_counts
 from flowledger.ops.health.inspection import DEFAULT_THRESHOLD_MINUTES, Problem, summarize
+from flowledger.ops.health.rules import RuleParams
+from flowledger.ops.health.saturation import CRITICAL_CAP, WARNING_CAP, caps_reached
 from flowledger.ops.runtime.status import runtime_figures
 
 CAPS = {
@@ -136,3 +142,26 @@ async def engine_health_score(
     if runtime is None:
         runtime = await runtime_figures(conn, now)
     return health_score_from_counts(summary, runtime)
+
+
+async def engine_health_score_value(
+    conn: AsyncConnection,
+    tenant_ids: Sequence[str] | list[str] | None,
+    *,
+    now: datetime,
+    runtime: dict[str, Any],
+) -> int:
+    """The score alone — the alert metric ``engine_health_score`` — equal
+    to :func:`engine_health_score`'s. When the inspection's critical and
+    warning deductions are both at their caps
+    (:func:`~flowledger.ops.health.saturation.caps_reached`: a few short
+    reads), the score does not depend on the exact counts and they are not
+    counted; otherwise it is :func:`engine_health_score`'s."""
+    params = RuleParams(
+        now=now, threshold=timedelta(minutes=DEFAULT_THRESHOLD_MINUTES), tenants=tenant_ids
+    )
+    await without_jit(conn)
+    if await caps_reached(conn, params):
+        capped = {"critical": CRITICAL_CAP, "warning": WARNING_CAP}
+        return score_from(capped, runtime)[0]
+    return (await engine_health_score(conn, tenant_ids, now=now, runtime=runtime)).score
