@@ -2,7 +2,9 @@
 backends: a tokens or trace batch is one ``DELETE … RETURNING`` of a locked,
 limited selection, and the walk's bound (the bisection of the primary key)
 is found once per run, not once per batch; a jobs batch sends its ids as one
-array parameter on PostgreSQL, not one parameter per id."""
+array parameter on PostgreSQL, not one parameter per id, and has its
+statements planned with its own values (a generic plan of the prepared
+attempts ``DELETE`` read the whole slack range of the ``started_at`` index)."""
 
 from __future__ import annotations
 
@@ -60,3 +62,4 @@ async def test_a_jobs_batch_sends_its_ids_as_one_parameter_on_postgresql_O20(
         # the same text for a batch of 3 and of 2: one array, not 3 or 2 parameters
         assert all("= ANY" in s for s in deletes)
         assert len(set(deletes)) == 3
+        assert len(_starting(seen, "SET LOCAL plan_cache_mode = force_custom_plan")) == 2
