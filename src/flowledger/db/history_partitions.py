@@ -29,10 +29,12 @@ PARTITION_COLUMN = "started_at"
 DEFAULT_PARTITION = f"{PARENT}_default"
 LEGACY_PARTITION = f"{PARENT}_legacy"
 DAY_PREFIX = f"{PARENT}_p"
-# how far the clock that starts an attempt may lag behind the clock that
-# created its job (two hosts, or a test's manual clock): the margin of
-# :func:`earliest_attempt_start`
-CLOCK_MARGIN = timedelta(days=7)
+# how far the clocks of two nodes may disagree (the one that created a job,
+# the one that claimed it; a backdated demo job): an attempt starts after its
+# job was created and before its job's ``updated_at``, each give or take
+# this margin — the bounds that let a read or a retention batch over known
+# jobs plan only their day partitions
+CLOCK_MARGIN = timedelta(days=1)
 
 
 def earliest_attempt_start(created_at: datetime) -> datetime:

@@ -51,6 +51,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from flowledger.db import wake
 from flowledger.db.compensation_schema import workflow_compensations as tickets
 from flowledger.db.engine_schema import workflow_instances as instances
+from flowledger.db.history_partitions import CLOCK_MARGIN
 from flowledger.db.schema import workflow_job_effects as effects
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
@@ -70,7 +71,7 @@ ACTIVE_INSTANCE_STATUSES = (InstanceStatus.RUNNING.value, InstanceStatus.SUSPEND
 # this slack and its latest ``updated_at`` plus it (clocks of different
 # nodes, a backdated demo job): the day partitions of that range, not every
 # partition of the history (issue 34 item 2).
-ATTEMPT_START_SLACK = timedelta(days=1)
+ATTEMPT_START_SLACK = CLOCK_MARGIN
 
 
 def instance_protected(instance_id: Any) -> ColumnElement[bool]:
