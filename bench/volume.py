@@ -26,7 +26,11 @@ PostgreSQL, then every console read, one retention pass and a peer drain.
    one ``flowledger worker``, start-up included, until the database shows
    them all succeeded) on this database and on a fresh empty one
    (``<db>_empty``, dropped afterwards); ``drain_ratio`` = full ÷ empty. The
-   drained jobs are deleted from the full database afterwards.
+   drained jobs are deleted from the full database afterwards. Before it,
+   ``VACUUM (INDEX_CLEANUP ON) workflow_jobs``: autovacuum is off on the
+   bench host, and without it an earlier run's deleted jobs stay in the
+   claim indexes (what the drain measures is claims against history, not
+   against the bench's own unvacuumed garbage).
 
 Last line: ``<read>_ms=…`` per read, ``retention_ms=… drain_ratio=… fill_s=…``
 (``fill_s=0`` with ``--reuse``).
@@ -310,8 +314,26 @@ async def drain_rate(url: str, n: int) -> float:
     conninfo = libpq_conninfo(db.url)
     try:
         await upgrade(db)
-        with psycopg.connect(conninfo) as conn:
-            base = int(conn.execute("SELECT COALESCE(max(id), 0) FROM workflow_jobs").fetchone()[0])  # type: ignore[index]
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            # the table as autovacuum leaves it (0024's thresholds; off
+            # on the bench host): an earlier run's drained and deleted jobs
+            # left their entries in the claim path's partial indexes, and
+            # every claim walked them (on vol_drain after five runs 266 index
+            # pages of ix_workflow_jobs_claim_due per job against 18); the
+            # empty database is a fresh one. INDEX_CLEANUP ON: a vacuum of a
+            # few dead rows in a big table otherwise leaves index entries
+            conn.execute("VACUUM (INDEX_CLEANUP ON) workflow_jobs")
+            # past the sequence, not only the live rows: an earlier run's
+            # drained jobs were deleted (left as dead index entries, not
+            # vacuumed here: autovacuum is off on the bench host), and a
+            # count from the newest live id walked them on every poll
+            base = int(
+                conn.execute(  # type: ignore[index]
+                    "SELECT GREATEST((SELECT COALESCE(max(id), 0) FROM workflow_jobs), "
+                    "COALESCE(pg_sequence_last_value('workflow_jobs_id_seq'), 0))"
+                ).fetchone()[0]
+            )
+        enqueued_at = datetime.now(UTC)
         await drain.bulk_enqueue(db, n)
         count = counter(conninfo, base)
         workers = drain.Subprocesses(url, 1, counted=False)
@@ -322,7 +344,15 @@ async def drain_rate(url: str, n: int) -> float:
             elapsed = time.perf_counter() - started
         finally:
             await workers.stop()
-        with psycopg.connect(conninfo) as conn:  # the drained jobs go (and their attempts)
+        with psycopg.connect(conninfo) as conn:  # the drained jobs go, and their attempts
+            # (no key cascades them on PostgreSQL: db/job_history_keys; the
+            # start bound keeps the delete in today's partition). Left, they
+            # were the last hour's attempts of the runtime status and the
+            # alert metrics in the next run's reads
+            conn.execute(
+                "DELETE FROM workflow_job_executions WHERE job_id > %s AND started_at >= %s",
+                (base, enqueued_at),
+            )
             conn.execute("DELETE FROM workflow_jobs WHERE id > %s", (base,))
     finally:
         await db.dispose()

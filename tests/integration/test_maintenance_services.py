@@ -24,7 +24,9 @@ from flowledger.db.database import Database
 from flowledger.db.schema import system_leader_leases as leases
 from flowledger.engine.hooks import NO_HOOKS
 from flowledger.errors import ConfigurationError
+from flowledger.handlers.health_service import HealthSnapshots
 from flowledger.handlers.services import SchedulePlanner
+from flowledger.ops.alerts.service import AlertEvaluator
 from flowledger.runtime import build_runtime
 from flowledger.worker.leader import LeaderElector
 from flowledger.worker.services import DRAIN_TASK, PeriodicService
@@ -70,6 +72,28 @@ async def test_the_ran_signal_counts_runs() -> None:
     stop.set()
     await task
     assert service.runs >= 1 and service.last_error is None
+
+
+async def test_the_heavy_maintenance_reads_wait_one_interval_after_the_start() -> None:
+    """The health snapshots and the alert evaluation do not run beside a
+    starting worker's first claims (issue 34 item 4): their first run comes
+    one interval after the start; a stop meanwhile ends them without one."""
+    assert not HealthSnapshots.run_at_start and not AlertEvaluator.run_at_start
+    late, stop = Counting(0.3, jitter=0), asyncio.Event()
+    late.run_at_start = False
+    task = asyncio.ensure_future(late.run(stop))
+    await asyncio.sleep(0.1)
+    assert late.runs == 0
+    await asyncio.wait_for(late.ran.wait(), 5)
+    stop.set()
+    await task
+    assert late.runs == 1
+    stopped = Counting(60, jitter=0)
+    stopped.run_at_start = False
+    stop = asyncio.Event()
+    stop.set()
+    await asyncio.wait_for(stopped.run(stop), 1)
+    assert stopped.runs == 0
 
 
 async def test_the_elector_leads_for_its_holder_and_resigns_L20(

@@ -135,3 +135,28 @@ async def test_the_history_keys_to_jobs_exist_on_sqlite_only(fresh: Database, db
                 "WHERE contype = 'f' AND confrelid = 'workflow_jobs'::regclass"
             )
             assert found.scalars().all() == []
+
+
+async def test_the_running_lease_index_serves_the_rescuer_and_the_jobs_table_is_vacuumed_often(
+    fresh: Database, db: Database
+) -> None:
+    """Migration 0024 and the declared schema agree (issue 34 item 4): on
+    PostgreSQL the running jobs' index carries ``id`` (the rescuer's search
+    for expired leases is index-only) and ``workflow_jobs`` has its own
+    autovacuum thresholds; SQLite is unchanged."""
+    await upgrade(fresh)
+    for database in (fresh, db):  # migrated; created from the declared schema
+        if database.is_sqlite:
+            continue
+        async with database.engine.connect() as conn:
+            found = await conn.exec_driver_sql(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_workflow_jobs_running_lease'"
+            )
+            assert "INCLUDE (execution_deadline, id)" in found.scalar_one()
+    if fresh.is_sqlite:
+        return
+    async with fresh.engine.connect() as conn:
+        options = await conn.exec_driver_sql(
+            "SELECT reloptions FROM pg_class WHERE relname = 'workflow_jobs'"
+        )
+        assert "autovacuum_vacuum_scale_factor=0.01" in options.scalar_one()

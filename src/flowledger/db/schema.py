@@ -107,12 +107,13 @@ workflow_jobs = Table(
         postgresql_where=_PENDING,
         sqlite_where=_PENDING,
     ),
-    # drain / stuck detection (SPEC L-20, L-23); the deadline is carried so
-    # "lease missing/expired or deadline reached" is an index-only count
+    # drain / stuck detection (SPEC L-20, L-23); the deadline and the id are
+    # carried so "lease missing/expired or deadline reached" is an index-only
+    # count, and the rescuer's search for those jobs an index-only scan (0024)
     Index(
         "ix_workflow_jobs_running_lease",
         "lease_until",
-        postgresql_include=["execution_deadline"],
+        postgresql_include=["execution_deadline", "id"],
         postgresql_where=_RUNNING,
         sqlite_where=_RUNNING,
     ),

@@ -19,6 +19,9 @@ SNAPSHOT_TASK = "workflow-health-snapshot"
 
 class HealthSnapshots(LeaderService):
     name = SNAPSHOT_TASK
+    # the first snapshot one interval after the start, not beside the first
+    # claims (the inspection reads every rule: seconds at 90 days of history)
+    run_at_start = False
 
     def __init__(
         self,

@@ -51,7 +51,14 @@ from flowledger.db.history_partitions import (
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ledger.driver.core_maintenance import purgeable_jobs
 
-LOCK_TIMEOUT = "2s"  # the longest a partition change makes claims wait
+LOCK_TIMEOUT = "2s"  # the longest retention's detach makes claims wait
+# the longest a partition's creation makes claims wait: it is created days
+# ahead, so one that cannot get its lock at once is left to the next run
+# (hourly) rather than queued — every claim and settlement queues behind a
+# waiting ACCESS EXCLUSIVE request, and at a worker's start, behind its
+# other services' reads, that held the first claims 2 s per day created
+# (issue 34 item 4, measured on the volume database)
+CREATE_LOCK_TIMEOUT = "50ms"
 
 
 @dataclass(frozen=True)
@@ -115,7 +122,7 @@ async def _create_day(conn: AsyncConnection, day: date) -> None:
 async def partitions_ensure(conn: AsyncConnection, *, now: datetime, ahead_days: int) -> list[str]:
     """Create the missing day partitions of today (UTC, at ``now``) and the
     next ``ahead_days`` days, each in a savepoint of the caller's
-    transaction under :data:`LOCK_TIMEOUT` (one that cannot get its lock is
+    transaction under :data:`CREATE_LOCK_TIMEOUT` (one that cannot get its lock is
     tried again on the next call). Returns the names created. Days already
     inside another partition's range (the migrated ``…_legacy`` one) are
     skipped."""
@@ -133,7 +140,7 @@ async def partitions_ensure(conn: AsyncConnection, *, now: datetime, ahead_days:
             continue
         try:
             async with conn.begin_nested():
-                await conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+                await conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{CREATE_LOCK_TIMEOUT}'")
                 await _create_day(conn, day)
         except OperationalError:
             continue

@@ -29,6 +29,9 @@ EVALUATE_TASK = "workflow-alert-evaluate"
 
 class AlertEvaluator(LeaderService):
     name = EVALUATE_TASK
+    # the first pass one interval after the start, not beside the first
+    # claims (per-tenant metrics over the last hour's attempts)
+    run_at_start = False
 
     def __init__(
         self,

@@ -31,8 +31,8 @@ Writes: an entry when a token becomes active (removed when it is consumed
 or parked), and when a job dies or fails (removed when it is retried or
 skipped).
 
-Revision ID: 0024_health
-Revises: 0023
+Revision ID: 0025
+Revises: 0024
 Create Date: 2026-12-07 01:40:00
 """
 
@@ -41,8 +41,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0024_health"
-down_revision = "0023"
+revision = "0025"
+down_revision = "0024"
 branch_labels = None
 depends_on = None
 
