@@ -140,19 +140,27 @@ async def test_the_history_keys_to_jobs_exist_on_sqlite_only(fresh: Database, db
 async def test_the_running_lease_index_serves_the_rescuer_and_the_jobs_table_is_vacuumed_often(
     fresh: Database, db: Database
 ) -> None:
-    """Migration 0024 and the declared schema agree (issue 34 item 4): on
-    PostgreSQL the running jobs' index carries ``id`` (the rescuer's search
-    for expired leases is index-only) and ``workflow_jobs`` has its own
-    autovacuum thresholds; SQLite is unchanged."""
+    """Migrations 0024 and 0026 and the declared schema agree (issue 34 items
+    3 and 4): on PostgreSQL the running jobs' index carries ``id`` (the
+    rescuer's search for expired leases is index-only) and pool and tenant
+    (the queue's running jobs per pool), the pending jobs' ``claim_due``
+    type and tenant (the queue's pending figures per pool and type), and
+    ``workflow_jobs`` has its own autovacuum thresholds; SQLite is unchanged."""
     await upgrade(fresh)
     for database in (fresh, db):  # migrated; created from the declared schema
         if database.is_sqlite:
             continue
         async with database.engine.connect() as conn:
             found = await conn.exec_driver_sql(
-                "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_workflow_jobs_running_lease'"
+                "SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN"
+                " ('ix_workflow_jobs_running_lease', 'ix_workflow_jobs_claim_due')"
             )
-            assert "INCLUDE (execution_deadline, id)" in found.scalar_one()
+            defs = dict(found.all())
+            assert (
+                "INCLUDE (execution_deadline, id, pool, tenant_id)"
+                in defs["ix_workflow_jobs_running_lease"]
+            )
+            assert "INCLUDE (type, tenant_id)" in defs["ix_workflow_jobs_claim_due"]
     if fresh.is_sqlite:
         return
     async with fresh.engine.connect() as conn:

@@ -99,21 +99,25 @@ workflow_jobs = Table(
         postgresql_where=_PENDING,
         sqlite_where=_PENDING,
     ),
+    # …carrying type and tenant: the engine diagnostics' queue (pending, due,
+    # oldest due per pool and type, tenant-scoped) is index-only (0026)
     Index(
         "ix_workflow_jobs_claim_due",
         "pool",
         "run_at",
         "id",
+        postgresql_include=["type", "tenant_id"],
         postgresql_where=_PENDING,
         sqlite_where=_PENDING,
     ),
     # drain / stuck detection (SPEC L-20, L-23); the deadline and the id are
     # carried so "lease missing/expired or deadline reached" is an index-only
-    # count, and the rescuer's search for those jobs an index-only scan (0024)
+    # count, and the rescuer's search for those jobs an index-only scan (0024);
+    # pool and tenant for the queue's running jobs per pool (0026)
     Index(
         "ix_workflow_jobs_running_lease",
         "lease_until",
-        postgresql_include=["execution_deadline", "id"],
+        postgresql_include=["execution_deadline", "id", "pool", "tenant_id"],
         postgresql_where=_RUNNING,
         sqlite_where=_RUNNING,
     ),
