@@ -819,7 +819,10 @@ export interface paths {
          * Health Inspection
          * @description Every problem of the rules of SPEC O-16 within the caller's tenants,
          *     one per task (missing token > job anomaly > stuck), critical first and
-         *     oldest first, with counts by rule and level and the health score.
+         *     oldest first, with counts by rule and level and the health score. The
+         *     page and the counts are read by one statement
+         *     (:mod:`flowledger.ops.health.page`): no problem outside the page is
+         *     built.
          */
         get: operations["health-health_inspection"];
         put?: never;
