@@ -301,31 +301,38 @@ async def job_summary(db: Database, flt: JobFilter) -> dict[str, Any]:
 # ------------------------------------------------------------ detail, chains
 
 
-async def executions_by_job(
-    conn: AsyncConnection, job_ids: Sequence[int], *, created_since: datetime | None
-) -> dict[int, list[Any]]:
-    """Every attempt of ``job_ids`` by job, oldest first (generation, attempt).
-    ``created_since``: the earliest ``created_at`` of those jobs, when known —
-    it bounds ``started_at`` so the attempts' older day partitions are pruned
+def attempts_of(job_ids: Sequence[int], *, created_since: datetime | None) -> Select[Any]:
+    """The attempts of ``job_ids``, oldest first per job. ``created_since``:
+    the earliest ``created_at`` of those jobs, when known — it bounds
+    ``started_at`` by a value so PostgreSQL plans only the attempts' day
+    partitions since then
     (:func:`~flowledger.db.history_partitions.earliest_attempt_start`)."""
-    out: dict[int, list[Any]] = {job_id: [] for job_id in job_ids}
     since = (
         executions.c.started_at >= earliest_attempt_start(created_since)
         if created_since is not None
         else true()
     )
-    for offset in range(0, len(job_ids), 500):
-        chunk = list(job_ids[offset : offset + 500])
-        rows = await conn.execute(
-            select(executions)
-            .where(executions.c.job_id.in_(chunk), since)
-            .order_by(
-                executions.c.job_id,
-                executions.c.generation,
-                executions.c.attempt,
-                executions.c.id,
-            )
+    return (
+        select(executions)
+        .where(executions.c.job_id.in_(list(job_ids)), since)
+        .order_by(
+            executions.c.job_id,
+            executions.c.generation,
+            executions.c.attempt,
+            executions.c.id,
         )
+    )
+
+
+async def executions_by_job(
+    conn: AsyncConnection, job_ids: Sequence[int], *, created_since: datetime | None
+) -> dict[int, list[Any]]:
+    """Every attempt of ``job_ids`` by job, oldest first (generation, attempt),
+    read by :func:`attempts_of` 500 jobs at a time."""
+    out: dict[int, list[Any]] = {job_id: [] for job_id in job_ids}
+    for offset in range(0, len(job_ids), 500):
+        chunk = job_ids[offset : offset + 500]
+        rows = await conn.execute(attempts_of(chunk, created_since=created_since))
         for row in rows.mappings():
             out[row["job_id"]].append(execution_public(row))
     return out
