@@ -31,7 +31,8 @@ NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def sent(db: Database) -> Iterator[list[str]]:
-    """The SQL texts sent directly while the test runs."""
+    """The SQL texts sent directly while the test runs (every statement
+    object from its first use on)."""
     seen: list[str] = []
 
     def observe(_conn: Any, sql: str) -> None:
@@ -42,10 +43,12 @@ def sent(db: Database) -> Iterator[list[str]]:
         return
     assert isinstance(db.engine, pg_direct.DirectEngine)
     db.engine.observers.append(observe)
+    db.engine.plan_first_use = True  # these tests use each statement once: send it directly
     try:
         yield seen
     finally:
         db.engine.observers.remove(observe)
+        db.engine.plan_first_use = False
 
 
 async def _seed(conn: AsyncConnection) -> int:
@@ -365,3 +368,24 @@ async def test_a_dropped_connection_is_invalidated_and_the_next_transaction_work
     # the pool logged no failed reset or close (psycopg's own pipeline may
     # warn that it could not end the executemany's pipeline: that is fine)
     assert not [r for r in caplog.records if r.name.startswith("sqlalchemy")]
+
+
+async def test_a_statement_object_goes_directly_from_its_second_use(
+    db: Database, sent: list[str]
+) -> None:
+    """FIRST_USE: a statement built per call (used once) takes SQLAlchemy's
+    path, whose compiled cache spares it a compilation; the same object's
+    later uses are sent directly, with the same rows."""
+    if db.is_sqlite:
+        pytest.skip("SQLite has no direct path")
+    assert isinstance(db.engine, pg_direct.DirectEngine)
+    db.engine.plan_first_use = False
+    query = select(workflow_instances.c.initiator).order_by(workflow_instances.c.id)
+    async with db.begin() as conn:
+        await _seed(conn)
+        before = len(sent)
+        first = (await conn.execute(query)).all()
+        assert len(sent) == before  # compiled (or found) by SQLAlchemy's cache
+        second = (await conn.execute(query)).all()
+        assert len(sent) == before + 1 and sent[-1].startswith("SELECT")
+    assert first == second and [r.initiator for r in first] == ["u0", "u1", "u2"]

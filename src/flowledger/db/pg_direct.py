@@ -6,9 +6,10 @@ SQLAlchemy's asyncio layer spends about 90 µs of CPU per statement on top of
 psycopg's own 75 µs (a greenlet hop, an execution context, a cursor wrapper,
 a result built from cursor metadata); an engine step runs about ten
 statements, so that layer was a third of a worker's CPU. A
-:class:`DirectConnection` compiles a statement object once
-(``ClauseElement.compile`` with the connection's dialect, kept while the
-object lives: the engine's statements are module constants, built once),
+:class:`DirectConnection` compiles a statement object once, at its second
+use (``ClauseElement.compile`` with the connection's dialect, kept while
+the object lives: the engine's statements are module constants, built once;
+a statement's first use goes through SQLAlchemy, see FIRST_USE),
 binds its parameters with the bind processors of their types
 (``TypeEngine.dialect_impl(…).bind_processor``), expands ``IN`` lists with
 ``SQLCompiler.construct_expanded_state`` and sends the text on the
@@ -151,16 +152,24 @@ def _usable(compiled: Any) -> bool:
 
 # a statement object's plans by parameter keys (False: it must go through
 # SQLAlchemy), kept by the engine per live statement object (by identity: a
-# statement's ``==`` may build SQL) and dropped when the object is collected
+# statement's ``==`` may build SQL) and dropped when the object is collected.
+#
+# FIRST_USE: a statement object's first execution goes through SQLAlchemy and
+# only its later ones are planned here. Statements built per call (a
+# console read's filters, a drawer's view) are used once: compiling each
+# anew costs about 1 ms, while SQLAlchemy's own path finds their compiled
+# form in its cache (keyed by the statement's structure, not its identity)
+# for a tenth of that. The engine's statements are module constants: planned
+# from their second use on.
 Plans = dict[int, dict[tuple[str, ...], "_Plan | bool"]]
 
 
-def _plans_of(plans: Plans, statement: Any) -> dict[tuple[str, ...], _Plan | bool]:
+def _remember(plans: Plans, statement: Any) -> dict[tuple[str, ...], _Plan | bool]:
+    """Note ``statement``'s first use: its (empty) plans by parameter keys."""
     key = id(statement)
-    found = plans.get(key)
-    if found is None:
-        found = plans[key] = {}
-        weakref.finalize(statement, plans.pop, key, None)
+    found: dict[tuple[str, ...], _Plan | bool] = {}
+    plans[key] = found
+    weakref.finalize(statement, plans.pop, key, None)
     return found
 
 
@@ -177,7 +186,11 @@ def _plan(
     dialect = sync.dialect
     keys = tuple(sorted(parameters)) if parameters else ()
     engine: DirectEngine = conn.engine  # type: ignore[assignment]
-    plans = _plans_of(engine.plans, statement)
+    plans = engine.plans.get(id(statement))
+    if plans is None:  # first use of this object: SQLAlchemy's path (see FIRST_USE)
+        plans = _remember(engine.plans, statement)
+        if not engine.plan_first_use:
+            return None
     plan = plans.get(keys)
     if plan is None:  # first use of this statement with these keys: decide once
         compiled: Any = statement.compile(dialect=dialect, column_keys=list(keys))
@@ -345,10 +358,12 @@ class DirectConnection(AsyncConnection):
 
 class DirectEngine(AsyncEngine):
     """An ``AsyncEngine`` whose connections are :class:`DirectConnection`.
-    ``observers`` are called before each statement sent directly; engines
-    derived by ``execution_options`` keep the class, the observers, the
-    result metadata of text statements (by column names) and the plans of
-    the statements compiled so far."""
+    ``observers`` are called before each statement sent directly;
+    ``plan_first_use`` sends a statement object directly from its first use
+    on (tests of the direct path set it; see FIRST_USE for why it is off).
+    Engines derived by ``execution_options`` keep the class, the observers,
+    that setting, the result metadata of text statements (by column names)
+    and the plans of the statements compiled so far."""
 
     def __init__(
         self,
@@ -356,11 +371,13 @@ class DirectEngine(AsyncEngine):
         observers: list[Observer] | None = None,
         text_results: dict[tuple[str, ...], SimpleResultMetaData] | None = None,
         plans: Plans | None = None,
+        plan_first_use: bool = False,
     ) -> None:
         super().__init__(sync_engine)
         self.observers: list[Observer] = observers if observers is not None else []
         self.text_results = text_results if text_results is not None else {}
         self.plans: Plans = plans if plans is not None else {}
+        self.plan_first_use = plan_first_use
 
     def connect(self) -> DirectConnection:
         return DirectConnection(self)
@@ -371,4 +388,5 @@ class DirectEngine(AsyncEngine):
             self.observers,
             self.text_results,
             self.plans,
+            self.plan_first_use,
         )
