@@ -44,8 +44,10 @@ them), so a client can word them in its own language.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import select
@@ -201,8 +203,24 @@ def _ints(values: Any) -> list[int]:
     return sorted({int(v) for v in values if v is not None})
 
 
-async def _rows(conn: AsyncConnection, query: Any) -> list[Any]:
-    return list(await conn.execute(query))
+async def _rows(conn: AsyncConnection, query: Any, values: Any = None) -> list[Any]:
+    return list(await conn.execute(query, values))
+
+
+Check = Callable[[rules.RuleParams], Any]
+
+
+@lru_cache(maxsize=16)
+def _one_instance(build: Check) -> Any:
+    """``build``'s statement for one instance with bound parameters (the
+    values: ``RuleParams.bind_values``), built once: building one costs
+    more than running it for one instance."""
+    return build(_ONE_INSTANCE)
+
+
+_ONE_INSTANCE = rules.RuleParams(
+    now=datetime(1970, 1, 1, tzinfo=UTC), threshold=timedelta(0), instance_id=0
+).shape()
 
 
 def _force_jump(node_key: str | None) -> dict[str, Any] | None:
@@ -275,7 +293,9 @@ async def _checks(
 ) -> list[Conclusion]:
     """The O-12 checks the inspection does not name (``reported``: the
     tasks the inspection reports as ``token_task_mismatch``)."""
-    now_params = rules.RuleParams(now=now, threshold=timedelta(0), instance_id=instance_id)
+    values = rules.RuleParams(
+        now=now, threshold=timedelta(0), instance_id=instance_id
+    ).bind_values()
     out: list[Conclusion] = []
     all_tokens = await _open_tokens(conn, instance_id)
     # the node the flow last stood at: an active token, else the newest one
@@ -283,7 +303,7 @@ async def _checks(
     last_node = (active or all_tokens or [None])[0]
     last_node_key = None if last_node is None else last_node.node_key
 
-    if await _rows(conn, checks.running_without_active_task(now_params)):
+    if await _rows(conn, _one_instance(checks.running_without_active_task), values):
         out.append(
             Conclusion(
                 "running_without_active_task",
@@ -293,7 +313,7 @@ async def _checks(
                 await _move_on_from(conn, instance_id, last_node_key),
             )
         )
-    if await _rows(conn, checks.running_without_active_token(now_params)):
+    if await _rows(conn, _one_instance(checks.running_without_active_token), values):
         parked = [t.id for t in all_tokens if t.state == TokenState.PARKED.value]
         out.append(
             Conclusion(
@@ -304,7 +324,7 @@ async def _checks(
                 _force_jump(last_node_key),
             )
         )
-    for row in await _rows(conn, queries.token_task_mismatch(now_params)):
+    for row in await _rows(conn, _one_instance(queries.token_task_mismatch), values):
         if int(row.task_id) in reported:
             continue
         out.append(
@@ -316,7 +336,7 @@ async def _checks(
                 _force_jump(row.node_key),
             )
         )
-    for row in await _rows(conn, checks.tokens_without_task(now_params)):
+    for row in await _rows(conn, _one_instance(checks.tokens_without_task), values):
         out.append(
             Conclusion(
                 "token_without_task",
@@ -326,7 +346,7 @@ async def _checks(
                 await _move_on_from(conn, instance_id, row.node_key),
             )
         )
-    unwakeable = await _rows(conn, checks.unwakeable_waiting_tasks(now_params))
+    unwakeable = await _rows(conn, _one_instance(checks.unwakeable_waiting_tasks), values)
     if unwakeable:
         first = unwakeable[0]
         recovery = _RECOVERY_BY_KIND.get(first.detail or "")

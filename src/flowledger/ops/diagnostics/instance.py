@@ -98,7 +98,10 @@ async def _view(
     trace_limit: int,
     trace_cursor: str | None,
     trace_kind: str | None = None,
+    nodes: list[dict[str, Any]] | None = None,
 ) -> Any:
+    """View ``name``; ``nodes``: the nodes view when already read (the
+    diagram is drawn from it)."""
     instance_id = int(instance["id"])
     if name == "trace":
         return await trace_view(
@@ -115,7 +118,7 @@ async def _view(
     if name == "tokens":
         return await tokens_view(conn, instance_id, defn)
     if name == "diagram":
-        return await diagram_view(conn, instance_id, defn)
+        return await diagram_view(conn, instance_id, defn, nodes)
     if name == "form":
         return await form_view(conn, instance)
     if name == "definition":
@@ -157,6 +160,7 @@ async def instance_diagnostics(
             trace_limit=trace_limit,
             trace_cursor=trace_cursor,
             trace_kind=trace_kind,
+            nodes=doc.get("nodes"),
         )
     if view is None:
         findings = await consistency.instance_findings(

@@ -195,10 +195,16 @@ async def _taken_edges(conn: AsyncConnection, instance_id: int) -> set[tuple[str
 
 
 async def diagram_view(
-    conn: AsyncConnection, instance_id: int, defn: ProcessDefinition
+    conn: AsyncConnection,
+    instance_id: int,
+    defn: ProcessDefinition,
+    nodes: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The snapshot's nodes (with run state) and edges (with ``taken``)."""
-    states = {n["key"]: n for n in await node_states(conn, instance_id, defn)}
+    """The snapshot's nodes (with run state) and edges (with ``taken``);
+    ``nodes``: :func:`node_states` when the caller has read them already."""
+    if nodes is None:
+        nodes = await node_states(conn, instance_id, defn)
+    states = {n["key"]: n for n in nodes}
     taken = await _taken_edges(conn, instance_id)
     return {
         "nodes": [
