@@ -23,7 +23,9 @@ from flowledger.runtime import build_runtime, open_database, open_replica
 from flowledger.settings import Settings
 
 
-async def _prepare_thresholds(db: Database) -> tuple[Any, Any]:
+async def _prepare_thresholds(db: Database) -> tuple[Any, Any, str]:
+    """The pooled and the hot-path connections' prepare thresholds, and the
+    hot path's plan cache mode (generic plans only where it prepares)."""
     async with db.read() as conn:
         await conn.execute(text("SELECT 1"))
         raw = await conn.get_raw_connection()
@@ -31,9 +33,9 @@ async def _prepare_thresholds(db: Database) -> tuple[Any, Any]:
     hot = db.hot_path()
     assert isinstance(hot, PgHotPath)
     try:
-        await hot.run("SELECT 1 AS one", {})
+        mode = (await hot.run("SHOW plan_cache_mode", {}))[0]["plan_cache_mode"]
         assert hot._conn is not None
-        return pooled, hot._conn.prepare_threshold
+        return pooled, hot._conn.prepare_threshold, mode
     finally:
         await hot.close()
 
@@ -57,13 +59,14 @@ async def test_settings_reach_the_database(db_url: str) -> None:
     )
     try:
         assert make_url(db.listen_conninfo).database == "elsewhere"
-        assert await _prepare_thresholds(db) == (None, None)
+        # behind a pooler nothing is prepared, so no session setting is made
+        assert await _prepare_thresholds(db) == (None, None, "auto")
     finally:
         await db.dispose()
     db = open_database(Settings(database_url=db_url))
     try:  # the defaults: LISTEN on the database itself, statements prepared
         assert make_url(db.listen_conninfo).database == make_url(db_url).database
-        assert await _prepare_thresholds(db) == (5, 0)
+        assert await _prepare_thresholds(db) == (5, 0, "force_generic_plan")
     finally:
         await db.dispose()
 
