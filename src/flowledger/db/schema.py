@@ -138,6 +138,17 @@ workflow_jobs = Table(
         postgresql_where=_DEAD_OR_FAILED,
         sqlite_where=_DEAD_OR_FAILED,
     ),
+    # the failure clusters by reason: a group-by (fingerprint, type) read in
+    # index order from the narrow entries alone (0027; the wider index above
+    # serves the members and the other clusterings)
+    Index(
+        "ix_workflow_jobs_failure_groups",
+        "last_error_fingerprint",
+        "type",
+        postgresql_include=["status", "updated_at", "tenant_id"],
+        postgresql_where=_DEAD_OR_FAILED,
+        sqlite_where=_DEAD_OR_FAILED,
+    ),
     # the oldest dead / failed jobs first: what a replay takes (0023)
     Index(
         "ix_workflow_jobs_replayable",

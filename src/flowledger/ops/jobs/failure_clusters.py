@@ -12,7 +12,9 @@ Index: ``ix_workflow_jobs_failure_clusters`` — partial on dead/failed,
 (fingerprint, updated_at, id) including status, type, instance, trace and
 tenant on PostgreSQL — makes the group-by of every clustering an index-only
 scan of the failed part of the ledger, and each cluster's newest members a
-short backward scan; for type clusters ``…_failure_types`` (type,
+short backward scan; the reason clusters' group-by reads the narrower
+``ix_workflow_jobs_failure_groups`` (fingerprint, type) in its order instead
+(0027: 68 → 34 ms over 251,264 failed jobs); for type clusters ``…_failure_types`` (type,
 updated_at, id) plays that part, and by instance or trace the
 ``…_instance`` and ``…_trace`` indexes find the few members.
 
