@@ -14,7 +14,9 @@ engine's. On PostgreSQL it is one statement (:func:`pg_job_step_lock`):
   what it committed);
 - the fence's select (``lock_fenced_after``) joins both to the job row,
   which it locks as the joined row leaves the join — after the instance
-  row, so the lock order stays L-13's.
+  row, so the lock order stays L-13's;
+- its condition ``STEP_GENERIC_PLANS`` sets the step's generic plans
+  (:mod:`~flowledger.engine.store.generic_plans`).
 
 The finish reads in the snapshot of that statement, taken before any wait
 for the instance lock: the task row itself is re-checked at its newest
@@ -37,6 +39,7 @@ from sqlalchemy import ColumnElement, bindparam, exists, literal_column, select,
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from flowledger.db.engine_schema import workflow_instances, workflow_tasks, workflow_tokens
+from flowledger.engine.store.generic_plans import STEP_GENERIC_PLANS
 from flowledger.errors import LeaseLostError
 from flowledger.ledger.driver.fence import (
     NO_PRIOR_RECEIPT,
@@ -172,14 +175,16 @@ _FINISHED = "finished_"  # the prefix of the finish's columns in the PostgreSQL 
 def _pg_statements() -> tuple[Any, Any]:
     """The PostgreSQL statement without and with the task finish."""
     locked = INSTANCE_LOCK.cte("locked_instance").prefix_with("MATERIALIZED")
-    plain = lock_fenced_after([locked], list(locked.c))
+    plain = lock_fenced_after([locked], list(locked.c)).where(STEP_GENERIC_PLANS)
     finish = _task_finish(
         workflow_tasks.c.instance_id == select(locked.c.id).scalar_subquery(),
         select(locked.c.status).scalar_subquery() == InstanceStatus.RUNNING.value,
         NO_PRIOR_RECEIPT,
     ).cte("finished_task")
     finished = [finish.c[c.key].label(_FINISHED + c.key) for c in _FINISHED_COLUMNS]
-    with_finish = lock_fenced_after([locked, finish], [*locked.c, *finished])
+    with_finish = lock_fenced_after([locked, finish], [*locked.c, *finished]).where(
+        STEP_GENERIC_PLANS
+    )
     return plain, with_finish
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import Select, func, literal_column, select
 
+from flowledger.engine.store.generic_plans import STEP_GENERIC_PLANS
 from flowledger.ledger.driver.postgres_sql import JOBS_ID_SEQUENCE
 
 # per kind: the id sequence and how many a reserving statement draws (a
@@ -69,6 +70,8 @@ def take_reserved(row: dict[str, Any]) -> Reserved:
 def reserving(lock: Select[Any]) -> Select[Any]:
     """``lock`` (a ``SELECT … FOR UPDATE``) that also reserves ids: drawn in
     an outer query over the materialized lock, so after the lock is held
-    (in the lock's own projection they would be drawn before any wait for it)."""
+    (in the lock's own projection they would be drawn before any wait for
+    it). As the step's first statement it also sets the step's generic plans
+    (:mod:`~flowledger.engine.store.generic_plans`)."""
     locked = lock.cte("reserving_lock").prefix_with("MATERIALIZED")
-    return select(locked, *reserve_columns())
+    return select(locked, *reserve_columns()).where(STEP_GENERIC_PLANS)
