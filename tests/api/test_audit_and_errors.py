@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
+from flowledger.access.audit import AuditEntry
 from flowledger.api import create_app
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
@@ -95,17 +96,42 @@ async def test_no_rows_for_reads_401_and_malformed_bodies(api: Api, people: Peop
 
 
 async def test_audit_write_failure_keeps_outcome(api: Api, people: People) -> None:
+    """A route whose service commits on its own and whose row is written
+    apart (the saved views, ops/monitor): the outcome stands when its row
+    cannot be written (logged)."""
+    async with api.db.begin() as conn:
+        await conn.execute(text("DROP TABLE operation_audit"))
+    response = await api.post("/views", people.mon, {"scope": "instances", "name": "stuck"})
+    assert response.status_code == 201
+    assert (await api.get(f"/views/{response.json()['id']}", people.mon)).status_code == 200
+
+
+async def test_an_engine_action_and_its_row_commit_together(api: Api, people: People) -> None:
+    """SPEC A-2, A-4 (issue 29 item 2): the engine's actions write their
+    audit row in their own transaction — an instance is never started
+    without its record: with the row unwritable the start is refused (500)
+    and no instance exists."""
     await api.deploy(people.root, approval())
     async with api.db.begin() as conn:
         await conn.execute(text("DROP TABLE operation_audit"))
     response = await api.post(
         "/instances", people.ann, {"definitionKey": "leave", "form": {"days": 1}}
     )
-    assert response.status_code == 201
+    assert response.status_code == 500 and response.json()["code"] == "internal_error"
+    async with api.db.read() as conn:
+        count = (await conn.execute(text("SELECT count(*) FROM workflow_instances"))).scalar_one()
+    assert count == 0
 
 
 class BrokenEngine(Engine):
-    async def cancel(self, instance_id: int, *, actor: str, reason: str | None = None) -> None:
+    async def cancel(
+        self,
+        instance_id: int,
+        *,
+        actor: str,
+        reason: str | None = None,
+        audit: AuditEntry | None = None,
+    ) -> None:
         raise RuntimeError("secret connection string postgres://u:p@db")
 
 

@@ -76,6 +76,9 @@ class AuditEntry:
     tenant_id: str | None = None
     reason: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    #: its row is written (``ok`` in the change's own transaction, or
+    #: ``failed``): :func:`audited` then writes none of its own
+    written: bool = field(default=False, compare=False)
 
     @classmethod
     def by(
@@ -122,6 +125,7 @@ async def insert_audit(
             created_at=now,
         )
     )
+    entry.written = True
 
 
 async def write_audit(ctx: AuditContext, entry: AuditEntry, result: str) -> None:
@@ -139,8 +143,9 @@ async def audited_change(ctx: AuditContext, entry: AuditEntry) -> AsyncIterator[
     """One transaction for a service's change and its ``ok`` audit row: the
     block makes the change on the connection it is given and fills in
     ``entry``; the row is inserted before the commit. If the block (or the
-    insert) raises, everything rolls back and the ``failed`` row is written
-    in a transaction of its own."""
+    insert, or the commit) raises, everything rolls back and the ``failed``
+    row is written in a transaction of its own. Either way ``entry.written``
+    is set, so an enclosing :func:`audited` block writes no second row."""
     try:
         async with ctx.db.begin() as conn:
             yield conn
@@ -161,14 +166,20 @@ async def audited(
     *,
     reason: str | None = None,
 ) -> AsyncIterator[AuditEntry]:
-    """Run the block as one audited mutation that commits on its own. The
-    block fills in what it learns (tenant, new target id, detail); the row is
-    written when it ends."""
+    """Run the block as one audited mutation. The block fills in what it
+    learns (tenant, new target id, detail) and hands ``entry`` to the
+    service that makes the change, which writes the ``ok`` row in the
+    change's own transaction (:func:`audited_change`; the engine's facade
+    takes it as ``audit=``) — or, when no service took it, the row is written
+    here as the block ends. A block that raises before a service wrote the
+    row (a refused or missing target) writes its ``failed`` row here."""
     entry = AuditEntry.by(caller, action, target_type, target_id, reason=reason)
     try:
         yield entry
     except Exception as exc:
-        entry.failed_with(exc)
-        await write_audit(ctx, entry, "failed")
+        if not entry.written:
+            entry.failed_with(exc)
+            await write_audit(ctx, entry, "failed")
         raise
-    await write_audit(ctx, entry, "ok")
+    if not entry.written:
+        await write_audit(ctx, entry, "ok")

@@ -1,6 +1,12 @@
 """The engine's Python API (SPEC E-11): one method per user-visible action,
 each one transaction that locks the instance row first. The REST API, the CLI
-and the job handlers all go through this class."""
+and the job handlers all go through this class.
+
+An action given an ``audit`` entry (SPEC A-2; issue 29 item 2) writes its
+``ok`` audit row in the action's own transaction, with what the action
+learned (the new instance's id, the paused jobs …), or its ``failed`` row
+when it raises (:func:`flowledger.access.audit.audited_change`): the change
+and its record commit together."""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.access.audit import AuditEntry, audited_change
 from flowledger.clock import Clock, SystemClock
 from flowledger.db.database import Database
 from flowledger.definitions.parse import DocumentLimits
@@ -31,6 +38,17 @@ DEFAULT_TENANT = "default"
 
 class _Preview(Exception):
     """Raised inside a step to roll its transaction back (a preview)."""
+
+
+class _AuditAt:
+    """Where the facade's audit rows go: its database, at its clock."""
+
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self.db = db
+        self._clock = clock
+
+    def now(self) -> datetime:
+        return self._clock.now()
 
 
 class Engine:
@@ -91,17 +109,44 @@ class Engine:
     ) -> AsyncIterator[Step]:
         yield await self.open_step(conn, instance_id, actor=actor)
 
-    async def _in_step(self, instance_id: int, actor: str, fn: Callable[[Step], Awaitable[T]]) -> T:
-        async with self.db.begin() as conn, self.step(conn, instance_id, actor) as step:
-            return await fn(step)
+    @asynccontextmanager
+    async def _transaction(self, audit: AuditEntry | None) -> AsyncIterator[AsyncConnection]:
+        """An action's one transaction; with ``audit``, its audit row too."""
+        if audit is None:
+            async with self.db.begin() as conn:
+                yield conn
+        else:
+            async with audited_change(_AuditAt(self.db, self.clock), audit) as conn:
+                yield conn
+
+    async def _in_step(
+        self,
+        instance_id: int,
+        actor: str,
+        fn: Callable[[Step], Awaitable[T]],
+        audit: AuditEntry | None = None,
+        learned: Callable[[T], dict[str, Any]] | None = None,
+    ) -> T:
+        """``fn`` in a step on ``instance_id``; ``learned``: what of its
+        result the audit row records."""
+        async with self._transaction(audit) as conn, self.step(conn, instance_id, actor) as step:
+            result = await fn(step)
+            if audit is not None and learned is not None:
+                audit.detail.update(learned(result))
+            return result
 
     # ------------------------------------------------------------ definitions
 
     async def deploy(
-        self, source: str | bytes | dict[str, Any], *, actor: str, tenant: str = DEFAULT_TENANT
+        self,
+        source: str | bytes | dict[str, Any],
+        *,
+        actor: str,
+        tenant: str = DEFAULT_TENANT,
+        audit: AuditEntry | None = None,
     ) -> dict[str, Any]:
-        async with self.db.begin() as conn:
-            return await deployments.deploy(
+        async with self._transaction(audit) as conn:
+            row = await deployments.deploy(
                 conn,
                 source,
                 tenant=tenant,
@@ -109,6 +154,10 @@ class Engine:
                 now=self.clock.now(),
                 limits=DocumentLimits.of(self.settings),
             )
+            if audit is not None:
+                audit.target_id = str(row["id"])
+                audit.detail.update(key=row["key"], version=row["version"])
+            return row
 
     # -------------------------------------------------------------- instances
 
@@ -120,9 +169,10 @@ class Engine:
         initiator: str,
         tenant: str = DEFAULT_TENANT,
         version: int | None = None,
+        audit: AuditEntry | None = None,
     ) -> int:
-        async with self.db.begin() as conn:
-            return await start_instance(
+        async with self._transaction(audit) as conn:
+            instance_id = await start_instance(
                 conn,
                 key,
                 form=form,
@@ -134,37 +184,103 @@ class Engine:
                 store=self.store,
                 version=version,
             )
+            if audit is not None:
+                audit.target_id = str(instance_id)
+            return instance_id
 
-    async def withdraw(self, instance_id: int, *, actor: str, reason: str | None = None) -> None:
+    async def withdraw(
+        self,
+        instance_id: int,
+        *,
+        actor: str,
+        reason: str | None = None,
+        audit: AuditEntry | None = None,
+    ) -> None:
         await self._in_step(
-            instance_id, actor, lambda s: lifecycle.terminate(s, InstanceStatus.WITHDRAWN, reason)
+            instance_id,
+            actor,
+            lambda s: lifecycle.terminate(s, InstanceStatus.WITHDRAWN, reason),
+            audit,
         )
 
-    async def cancel(self, instance_id: int, *, actor: str, reason: str | None = None) -> None:
+    async def cancel(
+        self,
+        instance_id: int,
+        *,
+        actor: str,
+        reason: str | None = None,
+        audit: AuditEntry | None = None,
+    ) -> None:
         await self._in_step(
-            instance_id, actor, lambda s: lifecycle.terminate(s, InstanceStatus.CANCELED, reason)
+            instance_id,
+            actor,
+            lambda s: lifecycle.terminate(s, InstanceStatus.CANCELED, reason),
+            audit,
         )
 
     async def return_to_initiator(
-        self, instance_id: int, *, actor: str, reason: str | None = None
+        self,
+        instance_id: int,
+        *,
+        actor: str,
+        reason: str | None = None,
+        audit: AuditEntry | None = None,
     ) -> int:
         return await self._in_step(
-            instance_id, actor, lambda s: lifecycle.return_to_initiator(s, reason)
+            instance_id,
+            actor,
+            lambda s: lifecycle.return_to_initiator(s, reason),
+            audit,
+            lambda task_id: {"taskId": task_id},
         )
 
     async def suspend(
-        self, instance_id: int, *, actor: str, reason: str | None = None
+        self,
+        instance_id: int,
+        *,
+        actor: str,
+        reason: str | None = None,
+        audit: AuditEntry | None = None,
     ) -> list[int]:
-        return await self._in_step(instance_id, actor, lambda s: lifecycle.suspend(s, reason))
+        return await self._in_step(
+            instance_id,
+            actor,
+            lambda s: lifecycle.suspend(s, reason),
+            audit,
+            lambda paused: {"pausedJobs": paused},
+        )
 
-    async def resume(self, instance_id: int, *, actor: str, reason: str | None = None) -> list[int]:
-        return await self._in_step(instance_id, actor, lambda s: lifecycle.resume(s, reason))
+    async def resume(
+        self,
+        instance_id: int,
+        *,
+        actor: str,
+        reason: str | None = None,
+        audit: AuditEntry | None = None,
+    ) -> list[int]:
+        return await self._in_step(
+            instance_id,
+            actor,
+            lambda s: lifecycle.resume(s, reason),
+            audit,
+            lambda resumed: {"resumedJobs": resumed},
+        )
 
     async def comment(
-        self, instance_id: int, body: str, *, actor: str, task_id: int | None = None
+        self,
+        instance_id: int,
+        body: str,
+        *,
+        actor: str,
+        task_id: int | None = None,
+        audit: AuditEntry | None = None,
     ) -> int:
         return await self._in_step(
-            instance_id, actor, lambda s: actions.add_comment(s, body, task_id=task_id)
+            instance_id,
+            actor,
+            lambda s: actions.add_comment(s, body, task_id=task_id),
+            audit,
+            lambda comment_id: {"commentId": comment_id},
         )
 
     async def force_jump(
@@ -226,11 +342,15 @@ class Engine:
     # ------------------------------------------------------------------ tasks
 
     async def _in_task_step(
-        self, task_id: int, actor: str, fn: Callable[[Step], Awaitable[T]]
+        self,
+        task_id: int,
+        actor: str,
+        fn: Callable[[Step], Awaitable[T]],
+        audit: AuditEntry | None = None,
     ) -> T:
         """Run ``fn`` in a step on the instance of task ``task_id``, found and
         locked in one statement (no separate read transaction first)."""
-        async with self.db.begin() as conn:
+        async with self._transaction(audit) as conn:
             locked = await lock_task_instance(conn, task_id, self.store)
             step = await self.open_step(conn, int(locked["id"]), actor=actor, locked=locked)
             return await fn(step)
@@ -244,6 +364,7 @@ class Engine:
         comment: str | None = None,
         form: dict[str, Any] | None = None,
         as_operator: bool = True,
+        audit: AuditEntry | None = None,
     ) -> None:
         """approve / reject / handle a task. With ``as_operator=False`` only the
         task's assignee may act (checked under the instance lock)."""
@@ -253,6 +374,7 @@ class Engine:
             lambda s: actions.complete(
                 s, task_id, action, comment=comment, form=form, assignee_only=not as_operator
             ),
+            audit,
         )
 
     async def approve(
@@ -263,15 +385,30 @@ class Engine:
         comment: str | None = None,
         form: dict[str, Any] | None = None,
         as_operator: bool = True,
+        audit: AuditEntry | None = None,
     ) -> None:
         await self.act(
-            task_id, "approve", actor=actor, comment=comment, form=form, as_operator=as_operator
+            task_id,
+            "approve",
+            actor=actor,
+            comment=comment,
+            form=form,
+            as_operator=as_operator,
+            audit=audit,
         )
 
     async def reject(
-        self, task_id: int, *, actor: str, comment: str | None = None, as_operator: bool = True
+        self,
+        task_id: int,
+        *,
+        actor: str,
+        comment: str | None = None,
+        as_operator: bool = True,
+        audit: AuditEntry | None = None,
     ) -> None:
-        await self.act(task_id, "reject", actor=actor, comment=comment, as_operator=as_operator)
+        await self.act(
+            task_id, "reject", actor=actor, comment=comment, as_operator=as_operator, audit=audit
+        )
 
     async def handle(
         self,
@@ -281,9 +418,16 @@ class Engine:
         comment: str | None = None,
         form: dict[str, Any] | None = None,
         as_operator: bool = True,
+        audit: AuditEntry | None = None,
     ) -> None:
         await self.act(
-            task_id, "handle", actor=actor, comment=comment, form=form, as_operator=as_operator
+            task_id,
+            "handle",
+            actor=actor,
+            comment=comment,
+            form=form,
+            as_operator=as_operator,
+            audit=audit,
         )
 
     async def transfer(
@@ -294,6 +438,7 @@ class Engine:
         actor: str,
         comment: str | None = None,
         as_operator: bool = True,
+        audit: AuditEntry | None = None,
     ) -> None:
         await self._in_task_step(
             task_id,
@@ -301,6 +446,7 @@ class Engine:
             lambda s: actions.transfer(
                 s, task_id, to_user, comment=comment, assignee_only=not as_operator
             ),
+            audit,
         )
 
     # -------------------------------------------------------------- schedules
@@ -315,11 +461,12 @@ class Engine:
         name: str | None = None,
         timezone: str = "UTC",
         tenant: str = DEFAULT_TENANT,
+        audit: AuditEntry | None = None,
     ) -> int:
-        async with self.db.begin() as conn:
+        async with self._transaction(audit) as conn:
             definition = await deployments.get_version(conn, definition_key, tenant=tenant)
             validate_form(self.snapshots.get(definition["id"], definition["source"]).form, form)
-            return await schedules.create_schedule(
+            schedule_id = await schedules.create_schedule(
                 conn,
                 tenant=tenant,
                 name=name or definition_key,
@@ -331,13 +478,25 @@ class Engine:
                 now=self.clock.now(),
                 min_period_s=self.settings.schedule_min_period_s,
             )
+            if audit is not None:
+                audit.target_id = str(schedule_id)
+            return schedule_id
 
-    async def launch_schedule(self, schedule_id: int, *, tenants: list[str] | None = None) -> int:
-        async with self.db.begin() as conn:
+    async def launch_schedule(
+        self,
+        schedule_id: int,
+        *,
+        tenants: list[str] | None = None,
+        audit: AuditEntry | None = None,
+    ) -> int:
+        async with self._transaction(audit) as conn:
             schedule = await schedules.get_schedule(conn, schedule_id, tenants=tenants)
-            return await schedules.launch_manually(
+            job_id = await schedules.launch_manually(
                 conn, schedule, now=self.clock.now(), ledger=self.store.ledger
             )
+            if audit is not None:
+                audit.detail["jobId"] = job_id
+            return job_id
 
     async def plan_schedules(self) -> list[int]:
         async with self.db.begin() as conn:

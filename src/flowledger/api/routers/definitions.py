@@ -70,9 +70,7 @@ async def deploy_definition(
         entry.tenant_id = tenant
         source = body.source if body.source is not None else body.definition
         assert source is not None
-        row = await ctx.engine.deploy(source, actor=caller.user_id, tenant=tenant)
-        entry.target_id = str(row["id"])
-        entry.detail.update(key=row["key"], version=row["version"])
+        row = await ctx.engine.deploy(source, actor=caller.user_id, tenant=tenant, audit=entry)
     return DefinitionPublic.from_row(row)
 
 

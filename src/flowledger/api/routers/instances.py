@@ -93,8 +93,8 @@ async def start_instance(body: InstanceCreate, ctx: Ctx, caller: CurrentCaller) 
             initiator=initiator,
             tenant=tenant,
             version=body.version,
+            audit=entry,
         )
-        entry.target_id = str(instance_id)
     return await _detail(ctx, caller, instance_id)
 
 
@@ -189,8 +189,7 @@ async def suspend_instance(
     """Suspend a running instance; its advancement jobs pause (SPEC L-18)."""
 
     async def call(entry: AuditEntry) -> None:
-        paused = await ctx.engine.suspend(instance_id, actor=caller.user_id, reason=body.reason)
-        entry.detail["pausedJobs"] = paused
+        await ctx.engine.suspend(instance_id, actor=caller.user_id, reason=body.reason, audit=entry)
 
     return await _lifecycle(ctx, caller, instance_id, "suspend", body.reason, call)
 
@@ -204,8 +203,7 @@ async def resume_instance(
     """Resume a suspended instance; paused jobs continue with their remaining time."""
 
     async def call(entry: AuditEntry) -> None:
-        resumed = await ctx.engine.resume(instance_id, actor=caller.user_id, reason=body.reason)
-        entry.detail["resumedJobs"] = resumed
+        await ctx.engine.resume(instance_id, actor=caller.user_id, reason=body.reason, audit=entry)
 
     return await _lifecycle(ctx, caller, instance_id, "resume", body.reason, call)
 
@@ -218,8 +216,8 @@ async def cancel_instance(
 ) -> InstanceDetail:
     """Cancel a live instance (terminal; cleanup of SPEC L-22)."""
 
-    async def call(_entry: AuditEntry) -> None:
-        await ctx.engine.cancel(instance_id, actor=caller.user_id, reason=body.reason)
+    async def call(entry: AuditEntry) -> None:
+        await ctx.engine.cancel(instance_id, actor=caller.user_id, reason=body.reason, audit=entry)
 
     return await _lifecycle(ctx, caller, instance_id, "cancel", body.reason, call)
 
@@ -234,8 +232,10 @@ async def withdraw_instance(
 ) -> InstanceDetail:
     """Withdraw (撤回) an instance: its initiator, or an operator."""
 
-    async def call(_entry: AuditEntry) -> None:
-        await ctx.engine.withdraw(instance_id, actor=caller.user_id, reason=body.reason)
+    async def call(entry: AuditEntry) -> None:
+        await ctx.engine.withdraw(
+            instance_id, actor=caller.user_id, reason=body.reason, audit=entry
+        )
 
     return await _lifecycle(ctx, caller, instance_id, "withdraw", body.reason, call, own_ok=True)
 
@@ -250,10 +250,9 @@ async def return_instance(
     gets a resubmission task."""
 
     async def call(entry: AuditEntry) -> None:
-        task_id = await ctx.engine.return_to_initiator(
-            instance_id, actor=caller.user_id, reason=body.reason
+        await ctx.engine.return_to_initiator(
+            instance_id, actor=caller.user_id, reason=body.reason, audit=entry
         )
-        entry.detail["taskId"] = task_id
 
     return await _lifecycle(ctx, caller, instance_id, "return", body.reason, call)
 
@@ -272,6 +271,7 @@ async def comment_instance(
         instance = await lookups.visible_instance(ctx, caller, instance_id)
         entry.tenant_id = instance["tenant_id"]
         require_own(caller, instance["initiator"])
-        comment_id = await ctx.engine.comment(instance_id, body.body, actor=caller.user_id)
-        entry.detail["commentId"] = comment_id
+        comment_id = await ctx.engine.comment(
+            instance_id, body.body, actor=caller.user_id, audit=entry
+        )
     return CommentPublic.from_row(await lookups.comment(ctx, comment_id))

@@ -87,8 +87,8 @@ async def create_schedule(body: ScheduleCreate, ctx: Ctx, caller: CurrentCaller)
             name=body.name,
             timezone=body.timezone,
             tenant=tenant,
+            audit=entry,
         )
-        entry.target_id = str(schedule_id)
     return SchedulePublic.from_row(await lookups.visible_schedule(ctx, caller, schedule_id))
 
 
@@ -107,6 +107,7 @@ async def launch_schedule(
     async with audited(ctx, caller, "schedule.launch", "schedule", schedule_id) as entry:
         schedule = await lookups.visible_schedule(ctx, caller, schedule_id)
         entry.tenant_id = schedule["tenant_id"]
-        job_id = await ctx.engine.launch_schedule(schedule_id, tenants=caller.tenant_scope)
-        entry.detail["jobId"] = job_id
+        job_id = await ctx.engine.launch_schedule(
+            schedule_id, tenants=caller.tenant_scope, audit=entry
+        )
     return ScheduleLaunchPublic(id=job_id, job_id=job_id, schedule_id=schedule_id)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Query
 
 from flowledger.api import lookups
-from flowledger.api.audit import audited
+from flowledger.api.audit import AuditEntry, audited
 from flowledger.api.auth import Caller, CurrentCaller
 from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.errors import Forbidden
@@ -121,7 +121,7 @@ async def _act(
     task_id: int,
     name: str,
     reason: str | None,
-    call: Callable[[dict[str, Any]], Awaitable[Any]],
+    call: Callable[[dict[str, Any], AuditEntry], Awaitable[Any]],
 ) -> Any:
     """One audited task action by the assignee (or an operator; the route's
     declaration checked the permission)."""
@@ -130,7 +130,7 @@ async def _act(
         entry.tenant_id = task["tenant_id"]
         entry.detail["instanceId"] = task["instance_id"]
         require_own(caller, task["assignee"])
-        result = await call(task)
+        result = await call(task, entry)
     return result
 
 
@@ -142,13 +142,14 @@ async def approve_task(
 ) -> TaskPublic:
     """Approve an approval task, optionally writing form fields."""
 
-    async def call(_task: dict[str, Any]) -> None:
+    async def call(_task: dict[str, Any], entry: AuditEntry) -> None:
         await ctx.engine.approve(
             task_id,
             actor=caller.user_id,
             comment=body.comment,
             form=body.form,
             as_operator=caller.has(ENGINE_OPERATE),
+            audit=entry,
         )
 
     await _act(ctx, caller, task_id, "approve", body.comment, call)
@@ -163,12 +164,13 @@ async def reject_task(
 ) -> TaskPublic:
     """Reject an approval task: the instance ends ``rejected``."""
 
-    async def call(_task: dict[str, Any]) -> None:
+    async def call(_task: dict[str, Any], entry: AuditEntry) -> None:
         await ctx.engine.reject(
             task_id,
             actor=caller.user_id,
             comment=body.comment,
             as_operator=caller.has(ENGINE_OPERATE),
+            audit=entry,
         )
 
     await _act(ctx, caller, task_id, "reject", body.comment, call)
@@ -183,13 +185,14 @@ async def handle_task(
 ) -> TaskPublic:
     """Complete a handle (办理), catch or resubmission task."""
 
-    async def call(_task: dict[str, Any]) -> None:
+    async def call(_task: dict[str, Any], entry: AuditEntry) -> None:
         await ctx.engine.handle(
             task_id,
             actor=caller.user_id,
             comment=body.comment,
             form=body.form,
             as_operator=caller.has(ENGINE_OPERATE),
+            audit=entry,
         )
 
     await _act(ctx, caller, task_id, "handle", body.comment, call)
@@ -204,13 +207,14 @@ async def transfer_task(
 ) -> TaskPublic:
     """Hand a pending task to another user (the assignee, or an operator)."""
 
-    async def call(_task: dict[str, Any]) -> None:
+    async def call(_task: dict[str, Any], entry: AuditEntry) -> None:
         await ctx.engine.transfer(
             task_id,
             body.to,
             actor=caller.user_id,
             comment=body.comment,
             as_operator=caller.has(ENGINE_OPERATE),
+            audit=entry,
         )
 
     await _act(ctx, caller, task_id, "transfer", body.comment, call)
@@ -228,9 +232,9 @@ async def comment_task(
 ) -> CommentPublic:
     """Comment on a task (its assignee, or an operator)."""
 
-    async def call(task: dict[str, Any]) -> int:
+    async def call(task: dict[str, Any], entry: AuditEntry) -> int:
         return await ctx.engine.comment(
-            task["instance_id"], body.body, actor=caller.user_id, task_id=task_id
+            task["instance_id"], body.body, actor=caller.user_id, task_id=task_id, audit=entry
         )
 
     comment_id: int = await _act(ctx, caller, task_id, "comment", None, call)
