@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.access.audit import AuditEntry, audited_change
+from flowledger.access.audit import AuditEntry, audited, audited_change, change_transaction
 from flowledger.access.callers import Caller
 from flowledger.clock import ManualClock
 from flowledger.db.database import Database
@@ -102,3 +102,35 @@ async def test_an_unexpected_error_is_recorded_as_internal(
             raise RuntimeError("boom")
     audit, _ = await _rows(db)
     assert [(a["result"], a["detail"]) for a in audit] == [("failed", {"code": "internal_error"})]
+
+
+async def test_a_route_block_handing_its_entry_to_a_service_writes_one_row(
+    db: Database, clock: ManualClock
+) -> None:
+    """``audited`` around a service that writes the entry's row in its own
+    transaction (``change_transaction``, as the engine's facade does) adds
+    no second row — ok or failed — and still writes the failed row of a
+    check that refuses before the service ran."""
+    ctx = Ctx(db, clock)
+    async with (
+        audited(ctx, CALLER, "thing.create", "thing") as entry,
+        change_transaction(db, entry, clock.now) as conn,
+    ):
+        entry.target_id = str(await _post(conn, ctx))
+    with pytest.raises(Missing):
+        async with (
+            audited(ctx, CALLER, "thing.update", "thing", 7) as entry,
+            change_transaction(db, entry, clock.now) as conn,
+        ):
+            await _post(conn, ctx)
+            raise Missing("thing 7 not found", field="thingId")
+    with pytest.raises(Missing):
+        async with audited(ctx, CALLER, "thing.delete", "thing", 8):
+            raise Missing("thing 8 not found", field="thingId")  # refused before any service
+    audit, messages = await _rows(db)
+    assert messages == 1  # the failed update rolled back
+    assert [(a["action"], a["result"]) for a in audit] == [
+        ("thing.create", "ok"),
+        ("thing.update", "failed"),
+        ("thing.delete", "failed"),
+    ]

@@ -37,7 +37,7 @@ is no actor or no action to record. Reads are never audited.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -154,6 +154,32 @@ async def audited_change(ctx: AuditContext, entry: AuditEntry) -> AsyncIterator[
         entry.failed_with(exc)
         await write_audit(ctx, entry, "failed")
         raise
+
+
+@dataclass(frozen=True)
+class _At:
+    """An :class:`AuditContext` of a database and a clock reading."""
+
+    db: Database
+    clock: Callable[[], datetime]
+
+    def now(self) -> datetime:
+        return self.clock()
+
+
+@asynccontextmanager
+async def change_transaction(
+    db: Database, audit: AuditEntry | None, now: Callable[[], datetime]
+) -> AsyncIterator[AsyncConnection]:
+    """A service's one transaction for a change: ``db.begin()``, or, given
+    the caller's ``audit`` entry, :func:`audited_change` — the change and its
+    ``ok`` row commit together (``now``: the clock the row is stamped by)."""
+    if audit is None:
+        async with db.begin() as conn:
+            yield conn
+    else:
+        async with audited_change(_At(db, now), audit) as conn:
+            yield conn
 
 
 @asynccontextmanager

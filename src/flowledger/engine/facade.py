@@ -5,7 +5,7 @@ and the job handlers all go through this class.
 An action given an ``audit`` entry (SPEC A-2; issue 29 item 2) writes its
 ``ok`` audit row in the action's own transaction, with what the action
 learned (the new instance's id, the paused jobs …), or its ``failed`` row
-when it raises (:func:`flowledger.access.audit.audited_change`): the change
+when it raises (:func:`flowledger.access.audit.change_transaction`): the change
 and its record commit together."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from flowledger.access.audit import AuditEntry, audited_change
+from flowledger.access.audit import AuditEntry, change_transaction
 from flowledger.clock import Clock, SystemClock
 from flowledger.db.database import Database
 from flowledger.definitions.parse import DocumentLimits
@@ -38,17 +38,6 @@ DEFAULT_TENANT = "default"
 
 class _Preview(Exception):
     """Raised inside a step to roll its transaction back (a preview)."""
-
-
-class _AuditAt:
-    """Where the facade's audit rows go: its database, at its clock."""
-
-    def __init__(self, db: Database, clock: Clock) -> None:
-        self.db = db
-        self._clock = clock
-
-    def now(self) -> datetime:
-        return self._clock.now()
 
 
 class Engine:
@@ -112,12 +101,8 @@ class Engine:
     @asynccontextmanager
     async def _transaction(self, audit: AuditEntry | None) -> AsyncIterator[AsyncConnection]:
         """An action's one transaction; with ``audit``, its audit row too."""
-        if audit is None:
-            async with self.db.begin() as conn:
-                yield conn
-        else:
-            async with audited_change(_AuditAt(self.db, self.clock), audit) as conn:
-                yield conn
+        async with change_transaction(self.db, audit, self.clock.now) as conn:
+            yield conn
 
     async def _in_step(
         self,

@@ -124,9 +124,13 @@ async def correct_instance_form(
         entry.tenant_id = instance["tenant_id"]
         entry.detail["fields"] = sorted(body.changes)
         result = await correct_form(
-            ctx.engine, instance_id, body.changes, actor=caller.user_id, reason=body.reason
+            ctx.engine,
+            instance_id,
+            body.changes,
+            actor=caller.user_id,
+            reason=body.reason,
+            audit=entry,
         )
-        entry.detail["writeId"] = result["writeId"]
     return FormCorrectionResult(
         instance_id=instance_id,
         write_id=result["writeId"],

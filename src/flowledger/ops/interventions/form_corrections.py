@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowledger.access.audit import AuditEntry, change_transaction
 from flowledger.db.engine_schema import workflow_form_writes
 from flowledger.engine import Engine, interventions
 from flowledger.engine.forms import validate_form
@@ -25,10 +26,19 @@ SOURCE = "operator_correction"
 
 
 async def correct_form(
-    engine: Engine, instance_id: int, changes: dict[str, Any], *, actor: str, reason: str
+    engine: Engine,
+    instance_id: int,
+    changes: dict[str, Any],
+    *,
+    actor: str,
+    reason: str,
+    audit: AuditEntry | None = None,
 ) -> dict[str, Any]:
-    """Apply ``changes``; returns ``{"previous": {...}, "form": {...}, "writeId": n}``."""
-    async with engine.db.begin() as conn, engine.step(conn, instance_id, actor) as step:
+    """Apply ``changes``; returns ``{"previous": {...}, "form": {...}, "writeId": n}``.
+    ``audit``: the caller's entry, whose row commits with the correction
+    (with the ``writeId``)."""
+    transaction = change_transaction(engine.db, audit, engine.clock.now)
+    async with transaction as conn, engine.step(conn, instance_id, actor) as step:
         require_status(step, InstanceStatus.RUNNING, InstanceStatus.SUSPENDED)
         previous = {key: step.form.get(key) for key in changes}
         merged = validate_form(step.defn.form, {**step.form, **changes})
@@ -46,6 +56,8 @@ async def correct_form(
             .returning(workflow_form_writes.c.id)
         )
         write_id = int(result.scalar_one())
+        if audit is not None:
+            audit.detail["writeId"] = write_id
         await step.trace(
             "form_corrected",
             detail={"fields": sorted(changes), "previous": previous, "reason": reason},
