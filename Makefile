@@ -64,10 +64,14 @@ pytest: install
 
 test: lint typecheck web-check pytest
 
+# on PostgreSQL (FLOWLEDGER_BENCH_DB=postgresql://…) the ledger and engine
+# figures are also printed as ratios to the pgbench ceiling of the same run
 bench: install
-	$(BIN)/python bench/ledger_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --jobs 20000 --workers 1
-	$(BIN)/python bench/engine_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --instances $${FLOWLEDGER_BENCH_INSTANCES:-2000} --workers 1
-	case "$${FLOWLEDGER_BENCH_DB:-sqlite}" in postgresql*) bench/pg_ceiling.sh 20000;; esac
+	case "$${FLOWLEDGER_BENCH_DB:-sqlite}" in \
+	  postgresql*) $(BIN)/python bench/ceiling_ratios.py --db $$FLOWLEDGER_BENCH_DB --jobs 20000 --instances $${FLOWLEDGER_BENCH_INSTANCES:-2000};; \
+	  *) $(BIN)/python bench/ledger_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --jobs 20000 --workers 1 && \
+	     $(BIN)/python bench/engine_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --instances $${FLOWLEDGER_BENCH_INSTANCES:-2000} --workers 1;; \
+	esac
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache web/node_modules web/dist
