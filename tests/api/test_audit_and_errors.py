@@ -95,15 +95,18 @@ async def test_no_rows_for_reads_401_and_malformed_bodies(api: Api, people: Peop
     assert await api.count(operation_audit) == 0
 
 
-async def test_audit_write_failure_keeps_outcome(api: Api, people: People) -> None:
-    """A route whose service commits on its own and whose row is written
-    apart (the saved views, ops/monitor): the outcome stands when its row
-    cannot be written (logged)."""
+async def test_an_unwritable_audit_refuses_the_change(api: Api, people: People) -> None:
+    """SPEC A-2, A-4 (issue 29 item 2): a service writes the audit row of
+    its change in the change's own transaction — with the row unwritable a
+    saved view is not created (500) and nothing is half-written. (Until the
+    services owned their rows, the outcome stood and the row was lost.)"""
     async with api.db.begin() as conn:
         await conn.execute(text("DROP TABLE operation_audit"))
     response = await api.post("/views", people.mon, {"scope": "instances", "name": "stuck"})
-    assert response.status_code == 201
-    assert (await api.get(f"/views/{response.json()['id']}", people.mon)).status_code == 200
+    assert response.status_code == 500 and response.json()["code"] == "internal_error"
+    async with api.db.read() as conn:
+        count = (await conn.execute(text("SELECT count(*) FROM workflow_saved_views"))).scalar_one()
+    assert count == 0
 
 
 async def test_an_engine_action_and_its_row_commit_together(api: Api, people: People) -> None:

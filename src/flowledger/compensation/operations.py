@@ -46,6 +46,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.access.audit import AuditEntry, change_transaction
 from flowledger.actions.runner import SYSTEM_ACTOR
 from flowledger.compensation.actions import enqueue_action, parse_action
 from flowledger.compensation.errors import (
@@ -369,25 +370,32 @@ async def add_note(
     actor: str,
     message: str | None,
     attachment: Attachment | None = None,
+    audit: AuditEntry | None = None,
 ) -> int:
-    """A note or an attachment, on a ticket in any status; returns the history row id."""
+    """A note or an attachment, on a ticket in any status; returns the history
+    row id. ``audit``: the caller's entry, whose row commits with the note
+    (with its ``logId``)."""
     now = engine.clock.now()
-    async with engine.db.begin() as conn:
+    async with change_transaction(engine.db, audit, engine.clock.now) as conn:
         await _locked(conn, ticket_id)
         await update_ticket(conn, ticket_id, now=now)
         if attachment is None:
-            return await add_log(
+            log_id = await add_log(
                 conn, ticket_id, kind=LogKind.NOTE, actor=actor, now=now, message=message
             )
-        return await add_log(
-            conn,
-            ticket_id,
-            kind=LogKind.ATTACHMENT,
-            actor=actor,
-            now=now,
-            message=message,
-            stored_name=attachment.stored_name,
-            original_name=attachment.original_name,
-            content_type=attachment.content_type,
-            size_bytes=attachment.size_bytes,
-        )
+        else:
+            log_id = await add_log(
+                conn,
+                ticket_id,
+                kind=LogKind.ATTACHMENT,
+                actor=actor,
+                now=now,
+                message=message,
+                stored_name=attachment.stored_name,
+                original_name=attachment.original_name,
+                content_type=attachment.content_type,
+                size_bytes=attachment.size_bytes,
+            )
+        if audit is not None:
+            audit.detail["logId"] = log_id
+        return log_id

@@ -448,13 +448,17 @@ async def add_note(
             )
         try:
             log_id = await operations.add_note(
-                ctx.engine, ticket_id, actor=caller.user_id, message=message, attachment=attachment
+                ctx.engine,
+                ticket_id,
+                actor=caller.user_id,
+                message=message,
+                attachment=attachment,
+                audit=entry,
             )
         except BaseException:
             if attachment is not None:
                 attachments.remove(ctx.settings.attachments_dir, attachment.stored_name)
             raise
-        entry.detail["logId"] = log_id
     async with ctx.db.read() as conn:
         row = await queries.get_log(conn, ticket_id, log_id)
     assert row is not None

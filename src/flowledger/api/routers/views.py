@@ -120,8 +120,8 @@ async def create_view(body: ViewCreate, ctx: Ctx, caller: CurrentCaller) -> View
             shared=body.shared,
             is_default=body.is_default,
             now=ctx.now(),
+            audit=entry,
         )
-        entry.target_id = str(row["id"])
     return ViewPublic.from_row(row)
 
 
@@ -158,6 +158,7 @@ async def update_view(
                 tenants=_tenants(caller),
                 changes=changes,
                 now=ctx.now(),
+                audit=entry,
             )
         except NotViewOwner as exc:
             raise _owner_only(exc) from None
@@ -169,10 +170,14 @@ async def delete_view(view_id: ViewId, ctx: Ctx, caller: CurrentCaller) -> Respo
     """Delete a view (owner only)."""
     async with audited(ctx, caller, "view.delete", "view", view_id) as entry:
         try:
-            row = await saved_views.delete_view(
-                ctx.db, view_id, user=caller.user_id, tenants=_tenants(caller)
+            await saved_views.delete_view(
+                ctx.db,
+                view_id,
+                user=caller.user_id,
+                tenants=_tenants(caller),
+                now=ctx.now(),
+                audit=entry,
             )
         except NotViewOwner as exc:
             raise _owner_only(exc) from None
-        entry.tenant_id = row["tenant_id"]
     return Response(status_code=204)

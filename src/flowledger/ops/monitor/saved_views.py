@@ -9,16 +9,20 @@ they can see; anything else is not found (another user's private view is
 Default: making a view the default clears the owner's previous default of
 that scope in the same transaction; the partial unique index
 ``uq_workflow_saved_views_default`` (owner, scope) WHERE is_default makes two
-concurrent "make default" requests serialize — the loser's transaction is
-retried once it sees the winner's row, so the last one wins and there is
-never more than one default.
+concurrent "make default" requests serialize — the loser's write is
+retried (in a savepoint of its transaction) once it sees the winner's row,
+so the last one wins and there is never more than one default.
+
+Audit (SPEC A-2): a change given the caller's ``audit`` entry commits with
+its ``ok`` row (:func:`flowledger.access.audit.change_transaction`): one row
+for the whole attempt, retries included.
 
 The filters are stored as given after validation by the API
 (:mod:`flowledger.api.view_filters`); this module never interprets them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +30,7 @@ from sqlalchemy import ColumnElement, and_, false, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from flowledger.access.audit import AuditEntry, change_transaction
 from flowledger.db.database import Database
 from flowledger.db.monitor_schema import workflow_saved_views as v
 from flowledger.errors import ConflictError, FlowledgerError, NotFoundError
@@ -82,31 +87,47 @@ async def create_view(
     shared: bool,
     is_default: bool,
     now: datetime,
+    audit: AuditEntry | None = None,
 ) -> dict[str, Any]:
+    async def insert() -> dict[str, Any]:
+        if is_default:
+            await _lock_owner(conn, owner)
+            await _clear_default(conn, owner, scope, None)
+        result = await conn.execute(
+            v.insert()
+            .values(
+                tenant_id=tenant,
+                owner=owner,
+                scope=scope,
+                name=name,
+                filters=filters,
+                shared=shared,
+                is_default=is_default,
+                created_at=now,
+                updated_at=now,
+            )
+            .returning(v.c.id)
+        )
+        row = await _row(conn, int(result.scalar_one()))
+        assert row is not None
+        return row
+
+    async with change_transaction(db, audit, lambda: now) as conn:
+        row = await _retried(conn, insert)
+        if audit is not None:
+            audit.target_id = str(row["id"])
+        return row
+
+
+async def _retried(
+    conn: AsyncConnection, write: Callable[[], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """``write`` in a savepoint, again after a concurrent default took the
+    unique index (up to :data:`RETRIES` times)."""
     for attempt in range(RETRIES):
         try:
-            async with db.begin() as conn:
-                if is_default:
-                    await _lock_owner(conn, owner)
-                    await _clear_default(conn, owner, scope, None)
-                result = await conn.execute(
-                    v.insert()
-                    .values(
-                        tenant_id=tenant,
-                        owner=owner,
-                        scope=scope,
-                        name=name,
-                        filters=filters,
-                        shared=shared,
-                        is_default=is_default,
-                        created_at=now,
-                        updated_at=now,
-                    )
-                    .returning(v.c.id)
-                )
-                row = await _row(conn, int(result.scalar_one()))
-                assert row is not None
-                return row
+            async with conn.begin_nested():
+                return await write()
         except IntegrityError:
             if attempt == RETRIES - 1:
                 raise ConflictError("another default view was set at the same time") from None
@@ -148,46 +169,47 @@ async def update_view(
     tenants: Sequence[str] | None,
     changes: dict[str, Any],
     now: datetime,
+    audit: AuditEntry | None = None,
 ) -> dict[str, Any]:
     """Apply ``changes`` (name, filters, shared, is_default) to the owner's view."""
-    for attempt in range(RETRIES):
-        try:
-            async with db.begin() as conn:
-                if changes.get("is_default"):
-                    await _lock_owner(conn, user)
-                row = (
-                    (
-                        await conn.execute(
-                            select(v)
-                            .where(v.c.id == view_id, _visible(user, tenants))
-                            .with_for_update()
-                        )
-                    )
-                    .mappings()
-                    .first()
-                )
-                if row is None:
-                    raise ViewNotFound(f"view {view_id} not found", field="viewId")
-                if row["owner"] != user:
-                    raise NotViewOwner(f"view {view_id} belongs to {row['owner']}")
-                if changes.get("is_default"):
-                    await _clear_default(conn, user, row["scope"], view_id)
+
+    async def write() -> dict[str, Any]:
+        if changes.get("is_default"):
+            await _lock_owner(conn, user)
+        row = (
+            (
                 await conn.execute(
-                    update(v).where(v.c.id == view_id).values(**changes, updated_at=now)
+                    select(v).where(v.c.id == view_id, _visible(user, tenants)).with_for_update()
                 )
-                updated = await _row(conn, view_id)
-                assert updated is not None
-                return updated
-        except IntegrityError:
-            if attempt == RETRIES - 1:
-                raise ConflictError("another default view was set at the same time") from None
-    raise AssertionError("unreachable")  # pragma: no cover
+            )
+            .mappings()
+            .first()
+        )
+        if row is None:
+            raise ViewNotFound(f"view {view_id} not found", field="viewId")
+        if row["owner"] != user:
+            raise NotViewOwner(f"view {view_id} belongs to {row['owner']}")
+        if changes.get("is_default"):
+            await _clear_default(conn, user, row["scope"], view_id)
+        await conn.execute(update(v).where(v.c.id == view_id).values(**changes, updated_at=now))
+        updated = await _row(conn, view_id)
+        assert updated is not None
+        return updated
+
+    async with change_transaction(db, audit, lambda: now) as conn:
+        return await _retried(conn, write)
 
 
 async def delete_view(
-    db: Database, view_id: int, *, user: str, tenants: Sequence[str] | None
+    db: Database,
+    view_id: int,
+    *,
+    user: str,
+    tenants: Sequence[str] | None,
+    now: datetime,
+    audit: AuditEntry | None = None,
 ) -> dict[str, Any]:
-    async with db.begin() as conn:
+    async with change_transaction(db, audit, lambda: now) as conn:
         row = (
             (await conn.execute(select(v).where(v.c.id == view_id, _visible(user, tenants))))
             .mappings()
@@ -198,4 +220,6 @@ async def delete_view(
         if row["owner"] != user:
             raise NotViewOwner(f"view {view_id} belongs to {row['owner']}")
         await conn.execute(v.delete().where(v.c.id == view_id))
+        if audit is not None:
+            audit.tenant_id = row["tenant_id"]
     return dict(row)
