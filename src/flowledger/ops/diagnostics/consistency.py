@@ -56,7 +56,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.engine_schema import workflow_instances as instances
 from flowledger.db.engine_schema import workflow_tasks as tasks
 from flowledger.db.engine_schema import workflow_tokens as tokens
-from flowledger.db.planner import set_local
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.ops.diagnostics import consistency_checks as checks
 from flowledger.ops.diagnostics.consistency_messages import (
@@ -451,8 +450,9 @@ async def instance_findings(
 ) -> InstanceFindings:
     """The conclusions and the verdict of ``instance_id`` at ``now``, the
     inspection's rules run at ``threshold``. The caller has checked the
-    instance exists in the caller's tenants."""
-    await set_local(conn, jit="off")  # see health_inspection.run_rules
+    instance exists in the caller's tenants. JIT is off from the
+    inspection's rules on (``inspection.run_rules``), for the checks after
+    them too."""
     instance = (
         await conn.execute(
             select(instances.c.id, instances.c.status).where(instances.c.id == instance_id)
