@@ -89,7 +89,7 @@ async def create_view(
     now: datetime,
     audit: AuditEntry | None = None,
 ) -> dict[str, Any]:
-    async def insert() -> dict[str, Any]:
+    async def insert(conn: AsyncConnection) -> dict[str, Any]:
         if is_default:
             await _lock_owner(conn, owner)
             await _clear_default(conn, owner, scope, None)
@@ -120,14 +120,14 @@ async def create_view(
 
 
 async def _retried(
-    conn: AsyncConnection, write: Callable[[], Awaitable[dict[str, Any]]]
+    conn: AsyncConnection, write: Callable[[AsyncConnection], Awaitable[dict[str, Any]]]
 ) -> dict[str, Any]:
-    """``write`` in a savepoint, again after a concurrent default took the
+    """``write`` on ``conn`` in a savepoint, again after a concurrent default took the
     unique index (up to :data:`RETRIES` times)."""
     for attempt in range(RETRIES):
         try:
             async with conn.begin_nested():
-                return await write()
+                return await write(conn)
         except IntegrityError:
             if attempt == RETRIES - 1:
                 raise ConflictError("another default view was set at the same time") from None
@@ -173,7 +173,7 @@ async def update_view(
 ) -> dict[str, Any]:
     """Apply ``changes`` (name, filters, shared, is_default) to the owner's view."""
 
-    async def write() -> dict[str, Any]:
+    async def write(conn: AsyncConnection) -> dict[str, Any]:
         if changes.get("is_default"):
             await _lock_owner(conn, user)
         row = (
