@@ -170,10 +170,9 @@ def _attempt_finished(skipped: str, duration: str) -> str:
 
 SETTLE_SUCCESS_SQL = f"""
 WITH input AS (
-    SELECT * FROM unnest(%(ids)s::bigint[], %(gens)s::int[], %(tokens)s::text[],
-                         %(exec_ids)s::bigint[], %(durations)s::int[], %(skipped)s::bool[],
-                         %(results)s::jsonb[], %(exec_starts)s::timestamptz[])
-        AS t(id, gen, token, exec_id, duration, skipped, result, exec_start)
+    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
+        AS t(id bigint, gen int, token text, exec_id bigint, duration int, skipped bool,
+             result jsonb, exec_start timestamptz)
 ), locked AS (
     SELECT j.id FROM workflow_jobs AS j JOIN input ON j.id = input.id
     WHERE j.generation = input.gen AND j.lease_token = input.token AND j.status = 'running'
@@ -220,16 +219,31 @@ def settle_success_params(
     exec_starts: list[datetime],
     now: datetime,
 ) -> dict[str, Any]:
-    """The parameters of :data:`SETTLE_SUCCESS_SQL`, one list entry per job."""
+    """The parameters of :data:`SETTLE_SUCCESS_SQL`, one list entry per job:
+    the rows travel as one JSON document (``rows``), which the statement
+    reads with ``jsonb_to_recordset``. One text parameter is dumped by the
+    driver's C code; eight typed arrays were dumped element by element in
+    Python, ~0.4 ms of the worker's CPU per settlement of 16 jobs (issue 32).
+    A result of ``None`` is JSON null, which the record reads as SQL NULL,
+    as the array's NULL element was; a start keeps its microseconds in
+    ISO 8601 (the attempt is found by its start, its partition key)."""
+    rows = [
+        {
+            "id": job_id,
+            "gen": gen,
+            "token": token,
+            "exec_id": exec_id,
+            "duration": duration,
+            "skipped": skip,
+            "result": result,
+            "exec_start": start.isoformat(),
+        }
+        for job_id, gen, token, exec_id, duration, skip, result, start in zip(
+            ids, gens, tokens, exec_ids, durations, skipped, results, exec_starts, strict=True
+        )
+    ]
     return {
-        "ids": ids,
-        "gens": gens,
-        "tokens": tokens,
-        "exec_ids": exec_ids,
-        "durations": durations,
-        "skipped": skipped,
-        "results": [None if r is None else Jsonb(r) for r in results],
-        "exec_starts": exec_starts,
+        "rows": json.dumps(rows),
         # scalar bounds of the batch's starts: the planner prunes the
         # partitioned attempts to the days they span (the per-row start comes
         # from the array join, which only prunes at run time, after every
