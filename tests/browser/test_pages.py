@@ -33,6 +33,7 @@ PAGES = [
     ("/monitor/instances", "instances-table", "实例监控", "Instances"),
     ("/monitor/analytics", "analytics-page", "数据分析", "Analytics"),
     ("/monitor/engine", "engine-score", "引擎诊断", "Engine diagnostics"),
+    ("/monitor/batches", "batches-table", "批量操作", "Batch operations"),
     ("/monitor/health", "page-health", "健康巡检", "Health inspection"),
     ("/system/alerts", "alerts-page", "系统管理 · 监控告警", "System · Alerting"),
 ]

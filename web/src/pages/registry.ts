@@ -26,10 +26,12 @@ function page(key: string, path: string, ns: string, load: Loader, group?: "moni
 }
 
 export const PAGES: PageDef[] = [
-  // 流程监控's five tabs, in the seeds' order (SPEC O-); the job ledger is HOME
+  // 流程监控's six tabs, in the seeds' order (SPEC O-); the job ledger is HOME
   page("instances", "/monitor/instances", "instances", () => import("./instances/InstancesPage"), "monitor", prefetchInstances),
   page("analytics", "/monitor/analytics", "analytics", () => import("./analytics/AnalyticsPage"), "monitor"),
   page("engine", "/monitor/engine", "engine", () => import("./engine/EngineDiagnosticsPage"), "monitor"),
+  // the recorded batch operations (issue 29 item 4): beside the engine tab whose recovery runs are batches
+  page("batches", "/monitor/batches", "batches", () => import("./batches/BatchesPage"), "monitor"),
   page("jobs", "/monitor/jobs", "jobs", () => import("./jobs/JobLedgerPage"), "monitor", prefetchJobLedger),
   page("compensation", "/monitor/compensation", "compensation", () => import("./compensation/CompensationPage"), "monitor"),
   // beside it: health inspection, event subscriptions, trigger executions, …
