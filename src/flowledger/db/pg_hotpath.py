@@ -42,10 +42,13 @@ class PgHotPath:
         self.conninfo = conninfo
         self.prepare_threshold = prepare_threshold
         self._conn: psycopg.AsyncConnection[dict[str, Any]] | None = None
+        # one cursor for every statement of the connection: a new cursor per
+        # call set up its adapters again (~10 % of a call's client CPU)
+        self._cursor: psycopg.AsyncCursor[dict[str, Any]] | None = None
         self._lock = asyncio.Lock()
 
-    async def _connection(self) -> psycopg.AsyncConnection[dict[str, Any]]:
-        if self._conn is None or self._conn.closed:
+    async def _connected_cursor(self) -> psycopg.AsyncCursor[dict[str, Any]]:
+        if self._conn is None or self._conn.closed or self._cursor is None:
             self._conn = await psycopg.AsyncConnection.connect(
                 self.conninfo,
                 autocommit=True,
@@ -54,21 +57,22 @@ class PgHotPath:
             )
             if self.prepare_threshold is not None:
                 await self._conn.execute(GENERIC_PLANS)
-        return self._conn
+            self._cursor = self._conn.cursor()
+        return self._cursor
 
     async def run(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """Run one self-contained statement; its rows as dicts."""
         async with self._lock:
-            conn = await self._connection()
+            cursor = await self._connected_cursor()
             try:
-                cursor = await conn.execute(sql.encode(), params)
+                await cursor.execute(sql.encode(), params)
                 return await cursor.fetchall()
             except (psycopg.OperationalError, psycopg.InterfaceError):
-                await conn.close()
-                self._conn = None
+                await cursor.connection.close()
+                self._conn = self._cursor = None
                 raise
 
     async def close(self) -> None:
         if self._conn is not None and not self._conn.closed:
             await self._conn.close()
-        self._conn = None
+        self._conn = self._cursor = None
