@@ -80,6 +80,11 @@ def test_suspend_and_resume_a_definition_from_the_cli(tmp_path: Path) -> None:
     ids = [int(cli(tmp_path, "instances", "start", "cli_scope").strip()) for _ in range(2)]
     dry = cli(tmp_path, "instances", "suspend-all", "cli_scope", "--dry-run", "--json")
     assert (dry["count"], dry["sample"]) == (2, ids)
+    assert (dry["rate"], dry["estimatedCompletion"]) == (None, None)
+    # --rate: the dry run says how long a run at it takes (2 at 4 per second: 0.5 s)
+    paced = cli(tmp_path, "instances", "suspend-all", "cli_scope", "--dry-run", "--rate", "4")
+    assert "at 4 per second a run takes about 0.5 s" in paced
+    cli(tmp_path, "instances", "suspend-all", "cli_scope", "--rate", "0", code=2)
     refused = cli(tmp_path, "instances", "suspend-all", "cli_scope", "--json", code=2)
     assert refused["field"] == "reason"
     run = cli(
@@ -91,9 +96,12 @@ def test_suspend_and_resume_a_definition_from_the_cli(tmp_path: Path) -> None:
         "desk",
         "--reason",
         "audit",
+        "--rate",
+        "20",
         "--json",
     )
     assert run["totals"]["suspended"] == 2 and run["totals"]["selected"] == 2
+    assert run["rate"] == 20
     again = cli(tmp_path, "instances", "suspend-all", "cli_scope", "--dry-run", "--json")
     assert (again["count"], again["skippedByStatus"]) == (0, {"suspended": 2})
     resumed = cli(tmp_path, "instances", "resume-all", "cli_scope", "--json")

@@ -19,7 +19,9 @@ from flowledger.ops.batch import (
     BatchRecorder,
     Counts,
     ItemOutcome,
+    RateTooSlow,
     Selection,
+    check_paced,
     describe,
     done,
     list_batches,
@@ -151,6 +153,23 @@ async def test_rate_spaces_the_items() -> None:
         assert at - began >= k / 50 - 0.005
     with pytest.raises(ValueError):
         await run_items([1], act, key=int, rate=0)
+
+
+def test_a_paced_run_longer_than_its_bound_is_refused() -> None:
+    """count / rate against the bound (the API's 60 s): 60 items at 1 per
+    second pass, 61 do not, and the refusal names ``rate`` and the smallest
+    rate that passes; no rate (at once) or no bound (the CLI) always pass."""
+    check_paced(60, 1, max_seconds=60)
+    check_paced(500, 9, max_seconds=60)  # a whole batch at 9 per second: 55.6 s
+    with pytest.raises(RateTooSlow) as refused:
+        check_paced(61, 1, max_seconds=60)
+    assert (refused.value.code, refused.value.field) == ("rate_too_slow", "rate")
+    assert refused.value.details == {"count": 61, "rate": 1, "maxSeconds": 60, "minRate": 2}
+    with pytest.raises(RateTooSlow) as whole:
+        check_paced(500, 8, max_seconds=60)
+    assert whole.value.details["minRate"] == 9
+    check_paced(10_000, None, max_seconds=60)
+    check_paced(10_000, 1, max_seconds=None)
 
 
 async def test_list_newest_first_paged_and_scoped(db: Database, clock: ManualClock) -> None:

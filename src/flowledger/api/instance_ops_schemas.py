@@ -10,7 +10,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from flowledger.api.batch_schemas import BatchCounts, ItemResult
+from flowledger.api.batch_schemas import (
+    PACED_RATE_DESCRIPTION,
+    BatchCounts,
+    CompletionWindow,
+    ItemResult,
+    Rate,
+)
 from flowledger.api.schemas import MAX_ID, ApiModel, DefinitionKey, RequestModel, _no_nul
 
 MAX_RECOVER_IDS = 500
@@ -52,6 +58,7 @@ class BatchRecover(RequestModel):
     )
     reason: ActionReason
     dry_run: bool = False
+    rate: Rate | None = Field(default=None, description=PACED_RATE_DESCRIPTION)
 
 
 class TaskChange(ApiModel):
@@ -126,3 +133,6 @@ class BatchRecoverPublic(ApiModel):
     results: list[RecoveryResult]
     batch_id: str  # GET /engine/batches/{batchId}
     counts: BatchCounts
+    rate: int | None
+    # a run at ``rate`` (a dry run's estimate); none without a rate
+    estimated_completion: CompletionWindow | None

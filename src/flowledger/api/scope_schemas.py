@@ -9,7 +9,13 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
-from flowledger.api.batch_schemas import BatchCounts, ItemResult
+from flowledger.api.batch_schemas import (
+    PACED_RATE_DESCRIPTION,
+    BatchCounts,
+    CompletionWindow,
+    ItemResult,
+    Rate,
+)
 from flowledger.api.instance_ops_schemas import (
     MAX_RECOVER_IDS,
     ActionReason,
@@ -64,7 +70,8 @@ class JobPauseList(ApiModel):
 
 class DefinitionScope(RequestModel):
     """The instances of ``definitionKey`` [version] [with an active token at
-    ``nodeKey``] [only ``instanceIds``]."""
+    ``nodeKey``] [only ``instanceIds``], acted on at ``rate`` per second
+    (the preview: the estimate of a run at that rate)."""
 
     definition_key: DefinitionKey
     version: int | None = Field(default=None, ge=1, le=1_000_000)
@@ -72,6 +79,7 @@ class DefinitionScope(RequestModel):
     instance_ids: list[InstanceIdItem] | None = Field(
         default=None, min_length=1, max_length=MAX_RECOVER_IDS
     )
+    rate: Rate | None = Field(default=None, description=PACED_RATE_DESCRIPTION)
 
 
 class ScopePreviewRequest(DefinitionScope):
@@ -106,6 +114,9 @@ class ScopePreviewPublic(ApiModel):
     truncated: bool
     skipped_by_status: dict[str, int]
     skipped: list[ScopeItem]
+    rate: int | None
+    # a run at ``rate``: from now to now + count / rate; none without a rate
+    estimated_completion: CompletionWindow | None
 
 
 class ScopeTotals(ApiModel):
@@ -128,3 +139,5 @@ class ScopeRunPublic(ApiModel):
     results: list[ScopeItem]
     batch_id: str  # GET /engine/batches/{batchId}
     counts: BatchCounts
+    rate: int | None
+    estimated_completion: CompletionWindow | None

@@ -8,8 +8,10 @@ on the configured database (like the other ``instances`` commands).
 - ``force-jump ID --target T --reason R [--from-node N] [--yes]`` shows the
   preview and asks before doing it unless ``--yes``;
 - ``recover --definition K --node N --stuck-minutes M --reason R
-  [--dry-run]`` runs the batch recovery and prints each instance's result
-  and the totals.
+  [--rate R] [--dry-run]`` runs the batch recovery (at most ``--rate``
+  instances per second; no bound on how long that takes, unlike the API's
+  60 s) and prints each instance's result and the totals; ``--dry-run``
+  also prints how long a run at ``--rate`` would take.
 
 Each mutation writes its ``operation_audit`` row (actor ``cli``), like the API."""
 
@@ -22,6 +24,7 @@ import typer
 from fastapi.encoders import jsonable_encoder
 from rich.table import Table
 
+from flowledger.cli import jobs_support as js
 from flowledger.cli.common import console, engine_session, out
 from flowledger.cli.runtime import run_async
 from flowledger.db.engine_schema import operation_audit
@@ -205,6 +208,7 @@ def instances_recover(
     stuck_minutes: Annotated[int, typer.Option("--stuck-minutes", min=0)],
     reason: Annotated[str, typer.Option("--reason", help="Why (required, audited).")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Preview; change nothing.")] = False,
+    rate: js.PacedRateOpt = None,
 ) -> None:
     """Skip the task at NODE of every stuck instance and advance (SPEC O-6)."""
 
@@ -215,7 +219,13 @@ def instances_recover(
             )
             try:
                 result = await batch_recover(
-                    engine, sel, reason=reason, actor=ACTOR, dry_run=dry_run
+                    engine,
+                    sel,
+                    reason=reason,
+                    actor=ACTOR,
+                    dry_run=dry_run,
+                    rate=rate,
+                    max_seconds=None,  # a terminal can wait
                 )
             except FlowledgerError as exc:
                 raise _fail(exc) from exc
@@ -226,7 +236,12 @@ def instances_recover(
                     "definition",
                     definition,
                     reason,
-                    {"nodeKey": node, "stuckMinutes": stuck_minutes, "totals": result["totals"]},
+                    {
+                        "nodeKey": node,
+                        "stuckMinutes": stuck_minutes,
+                        "totals": result["totals"],
+                        **({"rate": rate} if rate is not None else {}),
+                    },
                 )
                 for item in result["results"]:
                     if item["outcome"] == "advanced":
@@ -255,5 +270,7 @@ def instances_recover(
             f"selected={totals['selected']} advanced={totals['advanced']} "
             f"skipped={totals['skipped']} failed={totals['failed']}"
         )
+        if dry_run and result["estimatedCompletion"] is not None:
+            out.print(js.paced_estimate(result))
 
     run_async(main)

@@ -40,6 +40,15 @@ FingerprintOpt = Annotated[
 RateOpt = Annotated[
     int, typer.Option("--rate", min=1, max=200, help="Jobs released per second (1-200).")
 ]
+PacedRateOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--rate",
+        min=1,
+        max=200,
+        help="Instances acted on per second (1-200); default: all at once.",
+    ),
+]
 IdsArg = Annotated[list[int], typer.Argument(help="Job ids (several: a batch).", min=1)]
 
 
@@ -48,6 +57,13 @@ IdsArg = Annotated[list[int], typer.Argument(help="Job ids (several: a batch).",
 
 def print_json(data: Any) -> None:
     print(json.dumps(jsonable_encoder(data), ensure_ascii=False, indent=2), flush=True)
+
+
+def paced_estimate(doc: dict[str, Any]) -> str:
+    """How long a run at a dry run's ``rate`` takes (its ``estimatedCompletion``)."""
+    window = doc["estimatedCompletion"]
+    seconds = (window["to"] - window["from"]).total_seconds()
+    return f"at {doc['rate']} per second a run takes about {seconds:g} s"
 
 
 def text(value: Any, width: int | None = None) -> str:

@@ -5,9 +5,11 @@
   --type T`` (which wakes the scope's workers); ``flowledger paused-jobs``
   lists the paused scopes with who, why and since;
 - ``flowledger instances suspend-all KEY [--version V] [--node N] --reason R
-  [--dry-run]`` / ``resume-all`` — every running (suspended) instance of the
-  definition, each in its own transaction; ``--dry-run`` prints the count
-  and a sample of what the run would take.
+  [--rate R] [--dry-run]`` / ``resume-all`` — every running (suspended)
+  instance of the definition, each in its own transaction, at most
+  ``--rate`` per second (no bound on how long that takes, unlike the API's
+  60 s); ``--dry-run`` prints the count and a sample of what the run would
+  take, and how long it would take at ``--rate``.
 
 Each run writes the same ``operation_audit`` rows as the API
 (``job_scope.pause`` / ``job_scope.resume``; ``definition.suspend_all`` /
@@ -171,6 +173,7 @@ def _definition_scope(action: Action) -> Any:
         node: NodeOpt = None,
         reason: js.ReasonOpt = None,
         dry_run: DryRunOpt = False,
+        rate: js.PacedRateOpt = None,
         actor: js.ActorOpt = "cli",
         as_json: js.JsonOpt = False,
     ) -> None:
@@ -181,7 +184,7 @@ def _definition_scope(action: Action) -> Any:
             engine = runtime.engine
             sel = ScopeSelection(definition_key=definition_key, version=version, node_key=node)
             if dry_run:
-                doc = await preview_scope(engine, sel, action)
+                doc = await preview_scope(engine, sel, action, rate=rate)
                 if as_json:
                     js.print_json(doc)
                     return
@@ -192,10 +195,14 @@ def _definition_scope(action: Action) -> Any:
                     f"a run would {action} {doc['count']} instance(s){more}: {sample or '-'}; "
                     f"skipped by status: {skipped or 'none'}"
                 )
+                if doc["estimatedCompletion"] is not None:
+                    out.print(js.paced_estimate(doc))
                 return
             why = clean_reason(reason) if action == "suspend" else reason
             ctx, caller = js.operator(engine, actor)
-            doc = await run_audited(ctx, caller, engine, sel, action, reason=why)
+            doc = await run_audited(
+                ctx, caller, engine, sel, action, reason=why, rate=rate, max_seconds=None
+            )
             done = "suspended" if action == "suspend" else "resumed"
             failed = doc["totals"]["failed"] > 0
             if as_json:

@@ -1365,7 +1365,9 @@ export interface paths {
          *     (or only ``instanceIds``): each in its own transaction, the task there is
          *     skipped and the token advances along the node's outgoing edge. Results
          *     per instance (advanced / skipped with reason / failed with error) and
-         *     totals; ``dryRun`` previews (each step rolled back).
+         *     totals; ``dryRun`` previews (each step rolled back). ``rate`` paces
+         *     the run (items per second; a run longer than 60 s at it is refused,
+         *     422 ``rate_too_slow``); a dry run answers its ``estimatedCompletion``.
          */
         post: operations["instances-batch_recover_instances"];
         delete?: never;
@@ -2571,6 +2573,11 @@ export interface components {
             instanceIds?: number[] | null;
             /** Nodekey */
             nodeKey: string;
+            /**
+             * Rate
+             * @description Items per second (1 to 200): the k-th selected instance is acted on no earlier than k / rate seconds after the first; none: all at once. The run holds the request, so one longer than 60 s at this rate (count / rate) is refused before anything is written: 422 `rate_too_slow` naming `rate`, with `count`, `rate`, `maxSeconds` and `minRate` (the smallest rate that passes). A dry run is not paced: it answers the run's `estimatedCompletion` at the rate.
+             */
+            rate?: number | null;
             /** Reason */
             reason: string;
             /** Stuckminutes */
@@ -2585,8 +2592,11 @@ export interface components {
             definitionKey: string;
             /** Dryrun */
             dryRun: boolean;
+            estimatedCompletion: components["schemas"]["CompletionWindow"] | null;
             /** Nodekey */
             nodeKey: string;
+            /** Rate */
+            rate: number | null;
             /** Results */
             results: components["schemas"]["RecoveryResult"][];
             /** Stuckminutes */
@@ -2612,7 +2622,7 @@ export interface components {
             /** Batchid */
             batchId: string;
             counts: components["schemas"]["BatchCounts"];
-            estimatedCompletion: components["schemas"]["flowledger__api__routers__job_actions__CompletionWindow"];
+            estimatedCompletion: components["schemas"]["CompletionWindow"];
             /** Items */
             items: components["schemas"]["ItemOutcomePublic"][];
             /** Matched */
@@ -2844,6 +2854,23 @@ export interface components {
              * Format: date-time
              */
             updatedAt: string;
+        };
+        /**
+         * CompletionWindow
+         * @description When a batch at its rate has started every item: from now to now +
+         *     count / rate.
+         */
+        CompletionWindow: {
+            /**
+             * From
+             * Format: date-time
+             */
+            from: string;
+            /**
+             * To
+             * Format: date-time
+             */
+            to: string;
         };
         /** ConnectorBreakerBody */
         ConnectorBreakerBody: {
@@ -4862,7 +4889,7 @@ export interface components {
             /** Batchid */
             batchId: string;
             counts: components["schemas"]["BatchCounts"];
-            estimatedCompletion: components["schemas"]["flowledger__api__routers__recovery__CompletionWindow"];
+            estimatedCompletion: components["schemas"]["CompletionWindow"];
             /** Items */
             items: components["schemas"]["RecoveryOutcomePublic"][];
             /** Rate */
@@ -5008,7 +5035,7 @@ export interface components {
             /** Batchid */
             batchId: string;
             counts: components["schemas"]["BatchCounts"];
-            estimatedCompletion: components["schemas"]["flowledger__api__routers__job_actions__CompletionWindow"];
+            estimatedCompletion: components["schemas"]["CompletionWindow"];
             /** Matched */
             matched: number;
             /** Rate */
@@ -5549,8 +5576,11 @@ export interface components {
             definitionKey: string;
             /** Dryrun */
             dryRun: boolean;
+            estimatedCompletion: components["schemas"]["CompletionWindow"] | null;
             /** Nodekey */
             nodeKey: string | null;
+            /** Rate */
+            rate: number | null;
             /** Sample */
             sample: number[];
             /** Skipped */
@@ -5578,6 +5608,11 @@ export interface components {
             instanceIds?: number[] | null;
             /** Nodekey */
             nodeKey?: string | null;
+            /**
+             * Rate
+             * @description Items per second (1 to 200): the k-th selected instance is acted on no earlier than k / rate seconds after the first; none: all at once. The run holds the request, so one longer than 60 s at this rate (count / rate) is refused before anything is written: 422 `rate_too_slow` naming `rate`, with `count`, `rate`, `maxSeconds` and `minRate` (the smallest rate that passes). A dry run is not paced: it answers the run's `estimatedCompletion` at the rate.
+             */
+            rate?: number | null;
             /** Version */
             version?: number | null;
         };
@@ -5589,6 +5624,11 @@ export interface components {
             instanceIds?: number[] | null;
             /** Nodekey */
             nodeKey?: string | null;
+            /**
+             * Rate
+             * @description Items per second (1 to 200): the k-th selected instance is acted on no earlier than k / rate seconds after the first; none: all at once. The run holds the request, so one longer than 60 s at this rate (count / rate) is refused before anything is written: 422 `rate_too_slow` naming `rate`, with `count`, `rate`, `maxSeconds` and `minRate` (the smallest rate that passes). A dry run is not paced: it answers the run's `estimatedCompletion` at the rate.
+             */
+            rate?: number | null;
             /** Reason */
             reason?: string | null;
             /** Version */
@@ -5608,8 +5648,11 @@ export interface components {
             definitionKey: string;
             /** Dryrun */
             dryRun: boolean;
+            estimatedCompletion: components["schemas"]["CompletionWindow"] | null;
             /** Nodekey */
             nodeKey: string | null;
+            /** Rate */
+            rate: number | null;
             /** Results */
             results: components["schemas"]["ScopeItem"][];
             /** Skippedbystatus */
@@ -5630,6 +5673,11 @@ export interface components {
             instanceIds?: number[] | null;
             /** Nodekey */
             nodeKey?: string | null;
+            /**
+             * Rate
+             * @description Items per second (1 to 200): the k-th selected instance is acted on no earlier than k / rate seconds after the first; none: all at once. The run holds the request, so one longer than 60 s at this rate (count / rate) is refused before anything is written: 422 `rate_too_slow` naming `rate`, with `count`, `rate`, `maxSeconds` and `minRate` (the smallest rate that passes). A dry run is not paced: it answers the run's `estimatedCompletion` at the rate.
+             */
+            rate?: number | null;
             /** Reason */
             reason: string;
             /** Version */
@@ -6361,35 +6409,6 @@ export interface components {
             selected: number;
             /** Skipped */
             skipped: number;
-        };
-        /**
-         * CompletionWindow
-         * @description When the submitted jobs become due: from now to now + submitted / rate.
-         */
-        flowledger__api__routers__job_actions__CompletionWindow: {
-            /**
-             * From
-             * Format: date-time
-             */
-            from: string;
-            /**
-             * To
-             * Format: date-time
-             */
-            to: string;
-        };
-        /** CompletionWindow */
-        flowledger__api__routers__recovery__CompletionWindow: {
-            /**
-             * From
-             * Format: date-time
-             */
-            from: string;
-            /**
-             * To
-             * Format: date-time
-             */
-            to: string;
         };
         /** RecoveryTotals */
         flowledger__api__routers__recovery__RecoveryTotals: {

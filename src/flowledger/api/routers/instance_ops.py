@@ -12,7 +12,9 @@
 - ``GET /instances/{id}/force-jump/preview?target=&fromNode=`` and
   ``POST /instances/{id}/force-jump`` — the exact change, then doing it;
 - ``POST /instances/batch-recover`` — skip the task at a node of many stuck
-  instances, each in its own transaction;
+  instances, each in its own transaction, at most ``rate`` per second
+  when given (a run longer than 60 s at it is refused before anything is
+  written: 422 ``rate_too_slow`` naming ``rate``);
 - ``GET /instances/{id}/diagnostic-bundle`` — one JSON file download.
 
 Reads, previews and bundles need ``workflow:instance:monitor``; force jump
@@ -50,6 +52,7 @@ from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import MAX_ID
 from flowledger.engine.force_jump import JumpOutcome
+from flowledger.ops.batch.pacing import MAX_PACED_SECONDS
 from flowledger.ops.diagnostics.bundle import instance_bundle
 from flowledger.ops.diagnostics.consistency import DEFAULT_THRESHOLD
 from flowledger.ops.diagnostics.instance import VIEWS, instance_diagnostics
@@ -90,7 +93,9 @@ async def batch_recover_instances(
     (or only ``instanceIds``): each in its own transaction, the task there is
     skipped and the token advances along the node's outgoing edge. Results
     per instance (advanced / skipped with reason / failed with error) and
-    totals; ``dryRun`` previews (each step rolled back)."""
+    totals; ``dryRun`` previews (each step rolled back). ``rate`` paces
+    the run (items per second; a run longer than 60 s at it is refused,
+    422 ``rate_too_slow``); a dry run answers its ``estimatedCompletion``."""
     sel = RecoverySelection(
         definition_key=body.definition_key,
         node_key=body.node_key,
@@ -99,7 +104,14 @@ async def batch_recover_instances(
         tenants=None if caller.tenant_scope is None else tuple(caller.tenant_scope),
     )
     result = await run_audited(
-        ctx, caller, ctx.engine, sel, reason=body.reason, dry_run=body.dry_run
+        ctx,
+        caller,
+        ctx.engine,
+        sel,
+        reason=body.reason,
+        dry_run=body.dry_run,
+        rate=body.rate,
+        max_seconds=MAX_PACED_SECONDS,
     )
     return BatchRecoverPublic.model_validate(result)
 

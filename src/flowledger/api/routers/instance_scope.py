@@ -8,7 +8,10 @@
   (``workflow:instance:monitor``);
 - ``POST /instances/scope-suspend`` / ``scope-resume`` — the run: each
   instance through the single-instance suspend (resume), in its own
-  transaction, with an outcome per instance.
+  transaction, with an outcome per instance; at most ``rate`` per second
+  when given (1 to 200), a run longer than 60 s at that rate being refused
+  before anything is written (422 ``rate_too_slow`` naming ``rate``; the
+  preview takes ``rate`` too and answers the run's ``estimatedCompletion``).
 
 Runs need ``workflow:engine:operate`` (the permission of the single-instance
 suspend) and are audited: one ``definition.suspend_all`` /
@@ -35,6 +38,7 @@ from flowledger.api.scope_schemas import (
     ScopeRunPublic,
     ScopeSuspend,
 )
+from flowledger.ops.batch.pacing import MAX_PACED_SECONDS
 from flowledger.ops.interventions.scope_suspend import (
     Action,
     ScopeSelection,
@@ -63,7 +67,7 @@ async def preview_definition_scope(
 ) -> ScopePreviewPublic:
     """What ``scope-suspend`` (``scope-resume``) would act on: count, a sample
     of ids, and the instances of the selection skipped by their status."""
-    doc = await preview_scope(ctx.engine, _selection(body, caller), body.action)
+    doc = await preview_scope(ctx.engine, _selection(body, caller), body.action, rate=body.rate)
     return ScopePreviewPublic.model_validate(doc)
 
 
@@ -75,7 +79,14 @@ async def _run(
     reason: str | None,
 ) -> ScopeRunPublic:
     doc = await run_audited(
-        ctx, caller, ctx.engine, _selection(body, caller), action, reason=reason
+        ctx,
+        caller,
+        ctx.engine,
+        _selection(body, caller),
+        action,
+        reason=reason,
+        rate=body.rate,
+        max_seconds=MAX_PACED_SECONDS,
     )
     return ScopeRunPublic.model_validate(doc)
 

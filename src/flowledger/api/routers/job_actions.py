@@ -23,7 +23,7 @@ from fastapi import APIRouter, Body, Path
 from pydantic import AfterValidator, Field, model_validator
 
 from flowledger.api.auth import CurrentCaller
-from flowledger.api.batch_schemas import BatchCounts, ItemResult
+from flowledger.api.batch_schemas import BatchCounts, CompletionWindow, ItemResult, Rate
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
@@ -60,7 +60,6 @@ _NO_NUL = AfterValidator(_no_nul)
 JobId = Annotated[int, Path(alias="jobId", ge=1, le=MAX_ID)]
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 Ids = Annotated[list[Id], Field(min_length=1, max_length=batching.MAX_BATCH_IDS)]
-Rate = Annotated[int, Field(ge=batching.MIN_RATE, le=batching.MAX_RATE)]
 TypeName = Annotated[str, Field(min_length=1, max_length=64), _NO_NUL]
 OptionalReason = Annotated[ReasonBody, Body(default_factory=ReasonBody)]
 
@@ -165,13 +164,6 @@ class ItemOutcomePublic(ApiModel):
     reason: str | None = None
     code: str | None = None
     status: str | None = None
-
-
-class CompletionWindow(ApiModel):
-    """When the submitted jobs become due: from now to now + submitted / rate."""
-
-    start: datetime = Field(alias="from")
-    end: datetime = Field(alias="to")
 
 
 class BatchSkipPublic(ApiModel):

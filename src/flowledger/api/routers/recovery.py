@@ -36,7 +36,7 @@ from fastapi import APIRouter, Body, Path
 from pydantic import Field, model_validator
 
 from flowledger.api.auth import CurrentCaller
-from flowledger.api.batch_schemas import BatchCounts, ItemResult
+from flowledger.api.batch_schemas import BatchCounts, CompletionWindow, ItemResult
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
@@ -118,11 +118,6 @@ class RecoveryTotals(ApiModel):
     done: int
     skipped: int
     failed: int
-
-
-class CompletionWindow(ApiModel):
-    start: datetime = Field(alias="from")
-    end: datetime = Field(alias="to")
 
 
 class RecoveryRunPublic(ApiModel):

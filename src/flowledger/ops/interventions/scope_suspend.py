@@ -30,7 +30,15 @@ written after the instance's own transaction commits
 
 Both go through :mod:`flowledger.ops.batch`: the preview is the
 selection's dry run, the run a recorded batch operation (``batchId``,
-``counts``, each item's ``result``)."""
+``counts``, each item's ``result``).
+
+``rate`` (items per second, 1 to 200; none: at once) paces the run: the
+k-th selected instance is acted on no earlier than k / rate seconds after
+the first (:mod:`flowledger.ops.batch.pacing`). A run longer than
+``max_seconds`` at that rate (the API's bound, 60 s: it runs inside the
+request) is refused before anything is written (``rate_too_slow``). The
+preview answers the ``estimatedCompletion`` of a run at the rate; the rate
+is kept in the batch's request document."""
 
 from __future__ import annotations
 
@@ -48,7 +56,8 @@ from flowledger.db.engine_schema import workflow_tokens as tokens
 from flowledger.engine import Engine
 from flowledger.engine.force_jump import clean_reason
 from flowledger.errors import FlowledgerError
-from flowledger.ops.batch import BatchRecorder, ItemOutcome, Selection, done, skipped
+from flowledger.ops.batch import BatchRecorder, ItemOutcome, Selection, check_paced, done, skipped
+from flowledger.ops.batch.pacing import MAX_PACED_SECONDS, estimate
 from flowledger.states import InstanceStatus, TokenState
 
 MAX_BATCH = 500
@@ -164,8 +173,12 @@ def _echo(sel: ScopeSelection, action: Action) -> dict[str, Any]:
     }
 
 
-async def preview_scope(engine: Engine, sel: ScopeSelection, action: Action) -> dict[str, Any]:
-    """The dry run: what :func:`run_scope` would act on, counted, with a sample."""
+async def preview_scope(
+    engine: Engine, sel: ScopeSelection, action: Action, *, rate: int | None = None
+) -> dict[str, Any]:
+    """The dry run: what :func:`run_scope` would act on, counted, with a
+    sample, and how long a run at ``rate`` would take."""
+    now = engine.clock.now()
     async with engine.db.read() as conn:
         selection, by_status = await _selection(conn, sel, action)
     return {
@@ -174,18 +187,28 @@ async def preview_scope(engine: Engine, sel: ScopeSelection, action: Action) -> 
         **selection.dry_run(SAMPLE_SIZE),
         "skippedByStatus": by_status,
         "skipped": [o.doc("instanceId") for o in selection.skipped],
+        **estimate(now, selection.count, rate),
     }
 
 
 async def run_scope(
-    engine: Engine, sel: ScopeSelection, action: Action, *, reason: str, actor: str
+    engine: Engine,
+    sel: ScopeSelection,
+    action: Action,
+    *,
+    reason: str,
+    actor: str,
+    rate: int | None = None,
+    max_seconds: float | None = MAX_PACED_SECONDS,
 ) -> dict[str, Any]:
     """Suspend (resume) every selected instance, each in its own transaction,
-    as one recorded batch operation (kind ``definition.suspend_all`` /
-    ``definition.resume_all``)."""
+    at most ``rate`` per second, as one recorded batch operation (kind
+    ``definition.suspend_all`` / ``definition.resume_all``)."""
     reason = clean_reason(reason)
+    now = engine.clock.now()
     async with engine.db.read() as conn:
         selection, by_status = await _selection(conn, sel, action)
+    check_paced(selection.count, rate, max_seconds=max_seconds)
     call: Callable[[int], Awaitable[list[int]]]
     if action == "suspend":
 
@@ -217,9 +240,10 @@ async def run_scope(
         request={
             **_echo(sel, action),
             "instanceIds": None if sel.instance_ids is None else list(sel.instance_ids),
+            "rate": rate,
         },
     )
-    op = await recorder.run(selection, act, key=int)
+    op = await recorder.run(selection, act, key=int, rate=rate)
     counts = op.counts
     results = sorted(
         (o.doc("instanceId", _DONE[action]) for o in op.outcomes),
@@ -239,6 +263,7 @@ async def run_scope(
         "results": results,
         "batchId": op.id,
         "counts": counts.public(),
+        **estimate(now, selection.count, rate),
     }
 
 
@@ -250,14 +275,24 @@ async def run_audited(
     action: Action,
     *,
     reason: str | None,
+    rate: int | None = None,
+    max_seconds: float | None = MAX_PACED_SECONDS,
 ) -> dict[str, Any]:
     """:func:`run_scope` by ``caller``, audited (see the module docstring)."""
     batch = f"definition.{action}_all"
     async with audited(ctx, caller, batch, "definition", sel.definition_key, reason=reason) as e:
         doc = await run_scope(
-            engine, sel, action, reason=reason or "(resume)", actor=caller.user_id
+            engine,
+            sel,
+            action,
+            reason=reason or "(resume)",
+            actor=caller.user_id,
+            rate=rate,
+            max_seconds=max_seconds,
         )
         e.detail.update(version=sel.version, nodeKey=sel.node_key, totals=doc["totals"])
+        if rate is not None:
+            e.detail.update(rate=rate)
         jobs_key = "pausedJobs" if action == "suspend" else "resumedJobs"
         for item in doc["results"]:
             if item["outcome"] != _DONE[action]:

@@ -39,6 +39,8 @@ from flowledger.errors import FlowledgerError, InvalidStateError
 from flowledger.ledger.driver import LedgerDriver
 from flowledger.ops import batch
 from flowledger.ops.batch import DONE
+from flowledger.ops.batch.pacing import MAX_RATE as MAX_RATE  # one rate bound for every batch
+from flowledger.ops.batch.pacing import MIN_RATE as MIN_RATE
 from flowledger.ops.batch.record import new_batch_id as new_batch_id  # re-exported
 from flowledger.ops.jobs.filters import JobFilter
 
@@ -46,8 +48,6 @@ MAX_BATCH_IDS = 500
 MAX_REPLAY = 500
 CHUNK_SIZE = 100
 DEFAULT_RATE = 20
-MIN_RATE = 1
-MAX_RATE = 200
 
 SUBMITTED = "submitted"
 SKIPPED = "skipped"

@@ -16,6 +16,14 @@ The run is a recorded batch operation of :mod:`flowledger.ops.batch`
 (``batchId``; ``counts`` and each item's ``result`` in its vocabulary).
 At most :data:`MAX_BATCH` instances per call (``truncated`` says more matched).
 
+``rate`` (items per second, 1 to 200; none: at once) paces the run: the
+k-th selected instance is recovered no earlier than k / rate seconds after
+the first (:mod:`flowledger.ops.batch.pacing`). A run longer than
+``max_seconds`` at that rate (the API's bound, 60 s: it runs inside the
+request) is refused before anything is written (``rate_too_slow``). A dry
+run is never paced: it answers the ``estimatedCompletion`` of a run at the
+rate. The rate is kept in the batch's request document.
+
 :func:`run_audited` is the recovery as an operator's action: one
 ``instance.batch_recover`` audit row for the batch (target the definition
 key, the totals in its detail) and, unless a dry run, one
@@ -41,7 +49,8 @@ from flowledger.db.engine_schema import workflow_trace as trace
 from flowledger.engine import Engine
 from flowledger.engine.force_jump import RecoveryOutcome, clean_reason
 from flowledger.engine.interventions import EVENT as INTERVENTION
-from flowledger.ops.batch import BatchRecorder, ItemOutcome, Selection, done, skipped
+from flowledger.ops.batch import BatchRecorder, ItemOutcome, Selection, check_paced, done, skipped
+from flowledger.ops.batch.pacing import MAX_PACED_SECONDS, estimate
 from flowledger.states import InstanceStatus, TokenState
 
 MAX_BATCH = 500
@@ -146,16 +155,21 @@ async def batch_recover(
     reason: str,
     actor: str,
     dry_run: bool = False,
+    rate: int | None = None,
+    max_seconds: float | None = MAX_PACED_SECONDS,
 ) -> dict[str, Any]:
     """Recover every selected instance, each in its own transaction, as one
     recorded batch operation (:mod:`flowledger.ops.batch`, kind
-    ``instance.batch_recover``); see the module docstring. Returns
-    per-instance ``results`` and ``totals`` (the older words), the batch's
-    ``batchId`` and ``counts`` (done / skipped / failed)."""
+    ``instance.batch_recover``), at most ``rate`` per second; see the module
+    docstring. Returns per-instance ``results`` and ``totals`` (the older
+    words), the batch's ``batchId`` and ``counts`` (done / skipped /
+    failed), its ``rate`` and ``estimatedCompletion``."""
     reason = clean_reason(reason)
     now = engine.clock.now()
     async with engine.db.read() as conn:
         selection = await select_stuck(conn, sel, now=now)
+    if not dry_run:
+        check_paced(selection.count, rate, max_seconds=max_seconds)
 
     async def recover(instance_id: int) -> ItemOutcome:
         outcome = await engine.recover_node(
@@ -178,9 +192,10 @@ async def batch_recover(
             "nodeKey": sel.node_key,
             "stuckMinutes": sel.stuck_minutes,
             "instanceIds": None if sel.instance_ids is None else list(sel.instance_ids),
+            "rate": rate,
         },
     )
-    op = await recorder.run(selection, recover, key=int)
+    op = await recorder.run(selection, recover, key=int, rate=None if dry_run else rate)
     results = sorted(
         (o.doc("instanceId", "advanced") for o in op.outcomes), key=lambda r: int(r["instanceId"])
     )
@@ -200,6 +215,7 @@ async def batch_recover(
         "results": results,
         "batchId": op.id,
         "counts": counts.public(),
+        **estimate(now, selection.count, rate),
     }
 
 
@@ -211,13 +227,21 @@ async def run_audited(
     *,
     reason: str,
     dry_run: bool = False,
+    rate: int | None = None,
+    max_seconds: float | None = MAX_PACED_SECONDS,
 ) -> dict[str, Any]:
     """:func:`batch_recover` by ``caller``, audited (see the module docstring)."""
     async with audited(
         ctx, caller, "instance.batch_recover", "definition", sel.definition_key, reason=reason
     ) as entry:
         result = await batch_recover(
-            engine, sel, reason=reason, actor=caller.user_id, dry_run=dry_run
+            engine,
+            sel,
+            reason=reason,
+            actor=caller.user_id,
+            dry_run=dry_run,
+            rate=rate,
+            max_seconds=max_seconds,
         )
         entry.detail.update(
             nodeKey=sel.node_key,
@@ -225,6 +249,8 @@ async def run_audited(
             dryRun=dry_run,
             totals=result["totals"],
         )
+        if rate is not None:
+            entry.detail.update(rate=rate)
         if dry_run:
             return result
         for item in result["results"]:
