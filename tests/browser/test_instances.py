@@ -235,9 +235,12 @@ def test_batch_recovery_dry_run_then_run(
     expect(page.get_by_test_id("recover-dry-run")).to_be_disabled()
     reason = f"approver left the company ({tag})"
     page.get_by_test_id("recover-reason").fill(reason)
+    page.get_by_test_id("recover-rate").fill("10")  # 3 at 10 per second: 300 ms
     page.get_by_test_id("recover-dry-run").click()
     plan = page.get_by_test_id("recover-plan-table")
     expect(plan.locator("[data-outcome=advanced]")).to_have_count(3)
+    expect(page.get_by_test_id("batch-estimate")).to_have_attribute("data-rate", "10")
+    expect(page.get_by_test_id("batch-estimate")).to_contain_text("300 毫秒")
     shot(page, "instances-recover-plan-zh-CN")
     # a dry run changes nothing
     assert sorted(_api_ids(api, currentNode="hold", keyword=tag, status="running")) == sorted(ids)
@@ -251,6 +254,9 @@ def test_batch_recovery_dry_run_then_run(
     expect(result.locator("[data-outcome=advanced]")).to_have_count(3)
     shot(page, "instances-recover-result-zh-CN")
     assert _api_ids(api, currentNode="hold", keyword=tag) == []
+    runs = api.get("/engine/batches", params={"kind": "instance.batch_recover"}).json()["items"]
+    ran = [b for b in runs if not b["dryRun"] and b["reason"] == reason]
+    assert [b["request"]["rate"] for b in ran] == [10]
     for iid in ids:
         bundle = api.get(f"/instances/{iid}/diagnostic-bundle").json()
         tasks = bundle["diagnostics"]["tasks"]

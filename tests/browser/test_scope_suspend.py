@@ -1,10 +1,11 @@
 """Suspend and pause by scope from the console (issue 31 item 3), in both
 languages: a definition's running instances at one node are suspended from
 the process definitions page (the dry run's count first, then the run with a
-reason) and resumed; a pool is paused from the runtime panel of the job
-ledger (who, why, since shown there and on the engine diagnostics page) and
-resumed. Every effect is checked through the API; screenshots of each
-dialog and panel go to the browser artifacts."""
+reason, at a rate whose estimate the preview shows — issue 29 item 4) and
+resumed; a pool is paused from the runtime panel of the job ledger (who,
+why, since shown there and on the engine diagnostics page) and resumed.
+Every effect is checked through the API; screenshots of each dialog and
+panel go to the browser artifacts."""
 
 from __future__ import annotations
 
@@ -96,6 +97,12 @@ def test_suspend_and_resume_a_definition_from_the_console(
     expect(page.get_by_test_id("scope-count")).to_contain_text("2")  # only those at desk
     for iid in world["desk"]:
         expect(page.get_by_test_id("scope-count")).to_contain_text(f"#{iid}")
+    estimate = page.get_by_test_id("batch-estimate")
+    expect(estimate).to_have_attribute("data-rate", "")  # no rate: at once
+    # a rate: the preview says how long the run takes at it (2 at 4 per second)
+    page.get_by_test_id("scope-rate").fill("4")
+    expect(estimate).to_have_attribute("data-rate", "4")
+    expect(estimate).to_contain_text("500")  # 500 ms / 500 毫秒
     expect(page.get_by_test_id("scope-run")).to_be_disabled()  # a reason is required
     page.get_by_test_id("scope-reason").fill("quarterly audit")
     shot(page, f"scope-suspend-preview-{lang}")
@@ -103,6 +110,9 @@ def test_suspend_and_resume_a_definition_from_the_console(
     expect(page.get_by_test_id("scope-result")).to_be_visible()
     shot(page, f"scope-suspend-result-{lang}")
     assert _statuses(api, world["desk"]) == ["suspended", "suspended"]
+    batches = api.get("/engine/batches", params={"kind": "definition.suspend_all"}).json()
+    (suspended,) = [b for b in batches["items"] if b["request"]["definitionKey"] == key]
+    assert suspended["request"]["rate"] == 4
     assert _statuses(api, world["review"]) == ["running"]  # the node filter held
     page.get_by_test_id("scope-close").click()
 

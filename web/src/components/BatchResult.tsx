@@ -6,11 +6,19 @@
 // suspended, submitted …) and marked `data-outcome` / `data-result` for
 // tests. Used by batch recovery, suspend/resume by definition, targeted
 // recovery and the job batch actions.
-import type { ReactNode } from "react";
+//
+// A dry run whose answer is the selection's `{count, sample, truncated}`
+// (suspend/resume by definition) is drawn by BatchPreview: what a run would
+// do, the first ids, the truncated mark, the items skipped by status or
+// reason and, for a batch that takes a `rate`, how long a run at it takes
+// (BatchEstimate, from the API's `estimatedCompletion`). A dry run that is a
+// per-item plan (batch recovery, targeted recovery, the replay's job
+// samples) stays a BatchResult table; batch recovery adds BatchEstimate.
+import { Fragment, type ReactNode } from "react";
 import { Alert, Space, Table, Tag, Typography } from "antd";
 import type { ColumnType } from "antd/es/table";
 import { useTranslation } from "react-i18next";
-import { formatCount } from "./units";
+import { formatCount, formatDuration, formatRate } from "./units";
 
 export type ItemResult = "done" | "skipped" | "failed";
 export interface BatchCounts {
@@ -99,5 +107,90 @@ export function BatchResult<T extends object>(props: BatchResultProps<T>) {
         footer={props.footer ? () => props.footer : undefined}
       />
     </>
+  );
+}
+
+export interface CompletionWindow {
+  from: string;
+  to: string;
+}
+
+/** How long a run at `rate` takes (the API's `estimatedCompletion`), or that
+ * a run without a rate acts on every item at once. */
+export function BatchEstimate(props: { rate?: number | null; estimatedCompletion?: CompletionWindow | null }) {
+  const { t } = useTranslation("common");
+  const w = props.estimatedCompletion;
+  if (!props.rate || !w) {
+    return (
+      <Typography.Text type="secondary" data-testid="batch-estimate" data-rate="">
+        {t("batch.atOnce")}
+      </Typography.Text>
+    );
+  }
+  const ms = Math.max(0, Date.parse(w.to) - Date.parse(w.from));
+  return (
+    <span data-testid="batch-estimate" data-rate={props.rate}>
+      {t("batch.estimate", { rate: formatRate(props.rate), duration: formatDuration(ms) })}
+    </span>
+  );
+}
+
+export interface BatchPreviewProps {
+  /** The alert's test id. */
+  testId?: string;
+  /** What a run would do ("3 running instances would be suspended"). */
+  message: ReactNode;
+  count: number;
+  sample: (number | string)[];
+  truncated?: boolean;
+  /** The most a run takes (the truncated mark says so). */
+  max?: number;
+  /** A sampled key as shown (default: a tag "#id"). */
+  renderKey?: (key: number | string) => ReactNode;
+  /** The selection's items a run skips, each reason (a status …) worded, with its count. */
+  skipped?: { label: string; n: number }[];
+  /** The batch takes a rate: say how long a run takes at it (or that it acts at once). */
+  paced?: boolean;
+  rate?: number | null;
+  estimatedCompletion?: CompletionWindow | null;
+}
+
+/** A dry run of the selection's shape: count, first ids, truncated mark, skipped line, estimate. */
+export function BatchPreview(props: BatchPreviewProps) {
+  const { t } = useTranslation("common");
+  const skipped = (props.skipped ?? []).filter((s) => s.n > 0);
+  const shown = props.renderKey ?? ((k: number | string) => <Tag>#{k}</Tag>);
+  return (
+    <Alert
+      style={{ marginBottom: 12 }}
+      type={props.count ? "warning" : "info"}
+      showIcon
+      data-testid={props.testId}
+      data-count={props.count}
+      message={props.message}
+      description={
+        props.sample.length || skipped.length || props.paced ? (
+          <Space direction="vertical" size={4}>
+            {props.sample.length > 0 && (
+              <span data-testid="batch-preview-sample">
+                {t("batch.sample")} {props.sample.map((k) => <Fragment key={k}>{shown(k)}</Fragment>)}
+                {props.count > props.sample.length ? "… " : null}
+                {props.truncated ? (
+                  <Typography.Text type="secondary" data-testid="batch-preview-truncated">
+                    {t("batch.truncated", { max: formatCount(props.max ?? 500) })}
+                  </Typography.Text>
+                ) : null}
+              </span>
+            )}
+            {skipped.length > 0 && (
+              <span data-testid="batch-preview-skipped">
+                {t("batch.skippedBy")} {skipped.map((s) => `${s.label} ${formatCount(s.n)}`).join(t("batch.sep"))}
+              </span>
+            )}
+            {props.paced ? <BatchEstimate rate={props.rate} estimatedCompletion={props.estimatedCompletion} /> : null}
+          </Space>
+        ) : undefined
+      }
+    />
   );
 }

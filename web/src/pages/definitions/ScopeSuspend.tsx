@@ -3,13 +3,15 @@
 // instances the run would take, a sample of their ids and the instances of
 // the selection skipped by their status — for the definition, optionally
 // only this version and only the instances at one node; then the run, with
-// a reason (required to suspend), and its outcome per instance.
+// a reason (required to suspend), optionally at a rate (instances per
+// second: the preview says how long the run takes at it), and its outcome
+// per instance. The preview is the shared BatchPreview.
 import { useState } from "react";
-import { Alert, App, Button, Checkbox, Form, Input, Modal, Select, Space, Tag, Typography } from "antd";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { App, Button, Checkbox, Form, Input, InputNumber, Modal, Select, Space, Typography } from "antd";
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { BatchResult, resultColumn } from "../../components/BatchResult";
+import { BatchPreview, BatchResult, resultColumn } from "../../components/BatchResult";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
 import { instanceKeys, scopePreviewQuery } from "../../api/queries/instances";
@@ -31,8 +33,10 @@ function ScopeDialog({ action, defKey, version, nodes, onClose }: { action: Acti
   const [node, setNode] = useState<string | undefined>();
   const [onlyVersion, setOnlyVersion] = useState(false);
   const [reason, setReason] = useState("");
-  const scope = { definitionKey: defKey, version: onlyVersion ? version : null, nodeKey: node ?? null };
-  const preview = useQuery(scopePreviewQuery(action, scope));
+  const [rate, setRate] = useState<number | null>(null);
+  const scope = { definitionKey: defKey, version: onlyVersion ? version : null, nodeKey: node ?? null, rate };
+  // the previous answer stays while the next loads (no flicker as the rate is typed)
+  const preview = useQuery({ ...scopePreviewQuery(action, scope), placeholderData: keepPreviousData });
   const run = useMutation({
     mutationFn: () =>
       action === "suspend"
@@ -48,8 +52,7 @@ function ScopeDialog({ action, defKey, version, nodes, onClose }: { action: Acti
   });
   const plan = preview.data;
   const result = run.data;
-  const skipped = Object.entries(plan?.skippedByStatus ?? {});
-  const canRun = !!plan && plan.count > 0 && (action === "resume" || reason.trim().length > 0) && !result;
+  const canRun = !!plan && !preview.isPlaceholderData && plan.count > 0 && (action === "resume" || reason.trim().length > 0) && !result;
   return (
     <Modal
       open
@@ -91,33 +94,34 @@ function ScopeDialog({ action, defKey, version, nodes, onClose }: { action: Acti
                 </Checkbox>
               </Form.Item>
             )}
+            <Form.Item label={t("common:batch.rate")} tooltip={t("common:batch.rateHelp")}>
+              <InputNumber<number>
+                min={1}
+                max={200}
+                precision={0}
+                value={rate}
+                onChange={(v) => setRate(v ?? null)}
+                placeholder={t("common:batch.rateAtOnce")}
+                addonAfter={t("common:batch.perSecond")}
+                style={{ width: 190 }}
+                data-testid="scope-rate"
+                aria-label={t("common:batch.rate")}
+                disabled={!!result}
+              />
+            </Form.Item>
           </Space>
           {preview.error ? <ErrorAlert error={preview.error} /> : null}
           {plan && !result && (
-            <Alert
-              style={{ marginBottom: 12 }}
-              type={plan.count ? "warning" : "info"}
-              showIcon
-              data-testid="scope-count"
+            <BatchPreview
+              testId="scope-count"
               message={t(`scope.${action}.count`, { n: plan.count })}
-              description={
-                <Space direction="vertical" size={4}>
-                  {plan.sample.length > 0 && (
-                    <span>
-                      {t("scope.sample")}{" "}
-                      {plan.sample.map((id) => (
-                        <Tag key={id}>#{id}</Tag>
-                      ))}
-                      {plan.truncated ? t("scope.truncated") : null}
-                    </span>
-                  )}
-                  {skipped.length > 0 && (
-                    <span data-testid="scope-skipped">
-                      {t("scope.skippedByStatus")} {skipped.map(([s, n]) => `${t(`common:status.${s}`)} ${n}`).join(t("scope.sep"))}
-                    </span>
-                  )}
-                </Space>
-              }
+              count={plan.count}
+              sample={plan.sample}
+              truncated={plan.truncated}
+              skipped={Object.entries(plan.skippedByStatus).map(([s, n]) => ({ label: t(`common:status.${s}`), n }))}
+              paced
+              rate={plan.rate}
+              estimatedCompletion={plan.estimatedCompletion}
             />
           )}
           <Form.Item label={action === "suspend" ? t("scope.reason") : t("scope.reasonOptional")} required={action === "suspend"}>

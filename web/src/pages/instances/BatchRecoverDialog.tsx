@@ -2,15 +2,18 @@
 // instances of a definition stuck at a node for N minutes, either the rows
 // selected on the page or all N matching the list's filter (their ids are
 // collected from the list, at most 500, so every other filter holds too).
-// A reason is required; a dry run shows each instance's planned outcome
-// first, then the real run (confirmed with the count and the filter
-// restated) runs on exactly the previewed ids and shows each result.
+// A reason is required; an optional rate paces the run (instances per
+// second). A dry run shows each instance's planned outcome first (a per-item
+// plan, so a BatchResult table rather than the count-and-sample
+// BatchPreview) and how long a run at the rate takes, then the real run
+// (confirmed with the count, the filter and that duration restated) runs on
+// exactly the previewed ids and shows each result.
 import { useState } from "react";
 import { App, Button, Form, Input, InputNumber, Modal, Radio, Space, Typography } from "antd";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
-import { BatchResult, resultColumn } from "../../components/BatchResult";
+import { BatchEstimate, BatchResult, resultColumn } from "../../components/BatchResult";
 import { ErrorAlert } from "../../components/errors";
 import { InstanceLink } from "../../components/InstanceLink";
 import { formatNumber } from "../../components/units";
@@ -27,6 +30,7 @@ interface Criteria {
   stuckMinutes?: number | null;
   scope: "selected" | "matching";
   reason?: string;
+  rate?: number | null;
 }
 
 /** The list filter narrowed to the recovery's selection: running, at the node, stuck. */
@@ -84,6 +88,7 @@ export function BatchRecoverDialog(props: { query: InstanceQuery; selected: numb
     instanceIds: ids,
     reason: c.reason!.trim(),
     dryRun,
+    rate: c.rate ?? null,
   });
   const dry = useMutation({
     mutationFn: async () => {
@@ -118,6 +123,9 @@ export function BatchRecoverDialog(props: { query: InstanceQuery; selected: numb
           <p>{scopeText(plan.ids.length)}</p>
           <p>{t("recover.confirmPlan", { advanced: plan.result.totals.advanced, skipped: plan.result.totals.skipped, failed: plan.result.totals.failed })}</p>
           <p>{t("recover.confirmReason", { reason: c.reason?.trim() })}</p>
+          <p>
+            <BatchEstimate rate={plan.result.rate} estimatedCompletion={plan.result.estimatedCompletion} />
+          </p>
         </div>
       ),
       okText: t("recover.run"),
@@ -164,6 +172,17 @@ export function BatchRecoverDialog(props: { query: InstanceQuery; selected: numb
           <Form.Item name="stuckMinutes" label={t("filter.stuck")} required>
             <InputNumber min={0} addonAfter={t("filter.minutes")} data-testid="recover-stuck" style={{ width: 160 }} />
           </Form.Item>
+          <Form.Item name="rate" label={t("common:batch.rate")} tooltip={t("common:batch.rateHelp")}>
+            <InputNumber<number>
+              min={1}
+              max={200}
+              precision={0}
+              placeholder={t("common:batch.rateAtOnce")}
+              addonAfter={t("common:batch.perSecond")}
+              data-testid="recover-rate"
+              style={{ width: 190 }}
+            />
+          </Form.Item>
         </Space>
         <Form.Item name="scope" label={t("recover.scope")}>
           <Radio.Group data-testid="recover-scope">
@@ -195,6 +214,7 @@ export function BatchRecoverDialog(props: { query: InstanceQuery; selected: numb
             skipped: shown.totals.skipped,
             failed: shown.totals.failed,
           })}
+          description={done ? undefined : <BatchEstimate rate={shown.rate} estimatedCompletion={shown.estimatedCompletion} />}
           batchId={shown.batchId}
           counts={shown.counts}
           dryRun={!done}
