@@ -1,15 +1,17 @@
 // The list shell of the console's keyset-paged lists: the query's error, the
 // table (the keyboard's main list when `main`), row selection with labelled
-// checkboxes, an optional batch bar over the table, and the pager. The page
-// keeps its filters (in the URL) and its columns; the rows come from a data
-// layer query (api/queries) whose page is `{ items, next }`.
+// checkboxes, an optional batch bar over the table, and the pager of the
+// list's state (useListState: filters and page in the URL). The page keeps
+// its columns; the rows come from a data layer query (api/queries) whose
+// page is `{ items, next }`. A list drawn otherwise than as one table (the
+// health problems grouped by rule) passes `body` and keeps the rest.
 import type { ReactNode } from "react";
 import { Table, Typography, type TableColumnsType, type TableProps } from "antd";
 import type { UseQueryResult } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { ErrorAlert } from "./errors";
 import { Pager } from "./Pager";
-import type { useCursor } from "./useCursor";
+import type { ListPager } from "./useListState";
 
 interface Page<T> {
   items: T[];
@@ -21,11 +23,11 @@ export interface Selection {
   onChange: (ids: number[]) => void;
 }
 
-export function PagedList<T extends { id: number }>(props: {
-  testId: string;
+export function PagedList<T extends object>(props: {
+  testId?: string;
   query: UseQueryResult<Page<T>>;
-  pager: ReturnType<typeof useCursor>;
-  columns: TableColumnsType<T>;
+  pager: ListPager;
+  columns?: TableColumnsType<T>;
   /** The keyboard's list of the page (data-list="main", components/listNavigation). */
   main?: boolean;
   emptyText?: string;
@@ -36,21 +38,24 @@ export function PagedList<T extends { id: number }>(props: {
   /** Over the table: the actions on the selected rows. */
   batchBar?: ReactNode;
   table?: Omit<TableProps<T>, "columns" | "dataSource" | "rowSelection">;
+  /** Drawn instead of the table (`columns`, `main`, `selection` and `table` then unused). */
+  body?: (rows: T[]) => ReactNode;
 }) {
   const { t } = useTranslation();
   const { query, pager, selection } = props;
+  const rows = props.rows ?? query.data?.items ?? [];
   return (
     <>
       {query.error ? <ErrorAlert error={query.error} /> : null}
       {props.batchBar}
-      <Table<T>
+      {props.body ? props.body(rows) : <Table<T>
         data-testid={props.testId}
         {...(props.main ? { "data-list": "main" } : {})}
         size="small"
         rowKey="id"
         pagination={false}
         loading={props.loading ?? query.isLoading}
-        dataSource={props.rows ?? query.data?.items ?? []}
+        dataSource={rows}
         {...(props.emptyText === undefined
           ? {}
           : { locale: { emptyText: <Typography.Text type="secondary">{props.emptyText}</Typography.Text> } })}
@@ -59,13 +64,13 @@ export function PagedList<T extends { id: number }>(props: {
               rowSelection: {
                 selectedRowKeys: selection.selected,
                 onChange: (keys) => selection.onChange(keys as number[]),
-                getCheckboxProps: (row: T) => ({ "aria-label": t("common:selectRow", { id: row.id }) }) as object,
+                getCheckboxProps: (row: T) => ({ "aria-label": t("common:selectRow", { id: (row as { id?: number }).id }) }) as object,
               },
             }
           : {})}
         {...props.table}
         columns={props.columns}
-      />
+      />}
       <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={query.data?.next} onPrevious={pager.previous} onNext={() => pager.next(query.data?.next)} />
     </>
   );

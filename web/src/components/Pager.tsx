@@ -14,7 +14,7 @@ export function Pager(props: {
       <Button disabled={!props.hasPrevious} onClick={props.onPrevious} data-testid="page-previous">
         {t("pager.previous")}
       </Button>
-      <Typography.Text>{t("pager.page", { page: props.page })}</Typography.Text>
+      <Typography.Text data-testid="page-number">{t("pager.page", { page: props.page })}</Typography.Text>
       <Button disabled={!props.nextCursor} onClick={props.onNext} data-testid="page-next">
         {t("pager.next")}
       </Button>

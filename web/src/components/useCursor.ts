@@ -1,6 +1,7 @@
-// Keyset paging: the API returns `next`; we keep the cursors of the pages
+// Keyset paging kept in memory, for what is no list page (the instance
+// drawer's trace): the API returns `next`; we keep the cursors of the pages
 // seen so "previous" goes back without offsets. A new filter (resetKey)
-// starts again from the first page.
+// starts again from the first page. Lists use components/useListState.
 import { useState } from "react";
 
 export function useCursor(resetKey: string) {

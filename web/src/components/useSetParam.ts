@@ -1,13 +1,10 @@
-// A list page's filters and open drawer live in the URL: set one parameter
-// (a value, several values, or none to remove it) and keep the others.
+// A page's URL parameter that is no list's state (a tab): set it (a value,
+// several values, or none to remove it) and keep the others, as
+// useListState writes a list's parameters.
 import { useSearchParams } from "react-router-dom";
+import { withParams, type ParamValue } from "./useListState";
 
 export function useSetParam() {
   const [params, setParams] = useSearchParams();
-  return (name: string, value: string | readonly string[] | null | undefined) => {
-    const next = new URLSearchParams(params);
-    next.delete(name);
-    for (const v of typeof value === "string" ? [value] : (value ?? [])) if (v) next.append(name, v);
-    setParams(next);
-  };
+  return (name: string, value: ParamValue) => setParams(withParams(params, { [name]: value }));
 }

@@ -6,6 +6,7 @@ import { lazy, Suspense } from "react";
 import type { QueryClient } from "@tanstack/react-query";
 import { useSearchParams } from "react-router-dom";
 import { INSTANCE_PARAM } from "../InstanceLink";
+import { withParams } from "../useListState";
 import { restoreListFocus } from "../listNavigation";
 import { diagnosticsQuery } from "./useDiagnostics";
 
@@ -32,9 +33,7 @@ export function InstanceDrawerHost() {
   const id = instanceOf(params);
   if (id === null) return null;
   const close = () => {
-    const next = new URLSearchParams(params);
-    next.delete(INSTANCE_PARAM);
-    setParams(next);
+    setParams(withParams(params, { [INSTANCE_PARAM]: null }));
     restoreListFocus(); // back to the row it was opened from (keyboard users)
   };
   return (

@@ -1,8 +1,10 @@
 // 系统管理 → 监控告警 (Alerting, SPEC O-22): the metrics' values now, then
-// rules, events and silences as tabs (the tab in the URL: ?tab=events).
+// rules, events and silences as tabs (the tab in the URL: ?tab=events; each
+// tab's list keeps its own filter and page there too).
 import { useState } from "react";
 import { Card, Col, Row, Statistic, Tabs } from "antd";
 import { useSearchParams } from "react-router-dom";
+import { useSetParam } from "../../components/useSetParam";
 import { useTranslation } from "react-i18next";
 import { ErrorAlert } from "../../components/errors";
 import { EventsTab } from "./EventsTab";
@@ -34,23 +36,18 @@ function MetricCards() {
 
 export default function AlertsPage() {
   const { t } = useTranslation("alerts");
-  const [params, setParams] = useSearchParams();
+  const [params] = useSearchParams();
+  const setParam = useSetParam();
   const raw = params.get("tab");
   const tab: Tab = (TABS as readonly string[]).includes(raw ?? "") ? (raw as Tab) : "rules";
   const [silence, setSilence] = useState<SilencePreset | null>(null);
-
-  function show(next: string) {
-    const p = new URLSearchParams(params);
-    p.set("tab", next);
-    setParams(p);
-  }
 
   return (
     <div data-testid="alerts-page">
       <MetricCards />
       <Tabs
         activeKey={tab}
-        onChange={show}
+        onChange={(next) => setParam("tab", next)}
         items={[
           {
             key: "rules",

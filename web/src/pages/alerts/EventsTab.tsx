@@ -1,25 +1,25 @@
 // Alert events (SPEC O-22), newest first: each firing or resolved transition
 // with the value that decided it, the condition, whether it was silenced
-// and when it was notified; filtered by kind.
-import { useState } from "react";
+// and when it was notified; filtered by kind (?kind=, with the page in the URL).
 import { Button, Select, Space, Tag } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { type Schemas } from "../../api/client";
 import { formatTime } from "../../components/format";
-import { useCursor } from "../../components/useCursor";
+import { useListState } from "../../components/useListState";
 import { PagedTable } from "./PagedTable";
 import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } from "./labels";
 import { alertEventsQuery } from "../../api/queries/alerts";
 
 type Event = Schemas["EventPublic"];
 type Kind = "firing" | "resolved";
+const EVENT_FILTERS = { kind: "one" } as const;
 
 export function EventsTab() {
   const { t } = useTranslation("alerts");
   const metricLabel = useMetricLabel();
-  const [kind, setKind] = useState<Kind | undefined>();
-  const pager = useCursor(`alert-events:${kind ?? ""}`);
+  const { values, pager, set } = useListState(EVENT_FILTERS, { cursor: "eventsCursor" });
+  const kind = values.kind === "firing" || values.kind === "resolved" ? values.kind : undefined;
   const list = useQuery({
     ...alertEventsQuery(kind, pager.cursor),
     placeholderData: keepPreviousData,
@@ -33,7 +33,7 @@ export function EventsTab() {
           style={{ width: 160 }}
           placeholder={t("event.allKinds")}
           value={kind}
-          onChange={setKind}
+          onChange={(k) => set({ kind: k })}
           options={(["firing", "resolved"] as const).map((k) => ({ value: k, label: t(`state.${k}`) }))}
         />
         <Button onClick={() => void list.refetch()} data-testid="events-refresh">

@@ -3,12 +3,12 @@
 import type { TableColumnsType } from "antd";
 import type { UseQueryResult } from "@tanstack/react-query";
 import { PagedList } from "../../components/PagedList";
-import type { useCursor } from "../../components/useCursor";
+import type { ListPager } from "../../components/useListState";
 
 export function PagedTable<T extends { id: number }>(props: {
   testId: string;
   query: UseQueryResult<{ items: T[]; next?: string | null }>;
-  pager: ReturnType<typeof useCursor>;
+  pager: ListPager;
   columns: TableColumnsType<T>;
   emptyText: string;
 }) {

@@ -7,7 +7,7 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { useCursor } from "../../components/useCursor";
+import { useListState } from "../../components/useListState";
 import { PagedTable } from "./PagedTable";
 import { SeverityTag, StateTag, comparisonSymbol, formatValue, useMetricLabel } from "./labels";
 import { RuleDialog } from "./RuleDialog";
@@ -28,7 +28,7 @@ export function RulesTab({ onSilence }: { onSilence: (rule: Rule) => void }) {
   const client = useQueryClient();
   const showError = useShowError();
   const metricLabel = useMetricLabel();
-  const pager = useCursor("alert-rules");
+  const { pager } = useListState(undefined, { cursor: "rulesCursor" });
   const [editing, setEditing] = useState<Rule | "new" | null>(null);
   const list = useQuery({
     ...alertRulesQuery(pager.cursor),

@@ -1,13 +1,12 @@
 // Silences (SPEC O-22): the list by state (active / pending / expired / all),
 // create, and expire early (confirmed; the record stays).
-import { useState } from "react";
 import { App, Button, Popconfirm, Select, Space } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { useCursor } from "../../components/useCursor";
+import { useListState } from "../../components/useListState";
 import { PagedTable } from "./PagedTable";
 import { StateTag, useMetricLabel } from "./labels";
 import { ActionLink } from "../../components/ActionLink";
@@ -15,6 +14,8 @@ import { alertKeys, silencesQuery } from "../../api/queries/alerts";
 
 type Silence = Schemas["SilencePublic"];
 type State = "all" | "active" | "pending" | "expired";
+const STATES: State[] = ["all", "active", "pending", "expired"];
+const SILENCE_FILTERS = { state: "one" } as const;
 
 export function SilencesTab({ onCreate }: { onCreate: () => void }) {
   const { t } = useTranslation("alerts");
@@ -22,8 +23,8 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
   const client = useQueryClient();
   const showError = useShowError();
   const metricLabel = useMetricLabel();
-  const [state, setState] = useState<State>("all");
-  const pager = useCursor(`alert-silences:${state}`);
+  const { values, pager, set } = useListState(SILENCE_FILTERS, { cursor: "silencesCursor" });
+  const state = STATES.find((s) => s === values.state) ?? "all";
   const list = useQuery({
     ...silencesQuery(state, pager.cursor),
     placeholderData: keepPreviousData,
@@ -59,8 +60,8 @@ export function SilencesTab({ onCreate }: { onCreate: () => void }) {
           data-testid="silence-state-filter" aria-label={t("silence.allStates")}
           style={{ width: 160 }}
           value={state}
-          onChange={setState}
-          options={(["all", "active", "pending", "expired"] as const).map((s) => ({ value: s, label: s === "all" ? t("silence.allStates") : t(`state.${s}`) }))}
+          onChange={(s) => set({ state: s === "all" ? null : s })}
+          options={STATES.map((s) => ({ value: s, label: s === "all" ? t("silence.allStates") : t(`state.${s}`) }))}
         />
       </Space>
       <PagedTable<Silence>

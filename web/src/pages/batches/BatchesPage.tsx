@@ -1,11 +1,11 @@
 // 批量操作 (Batch operations, issue 29 item 4, SPEC O-6, O-18): every
 // recorded operator batch, newest first, as Temporal UI's batch operations
-// list — kind filter in the URL (?kind=), keyset pages, each row's state and
+// list — kind filter and keyset page in the URL (useListState), each row's state and
 // counts (live while running) — and the drawer of one batch (?batch=<id>,
 // linkable and kept across a reload) with its request and items.
 import { Button, Card, Form, Select, Space, Tooltip, Typography } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Link, useSearchParams } from "react-router-dom";
+import { Link } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { batchKeys, batchesQuery, type BatchFilters } from "../../api/queries/batches";
@@ -14,34 +14,28 @@ import { ActionLink } from "../../components/ActionLink";
 import { BatchCountsLine } from "../../components/BatchResult";
 import { formatTime } from "../../components/format";
 import { PagedList } from "../../components/PagedList";
-import { useCursor } from "../../components/useCursor";
-import { useSetParam } from "../../components/useSetParam";
+import { useListState } from "../../components/useListState";
 import { BatchDrawer } from "./BatchDrawer";
 import { KIND_GROUPS, jobLedgerHref, shortId, stampsJobs } from "./kinds";
 import { CopyId, Finished, KindLabel, StateTag, useKindLabel } from "./labels";
 
-type Batch = Schemas["BatchOperationSummary"];
-/** A list row: PagedList keys rows by a number, a batch's id is a string. */
-type Row = Omit<Batch, "id"> & { id: number; batchId: string };
+type Row = Schemas["BatchOperationSummary"];
 
 export const BATCH_PARAM = "batch";
-
-function toRows(page: Schemas["BatchOperationList"]): { items: Row[]; next: string | null } {
-  return { next: page.next, items: page.items.map((b, i) => ({ ...b, id: i, batchId: b.id })) };
-}
+/** The list's filter (components/useListState): the batch's kind. */
+const BATCH_FILTERS = { kind: "one" } as const;
 
 export default function BatchesPage() {
   const { t } = useTranslation("batches");
-  const [params] = useSearchParams();
-  const set = useSetParam();
+  const { params, values, pager, set } = useListState(BATCH_FILTERS);
   const client = useQueryClient();
   const kindLabel = useKindLabel();
-  const kind = params.get("kind") || undefined;
+  const kind = values.kind || undefined;
   const open = params.get(BATCH_PARAM) || null;
   const filters: BatchFilters = kind ? { kind } : {};
-  const pager = useCursor(kind ?? "");
-  const batches = useQuery({ ...batchesQuery(filters, pager.cursor), placeholderData: keepPreviousData, select: toRows });
-  const openBatch = (id: string | null) => set(BATCH_PARAM, id);
+  const batches = useQuery({ ...batchesQuery(filters, pager.cursor), placeholderData: keepPreviousData });
+  // the open batch is no filter: the list stays on its page
+  const openBatch = (id: string | null) => set({ [BATCH_PARAM]: id });
 
   return (
     <div data-testid="page-batches">
@@ -60,7 +54,7 @@ export default function BatchesPage() {
               value={kind}
               data-testid="batch-filter-kind"
               aria-label={t("filter.kind")}
-              onChange={(v: string | undefined) => set("kind", v)}
+              onChange={(v: string | undefined) => set({ kind: v })}
               options={KIND_GROUPS.map((g) => ({
                 label: t(`group.${g.group}`),
                 title: t(`group.${g.group}`),
@@ -82,14 +76,13 @@ export default function BatchesPage() {
         pager={pager}
         emptyText={kind ? t("emptyKind") : t("empty")}
         table={{
-          rowKey: "batchId",
           scroll: { x: "max-content" },
-          onRow: (row) => ({ onClick: () => openBatch(row.batchId), style: { cursor: "pointer" }, "data-batch": row.batchId }) as object,
+          onRow: (row) => ({ onClick: () => openBatch(row.id), style: { cursor: "pointer" }, "data-batch": row.id }) as object,
         }}
         columns={[
           {
             title: t("col.id"),
-            dataIndex: "batchId",
+            dataIndex: "id",
             render: (id: string) => (
               <Space size={4}>
                 <ActionLink
@@ -139,7 +132,7 @@ export default function BatchesPage() {
             render: (_, r) =>
               stampsJobs(r.kind) ? (
                 <Tooltip title={t("jobLedgerHint")}>
-                  <Link to={jobLedgerHref(r.batchId)} onClick={(e) => e.stopPropagation()} data-testid={`batch-jobs-${r.batchId}`}>
+                  <Link to={jobLedgerHref(r.id)} onClick={(e) => e.stopPropagation()} data-testid={`batch-jobs-${r.id}`}>
                     {t("jobLedger")}
                   </Link>
                 </Tooltip>

@@ -5,7 +5,7 @@
 import { useState } from "react";
 import { App, Button, Card, Descriptions, Drawer, Form, Input, InputNumber, Select, Space, Timeline, Tooltip, Typography, Upload } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Link, useSearchParams } from "react-router-dom";
+import { Link } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { api, download, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
@@ -13,15 +13,15 @@ import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
 import { JsonBlock } from "../../components/JsonBlock";
 import { StatusTag } from "../../components/StatusTag";
-import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { formatBytes } from "../../components/units";
 import { ticketKeys, ticketQuery, ticketsQuery } from "../../api/queries/compensation";
 import { invalidate } from "../../api/queries/keys";
 import { PagedList } from "../../components/PagedList";
-import { useSetParam } from "../../components/useSetParam";
+import { useListState } from "../../components/useListState";
 
 type Ticket = Schemas["CompensationPublic"];
+const TICKET_FILTERS = { status: "one", instanceId: "one" } as const;
 type Detail = Schemas["CompensationDetail"];
 type Op = "resume" | "retry" | "resolve" | "terminate";
 
@@ -203,16 +203,15 @@ function TicketDetail({ id, onClose }: { id: number; onClose: () => void }) {
 
 export default function CompensationPage() {
   const { t } = useTranslation("compensation");
-  const [params] = useSearchParams();
-  const status = (params.get("status") as Schemas["TicketStatus"] | null) ?? undefined;
-  const instanceId = Number(params.get("instanceId")) || undefined;
-  const open = Number(params.get("ticket")) || null;
-  const pager = useCursor(`${status}-${instanceId}`);
+  const list = useListState(TICKET_FILTERS);
+  const { pager, set } = list;
+  const status = list.values.status as Schemas["TicketStatus"] | undefined;
+  const instanceId = Number(list.values.instanceId) || undefined;
+  const open = Number(list.params.get("ticket")) || null;
   const tickets = useQuery({
     ...ticketsQuery(status, instanceId, pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const set = useSetParam();
   return (
     <div data-testid="page-compensation">
       <Card size="small" style={{ marginBottom: 16 }}>
@@ -223,12 +222,12 @@ export default function CompensationPage() {
               style={{ width: 160 }}
               value={status}
               data-testid="ticket-filter-status" aria-label={t("col.status")}
-              onChange={(v: string | undefined) => set("status", v)}
+              onChange={(v: string | undefined) => set({ status: v })}
               options={["pending", "resolved", "terminated"].map((s) => ({ value: s, label: t(`common:status.${s}`) }))}
             />
           </Form.Item>
           <Form.Item label={t("col.instance")}>
-            <InputNumber min={1} value={instanceId} onChange={(v) => set("instanceId", v ? String(v) : undefined)} data-testid="ticket-filter-instance" aria-label={t("col.instance")} />
+            <InputNumber min={1} value={instanceId} onChange={(v) => set({ instanceId: v })} data-testid="ticket-filter-instance" aria-label={t("col.instance")} />
           </Form.Item>
         </Form>
       </Card>
@@ -238,7 +237,7 @@ export default function CompensationPage() {
         query={tickets}
         pager={pager}
         columns={[
-          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("ticket", String(id))} data-testid={`ticket-link-${id}`}>#{id}</ActionLink> },
+          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set({ ticket: id })} data-testid={`ticket-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
           { title: t("col.instance"), dataIndex: "instanceId", render: (v: number) => <InstanceLink id={v} /> },
           { title: t("col.kind"), dataIndex: "kind" },
@@ -248,7 +247,7 @@ export default function CompensationPage() {
           { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
         ]}
       />
-      {open && <TicketDetail id={open} onClose={() => set("ticket", undefined)} />}
+      {open && <TicketDetail id={open} onClose={() => set({ ticket: null })} />}
     </div>
   );
 }

@@ -7,14 +7,13 @@
 import { useState } from "react";
 import { App, Button, Card, Col, Descriptions, Form, Modal, Row, Select, Space } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { GeneratedForm, formFields, toFormData } from "../../components/GeneratedForm";
 import { JsonBlock } from "../../components/JsonBlock";
-import { useCursor } from "../../components/useCursor";
+import { useListState } from "../../components/useListState";
 import { DeployPanel } from "./DeployPanel";
 import { Diagram } from "./Diagram";
 import { ScopeSuspendButtons } from "./ScopeSuspend";
@@ -101,15 +100,15 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
 
 export default function DefinitionsPage() {
   const { t } = useTranslation("definitions");
-  const [params, setParams] = useSearchParams();
-  const pager = useCursor("definitions");
+  const { params, pager, set } = useListState();
   const selected = params.get("key");
   const version = Number(params.get("version")) || null;
   const list = useQuery({
     ...definitionsQuery(pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const select = (key: string, v?: number) => setParams(v ? { key, version: String(v) } : { key });
+  // the picked definition and version are no filter: the list stays on its page
+  const select = (key: string, v?: number) => set({ key, version: v });
   return (
     <div data-testid="page-definitions">
       <Row gutter={16}>

@@ -5,35 +5,30 @@
 import { useMemo } from "react";
 import { Button, Card, Col, Row, Space, Statistic, Typography, theme } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
-import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { INSTANCE_PARAM } from "../../components/InstanceLink";
-import { Pager } from "../../components/Pager";
-import { useCursor } from "../../components/useCursor";
+import { PagedList } from "../../components/PagedList";
+import { useListState } from "../../components/useListState";
 import { HealthViews } from "./HealthViews";
 import { ProblemTable } from "./ProblemTable";
 import { FilterBar } from "./FilterBar";
-import { readHealthQuery, thresholdLabel, writeHealthQuery, type HealthQuery } from "./query";
+import { HEALTH_FILTERS, readHealthQuery, thresholdLabel, writeHealthQuery, type HealthQuery } from "./query";
 import { formatCount } from "../../components/units";
 import { healthInspectionQuery } from "../../api/queries/engine";
 
 export default function HealthPage() {
   const { t } = useTranslation("health");
   const { token } = theme.useToken();
-  const [params, setParams] = useSearchParams();
-  const query = useMemo(() => readHealthQuery(params), [params]);
-  const viewParam = Number(params.get("view"));
+  const list = useListState(HEALTH_FILTERS);
+  const query = useMemo(() => readHealthQuery(list.values), [list.values]);
+  const viewParam = Number(list.params.get("view"));
   const viewId = Number.isInteger(viewParam) && viewParam > 0 ? viewParam : null;
-  const pager = useCursor(JSON.stringify(query));
 
   // a filter change keeps the open drawer (?instance=) and, when asked, the picked view
-  const update = (q: HealthQuery, view: number | null = null) =>
-    setParams(writeHealthQuery(q, { view: view ? String(view) : "", [INSTANCE_PARAM]: params.get(INSTANCE_PARAM) ?? "" }));
+  const update = (q: HealthQuery, view: number | null = null) => list.setFilters(writeHealthQuery(q), { view });
 
   const inspection = useQuery({
-    ...healthInspectionQuery(query, pager.cursor),
+    ...healthInspectionQuery(query, list.pager.cursor),
     placeholderData: keepPreviousData,
   });
   const data = inspection.data;
@@ -73,9 +68,11 @@ export default function HealthPage() {
         title={t("table.title", { threshold: thresholdLabel(t, query.thresholdMinutes) })}
         extra={<Typography.Text type="secondary">{data ? t("table.asOf", { time: formatTime(data.now) }) : ""}</Typography.Text>}
       >
-        {inspection.error ? <ErrorAlert error={inspection.error} /> : null}
-        <ProblemTable items={data?.items ?? []} byRule={data?.summary.byRule ?? {}} loading={inspection.isLoading} />
-        <Pager page={pager.page} hasPrevious={pager.hasPrevious} nextCursor={data?.next} onPrevious={pager.previous} onNext={() => pager.next(data?.next)} />
+        <PagedList
+          query={inspection}
+          pager={list.pager}
+          body={(items) => <ProblemTable items={items} byRule={data?.summary.byRule ?? {}} loading={inspection.isLoading} />}
+        />
       </Card>
     </div>
   );

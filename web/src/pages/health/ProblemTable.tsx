@@ -1,5 +1,6 @@
 // The health problems of one page, grouped by rule (one collapsible panel per
-// rule, in the API's order: critical first, oldest first). Each row links to
+// rule, in the API's order: critical first, oldest first): the body of the
+// health page's list shell (PagedList), which draws the error and the pager. Each row links to
 // the instance drawer (InstanceLink adds ?instance=<id>) and to its repair:
 // the engine tab's recovery action with its filters, or the instance drawer.
 // What is wrong and the suggestion are worded here per rule (problemText.ts).

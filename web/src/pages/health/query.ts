@@ -5,6 +5,7 @@
 import type { Schemas } from "../../api/client";
 import type { paths } from "../../api/schema";
 import type { TFunction } from "i18next";
+import type { FilterValues, ParamChanges } from "../../components/useListState";
 import { RECOVERY_ACTIONS, recoveryHref, type RecoveryAction } from "../engine/recoveryQuery";
 
 type InspectionQuery = NonNullable<paths["/api/workflows/engine/health-inspection"]["get"]["parameters"]["query"]>;
@@ -30,10 +31,13 @@ export interface HealthQuery {
   level?: Level;
 }
 
-export function readHealthQuery(params: URLSearchParams): HealthQuery {
-  const threshold = Number(params.get("threshold"));
-  const rule = params.get("rule") as Rule | null;
-  const level = params.get("level") as Level | null;
+/** The inspection's filter parameters (components/useListState). */
+export const HEALTH_FILTERS = { threshold: "one", rule: "one", level: "one" } as const;
+
+export function readHealthQuery(v: FilterValues<typeof HEALTH_FILTERS>): HealthQuery {
+  const threshold = Number(v.threshold);
+  const rule = v.rule as Rule | undefined;
+  const level = v.level as Level | undefined;
   return {
     thresholdMinutes: Number.isInteger(threshold) && threshold >= 10 && threshold <= 1440 ? threshold : DEFAULT_THRESHOLD,
     // a rule the API does not know is its 422, shown on the page
@@ -42,13 +46,9 @@ export function readHealthQuery(params: URLSearchParams): HealthQuery {
   };
 }
 
-export function writeHealthQuery(q: HealthQuery, extra: Record<string, string> = {}): URLSearchParams {
-  const params = new URLSearchParams();
-  if (q.thresholdMinutes !== DEFAULT_THRESHOLD) params.set("threshold", String(q.thresholdMinutes));
-  if (q.rule) params.set("rule", q.rule);
-  if (q.level) params.set("level", q.level);
-  for (const [k, v] of Object.entries(extra)) if (v) params.set(k, v);
-  return params;
+/** The URL's filter parameters of a query (the default threshold is none). */
+export function writeHealthQuery(q: HealthQuery): ParamChanges {
+  return { threshold: q.thresholdMinutes === DEFAULT_THRESHOLD ? null : q.thresholdMinutes, rule: q.rule, level: q.level };
 }
 
 /** The saved view's filters of a query (the keys of HealthViewFilters). */
@@ -57,12 +57,8 @@ export function viewFilters(q: HealthQuery): Record<string, unknown> {
 }
 
 export function queryOfView(filters: Record<string, unknown>): HealthQuery {
-  const params = new URLSearchParams();
-  for (const [key, name] of [["thresholdMinutes", "threshold"], ["rule", "rule"], ["level", "level"]] as const) {
-    const v = filters[key];
-    if (v !== undefined && v !== null) params.set(name, String(v));
-  }
-  return readHealthQuery(params);
+  const text = (v: unknown) => (v === undefined || v === null ? undefined : String(v));
+  return readHealthQuery({ threshold: text(filters.thresholdMinutes), rule: text(filters.rule), level: text(filters.level) });
 }
 
 export type Repair = { kind: "recovery"; action: RecoveryAction; href: string } | { kind: "instance"; instanceId: number } | { kind: "none" };

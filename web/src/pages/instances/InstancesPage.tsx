@@ -5,18 +5,17 @@
 import { Suspense, lazy, useEffect, useMemo, useRef, useState } from "react";
 import { Button, Card, Space, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { meQuery } from "../../api/queries/session";
 import { ErrorAlert } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { INSTANCE_PARAM, InstanceLink } from "../../components/InstanceLink";
+import { InstanceLink } from "../../components/InstanceLink";
 import { StatusTag } from "../../components/StatusTag";
 import { DeadlineBadges, type DeadlineState } from "../../components/DeadlineBadges";
 import { REFRESH_CHOICES, useAutoRefresh, type RefreshChoice } from "../../components/useAutoRefresh";
-import { useCursor } from "../../components/useCursor";
-import { fromView, hasFilters, matching, readQuery, writeQuery, type InstanceQuery } from "./filters";
+import { useListState } from "../../components/useListState";
+import { INSTANCE_FILTERS, fromView, hasFilters, matching, readQuery, type InstanceQuery } from "./filters";
 import { useInstanceViews, type View } from "./views";
 import { instanceCountsQuery, instancesQuery } from "./queries";
 import { StatusCounts } from "./StatusCounts";
@@ -40,10 +39,9 @@ const CONTROLS_PLACEHOLDER = <div style={{ minHeight: 150 }} />;
 
 export default function InstancesPage() {
   const { t } = useTranslation("instances");
-  const [params, setParams] = useSearchParams();
+  const state = useListState(INSTANCE_FILTERS);
+  const { params, pager } = state;
   const query = useMemo(() => readQuery(params), [params]);
-  const filterKey = JSON.stringify(query);
-  const pager = useCursor(filterKey);
   const refresh = useAutoRefresh("instances");
   const [selected, setSelected] = useState<number[]>([]);
   const [dialog, setDialog] = useState<"export" | "recover" | null>(null);
@@ -55,23 +53,21 @@ export default function InstancesPage() {
 
   // the caller's default view applies when the tab opens without filters;
   // the unfiltered list loads meanwhile (in parallel, not after the views)
-  // and is shown once it is known that there is no default
-  const opened = useRef(!hasFilters(params) && !params.has(VIEW_PARAM));
+  // and is shown once it is known that there is no default (a URL with a
+  // page of the unfiltered list is not "without filters": a reload stays)
+  const opened = useRef(!hasFilters(params) && !params.has(VIEW_PARAM) && !pager.hasPrevious);
   const waitingForDefault = opened.current && (views.isPending || me.isPending);
   useEffect(() => {
     if (!opened.current || views.isPending || me.isPending) return;
     opened.current = false;
     const mine = viewItems.find((v) => v.isDefault && v.owner === me.data?.id);
-    if (mine) setParams(writeQuery(fromView(mine.filters), keep({ [VIEW_PARAM]: String(mine.id) })), { replace: true });
+    if (mine) state.setFilters(fromView(mine.filters), { [VIEW_PARAM]: mine.id }, { replace: true });
   });
 
-  function keep(extra: Record<string, string>): Record<string, string> {
-    const instance = params.get(INSTANCE_PARAM);
-    return { ...(instance ? { [INSTANCE_PARAM]: instance } : {}), ...extra };
-  }
+  // new filters (and the view they came from, or none): page 1, the open drawer kept
   const apply = (q: InstanceQuery, view?: View) => {
     setSelected([]);
-    setParams(writeQuery(q, keep(view ? { [VIEW_PARAM]: String(view.id) } : {})));
+    state.setFilters(q, { [VIEW_PARAM]: view?.id });
   };
 
   const list = useQuery({

@@ -2,6 +2,7 @@
 // with the API's own parameter names, so a URL, a saved view's `filters` and
 // the list/counts/export query are one and the same object.
 import type { Schemas } from "../../api/client";
+import { withParams, type FilterSpec } from "../../components/useListState";
 
 export type InstanceStatus = Schemas["InstanceStatus"];
 export const INSTANCE_STATUSES: InstanceStatus[] = ["running", "suspended", "approved", "rejected", "withdrawn", "canceled"];
@@ -30,6 +31,8 @@ export type InstanceQuery = Partial<Record<TextKey, string>> &
 
 /** Every URL parameter that is a filter (others — `instance`, `view` — are not). */
 export const FILTER_PARAMS: string[] = [...TEXT_KEYS, ...NUMBER_KEYS, "status", "hasError", "deadline"];
+/** The same for components/useListState: `status` has several values. */
+export const INSTANCE_FILTERS: FilterSpec = Object.fromEntries(FILTER_PARAMS.map((k) => [k, k === "status" ? "many" : "one"]));
 
 function isStatus(value: unknown): value is InstanceStatus {
   return (INSTANCE_STATUSES as unknown[]).includes(value);
@@ -65,24 +68,13 @@ export function fromView(filters: Record<string, unknown>): InstanceQuery {
   return normalize((k) => filters[k], Array.isArray(status) ? status : status == null ? [] : [status]);
 }
 
-export function writeQuery(q: InstanceQuery, extra: Record<string, string> = {}): URLSearchParams {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(q)) {
-    if (value === undefined || value === null || value === "") continue;
-    if (Array.isArray(value)) value.forEach((v) => params.append(key, v));
-    else params.set(key, String(value));
-  }
-  for (const [k, v] of Object.entries(extra)) if (v) params.set(k, v);
-  return params;
-}
-
 export function hasFilters(params: URLSearchParams): boolean {
   return FILTER_PARAMS.some((k) => params.has(k));
 }
 
 /** The query as the API's query string (list, counts and export take the same). */
 export function toSearch(q: InstanceQuery, extra: Record<string, string> = {}): string {
-  return writeQuery(q, extra).toString();
+  return withParams(new URLSearchParams(), { ...q, ...extra }).toString();
 }
 
 /** How many instances match `q`: the counts ignore `status`, so add up the chosen ones. */

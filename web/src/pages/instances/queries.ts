@@ -5,16 +5,17 @@
 import type { QueryClient } from "@tanstack/react-query";
 import { instanceCountsQuery, instancesQuery } from "../../api/queries/instances";
 import { viewsQuery } from "../../api/queries/views";
+import { pageCursor } from "../../components/useListState";
 import { readQuery } from "./filters";
 
 export { instanceCountsQuery, instancesQuery } from "../../api/queries/instances";
 
 export const instanceViewsQuery = () => viewsQuery("instances");
 
-/** Start the tab's first-screen reads for the URL's filters. */
+/** Start the tab's first-screen reads for the URL's filters and page. */
 export function prefetchInstances(client: QueryClient, params: URLSearchParams): void {
   const query = readQuery(params);
-  void client.prefetchQuery(instancesQuery(query, null));
+  void client.prefetchQuery(instancesQuery(query, pageCursor(params)));
   void client.prefetchQuery(instanceCountsQuery(query));
   void client.prefetchQuery(instanceViewsQuery()); // (the user: main.tsx, for every page)
 }

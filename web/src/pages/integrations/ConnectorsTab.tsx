@@ -6,7 +6,7 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { useCursor } from "../../components/useCursor";
+import { useListState } from "../../components/useListState";
 import { ActionLink } from "../../components/ActionLink";
 import { formatRate } from "../../components/units";
 import { connectorsQuery, integrationKeys } from "../../api/queries/integrations";
@@ -31,7 +31,7 @@ export function ConnectorsTab() {
   const { message } = App.useApp();
   const client = useQueryClient();
   const showError = useShowError();
-  const pager = useCursor("connectors");
+  const { pager } = useListState(undefined, { cursor: "connectorsCursor" });
   const [editing, setEditing] = useState<Connector | "new" | null>(null);
   const [form] = Form.useForm<Values>();
   const list = useQuery({

@@ -8,7 +8,7 @@ import { api, unwrap, type Schemas } from "../../api/client";
 import { EVENT_TYPE_SUGGESTIONS } from "../../components/EventTypes";
 import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
-import { useCursor } from "../../components/useCursor";
+import { useListState } from "../../components/useListState";
 import { ActionLink } from "../../components/ActionLink";
 import { automationRulesQuery, integrationKeys } from "../../api/queries/integrations";
 import { PagedList } from "../../components/PagedList";
@@ -31,7 +31,7 @@ export function RulesTab() {
   const { message } = App.useApp();
   const client = useQueryClient();
   const showError = useShowError();
-  const pager = useCursor("rules");
+  const { pager } = useListState(undefined, { cursor: "rulesCursor" });
   const [editing, setEditing] = useState<Rule | "new" | null>(null);
   const [form] = Form.useForm<Values>();
   const list = useQuery({

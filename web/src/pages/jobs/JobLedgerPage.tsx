@@ -3,21 +3,19 @@
 import { Suspense, lazy, useMemo, useState } from "react";
 import { Button, Card, Col, Form, Input, InputNumber, Row, Select, Space, Tag, Typography } from "antd";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import type { Schemas } from "../../api/client";
 import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
 import { StatusTag } from "../../components/StatusTag";
-import { useCursor } from "../../components/useCursor";
 import { BatchActions } from "./JobActions";
 import { FailureClusters, type ClusterBy } from "./FailureClusters";
-import { JOB_STATUSES, readQuery, writeQuery, type JobQuery } from "./filters";
+import { JOB_FILTERS, JOB_STATUSES, readQuery, type JobQuery } from "./filters";
 import { RuntimePanel } from "./RuntimePanel";
 import { jobSummaryQuery, jobsQuery } from "./queries";
 import { ActionLink } from "../../components/ActionLink";
 import { PagedList } from "../../components/PagedList";
-import { useSetParam } from "../../components/useSetParam";
+import { useListState } from "../../components/useListState";
 
 // the drawer and the replay dialog load when first opened
 const JobDetailDrawer = lazy(() => import("./JobDetailDrawer").then((m) => ({ default: m.JobDetailDrawer })));
@@ -27,21 +25,19 @@ type Job = Schemas["JobPublic"];
 
 export default function JobLedgerPage() {
   const { t } = useTranslation("jobs");
-  const [params, setParams] = useSearchParams();
-  const query = useMemo(() => readQuery(params), [params]);
-  const by = (params.get("by") as ClusterBy | null) ?? "reason";
-  const jobParam = Number(params.get("job"));
+  const list = useListState(JOB_FILTERS);
+  const { pager } = list;
+  const query = useMemo(() => readQuery(list.values), [list.values]);
+  const by = (list.params.get("by") as ClusterBy | null) ?? "reason";
+  const jobParam = Number(list.params.get("job"));
   const openJob = Number.isInteger(jobParam) && jobParam > 0 ? jobParam : null;
-  const filterKey = JSON.stringify(query);
-  const pager = useCursor(filterKey);
   const [selected, setSelected] = useState<number[]>([]);
   const [replay, setReplay] = useState<{ open: boolean; initial: Record<string, unknown> }>({ open: false, initial: {} });
   const [form] = Form.useForm();
 
-  const update = (q: JobQuery, extra: Record<string, string> = {}) =>
-    setParams(writeQuery(q, { by: by === "reason" ? "" : by, job: openJob ? String(openJob) : "", ...extra }));
-  const setParam = useSetParam();
-  const setJob = (id: number | null) => setParam("job", id ? String(id) : null);
+  // the grouping (?by=) and the open job (?job=) are kept
+  const update = (q: JobQuery) => list.setFilters(q);
+  const setJob = (id: number | null) => list.set({ job: id });
 
   const summary = useQuery(jobSummaryQuery());
   const types = (summary.data?.byType ?? []).map((b) => b.type);
@@ -57,7 +53,7 @@ export default function JobLedgerPage() {
         <Form
           form={form}
           layout="inline"
-          key={filterKey}
+          key={list.key}
           initialValues={{ type: query.type ?? [], status: query.status ?? [], instanceId: query.instanceId, keyword: query.keyword }}
           onFinish={(v: { type: string[]; status: JobQuery["status"]; instanceId?: number | null; keyword?: string }) =>
             update({ ...query, type: v.type, status: v.status, instanceId: v.instanceId ?? undefined, keyword: v.keyword || undefined })
@@ -129,7 +125,7 @@ export default function JobLedgerPage() {
           <FailureClusters
             query={query}
             by={by}
-            onBy={(b) => update(query, { by: b === "reason" ? "" : b })}
+            onBy={(b) => list.set({ by: b === "reason" ? null : b })}
             onReplay={(filter) => setReplay({ open: true, initial: filter })}
             onOpenJob={setJob}
           />

@@ -1,11 +1,23 @@
 // The ledger's filters live in the URL (?type=…&status=…&instanceId=…&keyword=…)
-// so a view can be shared.
+// so a view can be shared; components/useListState reads and writes them.
 import type { Schemas } from "../../api/client";
+import type { FilterValues } from "../../components/useListState";
 
 export type JobStatus = Schemas["JobStatus"];
 export const JOB_STATUSES: JobStatus[] = ["pending", "running", "paused", "succeeded", "failed", "dead", "canceled"];
 
-export interface JobQuery {
+/** The ledger's filter parameters (components/useListState). */
+export const JOB_FILTERS = {
+  type: "many",
+  status: "many",
+  instanceId: "one",
+  keyword: "one",
+  traceId: "one",
+  fingerprint: "one",
+  replayBatchId: "one",
+} as const;
+
+export type JobQuery = {
   type?: string[];
   status?: JobStatus[];
   instanceId?: number;
@@ -13,32 +25,17 @@ export interface JobQuery {
   traceId?: string;
   fingerprint?: string;
   replayBatchId?: string;
-}
+};
 
-export function readQuery(params: URLSearchParams): JobQuery {
+/** The query of the URL's filter values (bad values dropped); its keys are
+ * the parameters' names, so the page writes it back as it is. */
+export function readQuery(v: FilterValues<typeof JOB_FILTERS>): JobQuery {
   const q: JobQuery = {};
-  const types = params.getAll("type");
-  if (types.length) q.type = types;
-  const statuses = params.getAll("status").filter((s): s is JobStatus => (JOB_STATUSES as string[]).includes(s));
+  if (v.type.length) q.type = v.type;
+  const statuses = v.status.filter((s): s is JobStatus => (JOB_STATUSES as string[]).includes(s));
   if (statuses.length) q.status = statuses;
-  const instance = Number(params.get("instanceId"));
+  const instance = Number(v.instanceId);
   if (Number.isInteger(instance) && instance > 0) q.instanceId = instance;
-  for (const key of ["keyword", "traceId", "fingerprint", "replayBatchId"] as const) {
-    const v = params.get(key);
-    if (v) q[key] = v;
-  }
+  for (const key of ["keyword", "traceId", "fingerprint", "replayBatchId"] as const) if (v[key]) q[key] = v[key];
   return q;
-}
-
-export function writeQuery(q: JobQuery, extra: Record<string, string> = {}): URLSearchParams {
-  const params = new URLSearchParams();
-  q.type?.forEach((v) => params.append("type", v));
-  q.status?.forEach((v) => params.append("status", v));
-  if (q.instanceId) params.set("instanceId", String(q.instanceId));
-  for (const key of ["keyword", "traceId", "fingerprint", "replayBatchId"] as const) {
-    const v = q[key];
-    if (v) params.set(key, v);
-  }
-  for (const [k, v] of Object.entries(extra)) if (v) params.set(k, v);
-  return params;
 }

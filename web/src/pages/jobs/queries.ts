@@ -4,15 +4,16 @@
 // render finds the data instead of asking for it.
 import type { QueryClient } from "@tanstack/react-query";
 import { clustersQuery, jobSummaryQuery, jobsQuery, runtimeStatusQuery, workersQuery, type ClusterBy } from "../../api/queries/jobs";
-import { readQuery } from "./filters";
+import { pageCursor, readFilters } from "../../components/useListState";
+import { JOB_FILTERS, readQuery } from "./filters";
 
 export { clustersQuery, jobSummaryQuery, jobsQuery, runtimeStatusQuery, workersQuery, type ClusterBy } from "../../api/queries/jobs";
 
-/** Start every read of the ledger's first screen for the URL's filters. */
+/** Start every read of the ledger's first screen for the URL's filters and page. */
 export function prefetchJobLedger(client: QueryClient, params: URLSearchParams): void {
-  const query = readQuery(params);
+  const query = readQuery(readFilters(JOB_FILTERS, params));
   const by = (params.get("by") as ClusterBy | null) ?? "reason";
-  for (const options of [runtimeStatusQuery(), workersQuery(), jobSummaryQuery(), jobsQuery(query, null), clustersQuery(by, query)]) {
+  for (const options of [runtimeStatusQuery(), workersQuery(), jobSummaryQuery(), jobsQuery(query, pageCursor(params)), clustersQuery(by, query)]) {
     void client.prefetchQuery(options as Parameters<QueryClient["prefetchQuery"]>[0]);
   }
 }

@@ -11,12 +11,16 @@ import { EVENT_TYPE_SUGGESTIONS } from "../../components/EventTypes";
 import { useShowError } from "../../components/errors";
 import { formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
-import { useCursor } from "../../components/useCursor";
+import { useListState } from "../../components/useListState";
 import { ActionLink } from "../../components/ActionLink";
 import { hitsQuery, subscriptionKeys, subscriptionsQuery } from "../../api/queries/subscriptions";
 import { PagedList } from "../../components/PagedList";
 
 type Sub = Schemas["SubscriptionPublic"];
+type HitStatus = "pending" | "delivered" | "failed" | "skipped";
+const HIT_STATUSES: HitStatus[] = ["pending", "delivered", "failed", "skipped"];
+// the hits drawer is not in the URL: its filter and page are kept in memory
+const HIT_FILTERS = { status: "one" } as const;
 interface Values {
   name: string;
   targetUrl: string;
@@ -27,8 +31,8 @@ interface Values {
 
 function Hits({ sub, onClose }: { sub: Sub; onClose: () => void }) {
   const { t } = useTranslation("subscriptions");
-  const [status, setStatus] = useState<"pending" | "delivered" | "failed" | "skipped" | undefined>();
-  const pager = useCursor(String(status));
+  const { values, pager, set } = useListState(HIT_FILTERS, { memory: true });
+  const status = HIT_STATUSES.find((s) => s === values.status);
   const hits = useQuery({
     ...hitsQuery(sub.id, status, pager.cursor),
     placeholderData: keepPreviousData,
@@ -37,7 +41,7 @@ function Hits({ sub, onClose }: { sub: Sub; onClose: () => void }) {
     <Drawer open onClose={onClose} width={900} title={t("hits.title", { name: sub.name })} data-testid="hits-drawer">
       <Space style={{ marginBottom: 12 }}>
         {t("hits.status")}
-        <Select allowClear style={{ width: 160 }} value={status} onChange={setStatus} aria-label={t("hits.status")} options={(["pending", "delivered", "failed", "skipped"] as const).map((s) => ({ value: s, label: t(`common:status.${s}`) }))} />
+        <Select allowClear style={{ width: 160 }} value={status} onChange={(s) => set({ status: s })} aria-label={t("hits.status")} options={HIT_STATUSES.map((s) => ({ value: s, label: t(`common:status.${s}`) }))} />
       </Space>
       <PagedList
         testId="hits-table"
@@ -62,7 +66,7 @@ export default function SubscriptionsPage() {
   const { message } = App.useApp();
   const client = useQueryClient();
   const showError = useShowError();
-  const pager = useCursor("subs");
+  const { pager } = useListState();
   const [editing, setEditing] = useState<Sub | "new" | null>(null);
   const [hitsOf, setHitsOf] = useState<Sub | null>(null);
   const [secret, setSecret] = useState<string | null>(null);

@@ -4,7 +4,6 @@
 import { useState } from "react";
 import { App, Button, Card, Descriptions, Drawer, Form, Input, Modal, Select, Space, Timeline, Tooltip } from "antd";
 import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useSearchParams } from "react-router-dom";
 import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { ErrorAlert, useShowError } from "../../components/errors";
@@ -12,7 +11,6 @@ import { formatTime } from "../../components/format";
 import { InstanceLink } from "../../components/InstanceLink";
 import { GeneratedForm, formFields, fromFormData, toFormData } from "../../components/GeneratedForm";
 import { StatusTag } from "../../components/StatusTag";
-import { useCursor } from "../../components/useCursor";
 import { ActionLink } from "../../components/ActionLink";
 import { DeadlineBadges, taskStates } from "../../components/DeadlineBadges";
 import { definitionVersionQuery } from "../../api/queries/definitions";
@@ -20,9 +18,10 @@ import { instanceKeys, instanceQuery } from "../../api/queries/instances";
 import { invalidate } from "../../api/queries/keys";
 import { myTasksQuery, taskKeys, taskQuery } from "../../api/queries/tasks";
 import { PagedList } from "../../components/PagedList";
-import { useSetParam } from "../../components/useSetParam";
+import { useListState } from "../../components/useListState";
 
 type Task = Schemas["TaskPublic"];
+const TASK_FILTERS = { status: "one" } as const;
 type Act = "approve" | "reject" | "handle" | "transfer" | "comment";
 
 function allowed(act: Act, task: Task): string | null {
@@ -135,15 +134,14 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
 
 export default function MyTasksPage() {
   const { t } = useTranslation("tasks");
-  const [params] = useSearchParams();
-  const status = (params.get("status") ?? "pending") as Schemas["TaskStatus"] | "all";
-  const pager = useCursor(status);
-  const open = Number(params.get("task")) || null;
+  const list = useListState(TASK_FILTERS);
+  const { pager, set } = list;
+  const status = (list.values.status ?? "pending") as Schemas["TaskStatus"] | "all";
+  const open = Number(list.params.get("task")) || null;
   const tasks = useQuery({
     ...myTasksQuery(status, pager.cursor),
     placeholderData: keepPreviousData,
   });
-  const set = useSetParam();
   return (
     <div data-testid="page-tasks">
       <Space style={{ marginBottom: 12 }}>
@@ -151,7 +149,7 @@ export default function MyTasksPage() {
         <Select
           style={{ width: 160 }}
           value={status}
-          onChange={(v: string) => set("status", v)}
+          onChange={(v: string) => set({ status: v })}
           data-testid="task-filter-status" aria-label={t("col.status")}
           options={[{ value: "all", label: t("all") }, ...["pending", "waiting", "completed", "canceled", "cc"].map((s) => ({ value: s, label: t(`common:status.${s}`) }))]}
         />
@@ -162,7 +160,7 @@ export default function MyTasksPage() {
         query={tasks}
         pager={pager}
         columns={[
-          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set("task", String(id))} data-testid={`task-link-${id}`}>#{id}</ActionLink> },
+          { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => set({ task: id })} data-testid={`task-link-${id}`}>#{id}</ActionLink> },
           { title: t("col.definition"), dataIndex: "definitionKey", render: (v: string | null) => v ?? "—" },
           { title: t("col.node"), dataIndex: "nodeKey" },
           { title: t("col.kind"), dataIndex: "kind", render: (k: string) => t(`kind.${k}`) },
@@ -174,7 +172,7 @@ export default function MyTasksPage() {
           { title: t("col.deadline"), key: "deadline", width: 150, render: (_, task) => <DeadlineBadges states={taskStates(task)} escalatedAt={task.escalatedAt} /> },
         ]}
       />
-      {open && <TaskDrawer taskId={open} onClose={() => set("task", null)} />}
+      {open && <TaskDrawer taskId={open} onClose={() => set({ task: null })} />}
     </div>
   );
 }
