@@ -3,17 +3,7 @@
 // item's key names (a job, an instance, a retention policy's table) and
 // whether the batch's jobs carry its id as their replay batch id (the job
 // ledger filters by it: ?replayBatchId=).
-
-/** The targeted recovery actions (ops/recovery/model.py ACTIONS). */
-export const RECOVERY_ACTIONS = [
-  "event-dispatch",
-  "trigger-dispatch",
-  "delay-wake",
-  "task-timeout",
-  "subprocess",
-  "webhook-delivery",
-  "external-dispatch",
-] as const;
+import { RECOVERY_ACTIONS } from "../engine/recoveryQuery";
 
 export const KIND_GROUPS: { group: string; kinds: string[] }[] = [
   { group: "jobs", kinds: ["job.batch_retry", "job.batch_skip", "job.replay"] },
