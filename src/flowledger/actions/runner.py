@@ -44,6 +44,7 @@ from flowledger.notify.email import send_email
 from flowledger.notify.sms import gateway_from_settings
 from flowledger.outbound.attempt import CallAttempt
 from flowledger.outbound.client import OutboundClient
+from flowledger.outbound.connectors import call_connector
 from flowledger.outbound.job_calls import OutboundRequest, call_from_job
 from flowledger.outbound.resources import Outbound
 from flowledger.outbound.ssrf import build_url
@@ -121,8 +122,6 @@ async def send_connector(
     request: OutboundRequest,
     outbound: Outbound,
 ) -> dict[str, Any]:
-    from flowledger.outbound.connectors import call_connector
-
     result = await call_connector(
         ctx, tenant_id=tenant_id, connector_key=connector_key, request=request, outbound=outbound
     )
