@@ -39,7 +39,7 @@ is skipped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
@@ -59,7 +59,7 @@ from flowledger.actions.runner import (
 from flowledger.db.engine_schema import workflow_instances
 from flowledger.engine.errors import InstanceNotFound
 from flowledger.engine.facade import Engine
-from flowledger.engine.step import JobStepLock
+from flowledger.engine.step import JobStepLock, Step
 from flowledger.errors import PermanentError
 from flowledger.events.automation_rules import (
     Action,
@@ -76,9 +76,6 @@ from flowledger.outbound.resources import Outbound
 from flowledger.outbound.secrets import SecretUnreadable
 from flowledger.settings import Settings
 from flowledger.worker.context import JobContext, Skip
-
-if TYPE_CHECKING:
-    from flowledger.engine.step import Step
 
 MESSAGE_KIND = "automation"
 STEP_KEYS = {"http": "http_result", "updateData": "form_write", "notify": "notify"}
