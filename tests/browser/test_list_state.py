@@ -124,3 +124,38 @@ def test_filters_and_page_live_in_the_url(
     expect(page.get_by_test_id("filter-definition")).to_have_value(key)
     expect(number).to_have_text("Page 1")
     wait_for(lambda: _rows(page) == filtered[:PAGE_SIZE], 20, "the filter after a reload")
+
+
+def test_a_filter_form_shows_the_urls_filters_after_reset_and_back(open_console: Opener) -> None:
+    """The job ledger's form after Reset and after Back shows what the list
+    is filtered by (it kept the typed keyword and applied it again with the
+    next search); the ticket list's instance filter is one history entry,
+    applied on Enter, and Back clears the box with the URL."""
+    page, _ = open_console("en", path="/monitor/jobs")
+    keyword = page.get_by_test_id("filter-keyword")
+    keyword.fill("refused")
+    page.get_by_test_id("filter-apply").click()
+    page.wait_for_url(lambda url: "keyword=refused" in url)
+    page.get_by_test_id("filter-reset").click()
+    page.wait_for_url(lambda url: "keyword" not in url)
+    expect(page.get_by_test_id("filter-keyword")).to_have_value("")
+    page.get_by_test_id("filter-instance").fill("27")
+    page.get_by_test_id("filter-apply").click()
+    page.wait_for_url(lambda url: "instanceId=27" in url)
+    assert "keyword" not in _query(page), page.url
+    page.go_back()  # the Reset's URL: no filter, and an empty form
+    page.wait_for_url(lambda url: "instanceId" not in url)
+    expect(page.get_by_test_id("filter-instance")).to_have_value("")
+    page.go_back()  # the keyword's URL: the form shows it again
+    expect(page.get_by_test_id("filter-keyword")).to_have_value("refused")
+
+    page.goto(page.url.split("/monitor/")[0] + "/monitor/compensation")
+    box = page.get_by_test_id("ticket-filter-instance")
+    box.fill("123")
+    page.wait_for_timeout(500)  # time for a per-digit URL change to show, were there one
+    assert "instanceId" not in _query(page), page.url
+    box.press("Enter")
+    page.wait_for_url(lambda url: "instanceId=123" in url)
+    page.go_back()
+    page.wait_for_url(lambda url: "instanceId" not in url)
+    expect(page.get_by_test_id("ticket-filter-instance")).to_have_value("")

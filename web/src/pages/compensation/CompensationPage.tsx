@@ -207,6 +207,10 @@ export default function CompensationPage() {
   const { pager, set } = list;
   const status = list.values.status as Schemas["TicketStatus"] | undefined;
   const instanceId = Number(list.values.instanceId) || undefined;
+  const applyInstance = (text: string) => {
+    const typed = Number(text) || undefined;
+    if (typed !== instanceId) set({ instanceId: typed });
+  };
   const open = Number(list.params.get("ticket")) || null;
   const tickets = useQuery({
     ...ticketsQuery(status, instanceId, pager.cursor),
@@ -227,7 +231,17 @@ export default function CompensationPage() {
             />
           </Form.Item>
           <Form.Item label={t("col.instance")}>
-            <InputNumber min={1} value={instanceId} onChange={(v) => set({ instanceId: v })} data-testid="ticket-filter-instance" aria-label={t("col.instance")} />
+            {/* applied on Enter or leaving the box (one history entry, not one per digit);
+                keyed by the URL's value so Back and Reset show what the list is filtered by */}
+            <InputNumber
+              key={instanceId ?? ""}
+              min={1}
+              defaultValue={instanceId}
+              onPressEnter={(e) => applyInstance((e.target as HTMLInputElement).value)}
+              onBlur={(e) => applyInstance(e.target.value)}
+              data-testid="ticket-filter-instance"
+              aria-label={t("col.instance")}
+            />
           </Form.Item>
         </Form>
       </Card>

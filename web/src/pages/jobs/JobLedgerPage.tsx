@@ -33,7 +33,6 @@ export default function JobLedgerPage() {
   const openJob = Number.isInteger(jobParam) && jobParam > 0 ? jobParam : null;
   const [selected, setSelected] = useState<number[]>([]);
   const [replay, setReplay] = useState<{ open: boolean; initial: Record<string, unknown> }>({ open: false, initial: {} });
-  const [form] = Form.useForm();
 
   // the grouping (?by=) and the open job (?job=) are kept
   const update = (q: JobQuery) => list.setFilters(q);
@@ -50,8 +49,9 @@ export default function JobLedgerPage() {
     <div data-testid="page-jobs">
       <RuntimePanel />
       <Card size="small" style={{ marginBottom: 16 }}>
+        {/* remounted with its own store when the URL's filters change (Reset,
+            Back): a form instance kept across the remount would keep stale values */}
         <Form
-          form={form}
           layout="inline"
           key={list.key}
           initialValues={{ type: query.type ?? [], status: query.status ?? [], instanceId: query.instanceId, keyword: query.keyword }}
