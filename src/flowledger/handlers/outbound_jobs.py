@@ -69,6 +69,7 @@ from flowledger.errors import (
     RetryableError,
 )
 from flowledger.handlers.engine_jobs import bind
+from flowledger.outbound.connectors import call_connector
 from flowledger.outbound.job_calls import OutboundRequest, OutboundResult, call_from_job
 from flowledger.outbound.resources import Outbound
 from flowledger.outbound.signing import sign_headers
@@ -82,10 +83,6 @@ class TriggerResultMappingFailed(PermanentError):
     """The trigger's call succeeded but its resultMapping could not be applied."""
 
     code = "trigger_result_mapping_failed"
-
-
-class ConnectorsUnavailable(PermanentError):
-    code = "connector_unavailable"
 
 
 # success steps: keyed by the operation only (see the module docstring)
@@ -183,12 +180,6 @@ async def _call(
 ) -> OutboundResult:
     if spec.get("kind") != "connector":
         return await call_from_job(ctx, request, client=outbound.client)
-    try:
-        from flowledger.outbound.connectors import call_connector
-    except ImportError:
-        raise ConnectorsUnavailable(
-            "connector calls need flowledger.outbound.connectors, which is not installed"
-        ) from None
     result: OutboundResult = await call_connector(
         ctx,
         tenant_id=ctx.job.tenant_id or DEFAULT_TENANT,
