@@ -54,6 +54,19 @@ receipt and the attempt's success commit with its work) sends one statement
 for both: the fenced single-row settlement and, only when it settled, the
 receipt's insert (``SETTLE_ONE_WITH_RECEIPT_SQL``).
 
+The batch settlement finds its jobs by primary key only (issue 32): its
+fence compares ``status`` with the input document's ``claimed_status``, a
+join condition no index serves, and both the lock and the update search
+``id = ANY`` the batch's ids. Written as ``status = 'running'``, the
+condition let the planner, which counts a handful of running jobs, read
+the whole partial index ``ix_workflow_jobs_running_lease`` instead (a
+bitmap scan), whose entries of settled jobs stay until VACUUM: each
+settlement read every job claimed since the last vacuum. The update then
+needs no fence of its own: the lock, taken in the same statement and held
+to its end, was granted only on rows that met the fence (PostgreSQL checks
+a row updated meanwhile again at its newest version before locking it),
+and nothing else can change a locked row.
+
 Bulk insert (issue 15 item 5): one ``INSERT … SELECT … FROM unnest(typed
 arrays) WITH ORDINALITY … ON CONFLICT (idempotency_key) DO NOTHING`` per
 batch, whose text depends only on the columns, never on the row count, so
@@ -170,19 +183,20 @@ def _attempt_finished(skipped: str, duration: str) -> str:
 
 SETTLE_SUCCESS_SQL = f"""
 WITH input AS (
-    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
+    SELECT t.*, 'running' AS claimed_status FROM jsonb_to_recordset(%(rows)s::jsonb)
         AS t(id bigint, gen int, token text, exec_id bigint, duration int, skipped bool,
              result jsonb, exec_start timestamptz)
 ), locked AS (
     SELECT j.id FROM workflow_jobs AS j JOIN input ON j.id = input.id
-    WHERE j.generation = input.gen AND j.lease_token = input.token AND j.status = 'running'
+    WHERE j.id = ANY (ARRAY(SELECT id FROM input))
+      AND j.generation = input.gen AND j.lease_token = input.token
+      AND j.status = input.claimed_status
     ORDER BY j.id
     FOR UPDATE OF j
 ), settled AS (
     UPDATE workflow_jobs AS j SET {_succeeded("input.result")}
-    FROM input JOIN locked ON locked.id = input.id
-    WHERE j.id = input.id AND j.generation = input.gen AND j.lease_token = input.token
-      AND j.status = 'running'
+    FROM input
+    WHERE j.id = ANY (ARRAY(SELECT id FROM locked)) AND j.id = input.id
     RETURNING j.id
 ), attempts AS (
     UPDATE workflow_job_executions AS e SET {_attempt_finished("input.skipped", "input.duration")}
