@@ -68,7 +68,7 @@ test: lint typecheck web-check pytest
 # figures are also printed as ratios to the pgbench ceiling of the same run
 bench: install
 	case "$${FLOWLEDGER_BENCH_DB:-sqlite}" in \
-	  postgresql*) $(BIN)/python bench/ceiling_ratios.py --db $$FLOWLEDGER_BENCH_DB --jobs 20000 --instances $${FLOWLEDGER_BENCH_INSTANCES:-2000};; \
+	  postgresql*) $(BIN)/python bench/ceiling_ratios.py --db $$FLOWLEDGER_BENCH_DB --jobs 20000 --instances $${FLOWLEDGER_BENCH_INSTANCES:-2000} --rounds 3;; \
 	  *) $(BIN)/python bench/ledger_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --jobs 20000 --workers 1 && \
 	     $(BIN)/python bench/engine_throughput.py --db $${FLOWLEDGER_BENCH_DB:-sqlite:///./bench.db} --instances $${FLOWLEDGER_BENCH_INSTANCES:-2000} --workers 1;; \
 	esac
