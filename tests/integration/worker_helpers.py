@@ -136,13 +136,15 @@ async def wait_job(db: Database, job_id: int, status: str, *, within: float = 5.
     and no attempt of it is still running."""
 
     async def check() -> Any:
-        row = await job_row(db, job_id)
-        if row.status != status:
-            return None
+        # the attempts first: an attempt is finished in the transaction that
+        # settles its job, so the row read after them is at least that new.
+        # (Read the other way round, a still unclaimed ``pending`` row could
+        # be answered for a job claimed, failed and settled between the reads.)
         attempts = await attempt_rows(db, job_id)
         if not attempts or any(a.status == "running" for a in attempts):
             return None
-        return row
+        row = await job_row(db, job_id)
+        return row if row.status == status else None
 
     try:
         return await wait_until(check, within=within, what=f"job {job_id} {status}")
