@@ -22,7 +22,6 @@ partial-index bitmap scans, and its settlement is by primary key already.
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -31,9 +30,8 @@ from flowledger.db.database import Database
 from flowledger.ledger.driver import PostgresFastLedger, ledger_driver
 from flowledger.ledger.driver.postgres_sql import SETTLE_SUCCESS_SQL
 from flowledger.ledger.models import JobSpec, Outcome
+from tests.integration.generic_plans import generic_plan
 from tests.integration.ledger_helpers import LEDGER, TEST_JOB_TYPES, TEST_TYPE
-
-_NAMED = re.compile(r"%\((\w+)\)s")
 
 
 async def _ledger_with_history(db: Database, clock: ManualClock) -> None:
@@ -66,27 +64,6 @@ async def _ledger_with_history(db: Database, clock: ManualClock) -> None:
         await conn.exec_driver_sql("ANALYZE workflow_jobs")
 
 
-async def _generic_plan(db: Database, sql: str, values: dict[str, str]) -> str:
-    """EXPLAIN of ``sql``'s generic plan as a prepared statement."""
-    names: list[str] = []
-
-    def positional(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    prepared = _NAMED.sub(positional, sql)
-    args = ", ".join("'" + values[name].replace("'", "''") + "'" for name in names)
-    async with db.engine.connect() as conn, conn.begin():
-        await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
-        await conn.exec_driver_sql(f"PREPARE probe AS {prepared}".replace("%", "%%"))
-        rows = await conn.exec_driver_sql(f"EXPLAIN EXECUTE probe({args})".replace("%", "%%"))
-        plan = "\n".join(str(row[0]) for row in rows)
-        await conn.exec_driver_sql("DEALLOCATE probe")
-        await conn.rollback()
-    return plan
-
-
 async def test_a_settlement_finds_its_jobs_by_primary_key_L9(
     db: Database, clock: ManualClock
 ) -> None:
@@ -96,11 +73,8 @@ async def test_a_settlement_finds_its_jobs_by_primary_key_L9(
     now = clock.now().isoformat()
     row = {"id": 1, "gen": 0, "token": "t", "exec_id": 1, "duration": 1, "skipped": False,
            "result": None, "exec_start": now}  # fmt: skip
-    plan = await _generic_plan(
-        db,
-        SETTLE_SUCCESS_SQL,
-        {"rows": json.dumps([row]), "now": now, "first_start": now, "last_start": now},
-    )
+    params = {"rows": json.dumps([row]), "now": now, "first_start": now, "last_start": now}
+    plan = await generic_plan(db, SETTLE_SUCCESS_SQL, params, emptied=None)
     # the lock and the update each search the primary key; no other index
     # of workflow_jobs, and no sequential scan of it
     assert plan.count("pk_workflow_jobs") >= 2, plan

@@ -15,7 +15,6 @@ statement is checked to search by key, the rest skip."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -25,39 +24,7 @@ from flowledger.db.database import Database
 from flowledger.engine import tasks
 from flowledger.engine.store import tokens as engine_tokens
 from flowledger.engine.store import writes as engine_writes
-
-_NAMED = re.compile(r"%\((\w+)\)s")
-
-
-async def _generic_plan(
-    db: Database, sql: str, params: dict[str, Any], emptied: str = "workflow_tokens"
-) -> str:
-    """EXPLAIN of ``sql`` (driver placeholders ``%(name)s``) as a generic
-    plan of a prepared statement, in a transaction rolled back after, with
-    the ``emptied`` tables truncated first."""
-    names: list[str] = []
-
-    def positional(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    prepared = _NAMED.sub(positional, sql)
-    async with db.engine.connect() as conn, conn.begin():
-        # the state the bench starts from (and a new installation's before
-        # autovacuum first analyzes): never analyzed, emptied (reltuples -1),
-        # which the planner takes for 10 pages. (A table whose statistics
-        # say it is empty gets sequential scans even for a primary key, until
-        # an ANALYZE replans.) Rolled back with the transaction.
-        await conn.exec_driver_sql(f"TRUNCATE {emptied} CASCADE")
-        await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
-        await conn.exec_driver_sql(f"PREPARE probe AS {prepared}".replace("%", "%%"))
-        args = ", ".join(_literal(params[name]) for name in names)
-        rows = await conn.exec_driver_sql(f"EXPLAIN EXECUTE probe({args})".replace("%", "%%"))
-        plan = "\n".join(str(row[0]) for row in rows)
-        await conn.exec_driver_sql("DEALLOCATE probe")
-        await conn.rollback()
-    return plan
+from tests.integration.generic_plans import generic_plan
 
 
 async def _sqlite_plan(db: Database, statement: Any, **params: Any) -> str:
@@ -68,16 +35,6 @@ async def _sqlite_plan(db: Database, statement: Any, **params: Any) -> str:
     async with db.read() as conn:
         found = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", args)
         return " ".join(str(row[-1]) for row in found)
-
-
-def _literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list):
-        return "ARRAY[" + ", ".join(str(v) for v in value) + "]::bigint[]"
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 def _driver_sql(db: Database, statement: Any) -> str:
@@ -96,7 +53,7 @@ async def test_token_moves_update_by_primary_key_in_a_generic_plan_E4(db: Databa
         params = engine_writes._moves_params(some, parks, prefix="step_")
         step_ctes = engine_writes._step_rows_ctes(engine_writes._moves_key(some))
         ctes = step_ctes.split(", events AS")[0]
-        plan = await _generic_plan(db, f"WITH {ctes} SELECT 1", params)
+        plan = await generic_plan(db, f"WITH {ctes} SELECT 1", params)
         assert "Seq Scan on workflow_tokens" not in plan, plan
         assert plan.count("Index Scan using pk_workflow_tokens") == count, plan
 
@@ -119,7 +76,7 @@ async def test_a_forks_and_a_joins_consumed_tokens_are_found_by_instance_E4(
     }
     for statement in (engine_tokens._PG_JOIN, engine_tokens._PG_FORK):
         sql = _driver_sql(db, statement)
-        plan = await _generic_plan(db, sql, params)
+        plan = await generic_plan(db, sql, params)
         assert "Seq Scan on workflow_tokens" not in plan, plan
         assert "ix_workflow_tokens_instance_state" in plan, plan
 
@@ -132,7 +89,7 @@ async def test_the_probe_sees_a_sequential_scan_where_there_is_one(db: Database)
     if db.is_sqlite:
         pytest.skip("the probe plans PostgreSQL's cached generic plan")
     sql = "UPDATE workflow_tokens SET state = 'consumed' WHERE fork_stack::text = %(stack)s"
-    plan = await _generic_plan(db, sql, {"stack": "[]"})
+    plan = await generic_plan(db, sql, {"stack": "[]"})
     assert "Seq Scan on workflow_tokens" in plan
     async with db.read() as conn:  # nothing was written
         assert (await conn.execute(text("SELECT count(*) FROM workflow_tokens"))).scalar() == 0
@@ -163,7 +120,7 @@ async def test_an_approvals_task_completion_reads_its_token_by_primary_key_E5(
         compiled: Any = statement.compile(dialect=db.engine.dialect, column_keys=keys)
         params = compiled.construct_params({k: values[k] for k in keys})
         expanded = compiled._process_parameters_for_postcompile(params)
-        plan = await _generic_plan(
+        plan = await generic_plan(
             db, expanded.statement, params, emptied="workflow_tokens, workflow_tasks"
         )
         assert "ix_workflow_tokens_node_state" not in plan, plan

@@ -1,0 +1,57 @@
+"""A PostgreSQL statement's generic plan, as a prepared statement's cache
+keeps it (psycopg prepares a statement on its sixth use; the ledger's hot
+path and the engine's step force generic plans): for tests that read which
+index a cached plan searches. Shared by tests/integration/test_token_write_plans.py
+and tests/integration/test_settlement_reads.py."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flowledger.db.database import Database
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+async def generic_plan(
+    db: Database, sql: str, params: dict[str, Any], emptied: str | None = "workflow_tokens"
+) -> str:
+    """EXPLAIN of ``sql`` (driver placeholders ``%(name)s``) as a generic
+    plan of a prepared statement, in a transaction rolled back after, with
+    the ``emptied`` tables truncated first (None: none)."""
+    names: list[str] = []
+
+    def positional(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    prepared = _NAMED.sub(positional, sql)
+    async with db.engine.connect() as conn, conn.begin():
+        # the state the bench starts from (and a new installation's before
+        # autovacuum first analyzes): never analyzed, emptied (reltuples -1),
+        # which the planner takes for 10 pages. (A table whose statistics
+        # say it is empty gets sequential scans even for a primary key, until
+        # an ANALYZE replans.) Rolled back with the transaction.
+        if emptied is not None:
+            await conn.exec_driver_sql(f"TRUNCATE {emptied} CASCADE")
+        await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+        await conn.exec_driver_sql(f"PREPARE probe AS {prepared}".replace("%", "%%"))
+        args = ", ".join(literal(params[name]) for name in names)
+        rows = await conn.exec_driver_sql(f"EXPLAIN EXECUTE probe({args})".replace("%", "%%"))
+        plan = "\n".join(str(row[0]) for row in rows)
+        await conn.exec_driver_sql("DEALLOCATE probe")
+        await conn.rollback()
+    return plan
+
+
+def literal(value: Any) -> str:
+    """``value`` as an SQL literal of the EXPLAIN EXECUTE arguments."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "ARRAY[" + ", ".join(str(v) for v in value) + "]::bigint[]"
+    return "'" + str(value).replace("'", "''") + "'"
