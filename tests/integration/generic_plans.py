@@ -1,8 +1,10 @@
 """A PostgreSQL statement's generic plan, as a prepared statement's cache
 keeps it (psycopg prepares a statement on its sixth use; the ledger's hot
-path and the engine's step force generic plans): for tests that read which
-index a cached plan searches. Shared by tests/integration/test_token_write_plans.py
-and tests/integration/test_settlement_reads.py."""
+path and the engine's step force generic plans), and the plan of a
+statement whose values are written in it (:func:`literal_plan`, as a
+statement sent once is planned): for tests that read which index a plan
+searches. Shared by tests/integration/test_token_write_plans.py and
+tests/integration/test_fenced_job_plans.py."""
 
 from __future__ import annotations
 
@@ -42,6 +44,19 @@ async def generic_plan(
         rows = await conn.exec_driver_sql(f"EXPLAIN EXECUTE probe({args})".replace("%", "%%"))
         plan = "\n".join(str(row[0]) for row in rows)
         await conn.exec_driver_sql("DEALLOCATE probe")
+        await conn.rollback()
+    return plan
+
+
+async def literal_plan(db: Database, sql: str, emptied: str | None = None) -> str:
+    """EXPLAIN of ``sql`` (its values written in it, no placeholders) in a
+    transaction rolled back after, with the ``emptied`` tables truncated
+    first as :func:`generic_plan` does (None: none)."""
+    async with db.engine.connect() as conn, conn.begin():
+        if emptied is not None:
+            await conn.exec_driver_sql(f"TRUNCATE {emptied} CASCADE")
+        rows = await conn.exec_driver_sql(f"EXPLAIN {sql}".replace("%", "%%"))
+        plan = "\n".join(str(row[0]) for row in rows)
         await conn.rollback()
     return plan
 

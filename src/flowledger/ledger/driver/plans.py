@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from flowledger.db.schema import workflow_job_executions as executions
 from flowledger.db.schema import workflow_jobs as jobs
 from flowledger.db.types import JsonType
+from flowledger.ledger.driver.fence import STILL_RUNNING
 from flowledger.ledger.driver.pause_filter import unpaused
 from flowledger.ledger.models import SuccessRow
 from flowledger.states import AttemptStatus, JobStatus
@@ -51,13 +52,15 @@ CLEAR_LEASE: dict[str, Any] = {"lease_token": None, "lease_until": None, "lease_
 
 
 def fence_clause(fences: list[tuple[int, int, str]]) -> Any:
-    """``id IN (…) AND (id, generation, lease_token) IN (…) AND status =
-    'running'`` (the plain ``id IN`` lets every planner find the rows by
-    primary key)."""
+    """``id IN (…) AND (id, generation, lease_token) IN (…) AND status IS
+    NOT DISTINCT FROM 'running'`` (the plain ``id IN`` lets every planner
+    find the rows by primary key; the status test is the fence's
+    :data:`~flowledger.ledger.driver.fence.STILL_RUNNING`, which no index
+    serves, so none is chosen instead)."""
     return (
         jobs.c.id.in_([fence[0] for fence in fences])
         & tuple_(jobs.c.id, jobs.c.generation, jobs.c.lease_token).in_(fences)
-        & (jobs.c.status == JobStatus.RUNNING.value)
+        & STILL_RUNNING
     )
 
 

@@ -41,7 +41,8 @@ lost leaves the job pending as before it, to be claimed and run again, as
 the ledger's at-least-once execution allows (L-5, L-10, L-17). Enqueues and
 settlements keep synchronous commits.
 
-Settlement: the jobs still fenced by (id, generation, lease token, running)
+Settlement: the jobs still fenced by (id, generation, lease token, running
+— the fence's :data:`~flowledger.ledger.driver.fence.STILL_RUNNING_SQL`)
 are locked in id order — the one order of every multi-row writer of
 ``workflow_jobs``, so a settlement and a lease renewal over the same jobs
 cannot deadlock — then become succeeded, and only their running attempt rows
@@ -54,18 +55,18 @@ receipt and the attempt's success commit with its work) sends one statement
 for both: the fenced single-row settlement and, only when it settled, the
 receipt's insert (``SETTLE_ONE_WITH_RECEIPT_SQL``).
 
-The batch settlement finds its jobs by primary key only (issue 32): its
-fence compares ``status`` with the input document's ``claimed_status``, a
-join condition no index serves, and both the lock and the update search
-``id = ANY`` the batch's ids. Written as ``status = 'running'``, the
-condition let the planner, which counts a handful of running jobs, read
-the whole partial index ``ix_workflow_jobs_running_lease`` instead (a
-bitmap scan), whose entries of settled jobs stay until VACUUM: each
-settlement read every job claimed since the last vacuum. The update then
-needs no fence of its own: the lock, taken in the same statement and held
-to its end, was granted only on rows that met the fence (PostgreSQL checks
-a row updated meanwhile again at its newest version before locking it),
-and nothing else can change a locked row.
+The settlements find their jobs by primary key only (issue 32): their
+status test is the fence's ``IS NOT DISTINCT FROM``, which no index serves,
+and the batch's lock and update both search ``id = ANY`` the batch's ids.
+Written as ``status = 'running'``, the condition let the planner, which
+counts a handful of running jobs, read the whole partial index
+``ix_workflow_jobs_running_lease`` instead (a bitmap scan), whose entries
+of settled jobs stay until VACUUM: each settlement read every job claimed
+since the last vacuum. The batch's update then needs no fence of its own:
+the lock, taken in the same statement and held to its end, was granted
+only on rows that met the fence (PostgreSQL checks a row updated meanwhile
+again at its newest version before locking it), and nothing else can
+change a locked row.
 
 Bulk insert (issue 15 item 5): one ``INSERT … SELECT … FROM unnest(typed
 arrays) WITH ORDINALITY … ON CONFLICT (idempotency_key) DO NOTHING`` per
@@ -95,6 +96,7 @@ from sqlalchemy.engine import Dialect
 from flowledger.db.schema import workflow_jobs
 from flowledger.db.types import UTCDateTime
 from flowledger.db.wake import WAKE_CHANNEL
+from flowledger.ledger.driver.fence import STILL_RUNNING_SQL
 from flowledger.ledger.driver.pause_filter import UNPAUSED_SQL
 
 RETURNED = (
@@ -183,14 +185,14 @@ def _attempt_finished(skipped: str, duration: str) -> str:
 
 SETTLE_SUCCESS_SQL = f"""
 WITH input AS (
-    SELECT t.*, 'running' AS claimed_status FROM jsonb_to_recordset(%(rows)s::jsonb)
+    SELECT t.* FROM jsonb_to_recordset(%(rows)s::jsonb)
         AS t(id bigint, gen int, token text, exec_id bigint, duration int, skipped bool,
              result jsonb, exec_start timestamptz)
 ), locked AS (
     SELECT j.id FROM workflow_jobs AS j JOIN input ON j.id = input.id
     WHERE j.id = ANY (ARRAY(SELECT id FROM input))
       AND j.generation = input.gen AND j.lease_token = input.token
-      AND j.status = input.claimed_status
+      AND {STILL_RUNNING_SQL}
     ORDER BY j.id
     FOR UPDATE OF j
 ), settled AS (
@@ -275,7 +277,7 @@ def settle_success_params(
 SETTLE_ONE_WITH_RECEIPT_CTES = f"""settled AS (
     UPDATE workflow_jobs AS j SET {_succeeded("%(result)s")}
     WHERE j.id = %(id)s AND j.generation = %(gen)s AND j.lease_token = %(token)s
-      AND j.status = 'running'
+      AND {STILL_RUNNING_SQL}
     RETURNING j.id
 ), attempt AS (
     UPDATE workflow_job_executions AS e SET {_attempt_finished("%(skipped)s", "%(duration)s::int")}
