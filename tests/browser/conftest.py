@@ -4,7 +4,9 @@ driving Debian's ``chromium`` (never a downloaded browser) against one real
 data, on a free port.
 
 Every page fixture fails its test on a JavaScript console error (a missing
-i18n key is one), an uncaught exception, a failed request or an HTTP error
+i18n key is one) or warning (a library's deprecation notice, such as React
+Router's future flags before main.tsx opted in), an uncaught exception, a
+failed request or an HTTP error
 response — unless the test declared that exact response with
 ``watch.allow(status, url_part)``. Screenshots go to
 ``build/browser-artifacts/`` (or ``$FLOWLEDGER_BROWSER_ARTIFACTS``), never
@@ -220,6 +222,8 @@ def _attach(page: Page, watch: Watch) -> None:
     _track_requests(page)
 
     def console(msg: Any) -> None:
+        if msg.type == "warning":
+            watch.problems.append(f"console warning: {msg.text}")
         if msg.type == "error":
             text = msg.text
             # the browser's own line for an HTTP error response: judged by `response`

@@ -34,7 +34,10 @@ function Root() {
     <ThemeProvider locale={i18n.language === "zh-CN" ? zhCN : enUS}>
       <AntApp>
         <QueryClientProvider client={queryClient}>
-          <BrowserRouter>
+          {/* React Router v7's behaviour now (no console warning): navigation
+              updates in startTransition, relative paths in splat routes
+              resolved from the splat's own path (every link here is absolute) */}
+          <BrowserRouter future={{ v7_startTransition: true, v7_relativeSplatPath: true }}>
             <App />
           </BrowserRouter>
         </QueryClientProvider>
