@@ -159,10 +159,9 @@ def test_job_retry_skip_and_batches(
     # batch retry of two: the confirmation names them, then one result per item
     page.goto(f"{server.base}/monitor/jobs?status=dead&type=trigger_dispatch")
     pair = [dead[2]["id"], dead[3]["id"]]
-    for job_id in pair:
-        page.locator(
-            f'[data-testid=jobs-table] tr[data-row-key="{job_id}"] input[type=checkbox]'
-        ).check()
+    for job_id in pair:  # each checkbox is labelled with the job it selects
+        name = f"选择作业 #{job_id}（trigger_dispatch）"  # noqa: RUF001
+        page.get_by_role("checkbox", name=name).check()
     page.get_by_test_id("batch-retry").click()
     explain = page.get_by_test_id("batch-explain").inner_text()
     assert all(str(i) in explain for i in pair)

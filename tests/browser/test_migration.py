@@ -95,9 +95,12 @@ def test_migrate_selected_instances_from_the_instances_list(
     assert api.post("/definitions", json={"definition": _definition(key, "a", True)}).is_success
 
     page, _ = open_console(lang, path=f"/monitor/instances?definitionKey={key}")
-    for iid in ids[:2]:
-        row = page.locator(f'[data-testid=instances-table] tr[data-row-key="{iid}"]')
-        row.locator("input[type=checkbox]").check()
+    for iid in ids[:2]:  # each checkbox is labelled with the instance it selects
+        label = {
+            "en": f"Select instance #{iid} ({key} v1)",
+            "zh-CN": f"选择实例 #{iid}（{key} v1）",  # noqa: RUF001
+        }
+        page.get_by_role("checkbox", name=label[lang]).check()
     page.get_by_test_id("open-migrate").click()
     page.get_by_test_id("migrate-dry-run").click()
     results = page.get_by_test_id("migrate-results")

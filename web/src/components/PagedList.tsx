@@ -18,9 +18,11 @@ interface Page<T> {
   next?: string | null;
 }
 
-export interface Selection {
+export interface Selection<T = unknown> {
   selected: number[];
   onChange: (ids: number[]) => void;
+  /** The row's checkbox label, naming what the row is (default "Select #id"). */
+  label?: (row: T) => string;
 }
 
 export function PagedList<T extends object>(props: {
@@ -34,7 +36,7 @@ export function PagedList<T extends object>(props: {
   /** Rows shown instead of the query's (e.g. none while a default view loads). */
   rows?: T[];
   loading?: boolean;
-  selection?: Selection;
+  selection?: Selection<T>;
   /** Over the table: the actions on the selected rows. */
   batchBar?: ReactNode;
   table?: Omit<TableProps<T>, "columns" | "dataSource" | "rowSelection">;
@@ -64,7 +66,10 @@ export function PagedList<T extends object>(props: {
               rowSelection: {
                 selectedRowKeys: selection.selected,
                 onChange: (keys) => selection.onChange(keys as number[]),
-                getCheckboxProps: (row: T) => ({ "aria-label": t("common:selectRow", { id: (row as { id?: number }).id }) }) as object,
+                getCheckboxProps: (row: T) =>
+                  ({
+                    "aria-label": selection.label ? selection.label(row) : t("common:selectRow", { id: (row as { id?: number }).id }),
+                  }) as object,
               },
             }
           : {})}

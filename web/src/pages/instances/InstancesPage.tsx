@@ -162,7 +162,11 @@ export default function InstancesPage() {
           pager={pager}
           loading={list.isLoading || waitingForDefault}
           rows={waitingForDefault ? [] : undefined}
-          selection={{ selected, onChange: setSelected }}
+          selection={{
+            selected,
+            onChange: setSelected,
+            label: (i) => t("selectInstance", { id: i.id, definition: `${i.definitionKey} v${i.definitionVersion}` }),
+          }}
           columns={[
             { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
             { title: t("col.definition"), render: (_, i) => `${i.definitionKey} v${i.definitionVersion}` },

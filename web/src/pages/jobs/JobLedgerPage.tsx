@@ -101,7 +101,7 @@ export default function JobLedgerPage() {
               main
               query={jobs}
               pager={pager}
-              selection={{ selected, onChange: setSelected }}
+              selection={{ selected, onChange: setSelected, label: (job) => t("selectJob", { id: job.id, type: job.type }) }}
               table={{ onRow: (job) => ({ onDoubleClick: () => setJob(job.id) }) }}
               columns={[
                 { title: t("col.id"), dataIndex: "id", render: (id: number) => <ActionLink onClick={() => setJob(id)} data-testid={`job-link-${id}`}>#{id}</ActionLink> },
