@@ -3,7 +3,8 @@ keeps it (psycopg prepares a statement on its sixth use; the ledger's hot
 path and the engine's step force generic plans), and the plan of a
 statement whose values are written in it (:func:`literal_plan`, as a
 statement sent once is planned): for tests that read which index a plan
-searches. Shared by tests/integration/test_token_write_plans.py and
+searches; and SQLite's plan of a Core statement (:func:`sqlite_plan`).
+Shared by tests/integration/test_token_write_plans.py and
 tests/integration/test_fenced_job_plans.py."""
 
 from __future__ import annotations
@@ -59,6 +60,21 @@ async def literal_plan(db: Database, sql: str, emptied: str | None = None) -> st
         plan = "\n".join(str(row[0]) for row in rows)
         await conn.rollback()
     return plan
+
+
+async def sqlite_plan(db: Database, statement: Any, **params: Any) -> str:
+    """SQLite's EXPLAIN QUERY PLAN of the Core ``statement`` with ``params``
+    (its ``IN`` lists expanded)."""
+    compiled = statement.compile(
+        dialect=db.engine.dialect,
+        column_keys=sorted(params),
+        compile_kwargs={"render_postcompile": True},
+    )
+    values = compiled.construct_params(params)
+    args = tuple(values[name] for name in compiled.positiontup or ())
+    async with db.read() as conn:
+        found = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", args)
+        return " ".join(str(row[-1]) for row in found)
 
 
 def literal(value: Any) -> str:

@@ -54,7 +54,7 @@ from flowledger.ledger.driver.postgres_sql import (
     SETTLE_SUCCESS_SQL,
 )
 from flowledger.ledger.models import JobSpec, Outcome
-from tests.integration.generic_plans import generic_plan, literal_plan
+from tests.integration.generic_plans import generic_plan, literal_plan, sqlite_plan
 from tests.integration.ledger_helpers import LEDGER, TEST_JOB_TYPES, TEST_TYPE
 
 # the states a plan is made in: 2,005 jobs, analyzed or never analyzed
@@ -163,14 +163,7 @@ async def test_the_multi_row_fence_finds_its_jobs_by_primary_key_L9(
     if db.is_sqlite:
         if state != "new":
             pytest.skip("SQLite keeps no plan: one state is enough")
-        compiled = fenced.compile(
-            dialect=db.engine.dialect, compile_kwargs={"render_postcompile": True}
-        )
-        values = compiled.construct_params()
-        args = tuple(values[name] for name in compiled.positiontup or ())
-        async with db.read() as conn:
-            rows = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", args)
-            plan = " ".join(str(row[-1]) for row in rows)
+        plan = await sqlite_plan(db, fenced)
         assert "USING INTEGER PRIMARY KEY" in plan, plan
         return
     emptied = await _ledger_in(state, db, clock)
@@ -181,12 +174,8 @@ async def test_the_multi_row_fence_finds_its_jobs_by_primary_key_L9(
 async def test_sqlites_fenced_lock_searches_by_rowid_L13(db: Database) -> None:
     if not db.is_sqlite:
         pytest.skip("SQLite's plan of the fenced lock (PostgreSQL's: the tests above)")
-    compiled = _LOCK_FENCED_RECEIPT.compile(dialect=db.engine.dialect)
-    fence = {"job_id": 1, "generation": 0, "lease_token": "t", "operation_key": "o",
-             "step_key": "s", "now": NOW}  # fmt: skip
-    values = compiled.construct_params(fence)
-    args = tuple(values[name] for name in compiled.positiontup)
-    async with db.read() as conn:
-        rows = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", args)
-        plan = " ".join(str(row[-1]) for row in rows)
+    plan = await sqlite_plan(
+        db, _LOCK_FENCED_RECEIPT, job_id=1, generation=0, lease_token="t", operation_key="o",
+        step_key="s", now=NOW,
+    )  # fmt: skip
     assert "USING INTEGER PRIMARY KEY" in plan, plan

@@ -24,17 +24,7 @@ from flowledger.db.database import Database
 from flowledger.engine import tasks
 from flowledger.engine.store import tokens as engine_tokens
 from flowledger.engine.store import writes as engine_writes
-from tests.integration.generic_plans import generic_plan
-
-
-async def _sqlite_plan(db: Database, statement: Any, **params: Any) -> str:
-    """SQLite's EXPLAIN QUERY PLAN of ``statement`` with ``params``."""
-    compiled = statement.compile(dialect=db.engine.dialect, column_keys=sorted(params))
-    values = compiled.construct_params(params)
-    args = tuple(values[name] for name in compiled.positiontup)
-    async with db.read() as conn:
-        found = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", args)
-        return " ".join(str(row[-1]) for row in found)
+from tests.integration.generic_plans import generic_plan, sqlite_plan
 
 
 def _driver_sql(db: Database, statement: Any) -> str:
@@ -45,7 +35,7 @@ async def test_token_moves_update_by_primary_key_in_a_generic_plan_E4(db: Databa
     moves = {11: "approve", 12: "join"}
     parks = {12}
     if db.is_sqlite:  # SQLite plans each statement afresh: the moves' own, by rowid
-        plan = await _sqlite_plan(db, engine_writes._MOVE_AND_PARK, token_id=11, to_node="j")
+        plan = await sqlite_plan(db, engine_writes._MOVE_AND_PARK, token_id=11, to_node="j")
         assert "USING INTEGER PRIMARY KEY" in plan
         return
     for count in (1, 2, engine_writes.MOVES_UNROLLED):
