@@ -101,7 +101,7 @@ async def _ledger_with_history(db: Database, clock: ManualClock, *, analyze: boo
             await conn.exec_driver_sql("ANALYZE workflow_jobs")
 
 
-def _by_primary_key_only(plan: str) -> None:
+def assert_by_primary_key_only(plan: str) -> None:
     """The plan reads ``workflow_jobs`` through its primary key: no other
     index of it, and no sequential scan."""
     assert "pk_workflow_jobs" in plan, plan
@@ -132,7 +132,7 @@ async def test_a_batch_settlement_finds_its_jobs_by_primary_key_L9(
     plan = await generic_plan(db, SETTLE_SUCCESS_SQL, params, emptied=emptied)
     # the lock and the update each search the primary key
     assert plan.count("pk_workflow_jobs") >= 2, plan
-    _by_primary_key_only(plan)
+    assert_by_primary_key_only(plan)
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -145,12 +145,14 @@ async def test_a_steps_fenced_statements_find_its_job_by_primary_key_L13_L14(
     settle_one = {"id": 1, "gen": 0, "token": "t", "exec_id": 1, "exec_start": NOW,
                   "duration": 1, "skipped": False, "result": None, "operation_key": "o",
                   "step_key": "s", "receipt": "{}", "now": NOW}  # fmt: skip
-    _by_primary_key_only(await generic_plan(db, SETTLE_ONE_WITH_RECEIPT_SQL, settle_one, emptied))
+    assert_by_primary_key_only(
+        await generic_plan(db, SETTLE_ONE_WITH_RECEIPT_SQL, settle_one, emptied)
+    )
     # the ledger's fenced lock with the receipt, and the engine's step lock
     # (instance row first, L-13) without and with an approval's task finish
     for statement in (_LOCK_FENCED_RECEIPT, _PG_LOCK, _PG_LOCK_AND_FINISH):
         sql, params = _core_sql(db, statement)
-        _by_primary_key_only(await generic_plan(db, sql, params, emptied))
+        assert_by_primary_key_only(await generic_plan(db, sql, params, emptied))
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -168,7 +170,7 @@ async def test_the_multi_row_fence_finds_its_jobs_by_primary_key_L9(
         return
     emptied = await _ledger_in(state, db, clock)
     sql = str(fenced.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
-    _by_primary_key_only(await literal_plan(db, sql, emptied))
+    assert_by_primary_key_only(await literal_plan(db, sql, emptied))
 
 
 async def test_sqlites_fenced_lock_searches_by_rowid_L13(db: Database) -> None:

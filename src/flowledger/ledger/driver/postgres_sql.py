@@ -41,8 +41,7 @@ lost leaves the job pending as before it, to be claimed and run again, as
 the ledger's at-least-once execution allows (L-5, L-10, L-17). Enqueues and
 settlements keep synchronous commits.
 
-Settlement: the jobs still fenced by (id, generation, lease token, running
-— the fence's :data:`~flowledger.ledger.driver.fence.STILL_RUNNING_SQL`)
+Settlement: the jobs still fenced (id, generation, lease token, running)
 are locked in id order — the one order of every multi-row writer of
 ``workflow_jobs``, so a settlement and a lease renewal over the same jobs
 cannot deadlock — then become succeeded, and only their running attempt rows
@@ -56,13 +55,12 @@ for both: the fenced single-row settlement and, only when it settled, the
 receipt's insert (``SETTLE_ONE_WITH_RECEIPT_SQL``).
 
 The settlements find their jobs by primary key only (issue 32): their
-status test is the fence's ``IS NOT DISTINCT FROM``, which no index serves,
-and the batch's lock and update both search ``id = ANY`` the batch's ids.
-Written as ``status = 'running'``, the condition let the planner, which
-counts a handful of running jobs, read the whole partial index
-``ix_workflow_jobs_running_lease`` instead (a bitmap scan), whose entries
-of settled jobs stay until VACUUM: each settlement read every job claimed
-since the last vacuum. The batch's update then needs no fence of its own:
+status test is the fence's ``IS NOT DISTINCT FROM`` (``STILL_RUNNING_SQL``
+of :mod:`~flowledger.ledger.driver.fence`), which no index serves, and the
+batch's lock and update both search ``id = ANY`` the batch's ids. Written
+``status = 'running'``, it let the planner, counting a handful of running
+jobs, bitmap-scan all of ``ix_workflow_jobs_running_lease``, whose settled
+jobs' entries stay until VACUUM. The batch's update then needs no fence of its own:
 the lock, taken in the same statement and held to its end, was granted
 only on rows that met the fence (PostgreSQL checks a row updated meanwhile
 again at its newest version before locking it), and nothing else can
