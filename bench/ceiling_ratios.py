@@ -14,7 +14,13 @@ round::
     round=1 ceiling_jobs_per_s=… ledger_drain_per_s=… ledger_ratio=… wake_p95_ms=…
             engine_instances_per_s=… engine_ratio=…      (one line)
 
-and after more than one round the worst of them, which the bars are about::
+followed on the same line by ``start_up_s`` (the worker's start-up inside the drain's window),
+``ledger_span_ratio`` (the drain from its first attempt to its last, over the
+ceiling: the rate without the start-up) and, on Linux,
+``ceiling_cpu_us_per_job`` / ``drain_cpu_us_per_job`` (the whole machine's
+busy CPU per job in pgbench's run and in the drain's window,
+``bench/machine_cpu.py``); and after more than one round the worst of them,
+which the bars are about::
 
     rounds=3 ledger_ratio_min=… engine_ratio_min=… wake_p95_ms_max=…
 
@@ -48,10 +54,17 @@ def run(command: list[str]) -> str:
 
 def figure(output: str, name: str) -> float:
     """The last ``name=<number>`` in ``output``."""
-    found = re.findall(rf"\b{name}=([0-9.]+)", output)
-    if not found:
+    found = optional_figure(output, name)
+    if found is None:
         raise SystemExit(f"no {name}= in the output")
-    return float(found[-1])
+    return found
+
+
+def optional_figure(output: str, name: str) -> float | None:
+    """The last ``name=<number>`` in ``output``, None when it has none (the
+    machine CPU figures exist on Linux only)."""
+    found = re.findall(rf"\b{name}=([0-9.]+)", output)
+    return float(found[-1]) if found else None
 
 
 def main() -> None:
@@ -87,9 +100,8 @@ def main() -> None:
 def one_round(python: str, args: argparse.Namespace) -> dict[str, str]:
     """The ceiling, then the ledger's drain, then the engine, each measured
     just after the one before; the figures of the round, formatted."""
-    ceiling = figure(
-        run(["bash", str(HERE / "pg_ceiling.sh"), str(args.jobs)]), "ceiling_jobs_per_s"
-    )
+    pgbench = run(["bash", str(HERE / "pg_ceiling.sh"), str(args.jobs)])
+    ceiling = figure(pgbench, "ceiling_jobs_per_s")
     ledger = [python, str(HERE / "ledger_throughput.py"), "--db", args.db, "--jobs", str(args.jobs)]
     drained = run(ledger)
     drain = figure(drained, "drain_per_s")
@@ -108,14 +120,25 @@ def one_round(python: str, args: argparse.Namespace) -> dict[str, str]:
         ),
         "instances_per_s",
     )
-    return {
+    figures = {
         "ceiling_jobs_per_s": f"{ceiling:.0f}",
         "ledger_drain_per_s": f"{drain:.0f}",
         "ledger_ratio": f"{drain / ceiling:.3f}",
         "wake_p95_ms": f"{figure(drained, 'wake_p95_ms'):.2f}",
         "engine_instances_per_s": f"{engine:.1f}",
         "engine_ratio": f"{engine / ceiling:.4f}",
+        # where the ledger's gap is: the worker's start-up inside the window,
+        # the drain's own rate without it, and the CPU a job costs the whole
+        # machine in each (issue 32 item 1)
+        "start_up_s": f"{figure(drained, 'start_up_s'):.2f}",
+        "ledger_span_ratio": f"{figure(drained, 'span_drain_per_s') / ceiling:.3f}",
     }
+    ceiling_cpu = optional_figure(pgbench, "ceiling_machine_cpu_us_per_job")
+    drain_cpu = optional_figure(drained, "drain_machine_cpu_us_per_job")
+    if ceiling_cpu and drain_cpu:
+        figures["ceiling_cpu_us_per_job"] = f"{ceiling_cpu:.0f}"
+        figures["drain_cpu_us_per_job"] = f"{drain_cpu:.0f}"
+    return figures
 
 
 if __name__ == "__main__":

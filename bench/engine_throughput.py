@@ -18,10 +18,14 @@ and approve calls, not its polling) and in the workers (``--import
 sql_counts``); on PostgreSQL also the server's own xact_commit delta (which
 includes this script's polling). cpu_ms_per_instance: the CPU time (user +
 system) of this process and of the workers, from start to finish, per
-instance (less sensitive to a loaded machine than the wall clock).
+instance (less sensitive to a loaded machine than the wall clock);
+machine_cpu_ms_per_instance (Linux): the whole machine's busy CPU over the
+same window (PostgreSQL's backends too; ``bench/machine_cpu.py``), per
+instance.
 With the standard OTEL_* variables set (docs/telemetry.md) this process
 and the workers trace. Last lines: instances_per_s=… steps_per_s=…, then statements_per_instance=…
 commits_per_instance=…, then cpu_ms_per_instance=… (bench=… workers=…)
+machine_cpu_ms_per_instance=…
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from flowledger.telemetry import configure_from_env
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import machine_cpu  # noqa: E402
 import sql_counts  # noqa: E402
 
 CONCURRENCY = 4
@@ -170,6 +175,7 @@ async def main() -> None:
     workers = start_workers(args.db, args.workers, counts_dir)
     try:
         cpu_before = cpu_s(resource.RUSAGE_SELF)
+        busy_before = machine_cpu.busy_s()
         started = time.perf_counter()
         await in_parallel(
             list(range(n)),
@@ -197,6 +203,7 @@ async def main() -> None:
                 raise SystemExit(f"timed out: {done}/{n} instances approved")
             await asyncio.sleep(0.1)
         elapsed = time.perf_counter() - started
+        busy_after = machine_cpu.busy_s()
         bench_cpu = cpu_s(resource.RUSAGE_SELF) - cpu_before
         steps = await count(
             poll,
@@ -227,9 +234,12 @@ async def main() -> None:
     if commits_before is not None and commits_after is not None:
         server = f" pg_xact_commit_per_instance={(commits_after - commits_before) / n:.2f}"
     print(sql_counts.per(counts, n, "instance") + server)
+    machine = ""
+    if busy_before is not None and busy_after is not None:
+        machine = f" machine_cpu_ms_per_instance={1000 * (busy_after - busy_before) / n:.2f}"
     print(
         f"cpu_ms_per_instance={1000 * (bench_cpu + workers_cpu) / n:.2f} "
-        f"(bench={1000 * bench_cpu / n:.2f} workers={1000 * workers_cpu / n:.2f})"
+        f"(bench={1000 * bench_cpu / n:.2f} workers={1000 * workers_cpu / n:.2f})" + machine
     )
 
 

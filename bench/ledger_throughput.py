@@ -31,11 +31,16 @@ Machine-independent figures (issue 15 item 1): SQL statements and commits
 per job of the drain (step 2), counted by SQLAlchemy event hooks in the
 worker (``--import sql_counts``; in-process the same hooks), the worker's
 CPU time per job, and the bulk enqueue's statements; on PostgreSQL also the
-server's own xact_commit delta over the drain.
+server's own xact_commit delta over the drain. On Linux,
+``drain_machine_cpu_us_per_job``: the whole machine's busy CPU over the peer
+window (the worker's start-up, its jobs, PostgreSQL's backends, this
+script's polling; ``bench/machine_cpu.py``) per job, to set beside the
+ceiling's ``ceiling_machine_cpu_us_per_job`` (issue 32 item 1).
 ``--idempotency-keys`` gives every enqueued job its own idempotencyKey;
 ``--enqueue-only`` stops after step 1; ``--no-counts`` starts the workers
 without the counting hooks (to run an older checkout, PYTHONPATH=its src).
-Last lines: enqueue_per_s=… drain_per_s=… wake_p50_ms=… wake_p95_ms=…, then
+Last lines: enqueue_per_s=… drain_per_s=… span_drain_per_s=… start_up_s=…
+wake_p50_ms=… wake_p95_ms=…, then
 statements_per_job=… commits_per_job=… worker_cpu_ms_per_job=…
 """
 
@@ -63,6 +68,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_handlers  # noqa: E402  (the bench job types)
+import machine_cpu  # noqa: E402
 import sql_counts  # noqa: E402
 from flowledger.clock import SystemClock  # noqa: E402
 from flowledger.db import wake  # noqa: E402
@@ -380,11 +386,13 @@ async def main() -> None:
     count = done_counter(db)
     commits_before = await xact_commit(db)
     cpu_before = time.process_time() if args.in_process else 0.0
+    busy_before = machine_cpu.busy_s()
     started, started_at = time.perf_counter(), datetime.now(UTC)
     try:
         await workers.start()
         await wait_drained(count, args.jobs, timeout_s=max(120.0, args.jobs / 100))
         peer_s = time.perf_counter() - started
+        busy_after = machine_cpu.busy_s()
         worker_cpu = workers.cpu_s() - cpu_before
         drain_counts = workers.counts()
         commits_after = await xact_commit(db)
@@ -413,11 +421,15 @@ async def main() -> None:
     print(
         f"enqueue_per_s={enqueue_per_s:.1f} drain_per_s={drain_per_s:.1f} "
         f"protocol={args.protocol} peer_drain_per_s={peer_per_s:.1f} "
-        f"span_drain_per_s={span_per_s:.1f} wake_p50_ms={p50:.2f} wake_p95_ms={p95:.2f}"
+        f"span_drain_per_s={span_per_s:.1f} start_up_s={start_up_s:.2f} "
+        f"wake_p50_ms={p50:.2f} wake_p95_ms={p95:.2f}"
     )
     server = ""
     if commits_before is not None and commits_after is not None:
         server = f" pg_xact_commit_per_job={(commits_after - commits_before) / args.jobs:.2f}"
+    if busy_before is not None and busy_after is not None:
+        cpu_us = (busy_after - busy_before) * 1e6 / args.jobs
+        server += f" drain_machine_cpu_us_per_job={cpu_us:.0f}"
     counted = "" if drain_counts is None else sql_counts.per(drain_counts, args.jobs, "job")
     print(
         counted
