@@ -106,6 +106,34 @@ async def test_return_to_initiator_and_resubmit_E6(db: Database, clock: ManualCl
     assert (await instance(db, iid))["status"] == "approved"
 
 
+async def test_an_instance_is_returned_once_E6(db: Database, clock: ManualClock) -> None:
+    """Two operators returning the same instance at once (or one repeating
+    it): one return; the other is refused with instance_state while the
+    resubmission task is pending, and no second task or event is made."""
+    engine = new_engine(db, clock)
+    await _simple(engine)
+    iid = await engine.start("p", form={"amount": 5}, initiator="carol")
+    results = await asyncio.gather(
+        engine.return_to_initiator(iid, actor="boss", reason="one"),
+        engine.return_to_initiator(iid, actor="olivia", reason="two"),
+        return_exceptions=True,
+    )
+    returned = [r for r in results if isinstance(r, int)]
+    refused = [r for r in results if isinstance(r, InstanceStateError)]
+    assert len(returned) == 1 and len(refused) == 1, results
+    assert "already returned" in str(refused[0])
+    with pytest.raises(InstanceStateError, match="already returned"):
+        await engine.return_to_initiator(iid, actor="boss", reason="again")
+    [task] = await tasks(db, iid, status="pending")
+    assert (task["id"], task["kind"]) == (returned[0], "resubmit")
+    assert [t["kind"] for t in await tasks(db, iid)].count("resubmit") == 1
+    assert [e["event"] for e in await trace_events(db, iid)].count("instance_returned") == 1
+    # resubmitted, it can be returned again
+    await engine.handle(returned[0], actor="carol", form={"vendor": "acme"})
+    again = await engine.return_to_initiator(iid, actor="boss", reason="still missing")
+    assert [t["id"] for t in await tasks(db, iid, status="pending")] == [again]
+
+
 async def test_suspended_instance_refuses_task_actions_until_resumed_E6(
     db: Database, clock: ManualClock
 ) -> None:

@@ -10,7 +10,7 @@ from flowledger.engine.errors import InstanceStateError
 from flowledger.engine.job_types import CLEANUP_TYPES, PAUSABLE_TYPES
 from flowledger.engine.step import Step
 from flowledger.engine.store.instance_end import InstanceEnd
-from flowledger.engine.tasks import close_open_tasks, close_tasks, create_task
+from flowledger.engine.tasks import close_tasks, create_task, open_tasks
 from flowledger.engine.tokens import (
     consume_all_tokens,
     create_token,
@@ -124,7 +124,18 @@ async def return_to_initiator(step: Step, reason: str | None) -> int:
     """退回发起人: everything in flight stops; the initiator gets a resubmission
     task holding a token at the start node. Returns the new task id."""
     require_status(step, InstanceStatus.RUNNING)
-    await close_open_tasks(step, status=TaskStatus.CANCELED, comment=reason)
+    open_now = await open_tasks(step)
+    waiting = [row for row in open_now if row.kind == "resubmit"]
+    if waiting:  # returned already (two operators at once, or a repeat): nothing to return
+        raise InstanceStateError(
+            f"instance {step.instance_id} is already returned to its initiator: "
+            f"resubmission task {waiting[0].id} is pending",
+            field="status",
+            status=step.instance["status"],
+        )
+    await close_tasks(
+        step, [int(row.id) for row in open_now], status=TaskStatus.CANCELED, comment=reason
+    )
     await consume_all_tokens(step)
     await flush_jobs(step.conn)
     await step.store.ledger.jobs_cancel_for_instance(

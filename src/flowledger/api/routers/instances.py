@@ -247,7 +247,8 @@ async def return_instance(
     instance_id: InstanceId, body: OptionalReason, ctx: Ctx, caller: CurrentCaller
 ) -> InstanceDetail:
     """Return to the initiator (退回发起人): open work stops and the initiator
-    gets a resubmission task."""
+    gets a resubmission task. 409 ``instance_state`` while that task is
+    pending (already returned)."""
 
     async def call(entry: AuditEntry) -> None:
         await ctx.engine.return_to_initiator(
