@@ -213,6 +213,19 @@ async def test_silences_create_list_expire_delete_with_audit_O22(
     ]
 
 
+async def test_a_silence_past_the_year_9999_is_a_422_on_its_duration_O22(api: Api) -> None:
+    ops = await operator(api)
+    rule = (await api.post(RULES, ops, rule_body())).json()
+    body = {"ruleId": rule["id"], "startsAt": "9999-12-31T23:00:00Z", "duration": "2h"}
+    bad = await api.post(SILENCES, ops, {**body, "comment": "x"})
+    assert (bad.status_code, bad.json()["code"], bad.json()["field"]) == (
+        422,
+        "alert_silence_invalid",
+        "duration",
+    ), bad.text
+    assert (await api.get(SILENCES, ops)).json()["items"] == []
+
+
 async def test_events_list_shows_the_triggering_value_and_is_tenant_scoped_O22(
     api: Api, clock: ManualClock
 ) -> None:

@@ -200,6 +200,10 @@ async def test_history_is_leader_gated_and_one_point_per_interval_O16(
     start = (clock.now() - timedelta(hours=1)).isoformat()
     response = await api.get("/engine/health-history", mon, **{"from": start})
     assert response.status_code == 200, response.text
+    # `to` within a day of year 1: the default window starts at year 1, no 500
+    early = await api.get("/engine/health-history", mon, to="0001-01-01T12:00:00Z")
+    assert early.status_code == 200, early.text
+    assert early.json()["points"] == []
     body = response.json()
     assert body["intervalSeconds"] == 300
     points = body["points"]

@@ -16,7 +16,7 @@ V2["nodes"][1] = {**V2["nodes"][1], "key": "boss"}
 V2["edges"] = [{"from": "start", "to": "boss"}, {"from": "boss", "to": "end"}]
 
 
-def _body(ids: list[int], **extra: Any) -> dict[str, Any]:
+def _body(ids: list[int] | None, **extra: Any) -> dict[str, Any]:
     return {
         "definitionKey": "leave",
         "fromVersions": [1],
@@ -89,6 +89,19 @@ async def test_permissions_and_bad_input(api: Api, people: People) -> None:
     for body, field in cases:
         bad = await api.post("/migrations/preview", people.ops, body)
         assert (bad.status_code, bad.json()["field"]) == (422, field), bad.text
+    # a NUL anywhere is a 422 on its field, before anything is written (PostgreSQL
+    # refuses it in text and jsonb; it was stored on SQLite and a 500 there)
+    nul_cases = [
+        (_body([iid], name="a\u0000b"), "body.name"),
+        (_body([iid], fieldValues={"vendor": "a\u0000b"}), "body.fieldValues"),
+        (_body(None, instanceIds=None, filter={"keyword": "a\u0000"}), "body.filter.keyword"),
+        (_body([iid], mapping={"manager": "bo\u0000ss"}), "body.mapping.manager"),
+    ]
+    for body, field in nul_cases:
+        for path in ("/migrations/preview", "/migrations"):
+            bad = await api.post(path, people.ops, body)
+            assert bad.status_code == 422, bad.text
+            assert bad.json()["field"].startswith(field), bad.text
     blank = await api.post("/migrations", people.ops, _body([iid], reason=" "))
     assert (blank.status_code, blank.json()["code"]) == (422, "reason_required")
     assert (await api.get("/migrations/999", people.ops)).status_code == 404

@@ -101,6 +101,8 @@ async def test_return_to_initiator_and_resubmit_E6(db: Database, clock: ManualCl
     assert [t["status"] for t in await tasks(db, iid, node_key="mgr")] == ["canceled"]
     with pytest.raises(TaskStateError):
         await engine.approve(first, actor="boss")
+    with pytest.raises(TaskStateError, match=r"kind resubmit: it takes handle, not approve"):
+        await engine.approve(resubmit, actor="carol")
     await engine.handle(resubmit, actor="carol", form={"vendor": "acme"})
     await engine.approve(await pending_task(db, iid, "mgr"), actor="boss")
     assert (await instance(db, iid))["status"] == "approved"

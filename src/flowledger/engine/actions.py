@@ -65,7 +65,11 @@ async def _actionable(
             f"task {task_id} is {task.status}, not pending", field="status", status=task.status
         )
     if action not in ACTIONS_BY_KIND.get(task.kind, set()):
-        raise TaskStateError(f"a {task.kind} task cannot be {action}d", field="action")
+        allowed = " or ".join(sorted(ACTIONS_BY_KIND.get(task.kind, set())))
+        raise TaskStateError(
+            f"task {task_id} is a task of kind {task.kind}: it takes {allowed}, not {action}",
+            field="action",
+        )
     if token is None or state != TokenState.ACTIVE or token.node_key != task.node_key:
         raise TaskWithoutToken(
             f"task {task_id} at {task.node_key!r} holds no active token; repair the instance "

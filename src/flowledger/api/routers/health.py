@@ -23,7 +23,7 @@ inspection sees only the caller's tenants (A-3). Time is the engine's clock
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -215,7 +215,11 @@ async def health_history(
     """The health snapshots in ``[from, to]`` (default: the last 24 h),
     oldest first, at most one per snapshot interval. Engine-wide."""
     end = end or ctx.now()
-    start = start or end - timedelta(days=1)
+    if start is None:
+        try:
+            start = end - timedelta(days=1)
+        except OverflowError:  # `to` within a day of year 1: from its first moment
+            start = datetime.min.replace(tzinfo=UTC)
     if start > end:
         raise InvalidQuery("from must not be after to", field="from")
     if end - start > MAX_HISTORY:

@@ -27,14 +27,23 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from flowledger.access.callers import Caller
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
-from flowledger.api.schemas import MAX_ID, ApiModel, Reason, RequestModel
+from flowledger.api.schemas import (
+    MAX_ID,
+    ApiModel,
+    DefinitionKey,
+    Reason,
+    RequestModel,
+    UtcTime,
+    _no_nul,
+    _no_nul_inside,
+)
 from flowledger.ops.migration import service
 from flowledger.ops.migration.model import MAX_IDS, MigrationPlan
 from flowledger.ops.migration.operator_runs import check_plan, run_as
@@ -42,7 +51,9 @@ from flowledger.ops.monitor.filters import InstanceFilter
 
 router = APIRouter(tags=["migrations"], route_class=GuardedRoute)
 
-NodeKey = Annotated[str, Field(min_length=1, max_length=128)]
+_NO_NUL = AfterValidator(_no_nul)  # a NUL is a 422 on its field, not a database error
+NodeKey = Annotated[str, Field(min_length=1, max_length=128), _NO_NUL]
+FilterText = Annotated[str, Field(max_length=128), _NO_NUL]
 Version = Annotated[int, Field(ge=1, le=2**31 - 1)]
 Verdict = Literal["ok", "changed", "blocked"]
 Outcome = Literal["migrated", "blocked", "failed"]
@@ -52,16 +63,16 @@ class MigrationFilterBody(RequestModel):
     """The instances-list filters a plan may select by (besides key and versions)."""
 
     statuses: list[Literal["running", "suspended"]] | None = Field(default=None, max_length=2)
-    initiator: str | None = Field(default=None, max_length=128)
-    current_node: str | None = Field(default=None, max_length=128)
-    current_assignee: str | None = Field(default=None, max_length=128)
-    created_from: datetime | None = None
-    created_to: datetime | None = None
-    keyword: str | None = Field(default=None, max_length=200)
+    initiator: FilterText | None = None
+    current_node: FilterText | None = None
+    current_assignee: FilterText | None = None
+    created_from: UtcTime | None = None
+    created_to: UtcTime | None = None
+    keyword: Annotated[str, Field(max_length=200), _NO_NUL] | None = None
 
 
 class MigrationBody(RequestModel):
-    definition_key: str = Field(min_length=1, max_length=64)
+    definition_key: DefinitionKey
     from_versions: list[Version] = Field(min_length=1, max_length=100)
     to_version: Version
     instance_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None = Field(
@@ -69,11 +80,13 @@ class MigrationBody(RequestModel):
     )
     filter: MigrationFilterBody | None = None
     mapping: dict[NodeKey, NodeKey] = Field(default_factory=dict, max_length=1000)
-    field_values: dict[Annotated[str, Field(max_length=128)], Any] = Field(
-        default_factory=dict, max_length=200
-    )
+    field_values: Annotated[
+        dict[Annotated[str, Field(max_length=128)], Any],
+        Field(max_length=200),
+        AfterValidator(_no_nul_inside),
+    ] = Field(default_factory=dict)
     reason: Reason = ""
-    name: str | None = Field(default=None, max_length=255)
+    name: Annotated[str, Field(max_length=255), _NO_NUL] | None = None
     tenant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
     def plan(self, caller: Caller) -> MigrationPlan:

@@ -179,7 +179,13 @@ async def create_silence(
             )
         ends = request.ends_at
         if request.duration is not None:
-            ends = starts + timedelta(seconds=parse_duration(request.duration, field="duration"))
+            seconds = parse_duration(request.duration, field="duration")
+            try:
+                ends = starts + timedelta(seconds=seconds)
+            except OverflowError:  # startsAt near year 9999: a 422, not a 500
+                raise silences.AlertSilenceInvalid(
+                    "startsAt plus duration is past the year 9999", field="duration"
+                ) from None
         assert ends is not None
         tenant = request.tenant
         if request.rule_id is not None:
