@@ -250,6 +250,27 @@ CASES = [
         field="call.headers.X-Id",
     ),
     Case(
+        "url placeholder no call is rendered with",
+        setter("big.call.url", "https://erp.example/{{bogus.x}}"),
+        {"bad_template"},
+        node="big",
+        field="call.url",
+    ),
+    Case(
+        "placeholder reaching into a single value",
+        setter("big.call.headers", {"X-Id": "{{instanceId.x}}"}),
+        {"bad_template"},
+        node="big",
+        field="call.headers.X-Id",
+    ),
+    Case(
+        "compensation placeholder only calls have",
+        setter("big.compensation.bodyTemplate", '{"task": "{{taskId}}"}'),
+        {"bad_template"},
+        node="big",
+        field="compensation.bodyTemplate",
+    ),
+    Case(
         "parallel join without fork",
         lambda d: join_branches(d, "parallel"),
         {"join_without_fork"},

@@ -19,6 +19,9 @@ from flowledger.definitions.expressions import (
 from flowledger.definitions.model import ProcessDefinition
 from flowledger.definitions.problems import DefinitionError
 from flowledger.definitions.templates import (
+    ACTION_VALUES,
+    CALL_VALUES,
+    dead_placeholder,
     looks_like_json,
     placeholders,
     render,
@@ -473,6 +476,29 @@ def test_placeholders() -> None:
 def test_bad_templates(text: str) -> None:
     with pytest.raises(ExpressionError):
         validate_template(text)
+
+
+@pytest.mark.parametrize(
+    ("path", "names", "dead"),
+    [
+        ("instanceId", CALL_VALUES, None),
+        ("traceId", CALL_VALUES, None),
+        ("form", CALL_VALUES, None),
+        ("form.amount", CALL_VALUES, None),
+        ("form.amount.currency", CALL_VALUES, None),  # into an object field's value
+        ("error", ACTION_VALUES, None),
+        ("form.undeclared", CALL_VALUES, None),  # not checked against the form's fields
+        ("bogus.x", CALL_VALUES, "unknown placeholder {{bogus.x}}"),
+        ("taskId", ACTION_VALUES, "unknown placeholder {{taskId}}"),
+        ("error", CALL_VALUES, "unknown placeholder {{error}}"),
+        ("nodeKey.x", CALL_VALUES, "nodeKey is a single value"),
+    ],
+)
+def test_a_placeholder_no_value_can_fill_is_dead_E1(
+    path: str, names: tuple[str, ...], dead: str | None
+) -> None:
+    why = dead_placeholder(path, names)
+    assert (why is None) if dead is None else (why is not None and dead in why), why
 
 
 def test_render_json_escapes_each_value_C4_X6() -> None:

@@ -10,7 +10,7 @@ Every problem names the node and, where it helps, the field.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from flowledger.definitions.deadline_rules import deadline_problems
@@ -18,7 +18,13 @@ from flowledger.definitions.expressions import ExpressionError, compile_conditio
 from flowledger.definitions.model import CompensationAction, HttpCall, Node, ProcessDefinition
 from flowledger.definitions.problems import Problem
 from flowledger.definitions.secret_names import is_secret
-from flowledger.definitions.templates import validate_template
+from flowledger.definitions.templates import (
+    ACTION_VALUES,
+    CALL_VALUES,
+    dead_placeholder,
+    placeholders,
+    validate_template,
+)
 
 # the instants a delay may wake at: a day inside what ``datetime`` holds, so
 # the instant can be stored (in UTC) and shown in any time zone (issue 31 item 6)
@@ -134,11 +140,13 @@ class _NodeChecker:
             )
         for name, call in (("call", node.call), ("dispatch", node.dispatch)):
             if call is not None:
-                yield from self.templates(name, _call_templates(call))
+                yield from self.templates(name, _call_templates(call), CALL_VALUES)
                 yield from self.secret_headers(name, call.headers)
                 yield from self.result_mapping(name, call)
         if node.compensation is not None:
-            yield from self.templates("compensation", _action_templates(node.compensation))
+            yield from self.templates(
+                "compensation", _action_templates(node.compensation), ACTION_VALUES
+            )
             yield from self.secret_headers("compensation", node.compensation.headers)
         fallback = node.failure_policy.fallback_action if node.failure_policy else None
         if fallback is not None:
@@ -227,7 +235,9 @@ class _NodeChecker:
             )
         if policy.fallback_action is not None:
             yield from self.templates(
-                "failurePolicy.fallbackAction", _action_templates(policy.fallback_action)
+                "failurePolicy.fallbackAction",
+                _action_templates(policy.fallback_action),
+                ACTION_VALUES,
             )
 
     def expression(self, text: str, field: str, code: str) -> Iterator[Problem]:
@@ -236,7 +246,11 @@ class _NodeChecker:
         except ExpressionError as exc:
             yield self.problem(code, f"{field}: {exc.message}", field)
 
-    def templates(self, prefix: str, texts: Mapping[str, str | None]) -> Iterator[Problem]:
+    def templates(
+        self, prefix: str, texts: Mapping[str, str | None], names: Sequence[str]
+    ) -> Iterator[Problem]:
+        """Each template well-formed, and each of its placeholders one that
+        the values ``names`` can fill."""
         for name, text in texts.items():
             if text is None:
                 continue
@@ -246,6 +260,13 @@ class _NodeChecker:
                 yield self.problem(
                     "bad_template", f"{prefix}.{name}: {exc.message}", f"{prefix}.{name}"
                 )
+                continue
+            for path in placeholders(text):
+                why = dead_placeholder(path, names)
+                if why is not None:
+                    yield self.problem(
+                        "bad_template", f"{prefix}.{name}: {why}", f"{prefix}.{name}"
+                    )
 
 
 def _call_templates(call: HttpCall) -> dict[str, str | None]:

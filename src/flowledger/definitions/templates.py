@@ -50,6 +50,30 @@ def validate_template(text: str) -> None:
         pos = end + len(CLOSE)
 
 
+#: The values a node's call or dispatch is rendered with (trigger,
+#: external approval; :func:`flowledger.engine.outbound_requests.template_values`).
+CALL_VALUES = ("instanceId", "taskId", "nodeKey", "definitionKey", "initiator", "traceId", "form")
+#: The values a compensation or fallback action is rendered with
+#: (:func:`flowledger.compensation.runners.template_values`).
+ACTION_VALUES = ("form", "instanceId", "nodeKey", "error")
+
+
+def dead_placeholder(path: str, names: Sequence[str]) -> str | None:
+    """Why the placeholder ``path`` can never have a value when its template is
+    rendered with the values ``names``, or None when it can: checked at deploy
+    (E-1), so a call never goes out with an empty value for a misspelt name.
+    Under ``form`` any field name passes: a form placeholder is not checked
+    against the form's declared fields (definitions deploy today with
+    ``{{form.x}}`` for a field they leave undeclared; refusing them would
+    break documents that worked, for a value that renders empty either way)."""
+    root, _, rest = path.partition(".")
+    if root not in names:
+        return f"unknown placeholder {OPEN}{path}{CLOSE}; these templates use {', '.join(names)}"
+    if root != "form" and rest:
+        return f"{OPEN}{path}{CLOSE}: {root} is a single value, it has no fields"
+    return None
+
+
 def placeholders(text: str) -> list[str]:
     """The distinct placeholder paths of ``text``, in order of first appearance."""
     seen: dict[str, None] = {}
