@@ -2,15 +2,17 @@
 fire time computed, initiator = the caller unless an operator names
 another), list, and launch on demand — 202 with the ``schedule_launch`` job
 that will start the instance. Bad cron or time zone is 422 naming the
-field, an unknown definition 404, and nothing is written."""
+field, an unknown definition 404, and nothing is written. A schedule can
+be turned off and on (PATCH enabled)."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import select
 
-from flowledger.db.engine_schema import workflow_schedules
+from flowledger.db.engine_schema import operation_audit, workflow_schedules
 from flowledger.db.schema import workflow_jobs
+from flowledger.engine import Engine
 from tests.api.conftest import Api, People, approval
 
 RULE = {"definitionKey": "leave", "cron": "0 9 * * *", "form": {"days": 1}}
@@ -97,3 +99,58 @@ async def test_schedule_form_is_validated(api: Api, people: People, leave: None)
     response = await api.post("/schedules", people.dev, {**RULE, "form": {"bogus": 1}})
     assert response.status_code == 422, response.text
     assert response.json()["field"] == "form.bogus"
+
+
+async def test_a_schedule_turned_off_launches_nothing_until_turned_on_E9(
+    api: Api, people: People, leave: None, engine: Engine
+) -> None:
+    """PATCH {enabled}: off, the planner passes the schedule by; back on, it
+    fires next at the first time after now (the missed 09:00s are not made
+    up); repeating a setting changes nothing; audited; 403/404/422 as any
+    route; a manual launch still works while it is off."""
+    schedule = (await api.post("/schedules", people.dev, RULE)).json()
+    path = f"/schedules/{schedule['id']}"
+    off = await api.client.patch(
+        f"/api/workflows{path}", headers=people.dev, json={"enabled": False}
+    )
+    assert off.status_code == 200, off.text
+    assert off.json()["enabled"] is False
+    api.clock.advance(seconds=3 * 86400)  # three 09:00s pass
+    assert await engine.plan_schedules() == []
+    assert await api.count(workflow_jobs) == 0
+    launch = await api.post(f"{path}/launch", people.dev)  # explicit: still allowed
+    assert launch.status_code == 202
+    again = await api.client.patch(
+        f"/api/workflows{path}", headers=people.dev, json={"enabled": False}
+    )
+    assert again.status_code == 200 and again.json() == off.json()
+    on = await api.client.patch(f"/api/workflows{path}", headers=people.dev, json={"enabled": True})
+    assert on.status_code == 200 and on.json()["enabled"] is True
+    assert on.json()["nextRunAt"] > api.clock.now().isoformat()[:19]
+    assert await engine.plan_schedules() == []  # nothing missed is made up
+    api.clock.advance(seconds=86400)
+    assert len(await engine.plan_schedules()) == 1
+    audit = [
+        (r["action"], r["result"], r["detail"].get("enabled"), r["detail"].get("changed"))
+        for r in await api.rows(operation_audit)
+        if r["action"] == "schedule.update"
+    ]
+    assert audit == [
+        ("schedule.update", "ok", False, True),
+        ("schedule.update", "ok", False, False),
+        ("schedule.update", "ok", True, True),
+    ]
+    for body in ({}, {"enabled": "maybe"}, {"enabled": True, "cron": "* * * * *"}):
+        bad = await api.client.patch(f"/api/workflows{path}", headers=people.dev, json=body)
+        assert bad.status_code == 422, bad.text
+    forbidden = await api.client.patch(
+        f"/api/workflows{path}", headers=people.mon, json={"enabled": False}
+    )
+    assert forbidden.status_code == 403
+    missing = await api.client.patch(
+        "/api/workflows/schedules/77", headers=people.dev, json={"enabled": False}
+    )
+    assert (missing.status_code, missing.json()["field"]) == (404, "scheduleId")
+    async with api.db.read() as conn:
+        row = (await conn.execute(select(workflow_schedules))).mappings().one()
+    assert row["enabled"] is True

@@ -407,6 +407,12 @@ class ScheduleCreate(RequestModel):
     tenant: TenantId | None = None
 
 
+class ScheduleUpdate(RequestModel):
+    """Turn a schedule off (no more launches by its rule) or back on."""
+
+    enabled: bool
+
+
 class SchedulePublic(ApiModel):
     id: int
     tenant: str

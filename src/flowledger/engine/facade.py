@@ -467,6 +467,24 @@ class Engine:
                 audit.target_id = str(schedule_id)
             return schedule_id
 
+    async def set_schedule_enabled(
+        self,
+        schedule_id: int,
+        enabled: bool,
+        *,
+        tenants: list[str] | None = None,
+        audit: AuditEntry | None = None,
+    ) -> dict[str, Any]:
+        """Turn a schedule on or off (:func:`schedules.set_enabled`); the row after."""
+        async with self._transaction(audit) as conn:
+            before, after = await schedules.set_enabled(
+                conn, schedule_id, enabled, now=self.clock.now(), tenants=tenants
+            )
+            if audit is not None:
+                audit.tenant_id = after["tenant_id"]
+                audit.detail.update(enabled=enabled, changed=before["enabled"] != enabled)
+            return after
+
     async def launch_schedule(
         self,
         schedule_id: int,

@@ -128,6 +128,38 @@ async def get_schedule(
     return dict(row)
 
 
+async def set_enabled(
+    conn: AsyncConnection,
+    schedule_id: int,
+    enabled: bool,
+    *,
+    now: datetime,
+    tenants: list[str] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Turn a schedule on or off (the row locked while it changes); the row
+    before and after. Off, the planner passes it by and a launch it planned
+    earlier finds it off and starts nothing (a manual launch still runs).
+    Back on, it fires next at the rule's first time after ``now``: the fire
+    times missed while it was off are not made up. Setting what is already
+    set changes nothing."""
+    query = select(workflow_schedules).where(workflow_schedules.c.id == schedule_id)
+    if tenants is not None:
+        query = query.where(workflow_schedules.c.tenant_id.in_(tenants))
+    row = (await conn.execute(query.with_for_update())).mappings().first()
+    if row is None:
+        raise NotFoundError(f"schedule {schedule_id} not found", field="scheduleId")
+    before = dict(row)
+    if before["enabled"] == enabled:
+        return before, before
+    values: dict[str, Any] = {"enabled": enabled}
+    if enabled:
+        values["next_run_at"] = next_fire(before["cron"], before["timezone"], now)
+    await conn.execute(
+        update(workflow_schedules).where(workflow_schedules.c.id == schedule_id).values(**values)
+    )
+    return before, {**before, **values}
+
+
 async def launch_manually(
     conn: AsyncConnection, schedule: dict[str, Any], *, now: datetime, ledger: LedgerDriver
 ) -> int:

@@ -1,7 +1,10 @@
-"""Schedules (SPEC E-9): list, create, and launch on demand. Creating and
-launching need ``workflow:definition:manage`` (A-2); listing needs manage or
-monitor. A manual launch answers 202 with the ``schedule_launch`` job that
-will start the instance (a worker runs it)."""
+"""Schedules (SPEC E-9): list, create, turn off and on, and launch on
+demand. Creating, changing and launching need ``workflow:definition:manage``
+(A-2); listing needs manage or monitor. A manual launch answers 202 with the
+``schedule_launch`` job that will start the instance (a worker runs it).
+``PATCH /schedules/{id}`` ``{"enabled": false}`` stops the rule's launches
+(one it had already planned starts nothing); ``true`` resumes it from its
+next fire time after now, without making up the ones missed."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from flowledger.api.schemas import (
     ScheduleLaunchPublic,
     SchedulePage,
     SchedulePublic,
+    ScheduleUpdate,
 )
 from flowledger.engine import queries
 
@@ -90,6 +94,24 @@ async def create_schedule(body: ScheduleCreate, ctx: Ctx, caller: CurrentCaller)
             audit=entry,
         )
     return SchedulePublic.from_row(await lookups.visible_schedule(ctx, caller, schedule_id))
+
+
+@router.patch(
+    "/{scheduleId}",
+    response_model=SchedulePublic,
+    dependencies=[
+        allow(DEFINITION_MANAGE, audit=Audit("schedule.update", "schedule", "scheduleId"))
+    ],
+)
+async def update_schedule(
+    schedule_id: ScheduleId, body: ScheduleUpdate, ctx: Ctx, caller: CurrentCaller
+) -> SchedulePublic:
+    """Turn the schedule off or on (see the module docstring); the schedule after."""
+    async with audited(ctx, caller, "schedule.update", "schedule", schedule_id) as entry:
+        row = await ctx.engine.set_schedule_enabled(
+            schedule_id, body.enabled, tenants=caller.tenant_scope, audit=entry
+        )
+    return SchedulePublic.from_row(row)
 
 
 @router.post(
