@@ -1687,7 +1687,8 @@ export interface paths {
         /**
          * Return Instance
          * @description Return to the initiator (退回发起人): open work stops and the initiator
-         *     gets a resubmission task.
+         *     gets a resubmission task. 409 ``instance_state`` while that task is
+         *     pending (already returned).
          */
         post: operations["instances-return_instance"];
         delete?: never;
@@ -1877,6 +1878,26 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update Schedule
+         * @description Turn the schedule off or on (see the module docstring); the schedule after.
+         */
+        patch: operations["schedules-update_schedule"];
         trace?: never;
     };
     "/api/workflows/schedules/{scheduleId}/launch": {
@@ -5536,6 +5557,14 @@ export interface components {
             tenant: string;
             /** Timezone */
             timezone: string;
+        };
+        /**
+         * ScheduleUpdate
+         * @description Turn a schedule off (no more launches by its rule) or back on.
+         */
+        ScheduleUpdate: {
+            /** Enabled */
+            enabled: boolean;
         };
         /** ScopeItem */
         ScopeItem: {
@@ -14574,6 +14603,86 @@ export interface operations {
         responses: {
             /** @description Successful Response */
             201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SchedulePublic"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description A permission is missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Not found (or in a tenant you cannot see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Conflicts with the object's state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description The body is over the size cap (docs/limits.md) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+            /** @description Invalid input; `field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorPublic"];
+                };
+            };
+        };
+    };
+    "schedules-update_schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scheduleId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
