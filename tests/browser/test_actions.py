@@ -533,6 +533,10 @@ def test_definitions_diagram_deploy_and_start(
     # start an instance from the generated form
     page.goto(f"{server.base}/definitions?key=console_approval")
     page.get_by_test_id("start-instance").click()
+    # submitted with the required amount empty: the form says so, and nothing
+    # escapes as an uncaught error (the watch fails the test on a page error)
+    page.get_by_test_id("start-submit").click()
+    expect(page.locator(".ant-form-item-explain-error").first).to_be_visible()
     page.locator("[data-testid=field-amount] input, input[data-testid=field-amount]").first.fill(
         "4321"
     )

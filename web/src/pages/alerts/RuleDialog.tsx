@@ -10,6 +10,7 @@ import { api, unwrap, type Schemas } from "../../api/client";
 import { setFieldError, useShowError } from "../../components/errors";
 import { COMPARISONS, SEVERITIES, formatValue, useMetricLabel, useMetrics, useUnit } from "./labels";
 import { alertKeys } from "../../api/queries/alerts";
+import { validated } from "../../components/validated";
 
 type Rule = Schemas["RulePublic"];
 type Comparison = Schemas["RuleCreate"]["comparison"];
@@ -77,7 +78,8 @@ export function RuleDialog({ rule, onClose }: { rule: Rule | "new" | null; onClo
   }, [rule, form]);
 
   async function save() {
-    const v = await form.validateFields();
+    const v = await validated(form);
+    if (!v) return;
     const base = { name: v.name, metric: v.metric, comparison: v.comparison, threshold: threshold(v.threshold), for: v.for || 0, severity: v.severity, enabled: v.enabled };
     const url = v.webhookUrl?.trim() || null;
     const webhook = url ? { url, ...(v.webhookSecret ? { secret: v.webhookSecret } : {}) } : null;

@@ -10,6 +10,7 @@ import { api, unwrap } from "../../api/client";
 import { setFieldError, useShowError } from "../../components/errors";
 import { useMetricLabel, useMetrics } from "./labels";
 import { alertKeys, allAlertRulesQuery } from "../../api/queries/alerts";
+import { validated } from "../../components/validated";
 
 export interface SilencePreset {
   ruleId?: number;
@@ -48,7 +49,8 @@ export function SilenceDialog({ preset, onClose }: { preset: SilencePreset | nul
   }, [preset, form]);
 
   async function save() {
-    const v = await form.validateFields();
+    const v = await validated(form);
+    if (!v) return;
     const ends = v.endsAt ? v.endsAt.toISOString() : null;
     const body = {
       matcher: { ruleId: v.ruleId ?? null, metric: v.metric ?? null, tenant: v.tenant?.trim() || null },

@@ -21,6 +21,7 @@ import { RunningVersions } from "./MigratePanel";
 import { ActionLink } from "../../components/ActionLink";
 import { definitionsQuery, definitionVersionQuery, definitionVersionsQuery } from "../../api/queries/definitions";
 import { PagedList } from "../../components/PagedList";
+import { validated } from "../../components/validated";
 
 type Definition = Schemas["DefinitionPublic"];
 
@@ -40,7 +41,8 @@ function VersionView({ defKey, version, onVersion }: { defKey: string; version: 
   const fields = formFields(detail.data?.source);
 
   async function start() {
-    const values = await form.validateFields();
+    const values = await validated(form);
+    if (!values) return;
     try {
       const instance = await unwrap(api.POST("/api/workflows/instances", { body: { definitionKey: defKey, version: shown, form: toFormData(fields, values) } }));
       message.success(t("start.done", { id: instance.id, status: t(`common:status.${instance.status}`) }));

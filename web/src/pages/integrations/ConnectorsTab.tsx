@@ -11,6 +11,7 @@ import { ActionLink } from "../../components/ActionLink";
 import { formatRate } from "../../components/units";
 import { connectorsQuery, integrationKeys } from "../../api/queries/integrations";
 import { PagedList } from "../../components/PagedList";
+import { validated } from "../../components/validated";
 
 type Connector = Schemas["ConnectorPublic"];
 type AuthKind = "none" | "bearer" | "basic" | "api_key" | "hmac";
@@ -47,7 +48,8 @@ export function ConnectorsTab() {
   }
 
   async function save() {
-    const v = await form.validateFields();
+    const v = await validated(form);
+    if (!v) return;
     const rateLimit = v.requestsPerSecond ? { requestsPerSecond: v.requestsPerSecond } : null;
     const common = { name: v.name, baseUrl: v.baseUrl, authKind: v.authKind, username: v.username || null, headerName: v.headerName || null, enabled: v.enabled, rateLimit };
     try {

@@ -12,6 +12,7 @@ import { useListState } from "../../components/useListState";
 import { ActionLink } from "../../components/ActionLink";
 import { automationRulesQuery, integrationKeys } from "../../api/queries/integrations";
 import { PagedList } from "../../components/PagedList";
+import { validated } from "../../components/validated";
 
 type Rule = Schemas["AutomationRulePublic"];
 type Action = Schemas["AutomationRuleCreate"]["actions"][number];
@@ -47,7 +48,8 @@ export function RulesTab() {
   }
 
   async function save() {
-    const v = await form.validateFields();
+    const v = await validated(form);
+    if (!v) return;
     let actions: Action[];
     try {
       actions = JSON.parse(v.actions) as Action[];

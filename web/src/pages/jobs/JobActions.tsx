@@ -10,6 +10,7 @@ import { useShowError } from "../../components/errors";
 import { StatusTag } from "../../components/StatusTag";
 import { jobActionKeys } from "../../api/queries/jobs";
 import { invalidate } from "../../api/queries/keys";
+import { validated } from "../../components/validated";
 
 const RETRYABLE = new Set(["dead", "failed", "canceled"]);
 const SKIPPABLE = new Set(["pending", "running", "paused", "failed", "dead"]);
@@ -72,12 +73,8 @@ export function BatchActions({ ids, onDone }: { ids: number[]; onDone: () => voi
   const [form] = Form.useForm<{ reason?: string; rate: number }>();
 
   async function submit() {
-    let values: { reason?: string; rate: number };
-    try {
-      values = await form.validateFields();
-    } catch {
-      return; // the form shows which field is wrong
-    }
+    const values = await validated(form);
+    if (!values) return;
     setBusy(true);
     try {
       if (kind === "retry") {

@@ -13,6 +13,7 @@ import { formatTime } from "../../components/format";
 import { StatusTag } from "../../components/StatusTag";
 import { formatCount, formatDuration, formatRate } from "../../components/units";
 import { replaySummaryQuery } from "../../api/queries/jobs";
+import { validated } from "../../components/validated";
 
 type Filter = Schemas["ReplayFilter"];
 interface Values {
@@ -104,7 +105,8 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
   }, [open, initial, form]);
 
   async function runPreview() {
-    const values = await form.validateFields();
+    const values = await validated(form);
+    if (!values) return;
     setBusy(true);
     try {
       setPreview(await unwrap(api.POST("/api/workflows/engine/jobs/replay-preview", { body: toFilter(values) })));
@@ -116,7 +118,8 @@ export function ReplayDialog({ open, initial, types, onClose }: { open: boolean;
   }
 
   async function submit() {
-    const values = await form.validateFields();
+    const values = await validated(form);
+    if (!values) return;
     setBusy(true);
     try {
       setReplay(await unwrap(api.POST("/api/workflows/engine/jobs/replay-dead", { body: { ...toFilter(values), rate: values.rate, reason: values.reason || null } })));

@@ -15,6 +15,7 @@ import { useListState } from "../../components/useListState";
 import { ActionLink } from "../../components/ActionLink";
 import { hitsQuery, subscriptionKeys, subscriptionsQuery } from "../../api/queries/subscriptions";
 import { PagedList } from "../../components/PagedList";
+import { validated } from "../../components/validated";
 
 type Sub = Schemas["SubscriptionPublic"];
 type HitStatus = "pending" | "delivered" | "failed" | "skipped";
@@ -83,7 +84,8 @@ export default function SubscriptionsPage() {
   }
 
   async function save() {
-    const v = await form.validateFields();
+    const v = await validated(form);
+    if (!v) return;
     const body = { ...v, definitionKey: v.definitionKey || null };
     try {
       if (editing === "new") {

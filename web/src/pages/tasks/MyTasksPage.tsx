@@ -19,6 +19,7 @@ import { invalidate } from "../../api/queries/keys";
 import { myTasksQuery, taskKeys, taskQuery } from "../../api/queries/tasks";
 import { PagedList } from "../../components/PagedList";
 import { useListState } from "../../components/useListState";
+import { validated } from "../../components/validated";
 
 type Task = Schemas["TaskPublic"];
 const TASK_FILTERS = { status: "one" } as const;
@@ -56,11 +57,15 @@ function TaskDrawer({ taskId, onClose }: { taskId: number; onClose: () => void }
 
   async function submit() {
     const t0 = task.data!;
-    const v = await actForm.validateFields();
+    const v = await validated(actForm);
+    if (!v) return;
+    const withForm = (act === "approve" || act === "handle") && fields.length > 0;
+    const formValues = withForm ? await validated(form) : null;
+    if (withForm && !formValues) return;
     const path = { taskId: t0.id };
     try {
       if (act === "approve" || act === "handle") {
-        const formData = fields.length ? toFormData(fields, await form.validateFields()) : undefined;
+        const formData = formValues ? toFormData(fields, formValues) : undefined;
         const body = { comment: v.comment || null, form: formData };
         if (act === "approve") await unwrap(api.POST("/api/workflows/tasks/{taskId}/approve", { params: { path }, body }));
         else await unwrap(api.POST("/api/workflows/tasks/{taskId}/handle", { params: { path }, body }));
