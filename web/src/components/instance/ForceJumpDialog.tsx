@@ -50,7 +50,7 @@ function Diff({ jump }: { jump: Jump }) {
         { title: t("col.node"), dataIndex: "nodeKey" },
         { title: t("col.assignee"), dataIndex: "assignee" },
       ])}
-      <Typography.Text type="secondary">{t("jump.instanceStatus", { status: jump.instanceStatus })}</Typography.Text>
+      <Typography.Text type="secondary">{t("jump.instanceStatus", { status: t(`status.${jump.instanceStatus}`, { ns: "common", defaultValue: jump.instanceStatus }) })}</Typography.Text>
     </div>
   );
 }

@@ -10,6 +10,7 @@ import { useTranslation } from "react-i18next";
 import { api, unwrap, type Schemas } from "../../api/client";
 import { replayPreviewQuery } from "../../api/queries/jobs";
 import { ErrorAlert } from "../errors";
+import { StatusTag } from "../StatusTag";
 import { ReasonInput, blank, confirmProps } from "./ReasonInput";
 
 type Sample = Schemas["ReplaySample"];
@@ -30,7 +31,7 @@ export function ReplayDialog({ instanceId, filter, onClose, onDone }: { instance
   });
   const columns = [
     { title: t("replay.job"), dataIndex: "id" },
-    { title: t("col.status"), dataIndex: "status" },
+    { title: t("col.status"), dataIndex: "status", render: (status: string) => <StatusTag status={status} /> },
     { title: t("replay.error"), dataIndex: "lastError", ellipsis: true },
   ];
   return (

@@ -6,6 +6,7 @@ import { useTranslation } from "react-i18next";
 import { formatJson, formatTime } from "../format";
 import { JsonBlock } from "../JsonBlock";
 import { formatCount, formatDuration } from "../units";
+import { StatusTag } from "../StatusTag";
 import { RunTag } from "./RunTag";
 import type { RepairRequest } from "./repairs";
 import type { Diagnostics, NodeRun, OutboxRow, TaskRow, Token } from "../../api/diagnosticsDocument";
@@ -124,7 +125,7 @@ export function EventsView({ doc }: { doc: Diagnostics }) {
           { title: t("col.status"), dataIndex: "status", render: (v: string) => <RunTag status={v} /> },
           { title: t("col.createdAt"), dataIndex: "createdAt", render: formatTime },
           { title: t("col.dispatchedAt"), dataIndex: "dispatchedAt", render: formatTime },
-          { title: t("col.dispatchJob"), render: (_: unknown, r: OutboxRow) => (r.dispatchJob ? `#${r.dispatchJob.id} ${r.dispatchJob.status}` : "—") },
+          { title: t("col.dispatchJob"), render: (_: unknown, r: OutboxRow) => (r.dispatchJob ? <>#{r.dispatchJob.id} <StatusTag status={r.dispatchJob.status} /></> : "—") },
           { title: t("col.hits"), render: (_: unknown, r: OutboxRow) => r.hits.length },
           { title: t("col.error"), dataIndex: "error", render: (v: string | null) => formatJson(v), ellipsis: true },
         ]}
