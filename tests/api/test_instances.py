@@ -170,6 +170,11 @@ async def test_list_refuses_naive_time_and_bad_status(api: Api, people: People) 
     assert status.status_code == 422 and status.json()["field"] == "query.status"
     limit = await api.get("/instances", people.mon, limit=500)
     assert limit.status_code == 422 and limit.json()["field"] == "query.limit"
+    later, earlier = "2027-01-01T00:00:00Z", "2026-01-01T00:00:00Z"
+    for start, end in (("createdFrom", "createdTo"), ("finishedFrom", "finishedTo")):
+        reversed_range = await api.get("/instances", people.mon, **{start: later, end: earlier})
+        assert reversed_range.status_code == 422, reversed_range.text
+        assert reversed_range.json()["field"] == f"query.{start}"
 
 
 async def test_detail_readable_by_initiator_participant_and_monitor(

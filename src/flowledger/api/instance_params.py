@@ -113,6 +113,12 @@ def instance_filter_params(
     ):
         if value is not None and "\x00" in value:
             raise QueryInvalid(f"query.{name}: must not contain NUL", field=f"query.{name}")
+    for name, start, end in (
+        ("createdFrom", created_from or started_from, created_to or started_to),
+        ("finishedFrom", finished_from, finished_to),
+    ):  # a reversed range is a mistake, not an empty answer (as health-history has it)
+        if start is not None and end is not None and start > end:
+            raise QueryInvalid(f"query.{name}: must not be after its 'to'", field=f"query.{name}")
     return InstanceFilter(
         definition_key=definition_key,
         definition_version=definition_version,
