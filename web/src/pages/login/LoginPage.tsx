@@ -52,8 +52,8 @@ export default function LoginPage() {
   }
 
   return (
-    <div style={{ display: "flex", justifyContent: "center", paddingTop: "12vh", minHeight: "100vh", background: colors.colorBgLayout }}>
-      <Card style={{ width: 420 }} title={t("title")} extra={
+    <div style={{ display: "flex", justifyContent: "center", alignItems: "flex-start", paddingTop: "12vh", minHeight: "100vh", background: colors.colorBgLayout }}>
+      <Card style={{ width: 500, maxWidth: "calc(100vw - 32px)" }} title={t("title")} extra={
         <Choice
           label={t("common:language")}
           data-testid="language-switch"
