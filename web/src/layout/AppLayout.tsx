@@ -42,7 +42,7 @@ export function AppLayout() {
 
   return (
     <Layout style={{ minHeight: "100vh" }}>
-      <Layout.Sider width={200} theme="light" style={{ borderRight: `1px solid ${token.colorBorderSecondary}`, background: token.colorBgContainer }}>
+      <Layout.Sider width={224} theme="light" style={{ borderRight: `1px solid ${token.colorBorderSecondary}`, background: token.colorBgContainer }}>
         <div style={{ padding: "16px 20px", fontWeight: 600, fontSize: 18 }}>flowledger</div>
         <Menu
           mode="inline"

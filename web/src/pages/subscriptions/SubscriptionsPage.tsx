@@ -144,6 +144,7 @@ export default function SubscriptionsPage() {
           },
           {
             title: "",
+            width: 260,
             render: (_, s) => (
               <Space>
                 <ActionLink onClick={() => setHitsOf(s)} data-testid={`subscription-hits-${s.id}`}>{t("hits.open")}</ActionLink>

@@ -67,7 +67,7 @@ export default function TriggerExecutionsPage() {
           { title: t("col.attempts"), render: (_, j) => `${j.attempts} / ${j.maxAttempts}` },
           { title: t("col.error"), dataIndex: "lastError", ellipsis: true, render: (v: string | null) => (v ? <Typography.Text type="danger">{v}</Typography.Text> : "—") },
           { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },
-          { title: "", render: (_, j) => <Space><JobActionButtons job={j} /></Space> },
+          { title: "", width: 176, render: (_, j) => <Space><JobActionButtons job={j} /></Space> },
         ]}
       />
       <JobDetailDrawer jobId={openJob} onClose={() => set({ job: null })} onOpen={(id) => set({ job: id })} />
