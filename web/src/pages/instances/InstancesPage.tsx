@@ -171,7 +171,7 @@ export default function InstancesPage() {
             { title: t("col.id"), dataIndex: "id", width: 90, render: (id: number) => <InstanceLink id={id} /> },
             { title: t("col.definition"), render: (_, i) => `${i.definitionKey} v${i.definitionVersion}` },
             { title: t("col.status"), dataIndex: "status", width: 110, render: (s: string) => <StatusTag status={s} /> },
-            { title: t("col.deadline"), dataIndex: "deadline", width: 130, render: (d: DeadlineState[] | undefined) => <DeadlineBadges states={d ?? []} /> },
+            { title: t("col.deadline"), dataIndex: "deadline", width: 130, render: (d: DeadlineState[] | undefined) => (d?.length ? <DeadlineBadges states={d} /> : "—") },
             { title: t("col.initiator"), dataIndex: "initiator" },
             { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
             { title: t("col.updatedAt"), dataIndex: "updatedAt", width: 170, render: formatTime },

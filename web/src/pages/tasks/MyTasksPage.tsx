@@ -174,7 +174,7 @@ export default function MyTasksPage() {
           { title: t("col.status"), dataIndex: "status", render: (s: string) => <StatusTag status={s} /> },
           { title: t("col.createdAt"), dataIndex: "createdAt", width: 170, render: formatTime },
           { title: t("col.dueAt"), dataIndex: "dueAt", width: 170, render: formatTime },
-          { title: t("col.deadline"), key: "deadline", width: 150, render: (_, task) => <DeadlineBadges states={taskStates(task)} escalatedAt={task.escalatedAt} /> },
+          { title: t("col.deadline"), key: "deadline", width: 150, render: (_, task) => (taskStates(task).length ? <DeadlineBadges states={taskStates(task)} escalatedAt={task.escalatedAt} /> : "—") },
         ]}
       />
       {open && <TaskDrawer taskId={open} onClose={() => set({ task: null })} />}
