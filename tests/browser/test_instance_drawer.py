@@ -152,6 +152,12 @@ def _repair(page: Page, server: Server, api: httpx.Client, iid: int, action: str
         after = _diagnostics(api, iid)
         states = {n["key"]: n["state"] for n in after["nodes"]}
         assert states[target] in ("active", "waiting"), states
+        # a node that failed and that the jump left is history, not where it is now
+        live = {t["nodeKey"] for t in after["tokens"]["items"] if t["state"] != "consumed"}
+        for key, state in states.items():
+            if state == "failed" and key not in live:
+                position = page.get_by_test_id("drawer-position")
+                expect(position.locator(f"[data-node={key}]")).to_have_count(0)
         assert {c["rule"] for c in after["conclusions"]}.isdisjoint(
             {"task_without_token", "running_without_active_task"}
         ), after["conclusions"]

@@ -23,7 +23,10 @@ import type { Diagnostics, Job } from "../../api/diagnosticsDocument";
 
 function Position({ doc }: { doc: Diagnostics }) {
   const { t } = useTranslation("instance");
-  const at = doc.nodes.filter((n) => ["active", "waiting", "failed"].includes(n.state));
+  // where a live token is: a node that failed and still holds one (the flow
+  // waits there) counts, one a force jump or a repair has left does not
+  const live = new Set(doc.tokens.items.filter((tk) => tk.state !== "consumed").map((tk) => tk.nodeKey));
+  const at = doc.nodes.filter((n) => n.state === "active" || n.state === "waiting" || (n.state === "failed" && live.has(n.key)));
   return (
     <Space wrap data-testid="drawer-position">
       <Typography.Text type="secondary">{t("drawer.position")}</Typography.Text>
