@@ -59,6 +59,12 @@ async def test_create_read_list_update_delete_O1(api: Api, people: People) -> No
     assert (await api.get(f"/views/{view['id']}", people.mon)).status_code == 404
     actions = [r["action"] for r in await api.rows(operation_audit)]
     assert actions == ["view.create", "view.create", "view.update", "view.delete"]
+    # null is refused on each field (it was ignored with a 200)
+    for field in ("name", "filters", "shared", "isDefault"):
+        refused = await _patch(api, people.mon, health["id"], {field: None})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["field"] == f"body.{field}"
+    assert (await api.get(f"/views/{health['id']}", people.mon)).json()["name"] == "critical"
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from flowledger.api.schemas import (
     ApiModel,
@@ -62,10 +62,19 @@ class ViewCreate(RequestModel):
 
 
 class ViewUpdate(RequestModel):
+    """Only the fields given change; null is refused on each (it was ignored)."""
+
     name: Name | None = None
     filters: JsonObject | None = None
     shared: bool | None = None
     is_default: bool | None = None
+
+    @field_validator("name", "filters", "shared", "is_default")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("cannot be null (leave the field out to keep it)")
+        return value
 
 
 class ViewPublic(ApiModel):
