@@ -156,7 +156,10 @@ async def test_other_tenants_rules_are_404_and_overall_needs_every_tenant_A3(api
             json={"threshold": 1} if method == "PATCH" else None,
         )
         assert response.status_code == 404, (method, response.text)
-        assert response.json()["code"] == "alert_rule_not_found"
+        assert (response.json()["code"], response.json()["field"]) == (
+            "alert_rule_not_found",
+            "ruleId",
+        )
     assert (await api.get(f"{RULES}/{overall.json()['id']}", acme)).status_code == 404
     assert [r["id"] for r in (await api.get(RULES, acme)).json()["items"]] == [rule["id"]]
     assert len((await api.get(RULES, root)).json()["items"]) == 2
@@ -191,7 +194,8 @@ async def test_silences_create_list_expire_delete_with_audit_O22(
     assert (await api.get(SILENCES, ops, state="active")).json()["items"] == []
 
     other = await operator(api, ("globex",))
-    assert (await api.post(f"{SILENCES}/{silence['id']}/expire", other)).status_code == 404
+    hidden = await api.post(f"{SILENCES}/{silence['id']}/expire", other)
+    assert (hidden.status_code, hidden.json()["field"]) == (404, "silenceId")
     gone = await api.client.delete(f"/api/workflows{SILENCES}/{silence['id']}", headers=ops)
     assert gone.status_code == 204
     # a matcher on another tenant's rule is 404; no window is 422

@@ -282,7 +282,7 @@ async def require_rule(
 ) -> dict[str, Any]:
     row = await get_rule(conn, rule_id, tenants=tenants, lock=lock)
     if row is None:
-        raise AlertRuleNotFound(f"alert rule {rule_id} does not exist")
+        raise AlertRuleNotFound(f"alert rule {rule_id} does not exist", field="ruleId")
     return row
 
 

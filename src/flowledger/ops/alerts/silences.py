@@ -121,7 +121,7 @@ async def require_silence(
         query = query.with_for_update()
     row = (await conn.execute(query)).mappings().first()
     if row is None:
-        raise AlertSilenceNotFound(f"alert silence {silence_id} does not exist")
+        raise AlertSilenceNotFound(f"alert silence {silence_id} does not exist", field="silenceId")
     return dict(row)
 
 
