@@ -6355,7 +6355,10 @@ export interface components {
              */
             updatedAt: string;
         };
-        /** ViewUpdate */
+        /**
+         * ViewUpdate
+         * @description Only the fields given change; null is refused on each (it was ignored).
+         */
         ViewUpdate: {
             /** Filters */
             filters?: {
