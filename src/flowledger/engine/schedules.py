@@ -117,11 +117,17 @@ async def create_schedule(
 
 
 async def get_schedule(
-    conn: AsyncConnection, schedule_id: int, *, tenants: list[str] | None = None
+    conn: AsyncConnection,
+    schedule_id: int,
+    *,
+    tenants: list[str] | None = None,
+    lock: bool = False,
 ) -> dict[str, Any]:
     query = select(workflow_schedules).where(workflow_schedules.c.id == schedule_id)
     if tenants is not None:
         query = query.where(workflow_schedules.c.tenant_id.in_(tenants))
+    if lock:
+        query = query.with_for_update()
     row = (await conn.execute(query)).mappings().first()
     if row is None:
         raise NotFoundError(f"schedule {schedule_id} not found", field="scheduleId")
@@ -142,13 +148,7 @@ async def set_enabled(
     Back on, it fires next at the rule's first time after ``now``: the fire
     times missed while it was off are not made up. Setting what is already
     set changes nothing."""
-    query = select(workflow_schedules).where(workflow_schedules.c.id == schedule_id)
-    if tenants is not None:
-        query = query.where(workflow_schedules.c.tenant_id.in_(tenants))
-    row = (await conn.execute(query.with_for_update())).mappings().first()
-    if row is None:
-        raise NotFoundError(f"schedule {schedule_id} not found", field="scheduleId")
-    before = dict(row)
+    before = await get_schedule(conn, schedule_id, tenants=tenants, lock=True)
     if before["enabled"] == enabled:
         return before, before
     values: dict[str, Any] = {"enabled": enabled}
