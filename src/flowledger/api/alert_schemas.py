@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
-    AfterValidator,
     BeforeValidator,
     Field,
     FiniteFloat,
@@ -16,23 +15,24 @@ from pydantic import (
     model_validator,
 )
 
-from flowledger.api.schemas import MAX_ID, ApiModel, Name, RequestModel, TenantId, UtcTime
+from flowledger.api.schemas import (
+    MAX_ID,
+    NO_NUL,
+    ApiModel,
+    Name,
+    RequestModel,
+    TenantId,
+    UtcTime,
+    not_null,
+)
 from flowledger.ops.alerts.rules import MAX_RECIPIENTS, format_duration
 
-
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
-_NO_NUL = AfterValidator(_no_nul)
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
-MetricName = Annotated[str, Field(min_length=1, max_length=64), _NO_NUL]
-Address = Annotated[str, Field(min_length=1, max_length=320), _NO_NUL]
-UserId = Annotated[str, Field(min_length=1, max_length=128), _NO_NUL]
-Url = Annotated[str, Field(min_length=1, max_length=2048), _NO_NUL]
-Secret = Annotated[str, Field(min_length=16, max_length=255), _NO_NUL]
+MetricName = Annotated[str, Field(min_length=1, max_length=64), NO_NUL]
+Address = Annotated[str, Field(min_length=1, max_length=320), NO_NUL]
+UserId = Annotated[str, Field(min_length=1, max_length=128), NO_NUL]
+Url = Annotated[str, Field(min_length=1, max_length=2048), NO_NUL]
+Secret = Annotated[str, Field(min_length=16, max_length=255), NO_NUL]
 Duration = Annotated[int | Annotated[str, Field(min_length=1, max_length=32)], Field()]
 _SYMBOLS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
 Comparison = Annotated[
@@ -112,14 +112,9 @@ class RuleUpdate(RequestModel):
     channels: ChannelsUpdate | None = None
     enabled: bool | None = None
 
-    @field_validator(
+    _not_null = field_validator(
         "name", "metric", "comparison", "threshold", "for_", "for_seconds", "severity", "enabled"
-    )
-    @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("cannot be null (leave the field out to keep it)")
-        return value
+    )(not_null)
 
 
 class WebhookPublic(ApiModel):
@@ -248,7 +243,7 @@ class SilenceCreate(RequestModel):
     duration: Duration | None = Field(
         default=None, description="Instead of endsAt: '2h', 7200 or 'PT2H' from startsAt."
     )
-    comment: Annotated[str, Field(max_length=2000), _NO_NUL] = ""
+    comment: Annotated[str, Field(max_length=2000), NO_NUL] = ""
 
     @model_validator(mode="after")
     def _flat_matcher(self) -> Self:

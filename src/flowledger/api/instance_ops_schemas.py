@@ -17,7 +17,7 @@ from flowledger.api.batch_schemas import (
     ItemResult,
     Rate,
 )
-from flowledger.api.schemas import MAX_ID, ApiModel, DefinitionKey, RequestModel, _no_nul
+from flowledger.api.schemas import MAX_ID, ApiModel, DefinitionKey, RequestModel, no_nul
 
 MAX_RECOVER_IDS = 500
 
@@ -28,11 +28,11 @@ def _not_blank(value: str) -> str:
     return value
 
 
-NodeKey = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_nul)]
+NodeKey = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(no_nul)]
 ActionReason = Annotated[
     str,
     Field(min_length=1, max_length=2000),
-    AfterValidator(_no_nul),
+    AfterValidator(no_nul),
     AfterValidator(_not_blank),
 ]
 InstanceIdItem = Annotated[int, Field(ge=1, le=MAX_ID)]

@@ -18,6 +18,7 @@ from flowledger.api.schemas import (
     RequestModel,
     RequiredReason,
     TenantId,
+    not_null,
 )
 
 ViewScope = Literal["instances", "jobs", "tasks", "health"]
@@ -69,12 +70,7 @@ class ViewUpdate(RequestModel):
     shared: bool | None = None
     is_default: bool | None = None
 
-    @field_validator("name", "filters", "shared", "is_default")
-    @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("cannot be null (leave the field out to keep it)")
-        return value
+    _not_null = field_validator("name", "filters", "shared", "is_default")(not_null)
 
 
 class ViewPublic(ApiModel):

@@ -23,20 +23,21 @@ from flowledger.states import InstanceStatus, TaskStatus, TokenState
 MAX_ID = 2**63 - 1
 
 
-def _no_nul(value: str) -> str:
+def no_nul(value: str) -> str:
+    """Refuse U+0000: no database stores it in text (a 422 on the field instead)."""
     if "\x00" in value:
         raise ValueError("must not contain NUL characters")
     return value
 
 
-def _no_nul_inside(value: dict[str, Any]) -> dict[str, Any]:
+def no_nul_inside(value: dict[str, Any]) -> dict[str, Any]:
     """PostgreSQL's jsonb cannot store U+0000; refuse it anywhere in a JSON
     object (keys included) instead of failing in the database."""
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            _no_nul(item)
+            no_nul(item)
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -45,19 +46,27 @@ def _no_nul_inside(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-_NO_NUL = AfterValidator(_no_nul)
-JsonObject = Annotated[dict[str, Any], AfterValidator(_no_nul_inside)]
+def not_null(value: Any) -> Any:
+    """For an optional PATCH field: null is refused, leaving the field out
+    keeps it (``field_validator(...)(not_null)`` on the fields concerned)."""
+    if value is None:
+        raise ValueError("cannot be null (leave the field out to keep it)")
+    return value
 
-UserId = Annotated[str, Field(min_length=1, max_length=128), _NO_NUL]
-DefinitionKey = Annotated[str, Field(min_length=1, max_length=64), _NO_NUL]
+
+NO_NUL = AfterValidator(no_nul)
+JsonObject = Annotated[dict[str, Any], AfterValidator(no_nul_inside)]
+
+UserId = Annotated[str, Field(min_length=1, max_length=128), NO_NUL]
+DefinitionKey = Annotated[str, Field(min_length=1, max_length=64), NO_NUL]
 TenantId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
-Reason = Annotated[str, Field(max_length=2000), _NO_NUL]
-RequiredReason = Annotated[str, Field(min_length=1, max_length=2000), _NO_NUL]
-Body = Annotated[str, Field(min_length=1, max_length=10_000), _NO_NUL]
-Source = Annotated[str, Field(min_length=1, max_length=1_000_000), _NO_NUL]
-Cron = Annotated[str, Field(min_length=1, max_length=128), _NO_NUL]
-Name = Annotated[str, Field(min_length=1, max_length=255), _NO_NUL]
-TimeZone = Annotated[str, Field(min_length=1, max_length=64), _NO_NUL]
+Reason = Annotated[str, Field(max_length=2000), NO_NUL]
+RequiredReason = Annotated[str, Field(min_length=1, max_length=2000), NO_NUL]
+Body = Annotated[str, Field(min_length=1, max_length=10_000), NO_NUL]
+Source = Annotated[str, Field(min_length=1, max_length=1_000_000), NO_NUL]
+Cron = Annotated[str, Field(min_length=1, max_length=128), NO_NUL]
+Name = Annotated[str, Field(min_length=1, max_length=255), NO_NUL]
+TimeZone = Annotated[str, Field(min_length=1, max_length=64), NO_NUL]
 
 
 def _utc(value: datetime) -> datetime:

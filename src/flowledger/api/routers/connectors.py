@@ -34,7 +34,7 @@ from flowledger.api.deps import ApiContext, Ctx
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import DEFINITION_MANAGE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
-from flowledger.api.schemas import MAX_ID, ApiModel, Name, RequestModel, TenantId
+from flowledger.api.schemas import MAX_ID, NO_NUL, ApiModel, Name, RequestModel, TenantId, no_nul
 from flowledger.events import connector_changes as changes
 from flowledger.outbound import connector_config as config
 from flowledger.outbound import connector_store as store
@@ -44,21 +44,14 @@ router = APIRouter(prefix="/connectors", tags=["connectors"], route_class=Guarde
 ConnectorId = Annotated[int, Path(alias="connectorId", ge=1, le=MAX_ID)]
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
 def _no_nul_secret(value: SecretStr) -> SecretStr:
-    _no_nul(value.get_secret_value())
+    no_nul(value.get_secret_value())
     return value
 
 
-_NO_NUL = AfterValidator(_no_nul)
 Key = Annotated[str, Field(pattern=config.KEY_PATTERN)]
-BaseUrl = Annotated[str, Field(min_length=1, max_length=config.BASE_URL_MAX), _NO_NUL]
-Username = Annotated[str, Field(min_length=1, max_length=config.USERNAME_MAX), _NO_NUL]
+BaseUrl = Annotated[str, Field(min_length=1, max_length=config.BASE_URL_MAX), NO_NUL]
+Username = Annotated[str, Field(min_length=1, max_length=config.USERNAME_MAX), NO_NUL]
 HeaderName = Annotated[str, Field(pattern=config.HEADER_NAME_PATTERN)]
 Secret = Annotated[
     SecretStr,

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal, Self
 
 from fastapi import APIRouter, Body, Path
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.batch_schemas import BatchCounts, CompletionWindow, ItemResult, Rate
@@ -29,6 +29,7 @@ from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import (
     MAX_ID,
+    NO_NUL,
     ApiModel,
     JsonObject,
     Reason,
@@ -50,17 +51,10 @@ def _operate(action: str, target_type: str, target_param: str | None = None) -> 
     return allow(ENGINE_OPERATE, audit=Audit(action, target_type, target_param))
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
-_NO_NUL = AfterValidator(_no_nul)
 JobId = Annotated[int, Path(alias="jobId", ge=1, le=MAX_ID)]
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 Ids = Annotated[list[Id], Field(min_length=1, max_length=batching.MAX_BATCH_IDS)]
-TypeName = Annotated[str, Field(min_length=1, max_length=64), _NO_NUL]
+TypeName = Annotated[str, Field(min_length=1, max_length=64), NO_NUL]
 OptionalReason = Annotated[ReasonBody, Body(default_factory=ReasonBody)]
 
 # ------------------------------------------------------------------- bodies
@@ -92,9 +86,9 @@ class ReplayFilter(RequestModel):
 
     types: list[TypeName] | None = Field(default=None, max_length=100)
     instance_id: Id | None = None
-    trace_id: Annotated[str, Field(min_length=1, max_length=64), _NO_NUL] | None = None
-    keyword: Annotated[str, Field(min_length=1, max_length=200), _NO_NUL] | None = None
-    fingerprint: Annotated[str, Field(min_length=1, max_length=16), _NO_NUL] | None = None
+    trace_id: Annotated[str, Field(min_length=1, max_length=64), NO_NUL] | None = None
+    keyword: Annotated[str, Field(min_length=1, max_length=200), NO_NUL] | None = None
+    fingerprint: Annotated[str, Field(min_length=1, max_length=16), NO_NUL] | None = None
     enqueued_before: UtcTime | None = None
     age_seconds: int | None = Field(default=None, ge=0, le=10 * 365 * 86400)
     enqueued_after: UtcTime | None = None

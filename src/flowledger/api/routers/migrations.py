@@ -36,13 +36,13 @@ from flowledger.api.permissions import ENGINE_OPERATE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
 from flowledger.api.schemas import (
     MAX_ID,
+    NO_NUL,
     ApiModel,
     DefinitionKey,
     Reason,
     RequestModel,
     UtcTime,
-    _no_nul,
-    _no_nul_inside,
+    no_nul_inside,
 )
 from flowledger.ops.migration import service
 from flowledger.ops.migration.model import MAX_IDS, MigrationPlan
@@ -51,9 +51,8 @@ from flowledger.ops.monitor.filters import InstanceFilter
 
 router = APIRouter(tags=["migrations"], route_class=GuardedRoute)
 
-_NO_NUL = AfterValidator(_no_nul)  # a NUL is a 422 on its field, not a database error
-NodeKey = Annotated[str, Field(min_length=1, max_length=128), _NO_NUL]
-FilterText = Annotated[str, Field(max_length=128), _NO_NUL]
+NodeKey = Annotated[str, Field(min_length=1, max_length=128), NO_NUL]
+FilterText = Annotated[str, Field(max_length=128), NO_NUL]
 Version = Annotated[int, Field(ge=1, le=2**31 - 1)]
 Verdict = Literal["ok", "changed", "blocked"]
 Outcome = Literal["migrated", "blocked", "failed"]
@@ -68,7 +67,7 @@ class MigrationFilterBody(RequestModel):
     current_assignee: FilterText | None = None
     created_from: UtcTime | None = None
     created_to: UtcTime | None = None
-    keyword: Annotated[str, Field(max_length=200), _NO_NUL] | None = None
+    keyword: Annotated[str, Field(max_length=200), NO_NUL] | None = None
 
 
 class MigrationBody(RequestModel):
@@ -83,10 +82,10 @@ class MigrationBody(RequestModel):
     field_values: Annotated[
         dict[Annotated[str, Field(max_length=128)], Any],
         Field(max_length=200),
-        AfterValidator(_no_nul_inside),
+        AfterValidator(no_nul_inside),
     ] = Field(default_factory=dict)
     reason: Reason = ""
-    name: Annotated[str, Field(max_length=255), _NO_NUL] | None = None
+    name: Annotated[str, Field(max_length=255), NO_NUL] | None = None
     tenant: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
     def plan(self, caller: Caller) -> MigrationPlan:

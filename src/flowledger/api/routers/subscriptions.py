@@ -22,34 +22,36 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from fastapi import APIRouter, Path, Query, Response
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import Field, field_validator
 
 from flowledger.api.auth import CurrentCaller
 from flowledger.api.deps import Ctx
 from flowledger.api.pagination import Cursor, Limit, cursor_for, decode_cursor
 from flowledger.api.permissions import DEFINITION_MANAGE, INSTANCE_MONITOR
 from flowledger.api.route_access import Audit, GuardedRoute, allow
-from flowledger.api.schemas import MAX_ID, ApiModel, DefinitionKey, Name, RequestModel, TenantId
+from flowledger.api.schemas import (
+    MAX_ID,
+    NO_NUL,
+    ApiModel,
+    DefinitionKey,
+    Name,
+    RequestModel,
+    TenantId,
+    not_null,
+)
 from flowledger.events import hits, subscription_changes, subscriptions
 from flowledger.events.subscription_changes import SubscriptionRequest
 
 router = APIRouter(prefix="/subscriptions", tags=["subscriptions"], route_class=GuardedRoute)
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
-_NO_NUL = AfterValidator(_no_nul)
 SubscriptionId = Annotated[int, Path(alias="subscriptionId", ge=1, le=MAX_ID)]
-EventType = Annotated[str, Field(min_length=1, max_length=64), _NO_NUL]
+EventType = Annotated[str, Field(min_length=1, max_length=64), NO_NUL]
 EventTypes = Annotated[
     list[EventType], Field(min_length=1, max_length=subscriptions.MAX_EVENT_TYPES)
 ]
-TargetUrl = Annotated[str, Field(min_length=1, max_length=2048), _NO_NUL]
-Secret = Annotated[str, Field(min_length=16, max_length=255), _NO_NUL]
+TargetUrl = Annotated[str, Field(min_length=1, max_length=2048), NO_NUL]
+Secret = Annotated[str, Field(min_length=16, max_length=255), NO_NUL]
 HitStatus = Literal["pending", "delivered", "failed", "skipped"]
 
 
@@ -79,12 +81,7 @@ class SubscriptionUpdate(RequestModel):
     secret: Secret | None = None
     enabled: bool | None = None
 
-    @field_validator("name", "event_types", "target_url", "secret", "enabled")
-    @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("cannot be null (leave the field out to keep it)")
-        return value
+    _not_null = field_validator("name", "event_types", "target_url", "secret", "enabled")(not_null)
 
     def changes(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.model_fields_set}
